@@ -1,0 +1,3 @@
+from feedbackd.cli import main
+
+raise SystemExit(main())

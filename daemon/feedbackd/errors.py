@@ -1,0 +1,64 @@
+"""One error family: every refusal carries a stable code, a message and a hint on how to fix it.
+
+The CLI maps these to `error: {code}: {message}` and exit code 1; anything else is a bug (exit 3).
+"""
+
+from __future__ import annotations
+
+
+class FeedbackdError(Exception):
+    """A refused input or failed operation that the user can act on."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, hint: str = "", code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class InvalidItem(FeedbackdError):
+    code = "invalid_item"
+
+
+class InvalidFeedback(FeedbackdError):
+    code = "invalid_feedback"
+
+
+class InvalidId(FeedbackdError):
+    code = "invalid_id"
+
+
+class NotFound(FeedbackdError):
+    code = "not_found"
+
+
+class AlreadySubmitted(FeedbackdError):
+    code = "feedback_already_submitted"
+
+
+class ConfigError(FeedbackdError):
+    code = "config_error"
+
+
+class WorkspaceError(FeedbackdError):
+    code = "workspace_error"
+
+
+class GitError(FeedbackdError):
+    code = "git_error"
+
+
+class Locked(FeedbackdError):
+    code = "locked"
+
+
+class UsageError(FeedbackdError):
+    """Bad command-line usage (exit code 2)."""
+
+    code = "usage"

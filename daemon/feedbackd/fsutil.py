@@ -1,0 +1,90 @@
+"""Atomic file writes: temporary file in the same folder, fsync, rename.
+
+A crash at any instant leaves either the old file or the new one, never half of either; leftovers
+carry TMP_SUFFIX, which `init` git-ignores and start-up removes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+TMP_SUFFIX = ".feedbackd-tmp"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write text; non-empty text always ends with a newline (an empty file stays zero bytes)."""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, value: Any) -> None:
+    atomic_write_text(path, dumps_json(value))
+
+
+def dumps_json(value: Any) -> str:
+    """JSON as feedbackd writes it: 2-space indent, UTF-8 kept readable, trailing newline."""
+    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line with a single O_APPEND write and fsync.
+
+    Append-only logs can grow large, so they are not rewritten; a line cut short by a crash is
+    terminated first, so the new line always starts on a line of its own.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = line.rstrip("\n").encode("utf-8") + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if _ends_without_newline(fd):
+            data = b"\n" + data
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _ends_without_newline(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def remove_leftovers(root: Path) -> list[Path]:
+    """Delete temporary files that a killed writer left behind under root."""
+    removed = []
+    for leftover in root.rglob(f"*{TMP_SUFFIX}"):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()
+            removed.append(leftover)
+    return removed
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
