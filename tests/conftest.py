@@ -1,0 +1,52 @@
+"""Shared test set-up: every test runs with a known git identity and no stray feedbackd settings."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+GIT_IDENTITY = {
+    "GIT_AUTHOR_NAME": "Ada Curator",
+    "GIT_AUTHOR_EMAIL": "ada@example.org",
+    "GIT_COMMITTER_NAME": "Ada Curator",
+    "GIT_COMMITTER_EMAIL": "ada@example.org",
+}
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    for key in list(os.environ):
+        if key.startswith(("FEEDBACKD_", "GIT_", "NOTIFY_SOCKET", "WATCHDOG_")):
+            monkeypatch.delenv(key)
+    for key, value in GIT_IDENTITY.items():
+        monkeypatch.setenv(key, value)
+    # Keep the user's ~/.gitconfig (signing, hooks, templates) out of the tests.
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    yield
+
+
+def git(root: Path, *args: str) -> str:
+    """Run git in root and return its stdout; fail the test on a non-zero exit."""
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> Path:
+    """An empty git repository with one initial commit, on branch main."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "README.md").write_text("workspace\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-q", "-m", "initial")
+    return root
