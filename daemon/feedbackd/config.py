@@ -8,15 +8,26 @@ from __future__ import annotations
 import difflib
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from feedbackd import yamlio
 from feedbackd.errors import ConfigError, UsageError
 from feedbackd.timeutil import parse_duration
+from feedbackd.workspace import ID_PATTERN
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+# Infinite or NaN numbers would turn timeouts and intervals into endless waits.
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+# A command is an argv list; an empty one would have nothing to run.
+Command = Annotated[list[str], Field(min_length=1)]
 
 
 def _duration(value: str) -> str:
@@ -44,7 +55,7 @@ class PromptSettings(BaseModel):
 class GitSettings(BaseModel):
     model_config = _STRICT
     enabled: bool = True
-    committer: str = Field("feedbackd <feedbackd@localhost>", pattern=r"^[^<>]+ <[^<>]*>$")
+    committer: str = Field("feedbackd <feedbackd@localhost>", pattern=r"^[^<>\n]+ <[^<>\n]*>$")
     remote: str | None = None
     branch: str | None = None
     push: bool = True
@@ -65,32 +76,42 @@ class RatingsSettings(BaseModel):
     _check_window = field_validator("window")(_duration)
 
 
+ReputationTerm = Literal["rating", "quality", "would_reuse", "cost_value"]
+ResultQuality = Literal["excellent", "good", "acceptable", "poor", "failed"]
+CostValue = Literal["great", "fair", "overpriced"]
+
+_WEIGHTS: dict[ReputationTerm, float] = {
+    "rating": 0.4,
+    "quality": 0.3,
+    "would_reuse": 0.2,
+    "cost_value": 0.1,
+}
+_QUALITY: dict[ResultQuality, float] = {
+    "excellent": 1.0,
+    "good": 0.8,
+    "acceptable": 0.6,
+    "poor": 0.3,
+    "failed": 0.0,
+}
+_COST_VALUE: dict[CostValue, float] = {"great": 1.0, "fair": 0.6, "overpriced": 0.2}
+
+
 class ReputationSettings(BaseModel):
     model_config = _STRICT
-    weights: dict[Literal["rating", "quality", "would_reuse", "cost_value"], float] = Field(
-        default_factory=lambda: {
-            "rating": 0.4,
-            "quality": 0.3,
-            "would_reuse": 0.2,
-            "cost_value": 0.1,
-        }
-    )
-    quality_map: dict[Literal["excellent", "good", "acceptable", "poor", "failed"], float] = (
-        Field(
-            default_factory=lambda: {
-                "excellent": 1.0,
-                "good": 0.8,
-                "acceptable": 0.6,
-                "poor": 0.3,
-                "failed": 0.0,
-            }
-        )
-    )
-    cost_value_map: dict[Literal["great", "fair", "overpriced"], float] = Field(
-        default_factory=lambda: {"great": 1.0, "fair": 0.6, "overpriced": 0.2}
-    )
+    weights: dict[ReputationTerm, float] = Field(default_factory=_WEIGHTS.copy)
+    quality_map: dict[ResultQuality, float] = Field(default_factory=_QUALITY.copy)
+    cost_value_map: dict[CostValue, float] = Field(default_factory=_COST_VALUE.copy)
     decay_days: float = Field(30, gt=0)
     cold_start: float = Field(0.5, ge=0, le=1)
+
+    @field_validator("weights", "quality_map", "cost_value_map", mode="before")
+    @classmethod
+    def _keep_other_defaults(cls, value: Any, info: ValidationInfo) -> Any:
+        # Setting one weight must not drop the others: the score needs every term.
+        if not isinstance(value, dict) or info.field_name is None:
+            return value
+        default = cls.model_fields[info.field_name].get_default(call_default_factory=True)
+        return {**default, **value}
 
 
 class PricingSettings(BaseModel):
@@ -103,7 +124,7 @@ class PricingSettings(BaseModel):
     cooldown: str = "7d"
     allow_increase: bool = False
     cap_ratio: float = Field(3, ge=1)
-    sync_command: list[str] | None = None
+    sync_command: Command | None = None
     sync_timeout_s: float = Field(60, gt=0)
 
     _check_cooldown = field_validator("cooldown")(_duration)
@@ -112,7 +133,7 @@ class PricingSettings(BaseModel):
 class OptimizerSettings(BaseModel):
     model_config = _STRICT
     low_rating_threshold: float = Field(2.0, ge=1, le=5)
-    command: list[str] | None = None
+    command: Command | None = None
     timeout_s: float = Field(60, gt=0)
     max_lessons: int = Field(10, ge=1)
 
@@ -121,16 +142,40 @@ class Settings(BaseModel):
     """The whole configuration; every key is documented in config/feedbackd.yaml."""
 
     model_config = _STRICT
-    data_dir: str = Field("_data", pattern=r"^[A-Za-z0-9._-]+$")
-    agent_id: str | None = None
-    feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)  # type: ignore[arg-type]
-    prompt: PromptSettings = Field(default_factory=PromptSettings)  # type: ignore[arg-type]
-    git: GitSettings = Field(default_factory=GitSettings)  # type: ignore[arg-type]
-    daemon: DaemonSettings = Field(default_factory=DaemonSettings)  # type: ignore[arg-type]
-    ratings: RatingsSettings = Field(default_factory=RatingsSettings)  # type: ignore[arg-type]
-    reputation: ReputationSettings = Field(default_factory=ReputationSettings)  # type: ignore[arg-type]
-    pricing: PricingSettings = Field(default_factory=PricingSettings)  # type: ignore[arg-type]
-    optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)  # type: ignore[arg-type]
+    data_dir: str = Field("_data", pattern=r"^[A-Za-z0-9._-]{1,128}$")
+    # The requester's id becomes a folder name: the id rule keeps it inside `_data/agents/`.
+    agent_id: str | None = Field(None, pattern=ID_PATTERN.pattern)
+    feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
+    prompt: PromptSettings = Field(default_factory=PromptSettings)
+    git: GitSettings = Field(default_factory=GitSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    ratings: RatingsSettings = Field(default_factory=RatingsSettings)
+    reputation: ReputationSettings = Field(default_factory=ReputationSettings)
+    pricing: PricingSettings = Field(default_factory=PricingSettings)
+    optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_inside_workspace(cls, value: str) -> str:
+        if value in {".", ".."}:
+            raise ValueError("a folder name inside the workspace, like _data")
+        return value
+
+    @field_validator(
+        "feedback",
+        "prompt",
+        "git",
+        "daemon",
+        "ratings",
+        "reputation",
+        "pricing",
+        "optimizer",
+        mode="before",
+    )
+    @classmethod
+    def _empty_section_means_defaults(cls, value: Any) -> Any:
+        # `git:` with every key below it commented out reads as null; it means "all defaults".
+        return {} if value is None else value
 
 
 def config_path(explicit: str | None, workspace_root: Path | None) -> Path | None:
@@ -139,7 +184,10 @@ def config_path(explicit: str | None, workspace_root: Path | None) -> Path | Non
     if chosen:
         path = Path(chosen).expanduser()
         if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist", hint="check --config")
+            origin = "--config" if explicit else "$FEEDBACKD_CONFIG"
+            raise ConfigError(
+                f"config file {path} does not exist", hint=f"check {origin} or create the file"
+            )
         return path
     if workspace_root is not None and (workspace_root / "feedbackd.yaml").is_file():
         return workspace_root / "feedbackd.yaml"
@@ -164,7 +212,10 @@ def parse_settings(text: str, source: str) -> Settings:
     if tree is None:
         return Settings()
     if not isinstance(tree, dict):
-        raise ConfigError(f"{source}: the configuration must be a mapping of keys")
+        raise ConfigError(
+            f"{source}: the configuration must be a mapping of keys",
+            hint="write `key: value` lines such as `git:`; see config/feedbackd.yaml",
+        )
     try:
         return Settings.model_validate(yamlio.to_plain(tree))
     except ValidationError as exc:
@@ -174,17 +225,26 @@ def parse_settings(text: str, source: str) -> Settings:
 def _explain(exc: ValidationError, tree: Any, source: str) -> ConfigError:
     error = exc.errors()[0]
     keys = [str(part) for part in error["loc"]]
+    unknown = error["type"] == "extra_forbidden"
+    if keys and keys[-1] == "[key]":  # a name inside a fixed mapping such as reputation.weights
+        keys, unknown = keys[:-1], True
     dotted = ".".join(keys)
     line = _line_of(tree, keys)
     where = f"{source}, line {line}" if line else source
-    if error["type"] == "extra_forbidden":
-        suggestion = _closest_key(keys)
-        hint = f"did you mean `{suggestion}`?" if suggestion else "remove it"
-        return ConfigError(f"{where}: unknown key `{dotted}`", hint=hint)
+    if unknown:
+        return ConfigError(f"{where}: unknown key `{dotted}`", hint=_unknown_key_hint(keys))
     return ConfigError(
-        f"{where}: bad value for `{dotted}`: {error['msg']}",
+        f"{where}: bad value for `{dotted}`: {error['msg'].removeprefix('Value error, ')}",
         hint="see config/feedbackd.yaml for the allowed values",
     )
+
+
+def _unknown_key_hint(keys: list[str]) -> str:
+    known = _known_keys(keys[:-1])
+    matches = difflib.get_close_matches(keys[-1], known, n=1, cutoff=0.5)
+    if matches:
+        return f"did you mean `{'.'.join([*keys[:-1], matches[0]])}`?"
+    return f"remove it; known keys here: {', '.join(known)}" if known else "remove it"
 
 
 def _line_of(tree: Any, keys: list[str]) -> int | None:
@@ -198,13 +258,16 @@ def _line_of(tree: Any, keys: list[str]) -> int | None:
     return line
 
 
-def _closest_key(keys: list[str]) -> str | None:
-    model: type[BaseModel] = Settings
-    for key in keys[:-1]:
-        field = model.model_fields.get(key)
-        annotation = field.annotation if field else None
+def _known_keys(parents: list[str]) -> list[str]:
+    """The keys allowed under a dotted path: a section's fields or a fixed mapping's names."""
+    annotation: Any = Settings
+    for key in parents:
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return None
-        model = annotation
-    matches = difflib.get_close_matches(keys[-1], list(model.model_fields), n=1, cutoff=0.5)
-    return ".".join([*keys[:-1], matches[0]]) if matches else None
+            return []
+        field = annotation.model_fields.get(key)
+        annotation = field.annotation if field else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    if get_origin(annotation) is dict:
+        return [str(name) for name in get_args(get_args(annotation)[0])]
+    return []
