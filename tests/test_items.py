@@ -244,7 +244,7 @@ def test_json_oddities_refused() -> None:
     assert "NaN is not a JSON value" in reject('{"contentData": {"n": NaN}}').message
     assert "extra data" in reject('{"contentData": {}}\n{}').message
     error = reject('{"contentData": {"t": "a\tb"}}')
-    assert error.message == "invalid JSON: invalid control character (line 1, column 24)"
+    assert error.message == "invalid JSON: invalid control character (line 1, column 25)"
 
 
 @pytest.mark.parametrize("suffix", [".json", ".yaml", ".md"])
