@@ -1,0 +1,297 @@
+"""The watcher, run for real (inotify through watchfiles) on folders in tmp_path, in a thread."""
+
+from __future__ import annotations
+
+import queue
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from watchfiles import Change
+
+from feedbackd.fsutil import TMP_SUFFIX, atomic_write_text
+from feedbackd.watcher import EVERYTHING, Changes, classify, watch_agents
+
+DEADLINE_S = 10.0
+
+
+class Recorder:
+    """Runs watch_agents in a thread and hands its batches over through a queue."""
+
+    def __init__(self, data_dir: Path, *, debounce_ms: int = 1600) -> None:
+        self.stop = threading.Event()
+        self.finished = threading.Event()
+        self.batches: queue.Queue[Changes] = queue.Queue()
+        self.seen: list[Changes] = []
+        self.error: BaseException | None = None
+        self._args = (data_dir, debounce_ms)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        data_dir, debounce_ms = self._args
+        try:
+            for changes in watch_agents(data_dir, self.stop, debounce_ms=debounce_ms, check_ms=100):
+                self.batches.put(changes)
+        except BaseException as error:
+            self.error = error
+        finally:
+            self.finished.set()
+
+    def next(self) -> Changes:
+        changes = self.batches.get(timeout=DEADLINE_S)
+        self.seen.append(changes)
+        return changes
+
+    def until(self, wanted: Callable[[Changes], bool]) -> list[Changes]:
+        """Batches up to and including the first one that satisfies `wanted`."""
+        deadline = time.monotonic() + DEADLINE_S
+        batches = []
+        while time.monotonic() < deadline:
+            batches.append(self.next())
+            if wanted(batches[-1]):
+                return batches
+        raise AssertionError(f"no wanted batch within {DEADLINE_S} s; got {batches}")
+
+    def until_named(self, agents: set[str]) -> list[Changes]:
+        """Batches until every one of these agents has been named (possibly across batches)."""
+        named: set[str] = set()
+
+        def all_named(changes: Changes) -> bool:
+            named.update(changes.agents)
+            return named >= agents
+
+        return self.until(all_named)
+
+    def close(self) -> float:
+        """Stop the watcher and return how long it took to finish."""
+        began = time.monotonic()
+        self.stop.set()
+        assert self.finished.wait(DEADLINE_S), "the watcher did not stop"
+        self._thread.join(DEADLINE_S)
+        assert self.error is None, self.error
+        return time.monotonic() - began
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    data = tmp_path / "workspace" / "_data"
+    for agent in ("writer", "editor", "noise"):
+        for folder in ("queue", "approved", "rejected"):
+            (data / "agents" / agent / folder).mkdir(parents=True)
+    (data / "inbox" / "ratings").mkdir(parents=True)
+    return data
+
+
+@pytest.fixture
+def watcher(data_dir: Path) -> Iterator[Recorder]:
+    recorder = Recorder(data_dir, debounce_ms=400)
+    assert recorder.next() == EVERYTHING  # the watch is in place
+    yield recorder
+    recorder.close()
+
+
+def touches(agent: str) -> Callable[[Changes], bool]:
+    return lambda changes: agent in changes.agents
+
+
+def draft(data_dir: Path, agent: str, name: str, folder: str = "queue") -> Path:
+    path = data_dir / "agents" / agent / folder / name
+    path.write_text('{"contentData": {"title": "Draft"}}\n')
+    return path
+
+
+def test_first_batch_is_everything_once_the_watch_is_in_place(watcher: Recorder) -> None:
+    assert watcher.seen == [EVERYTHING]
+    assert EVERYTHING.inbox and EVERYTHING.everything and not EVERYTHING.agents
+
+
+def test_file_written_in_an_agent_folder_names_that_agent(
+    watcher: Recorder, data_dir: Path
+) -> None:
+    draft(data_dir, "writer", "qi-1.json")
+    batches = watcher.until(touches("writer"))
+    assert all(b.agents == {"writer"} and not b.everything and not b.inbox for b in batches)
+
+
+def test_atomic_save_names_the_agent(watcher: Recorder, data_dir: Path) -> None:
+    atomic_write_text(data_dir / "agents" / "editor" / "queue" / "qi-2.md", "---\ntitle: T\n---\n")
+    batches = watcher.until(touches("editor"))
+    assert all(b.agents == {"editor"} and not b.everything for b in batches)
+
+
+def test_moved_file_names_the_agent(watcher: Recorder, data_dir: Path) -> None:
+    item = draft(data_dir, "writer", "qi-3.json")
+    watcher.until(touches("writer"))
+    item.rename(data_dir / "agents" / "writer" / "approved" / "qi-3.json")
+    batches = watcher.until(touches("writer"))
+    assert all(b.agents == {"writer"} and not b.everything for b in batches)
+
+
+def test_file_moved_between_agents_names_both(watcher: Recorder, data_dir: Path) -> None:
+    item = draft(data_dir, "writer", "qi-4.json")
+    watcher.until(touches("writer"))
+    item.rename(data_dir / "agents" / "editor" / "queue" / "qi-4.json")
+    batches = watcher.until_named({"writer", "editor"})
+    assert not any(b.everything for b in batches)
+
+
+def test_renamed_agent_folder_means_everything(watcher: Recorder, data_dir: Path) -> None:
+    (data_dir / "agents" / "writer").rename(data_dir / "agents" / "author")
+    # The old and new names are reported too, for a caller that only looks at agents.
+    batches = watcher.until_named({"writer", "author"})
+    assert any(b.everything and b.inbox for b in batches)
+
+
+def test_new_agent_folder_means_everything(watcher: Recorder, data_dir: Path) -> None:
+    (data_dir / "agents" / "newcomer").mkdir()
+    batches = watcher.until(lambda b: b.everything)
+    assert "newcomer" in batches[-1].agents
+
+
+def test_renamed_queue_folder_names_the_agent(watcher: Recorder, data_dir: Path) -> None:
+    (data_dir / "agents" / "editor" / "queue").rename(data_dir / "agents" / "editor" / "old-queue")
+    watcher.until(touches("editor"))
+
+
+def test_inbox_changes_are_flagged(watcher: Recorder, data_dir: Path) -> None:
+    (data_dir / "inbox" / "ratings" / "r1.json").write_text("{}\n")
+    batches = watcher.until(lambda b: b.inbox)
+    assert all(not b.agents and not b.everything for b in batches)
+
+
+def test_burst_of_300_files_arrives_in_few_batches(watcher: Recorder, data_dir: Path) -> None:
+    for number in range(300):
+        draft(data_dir, "writer", f"qi-{number:03d}.json")
+    # A marker written after the burst: once it is reported, the whole burst has been.
+    draft(data_dir, "editor", "marker.json")
+    batches = watcher.until(touches("editor"))
+    assert all(b.agents <= {"writer", "editor"} and not b.everything for b in batches)
+    assert 1 <= sum("writer" in b.agents for b in batches) <= 3
+
+
+def test_own_temporary_error_and_editor_files_are_ignored(
+    watcher: Recorder, data_dir: Path
+) -> None:
+    queue_dir = data_dir / "agents" / "noise" / "queue"
+    for name in (
+        f".qi-1.json.0a1b2c3d{TMP_SUFFIX}",
+        "qi-1.json.error",
+        ".qi-1.json.swp",
+        ".qi-1.json.swo",
+        "qi-1.json~",
+        ".#qi-1.json",
+        "#qi-1.json#",
+        "4913",
+    ):
+        (queue_dir / name).write_text("x\n")
+        (queue_dir / name).unlink()
+    (data_dir / "agents" / "noise" / "feedback.json.error").write_text("feedbackd: bad\n")
+    draft(data_dir, "writer", "signal.json")  # reported after everything above
+    batches = watcher.until(touches("writer"))
+    assert all("noise" not in b.agents and not b.everything for b in batches)
+
+
+def test_stop_ends_the_iteration_promptly(data_dir: Path) -> None:
+    recorder = Recorder(data_dir, debounce_ms=1600)
+    assert recorder.next() == EVERYTHING
+    assert recorder.close() < 2.0
+
+
+def test_stop_during_a_burst_ends_the_iteration(data_dir: Path) -> None:
+    recorder = Recorder(data_dir, debounce_ms=60_000)
+    assert recorder.next() == EVERYTHING
+    draft(data_dir, "writer", "qi-1.json")
+    assert recorder.close() < 2.0
+
+
+def test_waits_for_a_missing_data_dir_and_can_be_stopped_meanwhile(tmp_path: Path) -> None:
+    recorder = Recorder(tmp_path / "not-yet" / "_data")
+    assert recorder.batches.empty()
+    assert recorder.close() < 2.0
+
+
+def test_data_dir_that_appears_later_is_watched(tmp_path: Path) -> None:
+    data = tmp_path / "later" / "_data"
+    recorder = Recorder(data, debounce_ms=400)
+    try:
+        (data / "agents" / "writer" / "queue").mkdir(parents=True)
+        assert recorder.next() == EVERYTHING
+        draft(data, "writer", "qi-1.json")
+        recorder.until(touches("writer"))
+    finally:
+        recorder.close()
+
+
+def test_replaced_data_dir_is_watched_again(watcher: Recorder, data_dir: Path) -> None:
+    shutil.rmtree(data_dir)
+    (data_dir / "agents" / "writer" / "queue").mkdir(parents=True)
+    watcher.until(lambda b: b == EVERYTHING)
+    draft(data_dir, "writer", "qi-after.json")
+    watcher.until(touches("writer"))
+
+
+def test_data_dir_that_is_a_file_is_waited_on(tmp_path: Path) -> None:
+    not_a_folder = tmp_path / "_data"
+    not_a_folder.write_text("oops\n")
+    recorder = Recorder(not_a_folder)
+    assert recorder.batches.empty()
+    assert recorder.close() < 2.0
+
+
+# classify() on its own: the rules, without a watcher.
+
+
+def classified(data_dir: Path, *events: tuple[Change, str]) -> Changes:
+    return classify(data_dir, [(int(change), str(data_dir / path)) for change, path in events])
+
+
+def test_classify_agents_and_inbox(tmp_path: Path) -> None:
+    changes = classified(
+        tmp_path,
+        (Change.added, "agents/writer/queue/qi-1.json"),
+        (Change.deleted, "agents/editor/approved/qi-2.yaml"),
+        (Change.modified, "inbox/ratings/r.json"),
+    )
+    assert changes == Changes(frozenset({"writer", "editor"}), inbox=True, everything=False)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "",  # the data folder itself
+        "agents",  # the agents folder itself
+        "agents/gone",  # an agent folder deleted or renamed away
+    ],
+)
+def test_classify_folder_level_changes_mean_everything(tmp_path: Path, path: str) -> None:
+    (tmp_path / "agents").mkdir()
+    changes = classified(tmp_path, (Change.deleted, path))
+    assert changes.everything and changes.inbox
+
+
+def test_classify_ignores_what_is_not_an_agent(tmp_path: Path) -> None:
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "README.md").write_text("notes\n")
+    outside = tmp_path.parent / "elsewhere" / "x.json"
+    changes = classify(
+        tmp_path,
+        [
+            (int(Change.modified), str(tmp_path / "agents" / "README.md")),
+            (int(Change.added), str(tmp_path / "agents" / "bad name" / "queue" / "x.json")),
+            (int(Change.added), str(tmp_path / "agents" / ".." / "queue" / "x.json")),
+            (int(Change.added), str(tmp_path / "notes.txt")),
+            (int(Change.added), str(outside)),
+        ],
+    )
+    assert not changes
+    assert changes == Changes()
+
+
+def test_changes_is_immutable() -> None:
+    changes = Changes(frozenset({"writer"}))
+    with pytest.raises(AttributeError):
+        changes.everything = True  # type: ignore[misc]
