@@ -56,7 +56,8 @@ def append_line(path: Path, line: str) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     data = line.rstrip("\n").encode("utf-8") + b"\n"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    # Read access too: a cut-short last line is found by reading its final byte.
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         if _ends_without_newline(fd):
             data = b"\n" + data
