@@ -1,0 +1,458 @@
+"""The workspace's git repository: commit exactly the paths of one change, read history back.
+
+This is the only module that uses GitPython, and it uses it only to run the git CLI
+(`repo.git.execute`) inside `with Repo(...)`, so no `git cat-file` children or file handles
+outlive a unit of work in the long-running daemon.
+
+Commits never touch what a user has staged: the change is built in a temporary index seeded from
+HEAD, committed with `commit-tree`, HEAD is moved with a compare-and-swap `update-ref`, and only
+then are the user's index entries for exactly those paths brought in line with the new commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from types import TracebackType
+from typing import BinaryIO, Literal, cast
+
+from git import Git, Repo
+from git.exc import GitError as GitPythonError
+from git.exc import InvalidGitRepositoryError, NoSuchPathError
+
+from feedbackd.commitmsg import EVENT_KEY, LogEntry, Person, log_entry
+from feedbackd.errors import GitError, WorkspaceError
+from feedbackd.timeutil import parse_iso
+
+log = logging.getLogger("feedbackd")
+
+DEFAULT_COMMITTER = Person("feedbackd", "feedbackd@localhost")
+# Literal pathspecs: an item called `a*.json` must never match other files. No optional locks:
+# reading status must not fight a user's git for `.git/index.lock`. Never prompt.
+_BASE_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+_LOCK_BUSY_MARKERS = ("index.lock': File exists", "index.lock: File exists")
+_COMMIT_ATTEMPTS = 3
+_LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
+
+Verdict = Literal["remove", "wait"]
+
+
+class _IndexLockBusy(GitError):
+    """git refused to run because `.git/index.lock` appeared while we worked."""
+
+
+def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> Verdict:
+    """What to do about an existing `.git/index.lock`.
+
+    live_git: True when a git process works in this repository, False when none does, None when
+    processes cannot be inspected; then only a lock older than `stale_after_s` counts as stale.
+    """
+    if live_git is None:
+        return "remove" if age_s > stale_after_s else "wait"
+    return "wait" if live_git else "remove"
+
+
+def git_process_in(folders: Sequence[Path], proc: Path = Path("/proc")) -> bool | None:
+    """True if a live git process (other than this one) has its working folder inside `folders`.
+
+    None when that cannot be known: no readable /proc, or a git process whose folder is hidden.
+    """
+    try:
+        entries = [entry for entry in proc.iterdir() if entry.name.isdigit()]
+    except OSError:
+        return None
+    if not entries:
+        return None
+    roots = [folder.resolve() for folder in folders]
+    unknown = False
+    for entry in entries:
+        if int(entry.name) == os.getpid() or not _is_git_process(entry):
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+        except PermissionError:
+            unknown = True
+            continue
+        except OSError:
+            continue  # it ended while we looked
+        if any(cwd == root or root in cwd.parents for root in roots):
+            return True
+    return None if unknown else False
+
+
+def _is_git_process(entry: Path) -> bool:
+    try:
+        argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+        comm = (entry / "comm").read_text(errors="replace").strip()
+    except OSError:
+        return False
+    name = os.path.basename(argv0.decode(errors="replace"))
+    return name == "git" or name.startswith("git-") or comm == "git"
+
+
+class GitRepo:
+    """A workspace repository, open for one unit of work: `with GitRepo(root) as repo: ...`."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        stale_lock_s: float = 30,
+        committer: Person = DEFAULT_COMMITTER,
+        lock_wait_s: float = 30,
+    ) -> None:
+        self.root = Path(root)
+        self.stale_lock_s = stale_lock_s
+        self.committer = committer
+        self.lock_wait_s = lock_wait_s
+        self._repo: Repo | None = None
+
+    # --- opening ------------------------------------------------------------------------------
+    def __enter__(self) -> GitRepo:
+        try:
+            self._repo = Repo(self.root)
+        except (InvalidGitRepositoryError, NoSuchPathError) as error:
+            raise GitError(
+                f"{self.root} is not a git repository",
+                hint="run `feedbackd init` there, or set git.enabled: false",
+            ) from error
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
+
+    @staticmethod
+    def init(root: Path) -> None:
+        """Make `root` a git repository on branch main, unless it already is one."""
+        if GitRepo.is_repo(root):
+            return
+        Path(root).mkdir(parents=True, exist_ok=True)
+        try:
+            Git(str(root)).execute(["git", "init", "-q", "-b", "main"], env=_BASE_ENV)
+        except GitPythonError as error:
+            raise GitError(f"git init failed in {root}: {_first_line(error)}") from error
+
+    @staticmethod
+    def is_repo(root: Path) -> bool:
+        """True when `root` is the top folder of its own git work tree (not a folder inside one)."""
+        folder = Path(root)
+        if not folder.is_dir():
+            return False
+        try:
+            top = Git(str(folder)).execute(["git", "rev-parse", "--show-toplevel"], env=_BASE_ENV)
+        except GitPythonError:
+            return False
+        return Path(top).resolve() == folder.resolve()
+
+    # --- reading ------------------------------------------------------------------------------
+    def head(self) -> str | None:
+        """The sha of HEAD, or None on a branch with no commits yet."""
+        status, out, _ = self._exec(["rev-parse", "--verify", "-q", "HEAD"])
+        return out.decode().strip() if status == 0 else None
+
+    def user_identity(self) -> Person | None:
+        """The workspace's git `user.name` / `user.email`, when both are set and usable."""
+        values = [self._config(key) for key in ("user.name", "user.email")]
+        if not values[0] or not values[1]:
+            return None
+        try:
+            return Person(values[0], values[1])
+        except ValueError as error:
+            log.warning("ignoring the git identity of %s: %s", self.root, error)
+            return None
+
+    def file_at_head(self, path: str) -> bytes | None:
+        """The committed content of `path` at HEAD, or None when HEAD has no such file."""
+        return self._blob("HEAD", _rel(path))
+
+    def file_at_first_add(self, path: str) -> bytes | None:
+        """`path` as it was in the most recent commit that added it (a draft's snapshot)."""
+        rel = _rel(path)
+        if self.head() is None:
+            return None
+        args = ["log", "--no-renames", "--diff-filter=A", "-1", "--format=%H", "--", rel]
+        sha = self._run(args).decode().strip()
+        return self._blob(sha, rel) if sha else None
+
+    def changed_paths(self, under: str) -> list[str]:
+        """Paths below `under` that differ from HEAD: modified, deleted, added or untracked."""
+        spec = _rel(under) if under not in ("", ".") else "."
+        args = ["status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", spec]
+        entries = self._run(args).decode("utf-8", errors="surrogateescape").split("\0")
+        return sorted({entry[3:] for entry in entries if len(entry) > 3})
+
+    def log(self, *, agent: str | None = None, since: datetime | None = None) -> list[LogEntry]:
+        """The learning history: commits with a Feedback-Event trailer, newest first."""
+        if self.head() is None:
+            return []
+        if since is not None and since.tzinfo is None:
+            since = since.replace(tzinfo=UTC)  # like every other time in feedbackd
+        args = ["log", "-i", f"--grep=^{EVENT_KEY}:", f"--format={_LOG_FORMAT}", "HEAD"]
+        parts = self._run(args).decode("utf-8", errors="replace").split("\0")
+        entries: list[LogEntry] = []
+        for index in range(0, len(parts) - 3, 4):
+            commit, date, author, message = parts[index : index + 4]
+            entry = log_entry(commit.strip(), date, author, message)
+            if entry is None or (agent is not None and entry.agent != agent):
+                continue
+            if since is not None and parse_iso(entry.date) < since:
+                continue
+            entries.append(entry)
+        return entries
+
+    # --- committing ---------------------------------------------------------------------------
+    def commit_paths(self, paths: Sequence[str], message: str, author: Person) -> str | None:
+        """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.
+
+        Returns None when none of them differ from HEAD. The user's other staged and unstaged
+        changes stay as they were; the user's index entries for `paths` follow the new commit.
+        """
+        rels = list(dict.fromkeys(_rel(path) for path in paths))
+        if not rels:
+            return None
+        self._clear_index_lock()
+        for attempt in range(1, _COMMIT_ATTEMPTS + 1):
+            head = self.head()
+            new = self._write_commit(head, rels, message, author)
+            if new is None:
+                return None
+            if self._move_head(new, head, message, attempt):
+                self._sync_user_index(new, rels)
+                return new
+        raise AssertionError("unreachable: _move_head raises on the last attempt")
+
+    def _write_commit(
+        self, head: str | None, rels: list[str], message: str, author: Person
+    ) -> str | None:
+        with self._temporary_index() as env:
+            if head is not None:
+                self._run(["read-tree", head], env=env)
+            present = self._present(rels, env)
+            if not present:
+                return None
+            self._run(["add", "-A", "--", *present], env=env)
+            tree = self._run(["write-tree"], env=env).decode().strip()
+        if tree == self._tree_of(head):
+            return None
+        parents = ["-p", head] if head else []
+        env = {**_identity_env("AUTHOR", author), **_identity_env("COMMITTER", self.committer)}
+        args = ["commit-tree", "--no-gpg-sign", tree, *parents]
+        return self._run(args, env=env, stdin=message.encode()).decode().strip()
+
+    def _present(self, rels: list[str], env: Mapping[str, str]) -> list[str]:
+        """The paths that exist on disk or are tracked; git refuses any others."""
+        missing = [rel for rel in rels if not os.path.lexists(self.root / rel)]
+        if not missing:
+            return rels
+        listed = self._run(["ls-files", "-z", "--", *missing], env=env).decode().split("\0")
+        tracked = {rel for rel in missing if any(_within(name, rel) for name in listed if name)}
+        return [rel for rel in rels if rel not in missing or rel in tracked]
+
+    def _tree_of(self, head: str | None) -> str:
+        if head is None:
+            return self._run(["hash-object", "-t", "tree", "--stdin"], stdin=b"").decode().strip()
+        return self._run(["rev-parse", f"{head}^{{tree}}"]).decode().strip()
+
+    def _move_head(self, new: str, old: str | None, message: str, attempt: int) -> bool:
+        """Point HEAD at `new` if it still is `old`; False (retry) when someone moved it."""
+        expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
+        subject = message.strip().split("\n", 1)[0]
+        args = ["update-ref", "-m", f"feedbackd: {subject}", "HEAD", new, expected]
+        status, _, err = self._exec(args)
+        if status == 0:
+            return True
+        if attempt == _COMMIT_ATTEMPTS:
+            raise GitError(
+                f"could not move HEAD to the new commit: {_first_line(err)}",
+                hint="another program keeps committing here; try again, or stop it for a moment",
+            )
+        log.info("HEAD moved while committing (%s); trying again", _first_line(err))
+        return False
+
+    def _sync_user_index(self, new: str, rels: list[str]) -> None:
+        """Make the user's index entries for `rels` match the new commit, and nothing else."""
+        args = ["reset", "-q", new, "--", *rels]
+        try:
+            try:
+                self._run(args)
+            except _IndexLockBusy:
+                self._clear_index_lock()
+                self._run(args)
+        except GitError as error:
+            # The commit exists; only the index view of these paths lags behind it.
+            log.warning(
+                "committed %s, but could not update the git index for %s (%s); run: git reset -q"
+                " HEAD -- %s",
+                new[:12],
+                ", ".join(rels),
+                error,
+                " ".join(rels),
+            )
+
+    # --- the index lock -----------------------------------------------------------------------
+    @property
+    def _git_dir(self) -> Path:
+        return Path(self._require_repo().git_dir)
+
+    def _clear_index_lock(self) -> None:
+        """Remove a stale `.git/index.lock`; wait (with backoff) for a live one to go away."""
+        lock = self._git_dir / "index.lock"
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.02
+        while True:
+            try:
+                seen = lock.stat()
+            except FileNotFoundError:
+                return
+            live = git_process_in([self.root, self._git_dir])
+            if lock_verdict(live, time.time() - seen.st_mtime, self.stale_lock_s) == "remove":
+                self._remove_stale_lock(lock, seen, live)
+                continue
+            if time.monotonic() >= deadline:
+                raise GitError(
+                    f"{lock} is held by a running git command",
+                    hint="finish that command (a commit waiting for its editor?), or remove the"
+                    " lock file if no git program is running",
+                )
+            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            delay = min(delay * 2, 1.0)
+
+    def _remove_stale_lock(self, lock: Path, seen: os.stat_result, live: bool | None) -> None:
+        try:
+            now = lock.stat()
+            if (now.st_ino, now.st_mtime_ns) != (seen.st_ino, seen.st_mtime_ns):
+                return  # a new lock replaced the one we judged; look again
+            lock.unlink()
+        except FileNotFoundError:
+            return
+        why = "no git process works here" if live is False else f"older than {self.stale_lock_s}s"
+        log.warning("removed a stale %s (%s)", lock, why)
+
+    # --- running git --------------------------------------------------------------------------
+    def _require_repo(self) -> Repo:
+        if self._repo is None:
+            raise RuntimeError("GitRepo is used outside its `with` block")
+        return self._repo
+
+    @contextmanager
+    def _temporary_index(self) -> Iterator[dict[str, str]]:
+        index = self._git_dir / f"feedbackd-index-{os.getpid()}-{secrets.token_hex(4)}"
+        try:
+            yield {"GIT_INDEX_FILE": str(index)}
+        finally:
+            for leftover in (index, index.with_name(index.name + ".lock")):
+                leftover.unlink(missing_ok=True)
+
+    def _config(self, key: str) -> str | None:
+        status, out, _ = self._exec(["config", "--get", key])
+        value = out.decode("utf-8", errors="replace").strip()
+        return value if status == 0 and value else None
+
+    def _blob(self, rev: str, rel: str) -> bytes | None:
+        status, out, _ = self._exec(["ls-tree", "-z", rev, "--", rel])
+        # One entry `mode type sha<TAB>path`; a folder or a missing path is not a file.
+        meta, _, name = out.decode("utf-8", errors="surrogateescape").partition("\t")
+        fields = meta.split()
+        if status != 0 or name.rstrip("\0") != rel or len(fields) != 3 or fields[1] != "blob":
+            return None
+        return self._run(["cat-file", "blob", fields[2]])
+
+    def _run(
+        self, args: list[str], *, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+    ) -> bytes:
+        """Run git; its stdout as bytes, or GitError naming the command and git's complaint."""
+        status, out, err = self._exec(args, env=env, stdin=stdin)
+        if status == 0:
+            return out
+        if any(marker in err for marker in _LOCK_BUSY_MARKERS):
+            raise _IndexLockBusy(_first_line(err), hint=_hint_for(err))
+        raise GitError(
+            f"git {args[0]} failed: {_first_line(err) or f'exit status {status}'}",
+            hint=_hint_for(err),
+        )
+
+    def _exec(
+        self, args: list[str], *, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+    ) -> tuple[int, bytes, str]:
+        repo = self._require_repo()
+        # Pin the repository, so a GIT_DIR or GIT_INDEX_FILE inherited from a hook or a shell
+        # can never point feedbackd at another repository or index.
+        pinned = {
+            "GIT_DIR": str(self._git_dir),
+            "GIT_WORK_TREE": str(repo.working_tree_dir),
+            "GIT_INDEX_FILE": str(self._git_dir / "index"),
+        }
+        full_env = {**_BASE_ENV, **pinned, **(env or {})}
+        with ExitStack() as stack:
+            source: BinaryIO | None = None
+            if stdin is not None:
+                source = cast(BinaryIO, stack.enter_context(tempfile.TemporaryFile()))
+                source.write(stdin)
+                source.seek(0)
+            status, out, err = repo.git.execute(
+                [Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
+                istream=source,
+                with_extended_output=True,
+                with_exceptions=False,
+                stdout_as_string=False,
+                strip_newline_in_stdout=False,
+                env=full_env,
+            )
+        return status, out, err
+
+
+def _identity_env(role: str, person: Person) -> dict[str, str]:
+    return {f"GIT_{role}_NAME": person.name, f"GIT_{role}_EMAIL": person.email}
+
+
+def _rel(path: str) -> str:
+    """A clean workspace-relative path in git's spelling; anything that could escape is refused."""
+    text = os.fspath(path)
+    pure = PurePosixPath(text.replace(os.sep, "/"))
+    if (
+        not text
+        or "\0" in text
+        or pure.is_absolute()
+        or ".." in pure.parts
+        or pure.parts[:1] == (".git",)
+    ):
+        raise WorkspaceError(
+            f"{text!r} is not a path inside the workspace",
+            hint="give a path relative to the workspace folder, without '..'",
+        )
+    return pure.as_posix()
+
+
+def _within(name: str, rel: str) -> bool:
+    return name == rel or name.startswith(rel.rstrip("/") + "/")
+
+
+def _first_line(error: object) -> str:
+    for line in str(error).splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _hint_for(stderr: str) -> str:
+    if "ignored by one of your .gitignore" in stderr:
+        return "the path is git-ignored; remove it from .gitignore"
+    if "index.lock" in stderr:
+        return "another git command is running here; wait for it, or remove .git/index.lock"
+    if "not a git repository" in stderr:
+        return "run `feedbackd init` in the workspace"
+    return "run the same git command in the workspace to see the whole message"

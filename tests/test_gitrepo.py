@@ -1,0 +1,501 @@
+"""The workspace repository: exact-path commits, the user's index untouched, locks, history."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from feedbackd.commitmsg import Person, build_message
+from feedbackd.errors import GitError, WorkspaceError
+from feedbackd.gitrepo import GitRepo, git_process_in, lock_verdict
+from tests.conftest import git
+
+ADA = Person("Ada Curator", "ada@example.org")
+BOT = Person("feedbackd", "feedbackd@localhost")
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Iterator[GitRepo]:
+    with GitRepo(git_repo, lock_wait_s=2) as opened:
+        yield opened
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def message(event: str = "draft", agent: str = "writer", summary: str = "qi-1") -> str:
+    return build_message(event, agent, summary, trailers=[("Feedback-Item", "qi-1")])
+
+
+def commit_count(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD"))
+
+
+def committed_names(root: Path, rev: str = "HEAD") -> list[str]:
+    return git(root, "show", "--name-only", "--format=", rev).split()
+
+
+# --- committing exactly the given paths ---------------------------------------------------------
+def test_commit_takes_only_the_given_paths_and_leaves_the_users_index_alone(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    write(git_repo, "staged.txt", "one\n")
+    write(git_repo, "unstaged.txt", "one\n")
+    git(git_repo, "add", "staged.txt", "unstaged.txt")
+    git(git_repo, "commit", "-q", "-m", "user files")
+    write(git_repo, "staged.txt", "staged change\n")
+    git(git_repo, "add", "staged.txt")
+    write(git_repo, "unstaged.txt", "unstaged change\n")
+    write(git_repo, "untracked.txt", "new\n")
+    staged_entry = git(git_repo, "ls-files", "-s", "staged.txt")
+    write(git_repo, "_data/agents/writer/feedback.json", "[]\n")
+
+    sha = repo.commit_paths(["_data/agents/writer/feedback.json"], message(), ADA)
+
+    assert sha == git(git_repo, "rev-parse", "HEAD").strip()
+    assert committed_names(git_repo) == ["_data/agents/writer/feedback.json"]
+    assert git(git_repo, "diff", "--cached", "--name-only").split() == ["staged.txt"]
+    assert git(git_repo, "diff", "--name-only").split() == ["unstaged.txt"]
+    assert git(git_repo, "ls-files", "-s", "staged.txt") == staged_entry
+    assert git(git_repo, "show", ":staged.txt") == "staged change\n"
+    assert git(git_repo, "status", "--porcelain").splitlines() == [
+        "M  staged.txt",
+        " M unstaged.txt",
+        "?? untracked.txt",
+    ]
+
+
+def test_a_path_the_user_had_staged_differently_follows_the_commit(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    write(git_repo, "feedback.json", "[1]\n")
+    git(git_repo, "add", "feedback.json")
+    write(git_repo, "feedback.json", "[1, 2]\n")
+    assert repo.commit_paths(["feedback.json"], message(), ADA) is not None
+    assert git(git_repo, "status", "--porcelain") == ""
+    assert git(git_repo, "show", "HEAD:feedback.json") == "[1, 2]\n"
+
+
+def test_a_move_from_queue_to_approved_is_committed_as_a_rename(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    write(git_repo, "queue/x.json", '{"contentData": {"title": "A draft"}}\n')
+    repo.commit_paths(["queue/x.json"], message(), ADA)
+    (git_repo / "approved").mkdir()
+    (git_repo / "queue/x.json").rename(git_repo / "approved/x.json")
+
+    sha = repo.commit_paths(["queue/x.json", "approved/x.json"], message("approve"), ADA)
+
+    assert sha is not None
+    status = git(git_repo, "show", "-M", "--name-status", "--format=", sha).split()
+    assert status == ["R100", "queue/x.json", "approved/x.json"]
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
+def test_a_deleted_file_is_committed_as_a_deletion(repo: GitRepo, git_repo: Path) -> None:
+    write(git_repo, "inbox/r.json", "{}\n")
+    repo.commit_paths(["inbox/r.json"], message(), ADA)
+    (git_repo / "inbox/r.json").unlink()
+    sha = repo.commit_paths(["inbox/r.json"], message(), ADA)
+    assert sha is not None
+    assert git(git_repo, "show", "--name-status", "--format=", sha).split() == ["D", "inbox/r.json"]
+
+
+def test_nothing_to_commit_makes_no_commit(repo: GitRepo, git_repo: Path) -> None:
+    before = repo.head()
+    assert repo.commit_paths(["README.md"], message(), ADA) is None
+    assert repo.commit_paths(["never/existed.json", "gone.md"], message(), ADA) is None
+    assert repo.commit_paths([], message(), ADA) is None
+    assert repo.head() == before
+    assert commit_count(git_repo) == 1
+
+
+def test_paths_that_neither_exist_nor_are_tracked_are_ignored(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    write(git_repo, "queue/a.json", "{}\n")
+    paths = ["queue/a.json", "queue/a.yaml", "queue/a.md", "queue/a.json"]
+    sha = repo.commit_paths(paths, message(), ADA)
+    assert sha is not None
+    assert committed_names(git_repo) == ["queue/a.json"]
+
+
+def test_file_names_are_taken_literally_not_as_patterns(repo: GitRepo, git_repo: Path) -> None:
+    write(git_repo, "q/a*.json", "star\n")
+    write(git_repo, "q/abc.json", "other\n")
+    repo.commit_paths(["q/a*.json"], message(), ADA)
+    assert committed_names(git_repo) == ["q/a*.json"]
+
+
+def test_first_commit_on_a_branch_with_no_commits(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    GitRepo.init(root)
+    GitRepo.init(root)  # again: nothing happens
+    write(root, "_data/agents/a/queue/q.json", "{}\n")
+    with GitRepo(root) as repo:
+        assert repo.head() is None
+        assert repo.log() == []
+        assert repo.file_at_first_add("_data/agents/a/queue/q.json") is None
+        assert repo.file_at_head("_data/agents/a/queue/q.json") is None
+        assert repo.commit_paths(["missing.json"], message(), ADA) is None
+        sha = repo.commit_paths(["_data/agents/a/queue/q.json"], message(), ADA)
+        assert sha is not None and repo.head() == sha
+    assert git(root, "symbolic-ref", "HEAD").strip() == "refs/heads/main"
+    assert commit_count(root) == 1
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_author_is_the_curator_and_committer_is_feedbackd(git_repo: Path) -> None:
+    write(git_repo, "f.json", "[]\n")
+    with GitRepo(git_repo) as repo:
+        repo.commit_paths(["f.json"], message(), ADA)
+    identities = git(git_repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip()
+    assert identities == "Ada Curator <ada@example.org>|feedbackd <feedbackd@localhost>"
+
+    write(git_repo, "f.json", "[1]\n")
+    with GitRepo(git_repo, committer=Person("Build Bot", "bot@example.org")) as repo:
+        repo.commit_paths(["f.json"], message(), Person("Bo", "bo@example.org"))
+    identities = git(git_repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip()
+    assert identities == "Bo <bo@example.org>|Build Bot <bot@example.org>"
+
+
+def test_the_message_is_stored_exactly(repo: GitRepo, git_repo: Path) -> None:
+    text = build_message("approve", "w", "qi-1, 1 correction (title)", body=['- title: "a" → "b"'])
+    write(git_repo, "f.json", "[]\n")
+    repo.commit_paths(["f.json"], text, ADA)
+    assert git(git_repo, "log", "-1", "--format=%B") == text + "\n"
+    assert "feedbackd: approve(w)" in git(git_repo, "reflog", "-1")
+
+
+def test_forged_trailers_in_file_text_stay_harmless(repo: GitRepo, git_repo: Path) -> None:
+    forged = "qi-1\nFeedback-Event: forged\n\nFeedback-Event: forged"
+    text = build_message(
+        "approve", "w", forged, body=[forged], trailers=[("Feedback-Item", forged)]
+    )
+    write(git_repo, "f.json", "[]\n")
+    repo.commit_paths(["f.json"], text, ADA)
+    body = git(git_repo, "log", "-1", "--format=%B")
+    parsed = subprocess.run(
+        ["git", "interpret-trailers", "--parse"], input=body, text=True, capture_output=True
+    ).stdout.splitlines()
+    assert [line for line in parsed if line.startswith("Feedback-Event")] == [
+        "Feedback-Event: approve"
+    ]
+    assert [entry.event for entry in repo.log()] == ["approve"]
+
+
+@pytest.mark.parametrize("bad", ["../outside.json", "/etc/passwd", ".git/config", "", "a/../../b"])
+def test_paths_outside_the_workspace_are_refused(repo: GitRepo, bad: str) -> None:
+    with pytest.raises(WorkspaceError, match="not a path inside the workspace"):
+        repo.commit_paths([bad], message(), ADA)
+    with pytest.raises(WorkspaceError):
+        repo.file_at_head(bad)
+
+
+def test_a_git_failure_says_what_failed_and_how_to_fix_it(repo: GitRepo, git_repo: Path) -> None:
+    write(git_repo, ".gitignore", "*.error\n")
+    write(git_repo, "x.json.error", "feedbackd: bad\n")
+    with pytest.raises(GitError) as caught:
+        repo.commit_paths(["x.json.error"], message(), ADA)
+    assert caught.value.code == "git_error"
+    assert "git add failed" in caught.value.message
+    assert "ignored" in caught.value.message
+    assert "gitignore" in caught.value.hint
+
+
+def test_a_folder_that_is_not_a_repository_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "plain").mkdir()
+    with (
+        pytest.raises(GitError, match="not a git repository") as caught,
+        GitRepo(tmp_path / "plain"),
+    ):
+        pass
+    assert "feedbackd init" in caught.value.hint
+    with pytest.raises(GitError), GitRepo(tmp_path / "missing"):
+        pass
+
+
+def test_using_the_repository_outside_its_with_block_is_a_bug(git_repo: Path) -> None:
+    with pytest.raises(RuntimeError, match="with"):
+        GitRepo(git_repo).head()
+
+
+def test_is_repo_means_the_top_of_its_own_work_tree(git_repo: Path, tmp_path: Path) -> None:
+    (git_repo / "sub").mkdir()
+    assert GitRepo.is_repo(git_repo)
+    assert not GitRepo.is_repo(git_repo / "sub")
+    assert not GitRepo.is_repo(tmp_path / "missing")
+    GitRepo.init(git_repo / "sub")  # a workspace nested in another repository gets its own
+    assert GitRepo.is_repo(git_repo / "sub")
+
+
+# --- the index lock -----------------------------------------------------------------------------
+def test_a_stale_empty_index_lock_is_removed_with_a_warning(
+    repo: GitRepo, git_repo: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lock = git_repo / ".git/index.lock"
+    lock.touch()  # what a `kill -9` during `git add` leaves behind
+    write(git_repo, "f.json", "[]\n")
+    with caplog.at_level(logging.WARNING, logger="feedbackd"):
+        sha = repo.commit_paths(["f.json"], message(), ADA)
+    assert sha is not None
+    assert not lock.exists()
+    assert "stale" in caplog.text
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+@pytest.fixture
+def live_git(git_repo: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real git process working in the repository (waiting on its input, like an editor)."""
+    process = subprocess.Popen(
+        ["git", "hash-object", "--stdin"],
+        cwd=git_repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    with process:  # closes its pipes (ending it) and waits for it
+        wait_until(lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git")
+        yield process
+
+
+def test_a_live_git_process_is_found_by_its_working_folder(
+    live_git: subprocess.Popen[bytes], git_repo: Path, tmp_path: Path
+) -> None:
+    assert git_process_in([git_repo]) is True
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert git_process_in([elsewhere]) is False
+
+
+def test_a_lock_held_by_a_live_git_is_waited_for_then_refused(
+    live_git: subprocess.Popen[bytes], git_repo: Path
+) -> None:
+    lock = git_repo / ".git/index.lock"
+    lock.touch()
+    write(git_repo, "f.json", "[]\n")
+    started = time.monotonic()
+    with GitRepo(git_repo, lock_wait_s=0.3) as repo, pytest.raises(GitError) as caught:
+        repo.commit_paths(["f.json"], message(), ADA)
+    assert time.monotonic() - started >= 0.3
+    assert "held by a running git command" in caught.value.message
+    assert "editor" in caught.value.hint
+    assert lock.exists()
+    assert commit_count(git_repo) == 1
+
+
+def test_a_commit_goes_through_once_the_live_lock_is_released(
+    live_git: subprocess.Popen[bytes], git_repo: Path
+) -> None:
+    lock = git_repo / ".git/index.lock"
+    lock.touch()
+    write(git_repo, "f.json", "[]\n")
+    assert live_git.stdin is not None
+    live_git.stdin.close()
+    live_git.wait(timeout=10)
+    lock.unlink()  # what the user's git does when it ends
+    with GitRepo(git_repo, lock_wait_s=5) as repo:
+        assert repo.commit_paths(["f.json"], message(), ADA) is not None
+
+
+def test_a_lock_that_appears_after_the_commit_is_cleared_and_the_index_updated(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    # The last step, updating the user's index, meets a lock left by a git killed meanwhile.
+    write(git_repo, "f.json", "[]\n")
+    sha = repo.commit_paths(["f.json"], message(), ADA)
+    assert sha is not None
+    git(git_repo, "rm", "-q", "--cached", "f.json")
+    (git_repo / ".git/index.lock").touch()
+    repo._sync_user_index(sha, ["f.json"])
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
+def test_an_index_that_stays_locked_after_the_commit_keeps_the_commit_and_warns(
+    live_git: subprocess.Popen[bytes], git_repo: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(git_repo, "f.json", "[]\n")
+    with GitRepo(git_repo, lock_wait_s=0.1) as repo:
+        sha = repo.commit_paths(["f.json"], message(), ADA)
+        assert sha is not None
+        (git_repo / ".git/index.lock").touch()
+        with caplog.at_level(logging.WARNING, logger="feedbackd"):
+            repo._sync_user_index(sha, ["f.json"])
+    assert "git reset -q HEAD -- f.json" in caplog.text
+    assert repo_head(git_repo) == sha
+
+
+def repo_head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize(
+    ("live", "age_s", "verdict"),
+    [
+        (False, 0.0, "remove"),  # no git works here: stale however fresh
+        (True, 3600.0, "wait"),  # a live git (an editor open for an hour) is always waited for
+        (None, 31.0, "remove"),  # processes unknown: only the age can tell
+        (None, 30.0, "wait"),
+        (None, 1.0, "wait"),
+    ],
+)
+def test_lock_verdict_falls_back_to_the_locks_age(
+    live: bool | None, age_s: float, verdict: str
+) -> None:
+    assert lock_verdict(live, age_s, stale_after_s=30) == verdict
+
+
+def test_processes_cannot_be_inspected_without_proc(tmp_path: Path) -> None:
+    assert git_process_in([tmp_path], proc=tmp_path / "no-proc") is None
+    (tmp_path / "empty-proc").mkdir()
+    assert git_process_in([tmp_path], proc=tmp_path / "empty-proc") is None
+
+
+# --- reading ------------------------------------------------------------------------------------
+def test_file_at_first_add_is_the_draft_as_first_committed(repo: GitRepo, git_repo: Path) -> None:
+    rel = "queue/qi-1.json"
+    write(git_repo, rel, '{"title": "draft"}\n')
+    repo.commit_paths([rel], message(), ADA)
+    write(git_repo, rel, '{"title": "edited"}\n')
+    repo.commit_paths([rel], message(), ADA)
+    assert repo.file_at_first_add(rel) == b'{"title": "draft"}\n'
+    assert repo.file_at_head(rel) == b'{"title": "edited"}\n'
+    assert repo.file_at_first_add("queue/never.json") is None
+    assert repo.file_at_head("queue") is None  # a folder is not a file
+
+    (git_repo / rel).unlink()
+    repo.commit_paths([rel], message(), ADA)
+    assert repo.file_at_head(rel) is None
+    write(git_repo, rel, '{"title": "back in the queue"}\n')
+    repo.commit_paths([rel], message(), ADA)
+    assert repo.file_at_first_add(rel) == b'{"title": "back in the queue"}\n'
+
+
+def test_file_contents_come_back_byte_for_byte(repo: GitRepo, git_repo: Path) -> None:
+    data = b"no newline at end \xe2\x8f\x8e\r\n\x00binary"
+    (git_repo / "blob.bin").write_bytes(data)
+    repo.commit_paths(["blob.bin"], message(), ADA)
+    assert repo.file_at_head("blob.bin") == data
+
+
+def test_changed_paths_lists_what_differs_from_head_below_a_folder(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    write(git_repo, "_data/a/keep.json", "1\n")
+    write(git_repo, "_data/a/edit.json", "1\n")
+    write(git_repo, "_data/a/gone.json", "1\n")
+    paths = ["_data/a/keep.json", "_data/a/edit.json", "_data/a/gone.json"]
+    repo.commit_paths(paths, message(), ADA)
+    write(git_repo, "_data/a/edit.json", "2\n")
+    (git_repo / "_data/a/gone.json").unlink()
+    write(git_repo, "_data/a/deep/new file.json", "1\n")
+    write(git_repo, "outside.json", "1\n")
+    expected = ["_data/a/deep/new file.json", "_data/a/edit.json", "_data/a/gone.json"]
+    assert repo.changed_paths("_data") == expected
+    assert repo.changed_paths("_data/b") == []
+    assert "outside.json" in repo.changed_paths("")
+
+
+def test_user_identity_is_the_workspace_git_config(repo: GitRepo, git_repo: Path) -> None:
+    assert repo.user_identity() is None  # the author env vars are not the workspace's identity
+    git(git_repo, "config", "user.name", "Cy Curator")
+    assert repo.user_identity() is None  # an email is needed too
+    git(git_repo, "config", "user.email", "cy@example.org")
+    assert repo.user_identity() == Person("Cy Curator", "cy@example.org")
+    git(git_repo, "config", "user.name", "Cy <odd>")
+    assert repo.user_identity() is None
+
+
+def test_log_lists_feedback_commits_newest_first_and_filters(
+    repo: GitRepo, git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def commit_at(day: int, event: str, agent: str, **extra: str) -> str:
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"2026-04-{day:02d}T10:00:00+00:00")
+        write(git_repo, f"{agent}-{day}.json", "[]\n")
+        trailers = [(key.replace("_", "-"), value) for key, value in extra.items()]
+        text = build_message(event, agent, f"day {day}", trailers=trailers)
+        sha = repo.commit_paths([f"{agent}-{day}.json"], text, ADA)
+        assert sha is not None
+        return sha
+
+    first = commit_at(
+        1, "approve", "writer", Feedback_Item="qi-1", Feedback_Fields="title, excerpt"
+    )
+    commit_at(2, "rating", "seller")
+    write(git_repo, "notes.md", "Feedback-Event: in a user's own commit\n")
+    git(git_repo, "add", "notes.md")
+    prose = "notes\n\nFeedback-Event: appears in this prose\nbut the paragraph is no trailer block"
+    git(git_repo, "commit", "-q", "-m", prose)
+    last = commit_at(3, "pricing", "seller", Price_Old="20", Price_New="19")
+
+    everything = repo.log()
+    assert [entry.event for entry in everything] == ["pricing", "rating", "approve"]
+    assert everything[0].commit == last
+    assert (everything[0].price_old, everything[0].price_new) == ("20", "19")
+    assert everything[-1].commit == first
+    assert everything[-1].fields == ["title", "excerpt"]
+    assert everything[-1].item == "qi-1"
+    assert everything[-1].curator == "Ada Curator <ada@example.org>"
+    assert everything[-1].date == "2026-04-01T10:00:00.000Z"
+
+    assert [entry.event for entry in repo.log(agent="seller")] == ["pricing", "rating"]
+    assert repo.log(agent="nobody") == []
+    since = datetime(2026, 4, 2, 10, 0, tzinfo=UTC)
+    assert [entry.event for entry in repo.log(since=since)] == ["pricing", "rating"]
+    assert [entry.event for entry in repo.log(agent="writer", since=since)] == []
+    naive = datetime(2026, 4, 3, 10, 0)  # taken as UTC
+    assert [entry.event for entry in repo.log(since=naive)] == ["pricing"]
+
+
+# --- resources ----------------------------------------------------------------------------------
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def child_processes() -> int:
+    me = str(os.getpid())
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me:  # field 4: the parent's pid
+            count += 1
+    return count
+
+
+@pytest.mark.slow
+def test_200_commits_leave_no_processes_or_file_handles_behind(git_repo: Path) -> None:
+    with GitRepo(git_repo) as warm:  # let one-time imports and caches settle first
+        warm.head()
+    fds, children = open_fds(), child_processes()
+    for round_ in range(4):
+        with GitRepo(git_repo) as repo:
+            for n in range(50):
+                write(git_repo, "counter.json", f"[{round_}, {n}]\n")
+                assert repo.commit_paths(["counter.json"], message(), ADA) is not None
+            repo.log()
+            repo.file_at_first_add("counter.json")
+    assert commit_count(git_repo) == 201
+    assert open_fds() == fds
+    assert child_processes() == children
+    assert not list((git_repo / ".git").glob("feedbackd-index-*"))
