@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import queue
 import shutil
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -117,6 +120,19 @@ def test_file_written_in_an_agent_folder_names_that_agent(
     assert all(b.agents == {"writer"} and not b.everything and not b.inbox for b in batches)
 
 
+def test_polling_mode_for_network_file_systems(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WATCHFILES_FORCE_POLLING", "1")
+    recorder = Recorder(data_dir, debounce_ms=400)
+    try:
+        assert recorder.next() == EVERYTHING
+        draft(data_dir, "editor", "qi-polled.json")
+        recorder.until(touches("editor"))
+    finally:
+        recorder.close()
+
+
 def test_atomic_save_names_the_agent(watcher: Recorder, data_dir: Path) -> None:
     atomic_write_text(data_dir / "agents" / "editor" / "queue" / "qi-2.md", "---\ntitle: T\n---\n")
     batches = watcher.until(touches("editor"))
@@ -206,6 +222,35 @@ def test_stop_during_a_burst_ends_the_iteration(data_dir: Path) -> None:
     assert recorder.next() == EVERYTHING
     draft(data_dir, "writer", "qi-1.json")
     assert recorder.close() < 2.0
+
+
+# The daemon's shape: the watcher in the main thread, SIGTERM setting the stop event.
+SIGTERM_CHILD = """
+import signal, sys, threading
+from pathlib import Path
+from feedbackd.watcher import watch_agents
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+for changes in watch_agents(Path(sys.argv[1]), stop, debounce_ms=1600):
+    print("batch", sorted(changes.agents), changes.everything, flush=True)
+print("stopped", flush=True)
+"""
+
+
+def test_sigterm_in_the_main_thread_stops_the_watcher(data_dir: Path) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_CHILD, str(data_dir)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline() == "batch [] True\n"
+    draft(data_dir, "writer", "qi-1.json")
+    assert child.stdout.readline() == "batch ['writer'] False\n"
+    began = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    assert child.wait(timeout=DEADLINE_S) == 0
+    assert time.monotonic() - began < 2.0
+    assert child.stdout.read() == "stopped\n"
+    child.stdout.close()
 
 
 def test_waits_for_a_missing_data_dir_and_can_be_stopped_meanwhile(tmp_path: Path) -> None:

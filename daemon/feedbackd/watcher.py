@@ -11,6 +11,7 @@ nobody was watching, and a full pass from that moment on leaves no gap.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -19,6 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from watchfiles import Change
+
+# RustNotify is what watchfiles.watch() drives (documented in watchfiles' "Rust backend" API page);
+# using it directly lets the first batch go out as soon as the watch is in place, rather than after
+# the first change or timeout, so a start-up pass leaves no unwatched gap.
 from watchfiles._rust_notify import RustNotify
 
 from feedbackd.fsutil import TMP_SUFFIX
@@ -97,10 +102,10 @@ def _watch_folder(
 ) -> Iterator[Changes]:
     """Watch one incarnation of data_dir; return when it is gone or replaced, or on stop."""
     identity = _identity(data_dir)
-    try:
-        notify = _start_watch(data_dir)
-    except FileNotFoundError:
-        return  # removed between the check and the watch: wait for it again
+    notify = _start_watch(data_dir)
+    if notify is None:
+        stop.wait(check_ms / 1000)  # removed while the watch was set up: wait for it again
+        return
     with notify:
         log.debug("watching %s", data_dir)
         yield EVERYTHING
@@ -120,16 +125,34 @@ def _watch_folder(
                 return
 
 
-def _start_watch(data_dir: Path) -> RustNotify:
-    # Polling only when asked (network file systems): WATCHFILES_FORCE_POLLING, as watchfiles does.
-    polling = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower() not in (
-        "",
-        "false",
-        "disable",
-        "disabled",
-    )
+def _start_watch(data_dir: Path) -> RustNotify | None:
+    """A recursive watch on data_dir (None if it vanished); polls when inotify is exhausted."""
+    try:
+        return _notify(data_dir, polling=_polling_requested())
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        # Typically "OS file watch limit reached": keep working, more slowly, rather than stop.
+        log.warning(
+            "cannot watch %s with inotify (%s); polling instead. To fix, raise "
+            "fs.inotify.max_user_watches (sysctl) and restart feedbackd",
+            data_dir,
+            error,
+        )
+    with contextlib.suppress(FileNotFoundError):
+        return _notify(data_dir, polling=True)
+    return None
+
+
+def _notify(data_dir: Path, *, polling: bool) -> RustNotify:
     # Unreadable subfolders are skipped rather than stopping the daemon; reconcile reports them.
     return RustNotify([str(data_dir)], False, polling, 300, True, True)
+
+
+def _polling_requested() -> bool:
+    """WATCHFILES_FORCE_POLLING, read as watchfiles reads it (for network file systems)."""
+    value = os.environ.get("WATCHFILES_FORCE_POLLING", "").lower()
+    return value not in ("", "false", "disable", "disabled")
 
 
 def _wait_for_folder(data_dir: Path, stop: threading.Event, check_ms: int) -> bool:
