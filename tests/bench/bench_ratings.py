@@ -1,0 +1,171 @@
+"""Benchmark of the rating store at scale: one provider with a million ratings over two years.
+
+Run: `python -m tests.bench.bench_ratings [--ratings N] [--repeat R] [--keep DIR]`.
+The history is written straight into the month files (as other machines' pulls would leave it),
+then `feedback list --since 7d`, `reputation` and the duplicate check are timed cold (no index:
+the first run builds it) and warm, against a baseline that reads and validates every line of the
+same files, as a store without an index would. Prints median times and the speed-up ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from feedbackd.config import ReputationSettings
+from feedbackd.ratings import QUALITIES, Rating
+from feedbackd.ratingstore import RatingStore
+from feedbackd.reputation import feedback_list_report, reputation_report
+from feedbackd.timeutil import iso_ms
+from feedbackd.workspace import Workspace
+
+PROVIDER = "heavylift-chengwen"
+SKILLS = {"claude-code-run": 0.5, "web-research": 0.25, "translate": 0.15, "summarise": 0.10}
+NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)
+HISTORY = timedelta(days=730)
+LINE = (
+    '{{"transaction_id": "{tx}", "provider_agent": "' + PROVIDER + '", "skill_id": "{skill}", '
+    '"requester_agent": "requester-{requester}", "rating": {rating}, "latency_ms": {latency}, '
+    '"result_quality": "{quality}", "would_reuse": {reuse}, "cost_value_ratio": "{cost}", '
+    '"timestamp": "{timestamp}"}}\n'
+)
+
+
+def generate(workspace: Workspace, count: int, seed: int = 7) -> list[str]:
+    """Write `count` ratings into month files; return a sample of their transaction ids."""
+    rng = random.Random(seed)
+    start = NOW - HISTORY
+    files: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    skills, weights = list(SKILLS), list(SKILLS.values())
+    sample = []
+    for number in range(count):
+        moment = start + timedelta(seconds=rng.random() * HISTORY.total_seconds())
+        stamp = iso_ms(moment)
+        skill = rng.choices(skills, weights)[0]
+        tx = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        if number % max(1, count // 100) == 0:
+            sample.append(tx)
+        line = LINE.format(
+            tx=tx, skill=skill, requester=rng.randrange(50), rating=rng.randint(1, 5),
+            latency=rng.randrange(100, 60_000), quality=rng.choice(QUALITIES),
+            reuse=rng.choice(("true", "false")), cost=rng.choice(("great", "fair", "overpriced")),
+            timestamp=stamp,
+        )  # fmt: skip
+        files.setdefault((skill, stamp[:7]), []).append((moment.timestamp(), line))
+    ratings_dir = workspace.agent(PROVIDER).ratings
+    for (skill, month), lines in files.items():
+        lines.sort()
+        path = ratings_dir / skill / f"{month}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(line for _, line in lines), encoding="utf-8")
+    return sample
+
+
+def naive_ratings(workspace: Workspace) -> Iterator[Rating]:
+    """Every stored rating, read and validated line by line (no index, no month pruning)."""
+    for path in sorted(workspace.agents_dir.glob("*/ratings/*/*.jsonl")):
+        with path.open("rb") as handle:
+            for line in handle:
+                if line.strip():
+                    yield Rating.model_validate_json(line)
+
+
+def naive_list(workspace: Workspace, settings: ReputationSettings) -> dict[str, Any]:
+    since = iso_ms(NOW - timedelta(days=7))
+    chosen = [
+        r
+        for r in naive_ratings(workspace)
+        if r.skill_id == "claude-code-run" and r.timestamp >= since
+    ]
+    return feedback_list_report("claude-code-run", PROVIDER, "7d", chosen, settings, NOW, 20)
+
+
+def naive_duplicate(workspace: Workspace, tx: str) -> bool:
+    return any(r.transaction_id == tx for r in naive_ratings(workspace))
+
+
+def timed(action: Callable[[], object], repeat: int) -> tuple[float, list[float]]:
+    """(seconds of the first run, seconds of each later run)."""
+    times = []
+    for _ in range(repeat + 1):
+        began = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - began)
+    return times[0], times[1:]
+
+
+def run(root: Path, count: int, repeat: int, baseline_repeat: int) -> list[str]:
+    workspace = Workspace(root)
+    began = time.perf_counter()
+    sample = generate(workspace, count)
+    lines = [f"generated {count:,} ratings in {time.perf_counter() - began:.1f} s under {root}"]
+    settings = ReputationSettings()
+    store = RatingStore(workspace)
+    since = NOW - timedelta(days=7)
+    missing = str(uuid.uuid4())
+
+    def fast_list() -> object:
+        ratings = store.ratings(PROVIDER, "claude-code-run", since)
+        return feedback_list_report("claude-code-run", PROVIDER, "7d", ratings, settings, NOW, 20)
+
+    cases: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
+        ("feedback list --since 7d", fast_list, lambda: naive_list(workspace, settings)),
+        (
+            "reputation",
+            lambda: store.reputation_report(PROVIDER, settings, NOW),
+            lambda: reputation_report(PROVIDER, naive_ratings(workspace), settings, NOW),
+        ),
+        (
+            "duplicate check (new id)",
+            lambda: store.has_transaction(missing),
+            lambda: naive_duplicate(workspace, missing),
+        ),
+        (
+            "duplicate check (known id)",
+            lambda: store.has_transaction(sample[-1]),
+            lambda: naive_duplicate(workspace, sample[-1]),
+        ),
+    ]
+    lines.append(f"{'operation':28} {'cold':>9} {'warm':>9} {'naive':>9} {'naive/warm':>11}")
+    for name, fast, naive in cases:
+        store.index_path.unlink(missing_ok=True)  # cold: the index is built by the first run
+        cold, warm = timed(fast, repeat)
+        first, rest = timed(naive, baseline_repeat - 1)
+        naive_median = statistics.median([first, *rest])
+        warm_median = statistics.median(warm)
+        lines.append(
+            f"{name:28} {cold:8.3f}s {warm_median:8.3f}s {naive_median:8.3f}s"
+            f" {naive_median / warm_median:10.0f}x"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--ratings", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5, help="warm runs (median shown)")
+    parser.add_argument("--baseline-repeat", type=int, default=1, help="naive runs (slow)")
+    parser.add_argument("--keep", type=Path, help="build the workspace here and keep it")
+    args = parser.parse_args(argv)
+    root = args.keep or Path(tempfile.mkdtemp(prefix="feedbackd-bench-"))
+    try:
+        for line in run(root, args.ratings, max(1, args.repeat), max(1, args.baseline_repeat)):
+            print(line, flush=True)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
