@@ -177,6 +177,15 @@ def test_the_message_is_stored_exactly(repo: GitRepo, git_repo: Path) -> None:
     assert "feedbackd: approve(w)" in git(git_repo, "reflog", "-1")
 
 
+def test_a_message_too_long_for_a_command_line_goes_in_whole(repo: GitRepo, git_repo: Path) -> None:
+    body = [f'- field{n}: "{"o" * 100}" → "{"c" * 100}"' for n in range(2000)]
+    text = build_message("approve", "w", "qi-1, 2000 corrections", body=body)
+    assert len(text) > 400_000
+    write(git_repo, "f.json", "[]\n")
+    repo.commit_paths(["f.json"], text, ADA)
+    assert git(git_repo, "log", "-1", "--format=%B") == text + "\n"
+
+
 def test_forged_trailers_in_file_text_stay_harmless(repo: GitRepo, git_repo: Path) -> None:
     forged = "qi-1\nFeedback-Event: forged\n\nFeedback-Event: forged"
     text = build_message(
@@ -194,7 +203,9 @@ def test_forged_trailers_in_file_text_stay_harmless(repo: GitRepo, git_repo: Pat
     assert [entry.event for entry in repo.log()] == ["approve"]
 
 
-@pytest.mark.parametrize("bad", ["../outside.json", "/etc/passwd", ".git/config", "", "a/../../b"])
+@pytest.mark.parametrize(
+    "bad", ["../outside.json", "/etc/passwd", ".git/config", "", ".", "a/../../b", "a\0b"]
+)
 def test_paths_outside_the_workspace_are_refused(repo: GitRepo, bad: str) -> None:
     with pytest.raises(WorkspaceError, match="not a path inside the workspace"):
         repo.commit_paths([bad], message(), ADA)
@@ -244,7 +255,7 @@ def test_a_stale_empty_index_lock_is_removed_with_a_warning(
     repo: GitRepo, git_repo: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     lock = git_repo / ".git/index.lock"
-    lock.touch()  # what a `kill -9` during `git add` leaves behind
+    leave_stale_lock(lock)
     write(git_repo, "f.json", "[]\n")
     with caplog.at_level(logging.WARNING, logger="feedbackd"):
         sha = repo.commit_paths(["f.json"], message(), ADA)
@@ -259,6 +270,13 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.005)
+
+
+def leave_stale_lock(lock: Path) -> None:
+    """What a `kill -9` during `git add` leaves behind: an empty lock, here a minute old."""
+    lock.touch()
+    old = time.time() - 60
+    os.utime(lock, (old, old))
 
 
 @pytest.fixture
@@ -284,11 +302,31 @@ def test_a_live_git_process_is_found_by_its_working_folder(
     assert git_process_in([elsewhere]) is False
 
 
+def test_a_git_pointed_at_the_repository_from_elsewhere_is_found(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    command = ["git", f"--git-dir={git_repo / '.git'}", "hash-object", "--stdin"]
+    with subprocess.Popen(command, cwd=elsewhere, stdin=subprocess.PIPE) as process:
+        wait_until(lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git")
+        assert git_process_in([git_repo, git_repo / ".git"]) is True
+
+
+def test_a_young_lock_is_given_a_moment_even_with_no_git_in_sight(git_repo: Path) -> None:
+    lock = git_repo / ".git/index.lock"
+    lock.touch()
+    write(git_repo, "f.json", "[]\n")
+    with GitRepo(git_repo, lock_wait_s=0.1) as repo, pytest.raises(GitError, match="held"):
+        repo.commit_paths(["f.json"], message(), ADA)
+    assert lock.exists()
+
+
 def test_a_lock_held_by_a_live_git_is_waited_for_then_refused(
     live_git: subprocess.Popen[bytes], git_repo: Path
 ) -> None:
     lock = git_repo / ".git/index.lock"
-    lock.touch()
+    leave_stale_lock(lock)  # old, but a git still works here: not stale
     write(git_repo, "f.json", "[]\n")
     started = time.monotonic()
     with GitRepo(git_repo, lock_wait_s=0.3) as repo, pytest.raises(GitError) as caught:
@@ -322,7 +360,7 @@ def test_a_lock_that_appears_after_the_commit_is_cleared_and_the_index_updated(
     sha = repo.commit_paths(["f.json"], message(), ADA)
     assert sha is not None
     git(git_repo, "rm", "-q", "--cached", "f.json")
-    (git_repo / ".git/index.lock").touch()
+    leave_stale_lock(git_repo / ".git/index.lock")
     repo._sync_user_index(sha, ["f.json"])
     assert git(git_repo, "status", "--porcelain") == ""
 
@@ -334,7 +372,7 @@ def test_an_index_that_stays_locked_after_the_commit_keeps_the_commit_and_warns(
     with GitRepo(git_repo, lock_wait_s=0.1) as repo:
         sha = repo.commit_paths(["f.json"], message(), ADA)
         assert sha is not None
-        (git_repo / ".git/index.lock").touch()
+        leave_stale_lock(git_repo / ".git/index.lock")
         with caplog.at_level(logging.WARNING, logger="feedbackd"):
             repo._sync_user_index(sha, ["f.json"])
     assert "git reset -q HEAD -- f.json" in caplog.text
@@ -348,7 +386,8 @@ def repo_head(root: Path) -> str:
 @pytest.mark.parametrize(
     ("live", "age_s", "verdict"),
     [
-        (False, 0.0, "remove"),  # no git works here: stale however fresh
+        (False, 5.0, "remove"),  # no git works here: stale
+        (False, 1.0, "wait"),  # so young it may be a git we cannot see: give it a moment
         (True, 3600.0, "wait"),  # a live git (an editor open for an hour) is always waited for
         (None, 31.0, "remove"),  # processes unknown: only the age can tell
         (None, 30.0, "wait"),

@@ -24,7 +24,6 @@ from types import TracebackType
 from typing import BinaryIO, Literal, cast
 
 from git import Git, Repo
-from git.exc import GitError as GitPythonError
 from git.exc import InvalidGitRepositoryError, NoSuchPathError
 
 from feedbackd.commitmsg import EVENT_KEY, LogEntry, Person, log_entry
@@ -40,6 +39,9 @@ _BASE_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMI
 _LOCK_BUSY_MARKERS = ("index.lock': File exists", "index.lock: File exists")
 _COMMIT_ATTEMPTS = 3
 _LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
+# A lock this young may belong to a git we cannot see (another container sharing the folder):
+# it always gets this long before it can be judged stale.
+FRESH_LOCK_S = 2.0
 
 Verdict = Literal["remove", "wait"]
 
@@ -54,6 +56,8 @@ def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> V
     live_git: True when a git process works in this repository, False when none does, None when
     processes cannot be inspected; then only a lock older than `stale_after_s` counts as stale.
     """
+    if age_s < FRESH_LOCK_S:
+        return "wait"
     if live_git is None:
         return "remove" if age_s > stale_after_s else "wait"
     return "wait" if live_git else "remove"
@@ -73,7 +77,8 @@ def git_process_in(folders: Sequence[Path], proc: Path = Path("/proc")) -> bool 
     roots = [folder.resolve() for folder in folders]
     unknown = False
     for entry in entries:
-        if int(entry.name) == os.getpid() or not _is_git_process(entry):
+        argv = _git_argv(entry) if int(entry.name) != os.getpid() else None
+        if argv is None:
             continue
         try:
             cwd = Path(os.readlink(entry / "cwd"))
@@ -82,19 +87,25 @@ def git_process_in(folders: Sequence[Path], proc: Path = Path("/proc")) -> bool 
             continue
         except OSError:
             continue  # it ended while we looked
-        if any(cwd == root or root in cwd.parents for root in roots):
+        # Working here: its folder is inside, or it was pointed here (`--git-dir=...`, `-C ...`).
+        if any(_inside(cwd, root) or any(str(root) in arg for arg in argv) for root in roots):
             return True
     return None if unknown else False
 
 
-def _is_git_process(entry: Path) -> bool:
+def _git_argv(entry: Path) -> list[str] | None:
+    """The command line of a git process, or None when the process is not git (or is gone)."""
     try:
-        argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+        argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
         comm = (entry / "comm").read_text(errors="replace").strip()
     except OSError:
-        return False
-    name = os.path.basename(argv0.decode(errors="replace"))
-    return name == "git" or name.startswith("git-") or comm == "git"
+        return None
+    name = os.path.basename(argv[0])
+    return argv if name == "git" or name.startswith("git-") or comm == "git" else None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 class GitRepo:
@@ -141,10 +152,14 @@ class GitRepo:
         if GitRepo.is_repo(root):
             return
         Path(root).mkdir(parents=True, exist_ok=True)
-        try:
-            Git(str(root)).execute(["git", "init", "-q", "-b", "main"], env=_BASE_ENV)
-        except GitPythonError as error:
-            raise GitError(f"git init failed in {root}: {_first_line(error)}") from error
+        status, _, err = Git(str(root)).execute(
+            ["git", "init", "-q", "-b", "main"],
+            with_extended_output=True,
+            with_exceptions=False,
+            env=_BASE_ENV,
+        )
+        if status != 0:
+            raise GitError(f"git init failed in {root}: {_first_line(err)}", hint=_hint_for(err))
 
     @staticmethod
     def is_repo(root: Path) -> bool:
@@ -152,11 +167,13 @@ class GitRepo:
         folder = Path(root)
         if not folder.is_dir():
             return False
-        try:
-            top = Git(str(folder)).execute(["git", "rev-parse", "--show-toplevel"], env=_BASE_ENV)
-        except GitPythonError:
-            return False
-        return Path(top).resolve() == folder.resolve()
+        status, top, _ = Git(str(folder)).execute(
+            ["git", "rev-parse", "--show-toplevel"],
+            with_extended_output=True,
+            with_exceptions=False,
+            env=_BASE_ENV,
+        )
+        return status == 0 and Path(top.strip()).resolve() == folder.resolve()
 
     # --- reading ------------------------------------------------------------------------------
     def head(self) -> str | None:
@@ -258,8 +275,9 @@ class GitRepo:
         missing = [rel for rel in rels if not os.path.lexists(self.root / rel)]
         if not missing:
             return rels
-        listed = self._run(["ls-files", "-z", "--", *missing], env=env).decode().split("\0")
-        tracked = {rel for rel in missing if any(_within(name, rel) for name in listed if name)}
+        listed = self._run(["ls-files", "-z", "--", *missing], env=env)
+        names = listed.decode("utf-8", errors="surrogateescape").split("\0")
+        tracked = {rel for rel in missing if any(_within(name, rel) for name in names if name)}
         return [rel for rel in rels if rel not in missing or rel in tracked]
 
     def _tree_of(self, head: str | None) -> str:
@@ -278,7 +296,11 @@ class GitRepo:
         if attempt == _COMMIT_ATTEMPTS:
             raise GitError(
                 f"could not move HEAD to the new commit: {_first_line(err)}",
-                hint="another program keeps committing here; try again, or stop it for a moment",
+                hint=(
+                    _hint_for(err)
+                    if ".lock" in err
+                    else "another program keeps committing here; try again, or stop it for a moment"
+                ),
             )
         log.info("HEAD moved while committing (%s); trying again", _first_line(err))
         return False
@@ -428,7 +450,7 @@ def _rel(path: str) -> str:
         or "\0" in text
         or pure.is_absolute()
         or ".." in pure.parts
-        or pure.parts[:1] == (".git",)
+        or pure.parts[:1] in ((), (".git",))
     ):
         raise WorkspaceError(
             f"{text!r} is not a path inside the workspace",
@@ -451,8 +473,9 @@ def _first_line(error: object) -> str:
 def _hint_for(stderr: str) -> str:
     if "ignored by one of your .gitignore" in stderr:
         return "the path is git-ignored; remove it from .gitignore"
-    if "index.lock" in stderr:
-        return "another git command is running here; wait for it, or remove .git/index.lock"
+    if ".lock': File exists" in stderr or "index.lock" in stderr:
+        return "another git command is running here; wait for it, or remove the .lock file it names"
+        " if no git program is running"
     if "not a git repository" in stderr:
         return "run `feedbackd init` in the workspace"
     return "run the same git command in the workspace to see the whole message"
