@@ -135,7 +135,7 @@ def test_a_trailer_that_contradicts_the_subject_is_refused() -> None:
         build_message("approve", "a", "s", trailers=[("Feedback-Event", "reject")])
 
 
-@pytest.mark.parametrize("key", ["", "Bad Key", "Key:", "-Lead", "Ke\ny", "Ünï"])
+@pytest.mark.parametrize("key", ["", "Bad Key", "Key:", "-Lead", "Ke\ny", "Key\n", "Ünï"])
 def test_bad_trailer_keys_are_refused(key: str) -> None:
     with pytest.raises(ValueError, match="trailer key"):
         build_message("record", "a", "s", trailers=[(key, "v")])

@@ -426,6 +426,38 @@ def test_file_at_first_add_is_the_draft_as_first_committed(repo: GitRepo, git_re
     assert repo.file_at_first_add(rel) == b'{"title": "back in the queue"}\n'
 
 
+def test_commits_touching_a_file_and_its_content_in_each(repo: GitRepo, git_repo: Path) -> None:
+    rel = "_data/agents/w/feedback.json"
+    assert repo.commits_touching(rel) == []
+    shas = []
+    for version in ("[]\n", "[1]\n", "[1, 2]\n"):
+        write(git_repo, rel, version)
+        shas.append(repo.commit_paths([rel], message(), ADA))
+    write(git_repo, "other.json", "{}\n")
+    repo.commit_paths(["other.json"], message(), ADA)
+    assert repo.commits_touching(rel) == shas[::-1]
+    assert repo.commits_touching(rel, limit=2) == shas[:0:-1]
+    assert [repo.file_at(sha, rel) for sha in shas] == [b"[]\n", b"[1]\n", b"[1, 2]\n"]
+    assert repo.file_at(shas[0], "other.json") is None
+    assert repo.file_at("HEAD~1", rel) == b"[1, 2]\n"
+
+
+@pytest.mark.parametrize("bad", ["--output=/tmp/x", "-p", "", "a b", "HEAD\n", 42])
+def test_file_at_refuses_what_is_not_a_revision(repo: GitRepo, bad: object) -> None:
+    with pytest.raises(GitError, match="is not a commit"):
+        repo.file_at(bad, "README.md")  # type: ignore[arg-type]
+
+
+def test_set_config_writes_the_repository_config(repo: GitRepo, git_repo: Path) -> None:
+    repo.set_config("merge.feedbackd.driver", "python -m feedbackd merge-driver %O %A %B %P")
+    repo.set_config("merge.feedbackd.name", "feedbackd union merge")
+    driver = git(git_repo, "config", "--local", "merge.feedbackd.driver").strip()
+    assert driver == "python -m feedbackd merge-driver %O %A %B %P"
+    for key, value in [("nosection", "v"), ("a.b", "two\nlines"), ("-x.y", "v"), ("a.1b", "v")]:
+        with pytest.raises(GitError, match="refusing git config"):
+            repo.set_config(key, value)
+
+
 def test_file_contents_come_back_byte_for_byte(repo: GitRepo, git_repo: Path) -> None:
     data = b"no newline at end \xe2\x8f\x8e\r\n\x00binary"
     (git_repo / "blob.bin").write_bytes(data)

@@ -53,7 +53,7 @@ class Person:
             raise ValueError(
                 f"bad name {self.name!r}: it must be non-empty, without < > or newlines"
             )
-        if not _EMAIL.match(self.email):
+        if not _EMAIL.fullmatch(self.email):
             raise ValueError(
                 f"bad email {self.email!r}: it must be non-empty, without < > or spaces"
             )
@@ -123,7 +123,7 @@ def _all_trailers(
     result = [(key, one_line(value, TRAILER_LIMIT)) for key, value in implied]
     seen = {key.lower(): value for key, value in result}
     for key, value in extra:
-        if not isinstance(key, str) or not _TRAILER_KEY.match(key):
+        if not isinstance(key, str) or not _TRAILER_KEY.fullmatch(key):
             raise ValueError(f"bad trailer key {key!r}: use letters, digits and '-'")
         flat = one_line(str(value), TRAILER_LIMIT).strip()
         if key.lower() in seen:

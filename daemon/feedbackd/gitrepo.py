@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import tempfile
 import time
@@ -42,6 +43,9 @@ _LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
 # A lock this young may belong to a git we cannot see (another container sharing the folder):
 # it always gets this long before it can be judged stale.
 FRESH_LOCK_S = 2.0
+
+_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/~^@{}-]{0,255}$")
+_CONFIG_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*(\.[^\n\0]+)?\.[A-Za-z][A-Za-z0-9-]*$")
 
 Verdict = Literal["remove", "wait"]
 
@@ -196,6 +200,17 @@ class GitRepo:
         """The committed content of `path` at HEAD, or None when HEAD has no such file."""
         return self._blob("HEAD", _rel(path))
 
+    def file_at(self, commit: str, path: str) -> bytes | None:
+        """The content of `path` in `commit` (a sha or revision); None when it has no such file."""
+        return self._blob(_rev(commit), _rel(path))
+
+    def commits_touching(self, path: str, *, limit: int = 50) -> list[str]:
+        """The shas of the last `limit` commits that changed `path`, newest first."""
+        if self.head() is None:
+            return []
+        args = ["log", "--no-renames", f"-n{max(int(limit), 0)}", "--format=%H", "--", _rel(path)]
+        return self._run(args).decode().split()
+
     def file_at_first_add(self, path: str) -> bytes | None:
         """`path` as it was in the most recent commit that added it (a draft's snapshot)."""
         rel = _rel(path)
@@ -230,6 +245,15 @@ class GitRepo:
                 continue
             entries.append(entry)
         return entries
+
+    def set_config(self, key: str, value: str) -> None:
+        """Set a key in the repository's own `.git/config` (e.g. the merge driver)."""
+        if not _CONFIG_KEY.fullmatch(key) or "\n" in value or "\0" in value:
+            raise GitError(
+                f"refusing git config {key!r} = {value!r}",
+                hint="use a key like section.name and a one-line value",
+            )
+        self._run(["config", "--local", key, value])
 
     # --- committing ---------------------------------------------------------------------------
     def commit_paths(self, paths: Sequence[str], message: str, author: Person) -> str | None:
@@ -457,6 +481,13 @@ def _rel(path: str) -> str:
             hint="give a path relative to the workspace folder, without '..'",
         )
     return pure.as_posix()
+
+
+def _rev(commit: str) -> str:
+    """A revision as given, unless it could be taken for an option or is not one at all."""
+    if not isinstance(commit, str) or not _REVISION.fullmatch(commit):
+        raise GitError(f"{commit!r} is not a commit", hint="give a commit sha, e.g. from git log")
+    return commit
 
 
 def _within(name: str, rel: str) -> bool:
