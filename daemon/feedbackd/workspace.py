@@ -1,4 +1,4 @@
-"""Every path of a workspace in one object, and the id rule that keeps reads and writes inside it."""
+"""Every path of a workspace in one object, and the id rule that keeps all access inside it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ STATE_DIR = ".feedbackd"
 
 def validate_id(value: str, kind: str = "id") -> str:
     """Return value if it is a safe agent/item/skill id, else raise InvalidId saying why."""
-    if not isinstance(value, str) or not ID_PATTERN.match(value) or ".." in value:
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value) or ".." in value:
         raise InvalidId(
             f"{kind} {value!r} is not a valid id",
             hint="use 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit",
@@ -26,7 +26,7 @@ def validate_id(value: str, kind: str = "id") -> str:
 
 
 def is_valid_id(value: str) -> bool:
-    return bool(ID_PATTERN.match(value)) and ".." not in value
+    return bool(ID_PATTERN.fullmatch(value)) and ".." not in value
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,9 @@ class YamlError(Exception):
     def where(self) -> str:
         if self.line is None:
             return ""
-        return f" (line {self.line}, column {self.column})" if self.column else f" (line {self.line})"
+        return (
+            f" (line {self.line}, column {self.column})" if self.column else f" (line {self.line})"
+        )
 
 
 def _parser() -> YAML:

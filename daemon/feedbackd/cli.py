@@ -1,0 +1,281 @@
+"""The `feedbackd` command line: parse options, call one function, map errors to exit codes.
+
+Exit codes: 0 success, 1 refused input or failed operation, 2 bad usage, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from feedbackd import __version__, actions, logsetup
+from feedbackd.errors import FeedbackdError, UsageError
+from feedbackd.output import print_error, print_json
+from feedbackd.reconcile import Report
+from feedbackd.runtime import Runtime
+
+app = typer.Typer(
+    name="feedbackd",
+    help="Git-backed feedback loop for AI agents: curator decisions and buyer ratings in files.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+log = logging.getLogger("feedbackd")
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+AgentArg = Annotated[str, typer.Argument(help="Agent id (a folder under _data/agents/).")]
+
+
+@dataclass
+class Globals:
+    workspace: str | None = None
+    config: str | None = None
+    quiet: bool = False
+    verbose: bool = False
+
+    def runtime(self) -> Runtime:
+        return Runtime.open(self.workspace, self.config)
+
+
+GLOBALS = Globals()
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"feedbackd {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="Workspace folder (holds _data/).")
+    ] = None,
+    config: Annotated[str | None, typer.Option("--config", help="Configuration file.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
+    ] = False,
+) -> None:
+    GLOBALS.workspace, GLOBALS.config = workspace, config
+    GLOBALS.quiet, GLOBALS.verbose = quiet, verbose
+    logsetup.configure(verbose=verbose, quiet=quiet)
+
+
+def command(func: F) -> F:
+    """Turn FeedbackdError into `error: code: message` and exit 1 (2 for usage, 3 for bugs)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
+        try:
+            return func(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except FeedbackdError as error:
+            print_error(error, as_json)
+            raise typer.Exit(2 if isinstance(error, UsageError) else 1) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except Exception as error:  # a bug: say so, keep the traceback in the log
+            log.exception("internal error")
+            print_error(FeedbackdError(f"internal error: {error}", code="internal"), as_json)
+            raise typer.Exit(3) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def report_out(report: Report, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "events": [event.as_json() for event in report.events],
+                "problems": [problem.line() for problem in report.problems],
+                "warnings": report.warnings,
+            }
+        )
+        return
+    if GLOBALS.quiet:
+        return
+    for event in report.events:
+        commit = f" [{event.commit[:8]}]" if event.commit else ""
+        typer.echo(f"{event.event}({event.agent}): {event.summary}{commit}")
+    for problem in report.problems:
+        state = "" if problem.settled else " (waiting for the writer to finish)"
+        typer.echo(f"problem: {problem.line()}{state}", err=True)
+
+
+@app.command()
+@command
+def approve(
+    agent: AgentArg,
+    item: Annotated[str, typer.Argument(help="Item id (file name without extension).")],
+    curator: Annotated[str | None, typer.Option(help='Who decided: "Name <email>".')] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Move queue/ITEM to approved/ and record the corrections."""
+    from feedbackd.locking import pipeline_lock
+
+    runtime = GLOBALS.runtime().with_curator(curator)
+    with pipeline_lock(runtime):
+        report_out(actions.approve(runtime, agent, item), as_json)
+
+
+@app.command()
+@command
+def reject(
+    agent: AgentArg,
+    item: Annotated[str, typer.Argument(help="Item id (file name without extension).")],
+    notes: Annotated[str, typer.Option("--notes", help="Why it was rejected.")],
+    curator: Annotated[str | None, typer.Option(help='Who decided: "Name <email>".')] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write the note into the item, move it to rejected/ and record the rejection."""
+    from feedbackd.locking import pipeline_lock
+
+    runtime = GLOBALS.runtime().with_curator(curator)
+    with pipeline_lock(runtime):
+        report_out(actions.reject(runtime, agent, item, notes), as_json)
+
+
+@app.command()
+@command
+def record(
+    agent: AgentArg,
+    payload: Annotated[
+        str,
+        typer.Option("--json", help="{type, queueItemId?, field?, original?, corrected?, notes?}"),
+    ],
+    curator: Annotated[str | None, typer.Option(help='Who recorded it: "Name <email>".')] = None,
+) -> None:
+    """Record one feedback entry programmatically."""
+    from feedbackd.locking import pipeline_lock
+    from feedbackd.reconcile import record_entry
+
+    runtime = GLOBALS.runtime().with_curator(curator)
+    entry = actions.build_record_entry(actions.parse_record(payload))
+    with pipeline_lock(runtime):
+        report = record_entry(runtime, runtime.workspace.agent(agent).agent_id, entry)
+    print_json(entry.as_json())
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+
+
+@app.command()
+@command
+def recent(
+    agent: AgentArg,
+    limit: Annotated[int, typer.Option(min=1, help="How many entries.")] = 5,
+    as_json: JsonOption = False,
+) -> None:
+    """Recent feedback of an agent, newest first."""
+    from feedbackd.views import show_recent
+
+    show_recent(GLOBALS.runtime(), agent, limit, as_json)
+
+
+@app.command()
+@command
+def prompt(agent: AgentArg) -> None:
+    """Print the agent's prompt snippet (prompt/feedback.md)."""
+    from feedbackd.views import prompt_text
+
+    sys.stdout.write(prompt_text(GLOBALS.runtime(), agent))
+
+
+@app.command("log")
+@command
+def log_command(
+    agent: Annotated[str | None, typer.Argument(help="Only this agent.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only this recent, e.g. 7d.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The learning history, from git commits, newest first."""
+    from feedbackd.views import show_log
+
+    show_log(GLOBALS.runtime(), agent, since, as_json)
+
+
+@app.command()
+@command
+def init(
+    directory: Annotated[
+        Path | None, typer.Argument(help="Folder to set up (default: here).")
+    ] = None,
+    sample: Annotated[bool, typer.Option("--sample", help="Add example agents.")] = False,
+) -> None:
+    """Create or update a workspace: git repo, _data/agents/, config, ignores, merge driver."""
+    from feedbackd.setup import init_workspace
+
+    root = (directory or Path(GLOBALS.workspace or ".")).absolute()
+    for line in init_workspace(root, sample=sample):
+        if not GLOBALS.quiet:
+            typer.echo(line)
+
+
+@app.command()
+@command
+def run(
+    once: Annotated[
+        bool, typer.Option("--once", help="Process everything pending, then exit.")
+    ] = False,
+    log_format: Annotated[str, typer.Option("--log-format", help="text or json")] = "text",
+    as_json: JsonOption = False,
+) -> None:
+    """Run the daemon in the foreground (or one pass with --once)."""
+    if log_format not in ("text", "json"):
+        raise UsageError(f"--log-format {log_format!r}", hint="use text or json")
+    logsetup.configure(
+        verbose=GLOBALS.verbose, quiet=GLOBALS.quiet, json_lines=log_format == "json"
+    )
+    runtime = GLOBALS.runtime()
+    if once:
+        from feedbackd.service import run_once
+
+        report_out(run_once(runtime), as_json)
+        return
+    from feedbackd.service import run_daemon
+
+    raise typer.Exit(run_daemon(runtime))
+
+
+@app.command()
+@command
+def doctor(as_json: JsonOption = False) -> None:
+    """Validate every file of the workspace; exit 1 if a problem is found."""
+    from feedbackd.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(GLOBALS.runtime(), as_json))
+
+
+def main() -> int:
+    try:
+        app()
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    return 0
+
+
+@app.command()
+@command
+def status(as_json: JsonOption = False) -> None:
+    """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
+    from feedbackd.statusfile import describe
+    from feedbackd.views import show_status
+
+    runtime = GLOBALS.runtime()
+    state = describe(runtime.workspace.state_dir)
+    if as_json:
+        print_json(state)
+    else:
+        show_status(state)

@@ -1,0 +1,132 @@
+"""`feedbackd doctor`: read every file feedbackd depends on; say what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from feedbackd import items
+from feedbackd.errors import FeedbackdError
+from feedbackd.feedback import parse_feedback, read_feedback
+from feedbackd.output import console, print_json
+from feedbackd.runtime import Runtime
+from feedbackd.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths, is_valid_id
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    message: str
+    hint: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message, "hint": self.hint}
+
+
+def run_doctor(runtime: Runtime, as_json: bool) -> int:
+    checked, findings = examine(runtime)
+    if as_json:
+        print_json(
+            {"ok": not findings, "checked": checked, "problems": [f.as_json() for f in findings]}
+        )
+    else:
+        _print_human(checked, findings)
+    return 1 if findings else 0
+
+
+def examine(runtime: Runtime) -> tuple[int, list[Finding]]:
+    workspace = runtime.workspace
+    checked, findings = 0, []
+    if not workspace.agents_dir.is_dir():
+        hint = "run `feedbackd init` in the workspace"
+        return 0, [Finding(str(workspace.agents_dir), "missing agents folder", hint)]
+    for entry in sorted(workspace.agents_dir.iterdir()):
+        if entry.is_dir() and not is_valid_id(entry.name):
+            hint = "rename the folder to a valid id"
+            findings.append(Finding(workspace.relative(entry), "bad agent id", hint))
+    for agent_id in workspace.agent_ids():
+        for path, check in _checks(runtime, workspace.agent(agent_id)):
+            checked += 1
+            problem = _run_check(check)
+            if problem is not None:
+                findings.append(Finding(workspace.relative(path), *problem))
+    return checked, findings
+
+
+def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
+    for folder in ("queue", *DECISION_FOLDERS):
+        directory = agent.folder(folder)
+        if not directory.is_dir():
+            continue
+        for path in sorted(directory.iterdir()):
+            if path.suffix in ITEM_SUFFIXES and not path.name.startswith("."):
+                yield path, _item_check(path)
+    if agent.feedback.exists():
+        yield agent.feedback, _feedback_check(runtime, agent)
+
+
+def _item_check(path: Path) -> Callable[[], None]:
+    def check() -> None:
+        if not is_valid_id(path.stem):
+            raise FeedbackdError(
+                f"file name {path.stem!r} is not a valid item id", hint="rename it"
+            )
+        items.read_item(path)
+
+    return check
+
+
+def _feedback_check(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:
+    def check() -> None:
+        try:
+            read_feedback(agent.feedback)
+        except FeedbackdError as error:
+            good = last_good_feedback(runtime, agent)
+            hint = (
+                f"restore the last good version: git checkout {good} -- "
+                f"{runtime.workspace.relative(agent.feedback)}"
+                if good
+                else "no good version in git; repair it by hand"
+            )
+            raise FeedbackdError(error.message, hint=hint) from None
+
+    return check
+
+
+def last_good_feedback(runtime: Runtime, agent: AgentPaths) -> str | None:
+    """The newest commit whose feedback.json of this agent parses."""
+    from feedbackd.reconcile import open_repo
+
+    path = runtime.workspace.relative(agent.feedback)
+    with open_repo(runtime) as repo:
+        if repo is None:
+            return None
+        for commit in repo.commits_touching(path, limit=50):
+            data = repo.file_at(commit, path)
+            try:
+                parse_feedback((data or b"").decode("utf-8"))
+            except (FeedbackdError, UnicodeDecodeError):
+                continue
+            return commit[:12]
+    return None
+
+
+def _run_check(check: Callable[[], None]) -> tuple[str, str] | None:
+    try:
+        check()
+    except FeedbackdError as error:
+        return error.message, error.hint
+    return None
+
+
+def _print_human(checked: int, findings: list[Finding]) -> None:
+    out = console()
+    if not findings:
+        out.print(f"[green]ok[/]: {checked} files checked, no problems")
+        return
+    for finding in findings:
+        out.print(f"[red]problem[/]: {finding.path}: {finding.message}")
+        if finding.hint:
+            out.print(f"  fix: {finding.hint}")
+    out.print(f"{len(findings)} problem(s) in {checked} files checked")

@@ -1,0 +1,78 @@
+"""Files feedbackd cannot read: settle first (a writer may still be busy), then explain beside them.
+
+The bad file itself is never moved, changed or deleted; `{file}.error` says what is wrong and how
+to fix it, and disappears once the file reads again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from feedbackd.errors import FeedbackdError
+from feedbackd.fsutil import atomic_write_text
+
+ERROR_SUFFIX = ".error"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that could not be used, and whether it has been bad long enough to report."""
+
+    path: Path
+    message: str
+    hint: str
+    settled: bool
+    retry_at: float  # wall-clock time when an unsettled file should be looked at again
+
+    def line(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+def error_path(path: Path) -> Path:
+    return path.with_name(path.name + ERROR_SUFFIX)
+
+
+def error_text(error: FeedbackdError) -> str:
+    hint = error.hint or "fix the file; feedbackd retries it automatically"
+    return f"feedbackd: {error.message}\n{hint}\n"
+
+
+def judge(path: Path, error: FeedbackdError, settle_ms: int, now: float | None = None) -> Problem:
+    """Write `{file}.error` once the file has stayed bad for settle_ms (by modification time)."""
+    now = time.time() if now is None else now
+    try:
+        changed = path.stat().st_mtime
+    except FileNotFoundError:
+        changed = now
+    retry_at = changed + settle_ms / 1000
+    settled = now >= retry_at
+    if settled:
+        explain(path, error)
+    return Problem(path, error.message, error.hint, settled, retry_at)
+
+
+def explain(path: Path, error: FeedbackdError) -> None:
+    target = error_path(path)
+    text = error_text(error)
+    with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
+        if target.read_text(encoding="utf-8") == text:
+            return  # unchanged: do not touch it, so watchers see no new event
+    atomic_write_text(target, text)
+
+
+def clear(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        error_path(path).unlink()
+
+
+def clear_orphans(folder: Path) -> None:
+    """Remove `.error` files whose file is gone (fixed by deleting or moving it)."""
+    if not folder.is_dir():
+        return
+    for stale in folder.glob(f"*{ERROR_SUFFIX}"):
+        if not stale.with_name(stale.name[: -len(ERROR_SUFFIX)]).exists():
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()

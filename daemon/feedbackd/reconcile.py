@@ -1,0 +1,567 @@
+"""Level-triggered reconcile of one agent: look at disk and the ledger, do what is missing.
+
+The daemon, `run --once` and the writing commands all come through here; file events only say
+which agent to look at. Every step is idempotent, so a pass killed at any line is finished by the
+next one: feedback entries are de-duplicated, the ledger says what is decided, and ledger lines
+that never reached a commit are committed by the next pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from feedbackd import decisions, items, problems
+from feedbackd.commitmsg import Person, build_message, one_line
+from feedbackd.decisions import DecisionRecord, State
+from feedbackd.errors import FeedbackdError, InvalidFeedback, InvalidItem, WorkspaceError
+from feedbackd.feedback import (
+    FeedbackEntry,
+    merge_new,
+    new_entry,
+    read_feedback,
+    write_feedback,
+)
+from feedbackd.fsutil import TMP_SUFFIX, atomic_write_bytes, atomic_write_text
+from feedbackd.gitrepo import GitRepo
+from feedbackd.items import Correction, Item
+from feedbackd.problems import Problem
+from feedbackd.prompts import render_snippet
+from feedbackd.runtime import Runtime, choose_author
+from feedbackd.timeutil import utcnow
+from feedbackd.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, is_valid_id
+
+log = logging.getLogger("feedbackd")
+
+EVENT_OF_STATE: dict[str, str] = {"approved": "approve", "rejected": "reject", "queued": "draft"}
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something feedbackd recorded: what `run --once` prints and `status` counts."""
+
+    event: str
+    agent: str
+    summary: str
+    item: str | None = None
+    commit: str | None = None
+
+    def as_json(self) -> dict[str, str | None]:
+        return {
+            "event": self.event,
+            "agent": self.agent,
+            "item": self.item,
+            "summary": self.summary,
+            "commit": self.commit,
+        }
+
+
+@dataclass
+class Report:
+    """The outcome of one or more reconciles."""
+
+    events: list[Event] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def extend(self, other: Report) -> None:
+        self.events.extend(other.events)
+        self.problems.extend(other.problems)
+        self.warnings.extend(other.warnings)
+
+    @property
+    def unsettled(self) -> list[Problem]:
+        return [problem for problem in self.problems if not problem.settled]
+
+    def next_retry(self) -> float | None:
+        waiting = [problem.retry_at for problem in self.unsettled]
+        return min(waiting) if waiting else None
+
+
+@dataclass(frozen=True)
+class ItemFile:
+    folder: str
+    item_id: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A decided item turned into feedback entries and the text of its commit."""
+
+    file: ItemFile
+    item: Item
+    entries: list[FeedbackEntry]
+    corrections: list[Correction]
+    author: Person
+
+
+@contextmanager
+def open_repo(runtime: Runtime) -> Iterator[GitRepo | None]:
+    if not runtime.git_enabled:
+        yield None
+        return
+    root = runtime.workspace.root
+    if not GitRepo.is_repo(root):
+        raise WorkspaceError(
+            f"{root} is not a git repository",
+            hint="run `feedbackd init` there, or set git.enabled: false",
+        )
+    with GitRepo(
+        root, stale_lock_s=runtime.settings.git.stale_lock_s, committer=runtime.committer
+    ) as repo:
+        yield repo
+
+
+def reconcile_all(runtime: Runtime, agents: Sequence[str] | None = None) -> Report:
+    report = Report()
+    chosen = runtime.workspace.agent_ids() if agents is None else agents
+    with open_repo(runtime) as repo:
+        for agent_id in chosen:
+            report.extend(AgentReconciler(runtime, repo, agent_id).run())
+    return report
+
+
+class AgentReconciler:
+    """One pass over one agent folder."""
+
+    def __init__(self, runtime: Runtime, repo: GitRepo | None, agent_id: str) -> None:
+        self.runtime = runtime
+        self.repo = repo
+        self.agent = runtime.workspace.agent(agent_id)
+        self.report = Report()
+        self.ledger = decisions.read_ledger(self.agent.decisions)
+
+    # --- the pass -----------------------------------------------------------------------------
+    def run(self) -> Report:
+        if not self.agent.root.is_dir():
+            return self.report
+        self._commit_recovered()
+        files = self._scan()
+        self._take_new_drafts(files)
+        feedback = self._read_feedback()
+        if feedback is not None:
+            for item_file in self._undecided(files):
+                feedback = self._decide(item_file, feedback)
+            self._sync_snippet(feedback)
+        return self.report
+
+    def record(self, entry: FeedbackEntry, author: Person | None) -> Report:
+        """Append one programmatic entry (`feedbackd record`) and commit it, unless present."""
+        feedback = self._read_feedback()
+        if feedback is None:
+            raise InvalidFeedback(
+                f"{self.rel(self.agent.feedback)} is corrupt; nothing was recorded",
+                hint="run `feedbackd doctor` to see the last good version in git",
+            )
+        stored, added = merge_new(feedback, [entry], self.runtime.settings.feedback.max_entries)
+        if not added:
+            self._warn("the same entry is already recorded; nothing changed")
+            return self.report
+        write_feedback(self.agent.feedback, stored)
+        self._write_snippet(stored)
+        trailers = [("Feedback-Item", entry.queueItemId)] if entry.queueItemId else []
+        if entry.field:
+            trailers.append(("Feedback-Fields", entry.field))
+        summary = entry.type + (f" of {entry.field}" if entry.field else "")
+        summary += f" ({entry.queueItemId})" if entry.queueItemId else ""
+        body = _entry_body(entry)
+        self._commit(
+            "record",
+            summary,
+            [self.agent.feedback, self.agent.prompt],
+            author,
+            body=body,
+            trailers=trailers,
+            item=entry.queueItemId,
+        )
+        return self.report
+
+    # --- looking at disk ----------------------------------------------------------------------
+    def _scan(self) -> list[ItemFile]:
+        found: list[ItemFile] = []
+        for folder in ("queue", *DECISION_FOLDERS):
+            directory = self.agent.folder(folder)
+            problems.clear_orphans(directory)
+            if directory.is_dir():
+                found.extend(self._scan_folder(folder, directory))
+        return found
+
+    def _scan_folder(self, folder: str, directory: Path) -> Iterator[ItemFile]:
+        for path in sorted(directory.iterdir()):
+            if path.name.startswith(".") or path.suffix not in ITEM_SUFFIXES:
+                continue
+            if path.is_symlink() and not self.runtime.workspace.is_inside(path):
+                self.report.warnings.append(f"{path}: symbolic link leads outside the workspace")
+                continue
+            if not path.is_file():
+                continue
+            if not is_valid_id(path.stem):
+                message, hint = _bad_name(path.stem)
+                self._problem(path, InvalidItem(message, hint=hint))
+                continue
+            yield ItemFile(folder, path.stem, path)
+
+    def _read(self, item_file: ItemFile) -> Item | None:
+        try:
+            item = items.read_item(item_file.path)
+        except FeedbackdError as error:
+            self._problem(item_file.path, error)
+            return None
+        problems.clear(item_file.path)
+        return item
+
+    def _problem(self, path: Path, error: FeedbackdError) -> None:
+        problem = problems.judge(path, error, self.runtime.settings.daemon.settle_ms)
+        self.report.problems.append(problem)
+        if problem.settled:
+            log.warning("%s: %s", self.rel(path), error.message)
+
+    def _read_feedback(self) -> list[FeedbackEntry] | None:
+        """The agent's feedback, or None when feedback.json is corrupt (decisions then wait)."""
+        try:
+            entries = read_feedback(self.agent.feedback)
+        except FeedbackdError as error:
+            problems.explain(self.agent.feedback, error)
+            self.report.problems.append(
+                Problem(self.agent.feedback, error.message, error.hint, True, 0.0)
+            )
+            log.error("%s: %s; decisions wait", self.rel(self.agent.feedback), error.message)
+            return None
+        problems.clear(self.agent.feedback)
+        return entries
+
+    # --- drafts -------------------------------------------------------------------------------
+    def _take_new_drafts(self, files: list[ItemFile]) -> None:
+        decided_now = {f.item_id for f in files if f.folder in DECISION_FOLDERS}
+        new_drafts = [f for f in files if f.folder == "queue" and self._is_new_draft(f)]
+        taken = [f for f in new_drafts if f.item_id not in decided_now and self._snapshot(f)]
+        requeued = self._requeued(files, decided_now)
+        if not taken and not requeued:
+            return
+        for record in requeued:
+            decisions.append_record(self.agent.decisions, record)
+        paths = [f.path for f in taken] + [self.agent.decisions] * bool(requeued)
+        paths += [self._decided_path(record) for record in requeued]
+        summary = _drafts_summary([f.item_id for f in taken], [r.item for r in requeued])
+        self._commit("draft", summary, paths, None, trailers=())
+
+    def _is_new_draft(self, item_file: ItemFile) -> bool:
+        return not self._snapshot_path(item_file).exists()
+
+    def _snapshot(self, item_file: ItemFile) -> bool:
+        """Keep the draft as first seen: the original of an approval without originalContentData."""
+        item = self._read(item_file)
+        if item is None:
+            return False
+        atomic_write_bytes(self._snapshot_path(item_file), item_file.path.read_bytes())
+        return True
+
+    def _snapshot_path(self, item_file: ItemFile) -> Path:
+        folder = self.runtime.workspace.state_dir / "snapshots" / self.agent.agent_id
+        return folder / item_file.path.name
+
+    def _requeued(self, files: list[ItemFile], decided_now: set[str]) -> list[DecisionRecord]:
+        latest = decisions.latest_states(self.ledger)
+        queued = {f.item_id for f in files if f.folder == "queue"} - decided_now
+        records = []
+        for item_id in sorted(queued):
+            previous = latest.get(item_id)
+            if previous is not None and previous.state != "queued":
+                record = decisions.new_record(item_id, "queued", utcnow(), file=previous.file)
+                self.ledger.append(record)
+                records.append(record)
+        return records
+
+    def _decided_path(self, record: DecisionRecord) -> Path:
+        return self.runtime.workspace.root / (record.file or "")
+
+    # --- decisions ----------------------------------------------------------------------------
+    def _undecided(self, files: list[ItemFile]) -> list[ItemFile]:
+        latest = decisions.latest_states(self.ledger)
+        decided = [f for f in files if f.folder in DECISION_FOLDERS]
+        both = _in_both_folders(decided)
+        for item_id in sorted(both):
+            self.report.warnings.append(
+                f"{self.agent.agent_id}/{item_id} is in both approved/ and rejected/: keep one"
+            )
+        return [
+            f
+            for f in decided
+            if f.item_id not in both
+            and (f.item_id not in latest or latest[f.item_id].state != f.folder)
+        ]
+
+    def _decide(self, item_file: ItemFile, feedback: list[FeedbackEntry]) -> list[FeedbackEntry]:
+        item = self._read(item_file)
+        if item is None:
+            return feedback
+        try:
+            decision = self._judge(item_file, item)
+        except FeedbackdError as error:
+            self._problem(item_file.path, error)
+            return feedback
+        return self._apply(decision, feedback)
+
+    def _judge(self, item_file: ItemFile, item: Item) -> Decision:
+        author = choose_author(item.curator, self.runtime, self._workspace_user())
+        now = utcnow()
+        if item_file.folder == "rejected":
+            notes = item.rejection_feedback or ""
+            if not notes:
+                self._warn(f"{self.rel(item_file.path)}: rejected without rejectionFeedback")
+            entry = new_entry(now, type="rejection", queueItemId=item.item_id, notes=notes)
+            return Decision(item_file, item, [entry], [], author)
+        corrections = self._corrections(item_file, item)
+        entries = [
+            new_entry(
+                now,
+                type="correction",
+                queueItemId=item.item_id,
+                field=c.field,
+                original=c.original,
+                corrected=c.corrected,
+            )
+            for c in corrections
+        ]
+        return Decision(item_file, item, entries, corrections, author)
+
+    def _corrections(self, item_file: ItemFile, item: Item) -> list[Correction]:
+        original = item.original if item.original is not None else self._first_seen(item_file)
+        if original is None:
+            self._warn(
+                f"{self.rel(item_file.path)}: never seen in queue/ and no originalContentData;"
+                " approved with no corrections"
+            )
+            return []
+        return items.diff_content(original, item.content)
+
+    def _first_seen(self, item_file: ItemFile) -> dict[str, object] | None:
+        """The draft as first seen in queue/: its draft commit, else the local snapshot.
+
+        Git comes first because it is shared: a fresh clone has no local snapshots, and a
+        snapshot taken there would already hold the curator's edits.
+        """
+        for suffix in _suffixes_starting_with(item_file.path.suffix):
+            queue_path = self.agent.queue / (item_file.item_id + suffix)
+            data = self.repo.file_at_first_add(self.rel(queue_path)) if self.repo else None
+            if data is None:
+                snapshot = self._snapshot_path(ItemFile("queue", item_file.item_id, queue_path))
+                data = snapshot.read_bytes() if snapshot.exists() else None
+            if data is not None:
+                try:
+                    return items.parse_item(data, suffix, item_file.item_id).content
+                except FeedbackdError:
+                    continue
+        return None
+
+    def _apply(self, decision: Decision, feedback: list[FeedbackEntry]) -> list[FeedbackEntry]:
+        stored, added = merge_new(
+            feedback, decision.entries, self.runtime.settings.feedback.max_entries
+        )
+        if added or not self.agent.feedback.exists():
+            write_feedback(self.agent.feedback, stored)
+        self._write_snippet(stored)
+        record = self._record(decision, added)
+        decisions.append_record(self.agent.decisions, record)
+        self.ledger.append(record)
+        event, summary = _decision_summary(decision)
+        self._commit(
+            event,
+            summary,
+            self._decision_paths(decision.file),
+            decision.author,
+            body=_decision_body(decision),
+            trailers=_decision_trailers(decision),
+            item=decision.item.item_id,
+        )
+        return stored
+
+    def _record(self, decision: Decision, added: list[FeedbackEntry]) -> DecisionRecord:
+        state: State = "approved" if decision.file.folder == "approved" else "rejected"
+        return decisions.new_record(
+            decision.item.item_id,
+            state,
+            utcnow(),
+            file=self.rel(decision.file.path),
+            curator=str(decision.author),
+            fields=[c.field for c in decision.corrections] or None,
+            entries=[entry.id for entry in added] or None,
+        )
+
+    def _decision_paths(self, item_file: ItemFile) -> list[Path]:
+        queue_copies = [self.agent.queue / (item_file.item_id + s) for s in ITEM_SUFFIXES]
+        return [*queue_copies, item_file.path, *self._managed_paths()]
+
+    def _managed_paths(self) -> list[Path]:
+        return [self.agent.feedback, self.agent.decisions, self.agent.prompt]
+
+    # --- snippet ------------------------------------------------------------------------------
+    def _write_snippet(self, entries: Sequence[FeedbackEntry]) -> bool:
+        text = render_snippet(entries, self.runtime.settings.prompt)
+        current = (
+            self.agent.prompt.read_text(encoding="utf-8") if self.agent.prompt.exists() else None
+        )
+        if current == text:
+            return False
+        atomic_write_text(self.agent.prompt, text)
+        return True
+
+    def _sync_snippet(self, feedback: list[FeedbackEntry]) -> None:
+        """Regenerate a snippet that no longer matches feedback.json (settings changed, a pull)."""
+        if not self.agent.feedback.exists() and not self.agent.prompt.exists():
+            return
+        if self._write_snippet(feedback):
+            self._commit(
+                "sync", "regenerate prompt snippet", [self.agent.prompt], None, trailers=()
+            )
+
+    # --- recovery -----------------------------------------------------------------------------
+    def _commit_recovered(self) -> None:
+        """Commit ledger lines that a killed pass wrote but never committed."""
+        if self.repo is None:
+            return
+        committed = self.repo.file_at_head(self.rel(self.agent.decisions))
+        known = {
+            r.id for r in decisions.parse_ledger((committed or b"").decode("utf-8", "replace"))
+        }
+        pending = [record for record in self.ledger if record.id not in known]
+        if not pending:
+            return
+        paths = [*self._managed_paths()]
+        for record in pending:
+            paths.append(self._decided_path(record))
+            paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
+        last = pending[-1]
+        event = EVENT_OF_STATE[last.state]
+        summary = (
+            ", ".join(record.item for record in pending) + " (completed after an interruption)"
+        )
+        author = Person.parse(last.curator) if last.curator else None
+        self._commit(event, summary, paths, author, trailers=(), item=last.item)
+
+    # --- git ----------------------------------------------------------------------------------
+    def _commit(
+        self,
+        event: str,
+        summary: str,
+        paths: Sequence[Path],
+        author: Person | None,
+        *,
+        body: Sequence[str] = (),
+        trailers: Sequence[tuple[str, str]] = (),
+        item: str | None = None,
+    ) -> None:
+        sha = None
+        if self.repo is not None:
+            message = build_message(
+                event,
+                self.agent.agent_id,
+                summary,
+                body=body,
+                trailers=[
+                    ("Feedback-Event", event),
+                    ("Feedback-Agent", self.agent.agent_id),
+                    *trailers,
+                ],
+            )
+            who = author or self._workspace_user() or choose_author(None, self.runtime, None)
+            sha = self.repo.commit_paths(_unique_rel(self, paths), message, who)
+            if sha is None:
+                return  # already committed (a fresh clone, or a curator's own commit)
+        self.report.events.append(Event(event, self.agent.agent_id, summary, item, sha))
+        log.info("%s(%s): %s", event, self.agent.agent_id, summary)
+
+    def _workspace_user(self) -> Person | None:
+        return self.repo.user_identity() if self.repo is not None else None
+
+    # --- helpers ------------------------------------------------------------------------------
+    def rel(self, path: Path) -> str:
+        return self.runtime.workspace.relative(path)
+
+    def _warn(self, message: str) -> None:
+        self.report.warnings.append(message)
+        log.warning("%s", message)
+
+
+def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Report:
+    with open_repo(runtime) as repo:
+        reconciler = AgentReconciler(runtime, repo, agent_id)
+        author = choose_author(None, runtime, reconciler._workspace_user())
+        return reconciler.record(entry, author)
+
+
+def _entry_body(entry: FeedbackEntry) -> list[str]:
+    if entry.original is not None and entry.corrected is not None:
+        name = one_line(entry.field or "value")
+        return [f'- {name}: "{one_line(entry.original)}" → "{one_line(entry.corrected)}"']
+    if entry.notes is not None:
+        return [f'- notes: "{one_line(entry.notes)}"']
+    return []
+
+
+def _unique_rel(reconciler: AgentReconciler, paths: Sequence[Path]) -> list[str]:
+    seen: dict[str, None] = {}
+    for path in paths:
+        if not path.name.endswith(TMP_SUFFIX):
+            seen.setdefault(reconciler.rel(path), None)
+    return list(seen)
+
+
+def _bad_name(stem: str) -> tuple[str, str]:
+    return (
+        f"item id {stem!r} (the file name) is not a valid id",
+        "rename the file to 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter"
+        " or digit",
+    )
+
+
+def _in_both_folders(decided: list[ItemFile]) -> set[str]:
+    folders: dict[str, set[str]] = {}
+    for item_file in decided:
+        folders.setdefault(item_file.item_id, set()).add(item_file.folder)
+    return {item_id for item_id, where in folders.items() if len(where) > 1}
+
+
+def _suffixes_starting_with(first: str) -> list[str]:
+    return [first, *(suffix for suffix in ITEM_SUFFIXES if suffix != first)]
+
+
+def _drafts_summary(new: list[str], requeued: list[str]) -> str:
+    parts = []
+    if new:
+        noun = "draft" if len(new) == 1 else "drafts"
+        parts.append(f"{len(new)} new {noun} ({', '.join(new)})")
+    if requeued:
+        parts.append(f"back in queue: {', '.join(requeued)}")
+    return "; ".join(parts)
+
+
+def _decision_summary(decision: Decision) -> tuple[str, str]:
+    item_id = decision.item.item_id
+    if decision.file.folder == "rejected":
+        return "reject", item_id
+    fields = [c.field for c in decision.corrections]
+    if not fields:
+        return "approve", f"{item_id}, no corrections"
+    noun = "correction" if len(fields) == 1 else "corrections"
+    return "approve", f"{item_id}, {len(fields)} {noun} ({', '.join(fields)})"
+
+
+def _decision_body(decision: Decision) -> list[str]:
+    if decision.file.folder == "rejected":
+        return [f'- notes: "{one_line(decision.item.rejection_feedback or "")}"']
+    return [
+        f'- {one_line(c.field)}: "{one_line(c.original)}" → "{one_line(c.corrected)}"'
+        for c in decision.corrections
+    ]
+
+
+def _decision_trailers(decision: Decision) -> list[tuple[str, str]]:
+    trailers = [("Feedback-Item", decision.item.item_id)]
+    if decision.corrections:
+        trailers.append(("Feedback-Fields", ", ".join(c.field for c in decision.corrections)))
+    return trailers

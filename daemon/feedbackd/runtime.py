@@ -1,0 +1,72 @@
+"""What every command and the daemon share: the workspace, its settings and who is acting."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from feedbackd.commitmsg import Person
+from feedbackd.config import Settings, config_path, load_settings
+from feedbackd.errors import InvalidItem
+from feedbackd.workspace import Workspace, discover_root
+
+FALLBACK_AUTHOR = Person("feedbackd", "feedbackd@localhost")
+
+
+@dataclass(frozen=True)
+class Runtime:
+    workspace: Workspace
+    settings: Settings
+    config_file: Path | None = None
+    curator: str | None = None  # --curator for this command
+
+    @classmethod
+    def open(cls, workspace: str | None, config: str | None) -> Runtime:
+        root = discover_root(workspace)
+        path = config_path(config, root)
+        settings = load_settings(path)
+        return cls(Workspace(root, settings.data_dir), settings, path)
+
+    def with_curator(self, curator: str | None) -> Runtime:
+        if curator is not None:
+            parse_person(curator, "--curator")
+        return replace(self, curator=curator)
+
+    def reload(self) -> Runtime:
+        settings = load_settings(self.config_file)
+        return replace(
+            self, settings=settings, workspace=Workspace(self.workspace.root, settings.data_dir)
+        )
+
+    @property
+    def git_enabled(self) -> bool:
+        return self.settings.git.enabled
+
+    @property
+    def committer(self) -> Person:
+        return parse_person(self.settings.git.committer, "git.committer")
+
+
+def parse_person(text: str, source: str) -> Person:
+    try:
+        return Person.parse(text)
+    except ValueError:
+        raise InvalidItem(
+            f"{source}: {text!r} is not `Name <email>`",
+            hint='write it like "Ada Curator <ada@example.org>"',
+        ) from None
+
+
+def choose_author(
+    item_curator: str | None, runtime: Runtime, workspace_user: Person | None
+) -> Person:
+    """The curator: the item's `curator`, else --curator, else $FEEDBACKD_CURATOR, else git's."""
+    for source, value in (
+        ("curator", item_curator),
+        ("--curator", runtime.curator),
+        ("FEEDBACKD_CURATOR", os.environ.get("FEEDBACKD_CURATOR")),
+    ):
+        if value:
+            return parse_person(value, source)
+    return workspace_user or FALLBACK_AUTHOR

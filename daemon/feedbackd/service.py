@@ -1,0 +1,32 @@
+"""Running feedbackd: one pass (`run --once`) and the long-running daemon."""
+
+from __future__ import annotations
+
+import time
+
+from feedbackd.locking import clean_leftovers, pipeline_lock
+from feedbackd.reconcile import Report, reconcile_all
+from feedbackd.runtime import Runtime
+
+
+def run_once(runtime: Runtime) -> Report:
+    """Process everything pending; wait for files still being written, up to daemon.settle_ms."""
+    with pipeline_lock(runtime):
+        clean_leftovers(runtime)
+        report = reconcile_all(runtime)
+    deadline = time.time() + runtime.settings.daemon.settle_ms / 1000 + 1
+    while (retry := report.next_retry()) is not None and retry <= deadline:
+        time.sleep(max(0.0, retry - time.time()) + 0.01)
+        with pipeline_lock(runtime):
+            again = reconcile_all(runtime)
+        report = Report(
+            report.events + again.events, again.problems, report.warnings + again.warnings
+        )
+    return report
+
+
+def run_daemon(runtime: Runtime) -> int:
+    from feedbackd.daemon import Daemon
+
+    exit_code: int = Daemon(runtime).run()
+    return exit_code

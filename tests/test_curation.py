@@ -1,0 +1,326 @@
+"""The curation loop end to end: real files, real git, the same pipeline the daemon runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from feedbackd import load_feedback_for_prompt
+from tests.workspace_kit import Site, draft
+
+TITLE_OLD = "Why TypeScript Generics Matter"
+TITLE_NEW = "How TypeScript Generics Save You From Refactoring Hell"
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    return Site(tmp_path / "site")
+
+
+def test_approve_records_one_correction_per_changed_field(site: Site) -> None:
+    original = {"title": TITLE_OLD, "excerpt": "Same.", "seo": {"metaTitle": "Generics"}}
+    current = {"title": TITLE_NEW, "excerpt": "Same.", "seo": {"metaTitle": "Generics 101"}}
+    site.write("content-writer", "qi-1.json", draft(current, original), folder="approved")
+    site.reconcile()
+    entries = site.feedback("content-writer")
+    assert [(e["field"], e["original"], e["corrected"]) for e in entries] == [
+        ("title", TITLE_OLD, TITLE_NEW),
+        ("seo.metaTitle", "Generics", "Generics 101"),
+    ]
+    assert all(e["type"] == "correction" and e["queueItemId"] == "qi-1" for e in entries)
+    assert site.git("log", "-1", "--format=%s") == (
+        "approve(content-writer): qi-1, 2 corrections (title, seo.metaTitle)\n"
+    )
+    trailers = site.trailers()
+    assert trailers["Feedback-Event"] == ["approve"]
+    assert trailers["Feedback-Agent"] == ["content-writer"]
+    assert trailers["Feedback-Item"] == ["qi-1"]
+    assert trailers["Feedback-Fields"] == ["title, seo.metaTitle"]
+    body = site.git("log", "-1", "--format=%b")
+    assert f'- title: "{TITLE_OLD}" → "{TITLE_NEW}"' in body
+
+
+def test_whitespace_and_line_ending_changes_are_not_corrections(site: Site) -> None:
+    original = {"title": "Hello", "body": "Line one\nLine two", "tags": ["a"], "count": 1}
+    current = {"title": "Hello  \n", "body": "Line one\r\nLine two", "tags": ["b"], "count": 2}
+    site.write("w", "qi-1.json", draft(current, original), folder="approved")
+    site.reconcile()
+    assert site.feedback("w") == []
+    assert site.git("log", "-1", "--format=%s") == "approve(w): qi-1, no corrections\n"
+
+
+def test_moving_a_draft_from_queue_is_an_approval_against_the_first_seen_draft(
+    site: Site,
+) -> None:
+    site.write("w", "qi-1.json", draft({"title": TITLE_OLD, "excerpt": "Short."}))
+    site.reconcile()
+    assert site.git("log", "-1", "--format=%s") == "draft(w): 1 new draft (qi-1)\n"
+    site.write("w", "qi-1.json", draft({"title": TITLE_NEW, "excerpt": "Longer."}))
+    site.move("w", "qi-1.json", "approved")
+    site.reconcile()
+    assert [(e["field"], e["original"]) for e in site.feedback("w")] == [
+        ("title", TITLE_OLD),
+        ("excerpt", "Short."),
+    ]
+    changed = site.git("show", "--name-status", "--no-renames", "--format=", "HEAD")
+    assert "D\t_data/agents/w/queue/qi-1.json" in changed
+    assert "A\t_data/agents/w/approved/qi-1.json" in changed
+    assert site.git("status", "--porcelain") == ""
+
+
+def test_yaml_and_markdown_items_are_equal_citizens(site: Site) -> None:
+    site.write("w", "qi-y.yaml", "contentData:\n  title: Old yaml\n")
+    site.write("w", "qi-m.md", "---\ntitle: Old md\nslug: x\n---\nOld body\n")
+    site.reconcile()
+    site.write("w", "qi-y.yaml", "contentData:\n  title: New yaml\n")
+    site.write("w", "qi-m.md", "---\ntitle: New md\nslug: x\n---\nNew body\n")
+    site.move("w", "qi-y.yaml", "approved")
+    site.move("w", "qi-m.md", "approved")
+    site.reconcile()
+    pairs = {(e["queueItemId"], e["field"], e["corrected"].strip()) for e in site.feedback("w")}
+    assert pairs == {
+        ("qi-y", "title", "New yaml"),
+        ("qi-m", "title", "New md"),
+        ("qi-m", "body", "New body"),
+    }
+
+
+def test_the_snippet_is_regenerated_with_the_exact_text(site: Site) -> None:
+    site.write(
+        "w", "qi-1.json", draft({"title": TITLE_NEW}, {"title": TITLE_OLD}), folder="approved"
+    )
+    site.reconcile()
+    assert site.prompt("w") == (
+        f"## Learn from past corrections\nExample 1:\nOriginal: {TITLE_OLD}\n"
+        f"Corrected: {TITLE_NEW}\n"
+    )
+    assert load_feedback_for_prompt("w", workspace=site.root) == [
+        {"original": TITLE_OLD, "corrected": TITLE_NEW, "field": "title"}
+    ]
+    assert site.cli("prompt", "w").stdout == site.prompt("w")
+
+
+def test_reject_records_the_note_and_leaves_an_empty_snippet(site: Site) -> None:
+    doc = draft({"title": "A"}, rejectionFeedback="Tone is too dry — needs personality")
+    site.write("w", "qi-2.json", doc, folder="rejected")
+    site.reconcile()
+    [entry] = site.feedback("w")
+    assert entry["type"] == "rejection" and entry["notes"] == "Tone is too dry — needs personality"
+    assert site.prompt("w") == ""
+    assert (site.agent("w") / "prompt" / "feedback.md").stat().st_size == 0
+    assert site.git("log", "-1", "--format=%s") == "reject(w): qi-2\n"
+
+
+def test_forged_trailers_in_notes_stay_in_the_body(site: Site) -> None:
+    notes = "Bad.\n\nFeedback-Event: approve\nFeedback-Agent: someone-else\nSigned-off-by: x"
+    site.write("w", "qi-2.json", draft({"t": "x"}, rejectionFeedback=notes), folder="rejected")
+    site.reconcile()
+    trailers = site.trailers()
+    assert trailers["Feedback-Event"] == ["reject"]
+    assert trailers["Feedback-Agent"] == ["w"]
+    assert "Signed-off-by" not in trailers
+    assert len(site.git("log", "-1", "--format=%s").splitlines()) == 1
+
+
+def test_each_decision_is_recorded_once_across_repeated_passes(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "new"}, {"t": "old"}), folder="approved")
+    site.write("w", "qi-2.json", draft({"t": "x"}, rejectionFeedback="no"), folder="rejected")
+    site.reconcile()
+    commits = site.commit_count()
+    for _ in range(3):
+        assert site.reconcile().events == []
+    assert len(site.feedback("w")) == 2
+    assert site.commit_count() == commits
+    assert site.cli("run", "--once").returncode == 0
+    assert site.commit_count() == commits
+
+
+def test_a_decision_committed_by_hand_is_recorded_once(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "old"}))
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"t": "new"}))
+    (site.agent("w") / "approved").mkdir()
+    site.git("mv", "_data/agents/w/queue/qi-1.json", "_data/agents/w/approved/qi-1.json")
+    site.git("commit", "-qam", "approve qi-1 by hand")
+    site.reconcile()
+    site.reconcile()
+    assert [(e["original"], e["corrected"]) for e in site.feedback("w")] == [("old", "new")]
+    assert site.git("log", "-1", "--format=%s") == "approve(w): qi-1, 1 correction (t)\n"
+    assert site.git("status", "--porcelain") == ""
+
+
+def test_a_fresh_clone_does_not_record_again(site: Site, tmp_path: Path) -> None:
+    site.write("w", "qi-1.json", draft({"t": "old"}))
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"t": "new"}))
+    site.move("w", "qi-1.json", "approved")
+    site.reconcile()
+    clone = tmp_path / "clone"
+    site.git("clone", "-q", str(site.root), str(clone))
+    other = Site(clone)
+    before = other.commit_count()
+    assert other.reconcile().events == []
+    assert other.commit_count() == before
+    assert len(other.feedback("w")) == 1
+
+
+def test_a_fresh_clone_diffs_against_the_committed_draft(site: Site, tmp_path: Path) -> None:
+    site.write("w", "qi-1.json", draft({"t": "as drafted"}))
+    site.reconcile()
+    clone = tmp_path / "clone"
+    site.git("clone", "-q", str(site.root), str(clone))
+    other = Site(clone)
+    other.write("w", "qi-1.json", draft({"t": "as edited"}))
+    other.reconcile()  # sees the edited draft first: its snapshot must not win over git
+    other.move("w", "qi-1.json", "approved")
+    other.reconcile()
+    assert [(e["original"], e["corrected"]) for e in other.feedback("w")] == [
+        ("as drafted", "as edited")
+    ]
+
+
+def test_moved_back_to_queue_then_decided_again(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "new"}, {"t": "old"}), folder="approved")
+    site.reconcile()
+    site.move("w", "qi-1.json", "queue", source="approved")
+    site.reconcile()
+    assert "back in queue: qi-1" in site.git("log", "-1", "--format=%s")
+    site.move("w", "qi-1.json", "approved")
+    site.reconcile()
+    assert len(site.feedback("w")) == 1  # the same correction is never written twice
+    site.move("w", "qi-1.json", "queue", source="approved")
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"t": "newer"}, {"t": "old"}))
+    site.move("w", "qi-1.json", "approved")
+    site.reconcile()
+    assert [e["corrected"] for e in site.feedback("w")] == ["new", "newer"]
+
+
+def test_never_seen_and_no_original_means_no_corrections_and_a_warning(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "x"}), folder="approved")
+    report = site.reconcile()
+    assert site.feedback("w") == []
+    assert any("never seen in queue/" in warning for warning in report.warnings)
+    assert site.git("log", "-1", "--format=%s") == "approve(w): qi-1, no corrections\n"
+
+
+def test_the_cap_keeps_the_newest_entries(site: Site) -> None:
+    site.configure("feedback:\n  max_entries: 3\n")
+    for number in range(5):
+        doc = draft({"t": f"new {number}"}, {"t": f"old {number}"})
+        site.write("w", f"qi-{number}.json", doc, folder="approved")
+    site.reconcile()
+    assert [e["corrected"] for e in site.feedback("w")] == ["new 2", "new 3", "new 4"]
+
+
+def test_legacy_entries_are_rewritten_in_the_full_shape(site: Site) -> None:
+    site.write("w", "feedback.json", '[{"original": "Old", "corrected": "New"}]', folder=".")
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    site.reconcile()
+    legacy, new = site.feedback("w")
+    assert legacy["type"] == "correction" and legacy["id"].startswith("legacy-")
+    assert legacy["createdAt"] == "1970-01-01T00:00:00.000Z"
+    assert new["corrected"] == "b"
+    assert "Original: Old\nCorrected: New" in site.prompt("w")
+
+
+def test_author_is_the_curator_and_committer_is_feedbackd(site: Site) -> None:
+    doc = draft({"t": "b"}, {"t": "a"}, curator="Kim Editor <kim@example.org>")
+    site.write("w", "qi-1.json", doc, folder="approved")
+    site.reconcile()
+    who = site.git("log", "-1", "--format=%an <%ae>|%cn <%ce>").strip()
+    assert who == "Kim Editor <kim@example.org>|feedbackd <feedbackd@localhost>"
+
+
+def test_a_users_staged_and_unstaged_work_is_left_alone(site: Site) -> None:
+    (site.root / "notes.txt").write_text("draft notes\n")
+    site.git("add", "notes.txt")
+    (site.root / "feedbackd.yaml").write_text("# my edit, not staged\n")
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    site.reconcile()
+    assert site.git("diff", "--cached", "--name-only") == "notes.txt\n"
+    assert site.git("diff", "--name-only") == "feedbackd.yaml\n"
+    assert "notes.txt" not in site.git("show", "--name-only", "--format=", "HEAD")
+
+
+def test_a_stale_index_lock_is_removed(site: Site) -> None:
+    (site.root / ".git" / "index.lock").write_bytes(b"")
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    site.reconcile()
+    assert not (site.root / ".git" / "index.lock").exists()
+    assert site.trailers()["Feedback-Item"] == ["qi-1"]
+
+
+def test_a_corrupt_feedback_file_is_never_overwritten(site: Site) -> None:
+    corrupt = '[{"id": "fb-1", "type": "correction",'
+    site.write("w", "feedback.json", corrupt, folder=".")
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    site.reconcile()
+    feedback = site.agent("w") / "feedback.json"
+    assert feedback.read_text() == corrupt
+    explanation = (site.agent("w") / "feedback.json.error").read_text()
+    assert explanation.startswith("feedbackd: feedback.json is not valid JSON")
+    feedback.write_text("[]\n")
+    site.reconcile()
+    assert not (site.agent("w") / "feedback.json.error").exists()
+    assert [e["corrected"] for e in site.feedback("w")] == ["b"]
+
+
+BAD_FILES = {
+    "malformed.json": b'{"contentData": ',
+    "anchors.yaml": b"contentData: &c\n  title: x\noriginalContentData: *c\n",
+    "wrong-type.json": b'{"contentData": ["not", "an", "object"]}',
+    "not-utf8.json": b'{"contentData": {"title": "\xff\xfe"}}',
+    "huge.json": b'{"contentData": {"body": "' + b"x" * (1024 * 1024) + b'"}}',
+    "bad id.json": b'{"contentData": {}}',
+    "id-mismatch.json": b'{"id": "other", "contentData": {}}',
+}
+
+
+def test_bad_files_are_explained_and_never_touched(site: Site) -> None:
+    site.configure("daemon:\n  settle_ms: 0\n")
+    for name, data in BAD_FILES.items():
+        site.write("w", name, data, folder="approved")
+    site.write("w", "qi-good.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    site.reconcile()
+    approved = site.agent("w") / "approved"
+    for name, data in BAD_FILES.items():
+        assert (approved / name).read_bytes() == data
+        lines = (approved / f"{name}.error").read_text().splitlines()
+        assert lines[0].startswith("feedbackd: ") and len(lines) == 2, name
+    assert [e["queueItemId"] for e in site.feedback("w")] == ["qi-good"]
+    assert "(line 1, column" in (approved / "malformed.json.error").read_text()
+
+
+def test_a_half_written_file_waits_for_the_settle_time(site: Site) -> None:
+    site.configure("daemon:\n  settle_ms: 60000\n")
+    path = site.write("w", "qi-1.json", b'{"contentData": {"t": "b"}, "originalConte', "approved")
+    report = site.reconcile()
+    assert not Path(f"{path}.error").exists()
+    assert [problem.path for problem in report.unsettled] == [path]
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    assert site.reconcile().unsettled == []
+    assert [e["corrected"] for e in site.feedback("w")] == ["b"]
+
+
+def test_a_fixed_file_loses_its_error_and_is_processed(site: Site) -> None:
+    site.configure("daemon:\n  settle_ms: 0\n")
+    path = site.write("w", "qi-1.json", b"{oops", folder="approved")
+    site.reconcile()
+    assert Path(f"{path}.error").exists()
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    site.reconcile()
+    assert not Path(f"{path}.error").exists()
+    assert len(site.feedback("w")) == 1
+
+
+def test_a_symlink_leading_outside_is_ignored_and_reported(site: Site, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.json"
+    outside.write_text(json.dumps(draft({"t": "b"}, {"t": "a"})))
+    (site.agent("w") / "approved").mkdir(parents=True)
+    (site.agent("w") / "approved" / "qi-1.json").symlink_to(outside)
+    report = site.reconcile()
+    assert site.feedback("w") == []
+    assert any("outside the workspace" in warning for warning in report.warnings)

@@ -1,0 +1,99 @@
+"""Test helpers: a real workspace in tmp_path, items written like a curator's editor would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from feedbackd.reconcile import Report, reconcile_all
+from feedbackd.runtime import Runtime
+from feedbackd.setup import init_workspace
+
+
+class Site:
+    """A workspace made by `feedbackd init`, driven through the real pipeline and real git."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        init_workspace(root)
+
+    @property
+    def data(self) -> Path:
+        return self.root / "_data"
+
+    def agent(self, agent: str) -> Path:
+        return self.data / "agents" / agent
+
+    def runtime(self, curator: str | None = None) -> Runtime:
+        return Runtime.open(str(self.root), None).with_curator(curator)
+
+    def configure(self, text: str) -> None:
+        (self.root / "feedbackd.yaml").write_text(text)
+
+    def reconcile(self) -> Report:
+        return reconcile_all(self.runtime())
+
+    def write(self, agent: str, name: str, doc: Any, folder: str = "queue") -> Path:
+        path = self.agent(agent) / folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(doc, bytes):
+            path.write_bytes(doc)
+        elif isinstance(doc, str):
+            path.write_text(doc, encoding="utf-8")
+        else:
+            path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        return path
+
+    def move(self, agent: str, name: str, to: str, source: str = "queue") -> Path:
+        target = self.agent(agent) / to / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (self.agent(agent) / source / name).rename(target)
+        return target
+
+    def feedback(self, agent: str) -> list[dict[str, Any]]:
+        path = self.agent(agent) / "feedback.json"
+        return json.loads(path.read_text()) if path.exists() else []
+
+    def prompt(self, agent: str) -> str:
+        path = self.agent(agent) / "prompt" / "feedback.md"
+        return path.read_text() if path.exists() else ""
+
+    def git(self, *args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=self.root, capture_output=True, text=True)
+        assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+        return done.stdout
+
+    def commit_count(self) -> int:
+        return int(self.git("rev-list", "--count", "HEAD").strip())
+
+    def trailers(self, commit: str = "HEAD") -> dict[str, list[str]]:
+        message = self.git("log", "-1", "--format=%B", commit)
+        parsed = subprocess.run(
+            ["git", "interpret-trailers", "--parse"], input=message, capture_output=True, text=True
+        ).stdout
+        found: dict[str, list[str]] = {}
+        for line in parsed.splitlines():
+            key, _, value = line.partition(":")
+            found.setdefault(key.strip(), []).append(value.strip())
+        return found
+
+    def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """The real `feedbackd` command line, as a user runs it."""
+        return subprocess.run(
+            [sys.executable, "-m", "feedbackd", "-w", str(self.root), *args],
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=120,
+        )
+
+
+def draft(content: dict[str, Any], original: dict[str, Any] | None = None, **extra: Any) -> dict:
+    doc: dict[str, Any] = dict(extra)
+    doc["contentData"] = content
+    if original is not None:
+        doc["originalContentData"] = original
+    return doc
