@@ -342,9 +342,9 @@ def test_a_rating_pulled_from_another_clone_is_seen(git_repo: Path, tmp_path: Pa
 
 
 def test_the_benchmark_runs_on_a_small_history(tmp_path: Path) -> None:
-    lines = bench_ratings.run(tmp_path / "bench", count=300, repeat=1, baseline_repeat=1)
+    lines = list(bench_ratings.run(tmp_path / "bench", count=300, repeat=1, baseline_repeat=1))
     assert lines[0].startswith("generated 300 ratings")
-    assert len(lines) == 6 and all(line.endswith("x") for line in lines[2:])
+    assert len(lines) == 7 and all(line.endswith("x") for line in lines[2:])
     month_files = list((tmp_path / "bench" / "_data").glob("agents/*/ratings/*/*.jsonl"))
     assert month_files and all(
         json.loads(line)["timestamp"][:7] == f.stem

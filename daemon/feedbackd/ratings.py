@@ -330,7 +330,9 @@ def _is_canonical(data: Any) -> bool:
         and type(data["would_reuse"]) is bool
         and _is_one_of(data["result_quality"], QUALITIES)
         and _is_one_of(data["cost_value_ratio"], COST_VALUES)
-        and all(_is_id(data[key]) for key in ("provider_agent", "skill_id", "requester_agent"))
+        and _is_id(data["provider_agent"])
+        and _is_id(data["skill_id"])
+        and _is_id(data["requester_agent"])
         and _is_canonical_uuid(data["transaction_id"])
         and is_canonical_time(data["timestamp"])
     )

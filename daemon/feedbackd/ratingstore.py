@@ -180,11 +180,11 @@ class RatingStore:
             entries = self._refresh(db, files, settings.decay_days, (provider, skill))
         result: dict[str, list[Tally]] = {}
         cap = now.timestamp()
-        for month_file in files:
-            file_tally = entries[month_file].tally
+        for month_file, entry in entries.items():
+            file_tally = entry.tally
             if file_tally.ref > cap:
                 # This file holds ratings from after `now`: their age counts as 0, so tally again.
-                scan = _scan_lines(self.workspace, month_file, month_file.path.read_bytes(), 0)
+                scan = _scan_lines(self.workspace, month_file, _read(month_file.path), 0)
                 file_tally = tally(scan.points, settings.decay_days, cap)
             result.setdefault(month_file.skill, []).append(file_tally)
         return result
@@ -217,7 +217,9 @@ class RatingStore:
         entries: dict[MonthFile, _Entry] = {}
         stale: list[tuple[MonthFile, os.stat_result]] = []
         for month_file in files:
-            stat = month_file.path.stat()
+            stat = _stat(month_file.path)
+            if stat is None:
+                continue  # removed since it was listed (a checkout or pull in progress)
             entry = known.get(month_file)
             if entry and _fresh(entry, stat, decay_days):
                 entries[month_file] = entry
@@ -243,7 +245,7 @@ class RatingStore:
         decay_days: float,
     ) -> _Entry:
         """Read a changed month file: only its new lines when it merely grew, else all of it."""
-        data = month_file.path.read_bytes()
+        data = _read(month_file.path)
         earlier = entry if entry is not None and _only_grew(entry, data, decay_days) else None
         keys = _load_keys(db, earlier.id) if earlier else []
         start = earlier.size if earlier else 0
@@ -295,12 +297,27 @@ def _read_fields(
     workspace: Workspace, month_file: MonthFile, since_iso: str | None
 ) -> Iterator[dict[str, Any]]:
     """The valid ratings of a month file, skipping those before `since_iso` cheaply."""
-    for number, line in _lines(month_file.path.read_bytes(), 0):
+    for number, line in _lines(_read(month_file.path), 0):
         if since_iso is not None and _clearly_before(line, since_iso):
             continue
         fields = _checked(workspace, month_file, number, line)
         if fields is not None and (since_iso is None or fields["timestamp"] >= since_iso):
             yield fields
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
+def _read(path: Path) -> bytes:
+    """A month file's bytes; one removed since it was listed reads as empty."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
 
 
 def _lines(data: bytes, start: int) -> Iterator[tuple[int, str | bytes]]:
