@@ -281,7 +281,7 @@ def _load_yaml(text: str, line_offset: int = 0) -> tuple[Any, Locator]:
     if _flow_nesting(text) > MAX_NESTING:
         raise _too_deep()
     try:
-        raw = yamlio.load(text)
+        raw = yamlio.load(text, positions=False)
     except yamlio.YamlError as exc:
         line = exc.line + line_offset if exc.line is not None else None
         raise ItemError(
@@ -291,7 +291,9 @@ def _load_yaml(text: str, line_offset: int = 0) -> tuple[Any, Locator]:
         raise _too_deep() from None
 
     def locate(key: str) -> tuple[int, int] | None:
-        position = yamlio.key_position(raw, key)
+        # Positions are only needed for an error message, so only then is the text read again
+        # with the slower loader that keeps them.
+        position = yamlio.key_position(yamlio.load(text), key)
         return None if position is None else (position[0] + line_offset, position[1])
 
     # to_plain recurses, so the depth is checked on ruamel's nodes first.

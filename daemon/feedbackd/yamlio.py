@@ -32,15 +32,17 @@ class YamlError(Exception):
         )
 
 
-def _parser() -> YAML:
-    yaml = YAML(typ="rt")
+def _parser(positions: bool) -> YAML:
+    # The round-trip loader remembers where each key was written, for error messages; the safe
+    # loader uses libyaml (ruamel.yaml.clib), about ten times faster on a 1 MiB item.
+    yaml = YAML(typ="rt") if positions else YAML(typ="safe")
     yaml.allow_duplicate_keys = False
     return yaml
 
 
-def load(text: str) -> Any:
-    """Parse one YAML document; mappings keep their key positions (see `key_position`)."""
-    yaml = _parser()
+def load(text: str, *, positions: bool = True) -> Any:
+    """Parse one YAML document; with positions, mappings keep them (see `key_position`)."""
+    yaml = _parser(positions)
     try:
         _refuse_non_plain(yaml, text)
         documents = list(yaml.load_all(text))
