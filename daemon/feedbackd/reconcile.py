@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedbackd import decisions, items, problems
-from feedbackd.commitmsg import Person, build_message, one_line
+from feedbackd.commitmsg import Person, one_line
 from feedbackd.decisions import DecisionRecord, State
 from feedbackd.errors import FeedbackdError, InvalidFeedback, InvalidItem, WorkspaceError
 from feedbackd.feedback import (
@@ -25,11 +25,12 @@ from feedbackd.feedback import (
     read_feedback,
     write_feedback,
 )
-from feedbackd.fsutil import TMP_SUFFIX, atomic_write_bytes, atomic_write_text
+from feedbackd.fsutil import atomic_write_bytes, atomic_write_text
 from feedbackd.gitrepo import GitRepo
 from feedbackd.items import Correction, Item
 from feedbackd.problems import Problem
 from feedbackd.prompts import render_snippet
+from feedbackd.recording import Change, Event, commit_change
 from feedbackd.runtime import Runtime, choose_author
 from feedbackd.timeutil import utcnow
 from feedbackd.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, is_valid_id
@@ -37,26 +38,6 @@ from feedbackd.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, is_valid_id
 log = logging.getLogger("feedbackd")
 
 EVENT_OF_STATE: dict[str, str] = {"approved": "approve", "rejected": "reject", "queued": "draft"}
-
-
-@dataclass(frozen=True)
-class Event:
-    """Something feedbackd recorded: what `run --once` prints and `status` counts."""
-
-    event: str
-    agent: str
-    summary: str
-    item: str | None = None
-    commit: str | None = None
-
-    def as_json(self) -> dict[str, str | None]:
-        return {
-            "event": self.event,
-            "agent": self.agent,
-            "item": self.item,
-            "summary": self.summary,
-            "commit": self.commit,
-        }
 
 
 @dataclass
@@ -455,25 +436,19 @@ class AgentReconciler:
         trailers: Sequence[tuple[str, str]] = (),
         item: str | None = None,
     ) -> None:
-        sha = None
-        if self.repo is not None:
-            message = build_message(
-                event,
-                self.agent.agent_id,
-                summary,
-                body=body,
-                trailers=[
-                    ("Feedback-Event", event),
-                    ("Feedback-Agent", self.agent.agent_id),
-                    *trailers,
-                ],
-            )
-            who = author or self._workspace_user() or choose_author(None, self.runtime, None)
-            sha = self.repo.commit_paths(_unique_rel(self, paths), message, who)
-            if sha is None:
-                return  # already committed (a fresh clone, or a curator's own commit)
-        self.report.events.append(Event(event, self.agent.agent_id, summary, item, sha))
-        log.info("%s(%s): %s", event, self.agent.agent_id, summary)
+        change = Change(
+            event,
+            self.agent.agent_id,
+            summary,
+            paths,
+            author or self._workspace_user(),
+            item=item,
+            body=body,
+            trailers=trailers,
+        )
+        recorded = commit_change(self.runtime, self.repo, change)
+        if recorded is not None:
+            self.report.events.append(recorded)
 
     def _workspace_user(self) -> Person | None:
         return self.repo.user_identity() if self.repo is not None else None
@@ -501,14 +476,6 @@ def _entry_body(entry: FeedbackEntry) -> list[str]:
     if entry.notes is not None:
         return [f'- notes: "{one_line(entry.notes)}"']
     return []
-
-
-def _unique_rel(reconciler: AgentReconciler, paths: Sequence[Path]) -> list[str]:
-    seen: dict[str, None] = {}
-    for path in paths:
-        if not path.name.endswith(TMP_SUFFIX):
-            seen.setdefault(reconciler.rel(path), None)
-    return list(seen)
 
 
 def _bad_name(stem: str) -> tuple[str, str]:
