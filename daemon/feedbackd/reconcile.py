@@ -9,7 +9,7 @@ that never reached a commit are committed by the next pass.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,21 +97,40 @@ def open_repo(runtime: Runtime) -> Iterator[GitRepo | None]:
         yield repo
 
 
-def reconcile_all(runtime: Runtime, agents: Sequence[str] | None = None) -> Report:
+def reconcile_all(
+    runtime: Runtime,
+    agents: Sequence[str] | None = None,
+    *,
+    keep_going: Callable[[], bool] | None = None,
+) -> Report:
+    """Reconcile the chosen agents (all by default).
+
+    keep_going is asked before each agent and each decision: the daemon answers False once it
+    was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
+    """
     report = Report()
     chosen = runtime.workspace.agent_ids() if agents is None else agents
     with open_repo(runtime) as repo:
         for agent_id in chosen:
-            report.extend(AgentReconciler(runtime, repo, agent_id).run())
+            if keep_going is not None and not keep_going():
+                break
+            report.extend(AgentReconciler(runtime, repo, agent_id, keep_going).run())
     return report
 
 
 class AgentReconciler:
     """One pass over one agent folder."""
 
-    def __init__(self, runtime: Runtime, repo: GitRepo | None, agent_id: str) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        repo: GitRepo | None,
+        agent_id: str,
+        keep_going: Callable[[], bool] | None = None,
+    ) -> None:
         self.runtime = runtime
         self.repo = repo
+        self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
         self.report = Report()
         self.ledger = decisions.read_ledger(self.agent.decisions)
@@ -126,6 +145,8 @@ class AgentReconciler:
         feedback = self._read_feedback()
         if feedback is not None:
             for item_file in self._undecided(files):
+                if not self.keep_going():
+                    break  # stopping: the next pass decides the rest
                 feedback = self._decide(item_file, feedback)
             self._sync_snippet(feedback)
         return self.report
