@@ -279,3 +279,12 @@ def status(as_json: JsonOption = False) -> None:
         print_json(state)
     else:
         show_status(state)
+
+
+def _register_command_groups() -> None:
+    from feedbackd import cli_ratings
+
+    cli_ratings.register(app)
+
+
+_register_command_groups()

@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
+from rich.progress import Progress as RichProgress
 
 from feedbackd.errors import FeedbackdError
+
+Progress = Callable[[int, int], None]
 
 
 def console(stderr: bool = False) -> Console:
@@ -34,3 +39,18 @@ def print_error(error: FeedbackdError, as_json: bool) -> None:
 
 def is_terminal() -> bool:
     return sys.stdout.isatty()
+
+
+@contextmanager
+def progress_bar(description: str, enabled: bool = True) -> Iterator[Progress | None]:
+    """A progress callback `(done, total)` for long work on a terminal; None elsewhere."""
+    if not enabled or not is_terminal():
+        yield None
+        return
+    with RichProgress(transient=True, console=console()) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update

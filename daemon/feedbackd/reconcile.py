@@ -111,11 +111,23 @@ def reconcile_all(
     report = Report()
     chosen = runtime.workspace.agent_ids() if agents is None else agents
     with open_repo(runtime) as repo:
+        if agents is None:
+            _reconcile_ratings(runtime, repo, report)
         for agent_id in chosen:
             if keep_going is not None and not keep_going():
                 break
             report.extend(AgentReconciler(runtime, repo, agent_id, keep_going).run())
     return report
+
+
+def _reconcile_ratings(runtime: Runtime, repo: GitRepo | None, report: Report) -> None:
+    """A full pass also finishes interrupted rating commits and reads the rating inbox."""
+    from feedbackd import rentals
+
+    report.events.extend(rentals.commit_interrupted(runtime, repo))
+    events, found = rentals.ingest_inbox(runtime, repo)
+    report.events.extend(events)
+    report.problems.extend(found)
 
 
 class AgentReconciler:

@@ -1,0 +1,169 @@
+"""Ratings of rented skills through the real command line and the inbox, each one commit."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from feedbackd.timeutil import iso_ms
+from tests.workspace_kit import Site
+
+PROVIDER, SKILL = "heavylift-chengwen", "claude-code-run"
+SEED_EXAMPLE = {  # the requester example of the genesis seed, with a real transaction id
+    "transaction_id": "6f1c2a9e-3b4d-4c5e-8f70-1a2b3c4d5e6f",
+    "provider_agent": PROVIDER,
+    "skill_id": SKILL,
+    "rating": 5,
+    "latency_ms": 28500,
+    "result_quality": "excellent",
+    "quality_details": "Code executed correctly, output matched expectations",
+    "would_reuse": True,
+    "cost_value_ratio": "great",
+}
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    return Site(tmp_path / "site")
+
+
+def rating(**changes: Any) -> dict[str, Any]:
+    return {**SEED_EXAMPLE, "transaction_id": str(uuid.uuid4()), **changes}
+
+
+def submit(site: Site, doc: dict[str, Any] | str, *extra: str) -> Any:
+    payload = doc if isinstance(doc, str) else json.dumps(doc)
+    return site.cli("feedback", "submit", "--json", payload, "--as", "genesis-bot", *extra)
+
+
+def test_the_seed_example_is_stored_committed_and_remembered(site: Site) -> None:
+    done = submit(site, SEED_EXAMPLE)
+    assert done.returncode == 0, done.stderr
+    month = datetime.now(UTC).strftime("%Y-%m")
+    stored = site.agent(PROVIDER) / "ratings" / SKILL / f"{month}.jsonl"
+    [line] = stored.read_text().splitlines()
+    assert json.loads(line)["requester_agent"] == "genesis-bot"
+    assert site.git("log", "-1", "--format=%s").startswith(f"rating({PROVIDER}/{SKILL}): 5/5")
+    trailers = site.trailers()
+    assert trailers["Feedback-Event"] == ["rating"]
+    assert trailers["Feedback-Skill"] == [SKILL]
+    assert trailers["Feedback-Transaction"] == [SEED_EXAMPLE["transaction_id"]]
+    committed = site.git("show", "--name-only", "--format=", "HEAD").split()
+    assert f"_data/agents/{PROVIDER}/ratings/{SKILL}/{month}.jsonl" in committed
+    assert "_data/agents/genesis-bot/memory/cases.jsonl" in committed
+    memory = json.loads(site.cli("memory", "genesis-bot", "--json").stdout)
+    assert [(m["category"], m["importance"]) for m in memory] == [("cases", 0.8), ("entities", 0.7)]
+
+
+def test_a_failed_rental_is_remembered_with_more_weight(site: Site) -> None:
+    submit(site, rating(rating=2, result_quality="poor"))
+    cases = json.loads(site.cli("memory", "genesis-bot", "--category", "cases", "--json").stdout)
+    assert [m["importance"] for m in cases] == [0.9]
+
+
+def test_a_second_rating_of_one_transaction_is_refused(site: Site) -> None:
+    doc = rating()
+    assert submit(site, doc).returncode == 0
+    commits = site.commit_count()
+    again = submit(site, doc)
+    assert again.returncode == 1
+    assert again.stderr.startswith("error: feedback_already_submitted: ")
+    assert site.commit_count() == commits
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"rating": 0}, "rating"),
+        ({"rating": 6}, "rating"),
+        ({"rating": 2.5}, "rating"),
+        ({"result_quality": "superb"}, "result_quality"),
+        ({"cost_value_ratio": "cheap"}, "cost_value_ratio"),
+        ({"transaction_id": "uuid-from-request-response"}, "transaction_id"),
+        ({"quality_details": "x" * 501}, "quality_details"),
+        ({"mood": "happy"}, "mood"),
+        ({"provider_agent": "../etc"}, "provider_agent"),
+        ({"would_reuse": "yes"}, "would_reuse"),
+    ],
+)
+def test_refused_input_names_the_field_and_writes_nothing(
+    site: Site, changes: dict[str, Any], field: str
+) -> None:
+    commits = site.commit_count()
+    done = submit(site, rating(**changes))
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: invalid_feedback: ") and field in done.stderr
+    assert site.commit_count() == commits
+    assert not (site.agent(PROVIDER) / "ratings").exists()
+    assert not site.agent("genesis-bot").exists()
+
+
+def test_not_json_is_refused(site: Site) -> None:
+    done = submit(site, '{"rating": 5,')
+    assert done.returncode == 1 and "invalid_feedback" in done.stderr
+
+
+def test_list_since_window_and_scores(site: Site) -> None:
+    now = datetime.now(UTC)
+    for days, stars, value in ((1, 5, "great"), (3, 1, "overpriced"), (20, 4, "fair")):
+        moment = iso_ms(now - timedelta(days=days))
+        doc = rating(rating=stars, cost_value_ratio=value, timestamp=moment)
+        assert submit(site, doc).returncode == 0
+    week = json.loads(
+        site.cli("feedback", "list", "--skill", SKILL, "--since", "7d", "--json").stdout
+    )
+    assert week["count"] == 2 and week["average_rating"] == 3
+    assert [f["rating"] for f in week["feedbacks"]] == [5, 1]  # newest first
+    assert week["overpriced_ratio"] == 0.5
+    assert 0 < week["reputation_score"] < 1
+    everything = json.loads(site.cli("feedback", "list", "--skill", SKILL, "--json").stdout)
+    assert everything["count"] == 3
+    limited = site.cli("feedback", "list", "--skill", SKILL, "--limit", "1", "--json").stdout
+    assert len(json.loads(limited)["feedbacks"]) == 1
+
+
+def test_reputation_per_skill_and_cold_start(site: Site) -> None:
+    submit(site, rating())
+    submit(site, rating(skill_id="data-cleanup", rating=1, result_quality="failed",
+                        would_reuse=False, cost_value_ratio="overpriced"))  # fmt: skip
+    report = json.loads(site.cli("reputation", PROVIDER, "--json").stdout)
+    assert report["skills"][SKILL]["reputation_score"] == pytest.approx(1.0, abs=1e-3)
+    assert report["skills"]["data-cleanup"]["reputation_score"] == pytest.approx(0.02, abs=1e-3)
+    assert report["feedback_count"] == 2
+    unknown = json.loads(site.cli("reputation", "never-seen", "--json").stdout)
+    assert unknown["reputation_score"] == 0.5 and unknown["feedback_count"] == 0
+
+
+def test_inbox_files_are_ingested_and_removed_a_bad_one_stays(site: Site) -> None:
+    site.configure("agent_id: genesis-bot\ndaemon:\n  settle_ms: 0\n")
+    inbox = site.data / "inbox" / "ratings"
+    (inbox / "one.json").write_text(json.dumps(rating()))
+    (inbox / "two.json").write_text(json.dumps([rating(rating=4), rating(rating=3)]))
+    (inbox / "bad.json").write_text(json.dumps(rating(rating=9)))
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in inbox.iterdir()) == ["bad.json", "bad.json.error"]
+    assert "rating" in (inbox / "bad.json.error").read_text()
+    listed = json.loads(site.cli("feedback", "list", "--skill", SKILL, "--json").stdout)
+    assert listed["count"] == 3
+    events = site.git("log", "--format=%(trailers:key=Feedback-Event,valueonly)").split()
+    assert events.count("rating") == 3
+    assert site.git("status", "--porcelain", "--", "_data/agents") == ""
+
+
+def test_an_interrupted_rating_is_committed_by_the_next_pass(site: Site) -> None:
+    from feedbackd.ratings import parse_rating
+    from feedbackd.ratingstore import RatingStore
+    from feedbackd.timeutil import utcnow
+
+    # What a `feedback submit` killed between its append and its commit leaves behind.
+    runtime = site.runtime()
+    RatingStore(runtime.workspace).append(parse_rating(rating(), requester="x", now=utcnow()))
+    site.reconcile()
+    assert site.git("status", "--porcelain", "--", "_data") == ""
+    assert "completed after an interruption" in site.git("log", "-1", "--format=%s")
