@@ -1,0 +1,170 @@
+"""The command line as users and scripts see it: outputs, exit codes and error formats."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.workspace_kit import Site, draft
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    return Site(tmp_path / "site")
+
+
+def test_init_is_idempotent_and_sets_up_git(tmp_path: Path) -> None:
+    root = tmp_path / "new"
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-m", "feedbackd", "init", str(root)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+    assert (root / "_data" / "agents").is_dir()
+    assert "feedback.json merge=feedbackd" in (root / ".gitattributes").read_text()
+    assert "/.feedbackd/" in (root / ".gitignore").read_text().splitlines()
+    config = subprocess.run(
+        ["git", "config", "merge.feedbackd.driver"], cwd=root, capture_output=True, text=True
+    )
+    assert "merge-driver %O %A %B %P" in config.stdout
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=root, capture_output=True, text=True)
+    assert log.stdout.splitlines() == ["Set up feedbackd workspace"]
+
+
+def test_init_sample_adds_the_example_agents(tmp_path: Path) -> None:
+    root = tmp_path / "sample"
+    done = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "init", str(root), "--sample"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (root / "_data" / "agents" / "content-writer" / "queue" / "qi-101.json").is_file()
+    doctor = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "-w", str(root), "doctor"],
+        capture_output=True,
+        text=True,
+    )
+    assert doctor.returncode == 0, doctor.stdout
+
+
+def test_approve_and_reject_commands(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "old"}))
+    site.write("w", "qi-2.yaml", "contentData:\n  t: meh\n")
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"t": "new"}))
+    done = site.cli("approve", "w", "qi-1", "--curator", "Kim Editor <kim@example.org>")
+    assert done.returncode == 0, done.stderr
+    assert "approve(w): qi-1, 1 correction (t)" in done.stdout
+    assert site.git("log", "-1", "--format=%an").strip() == "Kim Editor"
+    done = site.cli("reject", "w", "qi-2", "--notes", "Too vague")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "rejectionFeedback: Too vague" in (site.agent("w") / "rejected" / "qi-2.yaml").read_text()
+    )
+    recent = json.loads(site.cli("recent", "w", "--json").stdout)
+    assert recent["total"] == 2
+    assert [e["type"] for e in recent["entries"]] == ["rejection", "correction"]
+
+
+def test_errors_have_codes_and_exit_1(site: Site) -> None:
+    missing = site.cli("approve", "w", "qi-404")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("error: not_found: no draft qi-404")
+    bad_id = site.cli("approve", "w", "../etc")
+    assert bad_id.returncode == 1 and bad_id.stderr.startswith("error: invalid_id: ")
+    as_json = site.cli("recent", "bad id", "--json")
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stderr)["error"] == "invalid_id"
+
+
+def test_bad_usage_exits_2(site: Site) -> None:
+    assert site.cli("approve").returncode == 2
+    assert site.cli("log", "--since", "7 parsecs").returncode == 2
+    assert site.cli("no-such-command").returncode == 2
+
+
+def test_config_errors_name_the_file_line_and_key(site: Site) -> None:
+    site.configure("prompt:\n  max_exmples: 3\n")
+    done = site.cli("recent", "w")
+    assert done.returncode == 1
+    assert "error: config_error: " in done.stderr
+    assert "feedbackd.yaml, line 2" in done.stderr and "prompt.max_examples" in done.stderr
+
+
+def test_no_workspace_is_a_clear_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "recent", "w"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1 and done.stderr.startswith("error: workspace_error: ")
+
+
+def test_record_appends_an_edit_once(site: Site) -> None:
+    payload = json.dumps({"type": "edit", "field": "alt", "original": "a", "corrected": "b"})
+    first = site.cli("record", "w", "--json", payload)
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["type"] == "edit"
+    commits = site.commit_count()
+    again = site.cli("record", "w", "--json", payload)
+    assert again.returncode == 0 and "already recorded" in again.stderr
+    assert site.commit_count() == commits
+    assert "Original: a\nCorrected: b" in site.prompt("w")
+    assert site.trailers()["Feedback-Event"] == ["record"]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ['{"type": "praise"}', '{"type": "edit"}', '{"type": "rejection", "notes": 3}', "[1]", "{"],
+)
+def test_record_refuses_bad_entries(site: Site, payload: str) -> None:
+    done = site.cli("record", "w", "--json", payload)
+    assert done.returncode == 1 and done.stderr.startswith("error: invalid_feedback: ")
+    assert not (site.agent("w") / "feedback.json").exists()
+
+
+def test_log_lists_the_learning_history(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    site.write("v", "qi-2.json", draft({"t": "x"}, rejectionFeedback="no"), folder="rejected")
+    site.reconcile()
+    entries = json.loads(site.cli("log", "--json").stdout)
+    assert [(e["event"], e["agent"], e["item"]) for e in entries] == [
+        ("reject", "v", "qi-2"),
+        ("approve", "w", "qi-1"),
+    ]
+    assert (
+        entries[1]["fields"] == ["t"] and entries[1]["curator"] == "Ada Curator <ada@example.org>"
+    )
+    assert set(entries[0]) == {
+        "commit", "date", "event", "agent", "item", "skill",
+        "curator", "fields", "price_old", "price_new",
+    }  # fmt: skip
+    only_w = json.loads(site.cli("log", "w", "--since", "1d", "--json").stdout)
+    assert [e["agent"] for e in only_w] == ["w"]
+
+
+def test_doctor_names_a_corrupt_feedback_file_and_its_last_good_version(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    site.reconcile()
+    good = site.git("rev-parse", "--short=12", "HEAD").strip()
+    (site.agent("w") / "feedback.json").write_text("[{broken")
+    site.write("w", "qi-9.json", b"{nope", folder="queue")
+    done = site.cli("doctor", "--json")
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    paths = {problem["path"]: problem for problem in report["problems"]}
+    assert good in paths["_data/agents/w/feedback.json"]["hint"]
+    assert "_data/agents/w/queue/qi-9.json" in paths
+
+
+def test_version() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout.startswith("feedbackd ")
