@@ -27,7 +27,14 @@ from typing import BinaryIO, Literal, cast
 from git import Git, Repo
 from git.exc import InvalidGitRepositoryError, NoSuchPathError
 
-from feedbackd.commitmsg import EVENT_KEY, LogEntry, Person, log_entry
+from feedbackd.commitmsg import (
+    EVENT_KEY,
+    LogEntry,
+    Person,
+    log_entry,
+    one_line,
+    parse_trailers,
+)
 from feedbackd.errors import GitError, WorkspaceError
 from feedbackd.timeutil import parse_iso
 
@@ -245,6 +252,28 @@ class GitRepo:
                 continue
             entries.append(entry)
         return entries
+
+    def trailer_log(self, trailers: Mapping[str, str]) -> list[LogEntry]:
+        """Learning-history commits carrying each of these trailer values exactly, newest first.
+
+        git does the filtering (e.g. the pricing commits of one skill), so asking stays cheap in
+        a long history; the values are matched as literal text.
+        """
+        if self.head() is None or not trailers:
+            return []
+        greps = [f"--grep=^{key}: {_literal_pattern(value)}$" for key, value in trailers.items()]
+        args = ["log", "-E", "--all-match", *greps, f"--format={_LOG_FORMAT}", "HEAD"]
+        parts = self._run(args).decode("utf-8", errors="replace").split("\0")
+        found = []
+        for index in range(0, len(parts) - 3, 4):
+            commit, date, author, message = parts[index : index + 4]
+            entry = log_entry(commit.strip(), date, author, message)
+            values = {key.lower(): vals[-1] for key, vals in parse_trailers(message).items()}
+            if entry is not None and all(
+                values.get(key.lower()) == value for key, value in trailers.items()
+            ):
+                found.append(entry)
+        return found
 
     def set_config(self, key: str, value: str) -> None:
         """Set a key in the repository's own `.git/config` (e.g. the merge driver)."""
@@ -488,6 +517,11 @@ def _rev(commit: str) -> str:
     if not isinstance(commit, str) or not _REVISION.fullmatch(commit):
         raise GitError(f"{commit!r} is not a commit", hint="give a commit sha, e.g. from git log")
     return commit
+
+
+def _literal_pattern(value: str) -> str:
+    """`value` as an extended regular expression that matches exactly that text."""
+    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", one_line(value, 1000))
 
 
 def _within(name: str, rel: str) -> bool:
