@@ -483,8 +483,12 @@ def test_changed_paths_lists_what_differs_from_head_below_a_folder(
     assert "outside.json" in repo.changed_paths("")
 
 
-def test_user_identity_is_the_workspace_git_config(repo: GitRepo, git_repo: Path) -> None:
-    assert repo.user_identity() is None  # the author env vars are not the workspace's identity
+def test_user_identity_is_the_workspace_git_config(
+    repo: GitRepo, git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert repo.user_identity() == Person("Ada Curator", "ada@example.org")  # as git would
+    monkeypatch.delenv("GIT_AUTHOR_NAME")
+    assert repo.user_identity() is None
     git(git_repo, "config", "user.name", "Cy Curator")
     assert repo.user_identity() is None  # an email is needed too
     git(git_repo, "config", "user.email", "cy@example.org")

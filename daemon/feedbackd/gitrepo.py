@@ -7,6 +7,10 @@ outlive a unit of work in the long-running daemon.
 Commits never touch what a user has staged: the change is built in a temporary index seeded from
 HEAD, committed with `commit-tree`, HEAD is moved with a compare-and-swap `update-ref`, and only
 then are the user's index entries for exactly those paths brought in line with the new commit.
+
+Remote sync works the same way round: local commits are rebased in a temporary worktree under
+`.git/feedbackd-sync/`, never in the user's own working tree, and the user's files and index
+follow only for the paths the pull changed (a two-tree `read-tree -m -u`, git's own fast-forward).
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ import logging
 import os
 import re
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -56,9 +62,44 @@ _CONFIG_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*(\.[^\n\0]+)?\.[A-Za-z][A-Za-z0
 
 Verdict = Literal["remove", "wait"]
 
+SYNC_DIR = "feedbackd-sync"  # under .git/: temporary worktrees and the sync attributes
+# What a pull may do to a user's repository, and what it must never do: no hooks, no signing
+# prompt, no editor, no other branches moved, no remembered resolutions applied unseen.
+_QUIET_REBASE = {
+    "core.hooksPath": os.devnull,
+    "commit.gpgSign": "false",
+    "core.editor": "true",
+    "rebase.autoSquash": "false",
+    "rebase.autoStash": "false",
+    "rebase.updateRefs": "false",
+    "rerere.enabled": "false",
+    "advice.detachedHead": "false",
+}
+_OPERATIONS = {
+    "rebase-merge": "rebase",
+    "rebase-apply": "rebase",
+    "MERGE_HEAD": "merge",
+    "CHERRY_PICK_HEAD": "cherry-pick",
+    "REVERT_HEAD": "revert",
+}
+_MISSING_REMOTE_BRANCH = "couldn't find remote ref"
+
 
 class _IndexLockBusy(GitError):
     """git refused to run because `.git/index.lock` appeared while we worked."""
+
+
+class RemoteUnreachable(GitError):
+    """The remote did not answer (offline, moved, refused the login): try again later."""
+
+
+@dataclass(frozen=True)
+class RebaseOutcome:
+    """Local commits replayed onto the remote's: the new tip, or the paths that conflicted."""
+
+    commit: str | None
+    conflicts: tuple[str, ...] = ()
+    detail: str = ""
 
 
 def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> Verdict:
@@ -193,8 +234,10 @@ class GitRepo:
         return out.decode().strip() if status == 0 else None
 
     def user_identity(self) -> Person | None:
-        """The workspace's git `user.name` / `user.email`, when both are set and usable."""
-        values = [self._config(key) for key in ("user.name", "user.email")]
+        """Who git would name as author here: $GIT_AUTHOR_NAME/EMAIL, else `user.name/email`."""
+        values = [os.environ.get("GIT_AUTHOR_NAME"), os.environ.get("GIT_AUTHOR_EMAIL")]
+        if not values[0] or not values[1]:
+            values = [self._config(key) for key in ("user.name", "user.email")]
         if not values[0] or not values[1]:
             return None
         try:
@@ -378,6 +421,166 @@ class GitRepo:
                 " ".join(rels),
             )
 
+    # --- remote sync ----------------------------------------------------------------------------
+    def current_branch(self) -> str | None:
+        """The branch HEAD points at (even before its first commit); None when HEAD is detached."""
+        status, out, _ = self._exec(["symbolic-ref", "-q", "--short", "HEAD"])
+        name = out.decode().strip()
+        return name if status == 0 and name else None
+
+    def rev(self, ref: str) -> str | None:
+        """The commit that `ref` names, or None when there is none."""
+        status, out, _ = self._exec(["rev-parse", "--verify", "-q", f"{_rev(ref)}^{{commit}}"])
+        return out.decode().strip() if status == 0 else None
+
+    def operation_in_progress(self) -> str | None:
+        """`rebase`, `merge`, `cherry-pick` or `revert` while the user is in the middle of one."""
+        for marker, name in _OPERATIONS.items():
+            if (self._git_dir / marker).exists():
+                return name
+        return None
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """True when `newer` already contains `older`."""
+        status, _, err = self._exec(["merge-base", "--is-ancestor", _rev(older), _rev(newer)])
+        if status > 1:
+            raise GitError(f"git merge-base failed: {_first_line(err)}", hint=_hint_for(err))
+        return status == 0
+
+    def count_commits(self, since: str | None, until: str) -> int:
+        """How many commits `until` has that `since` lacks (all of them when since is None)."""
+        spec = [_rev(until), *([f"^{_rev(since)}"] if since else [])]
+        return int(self._run(["rev-list", "--count", *spec]).decode().strip() or 0)
+
+    def paths_changed(self, old: str | None, new: str) -> list[str]:
+        """Paths that differ between two commits (every path of `new` when old is None)."""
+        args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id"]
+        out = self._run([*args, old or self._tree_of(None), _rev(new)])
+        return sorted(name for name in out.decode("utf-8", "surrogateescape").split("\0") if name)
+
+    def fetch_branch(self, remote: str, branch: str, *, timeout: float) -> str | None:
+        """Fetch `branch` from `remote`: its commit there, or None when the remote lacks it.
+
+        A named remote's tracking ref follows too, so `git status` tells the user the truth.
+        """
+        private = f"refs/feedbackd/remote/{_branch(branch)}"
+        specs = [f"+refs/heads/{branch}:{private}"]
+        if self._config(f"remote.{_remote(remote)}.url"):
+            specs.append(f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
+        args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", remote, *specs]
+        status, _, err = self._exec(args, timeout=timeout)
+        if status == 0:
+            return self.rev(private)
+        if _MISSING_REMOTE_BRANCH in err:
+            return None
+        raise RemoteUnreachable(
+            f"could not fetch {branch} from {remote}: {_first_line(err) or f'exit {status}'}",
+            hint="check the network and git.remote; feedbackd tries again with backoff",
+        )
+
+    def push_branch(self, remote: str, commit: str, branch: str, *, timeout: float) -> bool:
+        """Push `commit` as the remote's `branch`; False when the remote refused (not a
+        fast-forward: someone pushed first, or a rule there); RemoteUnreachable when offline."""
+        target = f"refs/heads/{_branch(branch)}"
+        args = ["push", "--porcelain", _remote(remote), f"{_rev(commit)}:{target}"]
+        status, out, err = self._exec(args, timeout=timeout)
+        if status == 0:
+            self._run(["update-ref", f"refs/feedbackd/remote/{branch}", commit])
+            return True
+        if any(line.startswith("!") for line in out.decode(errors="replace").splitlines()):
+            return False
+        raise RemoteUnreachable(
+            f"could not push {branch} to {remote}: {_first_line(err) or f'exit {status}'}",
+            hint="check the network and git.remote; feedbackd tries again with backoff",
+        )
+
+    def rebase_onto(
+        self, upstream: str, local: str, config: Mapping[str, str] | None = None
+    ) -> RebaseOutcome:
+        """Replay the commits of `local` that `upstream` lacks onto it, in a temporary worktree.
+
+        The user's working tree, index and branches are not touched; `config` adds settings for
+        this rebase only (the merge driver, attributes).
+        """
+        settings = {**_QUIET_REBASE, **(config or {})}
+        with self._temporary_worktree(local) as (folder, env):
+            args = [*_config_args(settings), "rebase", "--quiet", _rev(upstream)]
+            status, out, err = self._exec(args, env=env, cwd=folder)
+            if status == 0:
+                tip = self._run(["rev-parse", "HEAD"], env=env, cwd=folder).decode().strip()
+                return RebaseOutcome(tip)
+            listed = self._exec(
+                ["diff", "--name-only", "-z", "--diff-filter=U"], env=env, cwd=folder
+            )
+            names = listed[1].decode("utf-8", "surrogateescape").split("\0")
+            detail = _first_line(err) or _first_line(out.decode(errors="replace"))
+            return RebaseOutcome(None, tuple(sorted(n for n in names if n)), detail)
+
+    def fast_forward_files(self, old: str | None, new: str) -> None:
+        """Bring the user's index and files from `old` to `new`, only where those two differ.
+
+        Every other change of the user's stays: git refuses, changing nothing, when one of
+        their modified, staged or untracked files would be overwritten.
+        """
+        args = ["read-tree", "-m", "-u", old or self._tree_of(None), _rev(new)]
+        self._clear_index_lock()
+        try:
+            self._run(args)
+        except _IndexLockBusy:
+            self._clear_index_lock()
+            self._run(args)
+
+    def move_branch(self, branch: str, new: str, old: str | None) -> bool:
+        """Point `branch` at `new` if it still is `old`; False when something moved it meanwhile."""
+        expected = old or "0" * len(new)
+        ref = f"refs/heads/{_branch(branch)}"
+        status, _, _ = self._exec(["update-ref", "-m", "feedbackd: sync", ref, _rev(new), expected])
+        return status == 0
+
+    def remove_sync_leftovers(self) -> list[Path]:
+        """Remove temporary worktrees that a killed sync left behind (never mid-rebase again)."""
+        folder = self._git_dir / SYNC_DIR
+        leftovers = sorted(folder.glob("wt-*")) if folder.is_dir() else []
+        for leftover in leftovers:
+            log.warning("removing a temporary sync worktree left behind: %s", leftover)
+            self._remove_worktree(leftover)
+        return leftovers
+
+    def sync_file(self, name: str) -> Path:
+        """A file feedbackd keeps for sync under `.git/feedbackd-sync/` (never committed)."""
+        folder = self._git_dir / SYNC_DIR
+        folder.mkdir(exist_ok=True)
+        return folder / name
+
+    @contextmanager
+    def _temporary_worktree(self, commit: str) -> Iterator[tuple[Path, dict[str, str]]]:
+        folder = self._git_dir / SYNC_DIR / f"wt-{os.getpid()}-{secrets.token_hex(4)}"
+        folder.parent.mkdir(exist_ok=True)
+        admin = self._git_dir / "worktrees" / folder.name
+        env = {
+            "GIT_DIR": str(admin),
+            "GIT_WORK_TREE": str(folder),
+            # `worktree add` hands its environment to the checkout it runs: this index must be
+            # the new worktree's own, never the user's.
+            "GIT_INDEX_FILE": str(admin / "index"),
+            "GIT_EDITOR": "true",
+            **_identity_env("COMMITTER", self.committer),
+        }
+        try:
+            add = ["worktree", "add", "--detach", "--quiet", str(folder), _rev(commit)]
+            self._run(
+                [*_config_args(_QUIET_REBASE), *add], env={"GIT_INDEX_FILE": env["GIT_INDEX_FILE"]}
+            )
+            yield folder, env
+        finally:
+            self._remove_worktree(folder)
+
+    def _remove_worktree(self, folder: Path) -> None:
+        self._exec(["worktree", "remove", "--force", "--force", str(folder)])
+        if folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+        self._exec(["worktree", "prune"])
+
     # --- the index lock -----------------------------------------------------------------------
     @property
     def _git_dir(self) -> Path:
@@ -447,23 +650,37 @@ class GitRepo:
         return self._run(["cat-file", "blob", fields[2]])
 
     def _run(
-        self, args: list[str], *, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+        self,
+        args: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+        cwd: Path | None = None,
     ) -> bytes:
         """Run git; its stdout as bytes, or GitError naming the command and git's complaint."""
-        status, out, err = self._exec(args, env=env, stdin=stdin)
+        status, out, err = self._exec(args, env=env, stdin=stdin, cwd=cwd)
         if status == 0:
             return out
         if any(marker in err for marker in _LOCK_BUSY_MARKERS):
             raise _IndexLockBusy(_first_line(err), hint=_hint_for(err))
+        command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
         raise GitError(
-            f"git {args[0]} failed: {_first_line(err) or f'exit status {status}'}",
+            f"git {command} failed: {_first_line(err) or f'exit status {status}'}",
             hint=_hint_for(err),
         )
 
     def _exec(
-        self, args: list[str], *, env: Mapping[str, str] | None = None, stdin: bytes | None = None
+        self,
+        args: list[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        stdin: bytes | None = None,
+        cwd: Path | None = None,
+        timeout: float | None = None,
     ) -> tuple[int, bytes, str]:
+        """Run git in the workspace (or in `cwd`, a temporary worktree); kill it after timeout."""
         repo = self._require_repo()
+        runner = repo.git if cwd is None else Git(str(cwd))
         # Pin the repository, so a GIT_DIR or GIT_INDEX_FILE inherited from a hook or a shell
         # can never point feedbackd at another repository or index.
         pinned = {
@@ -478,9 +695,10 @@ class GitRepo:
                 source = cast(BinaryIO, stack.enter_context(tempfile.TemporaryFile()))
                 source.write(stdin)
                 source.seek(0)
-            status, out, err = repo.git.execute(
+            status, out, err = runner.execute(
                 [Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
                 istream=source,
+                kill_after_timeout=timeout,
                 with_extended_output=True,
                 with_exceptions=False,
                 stdout_as_string=False,
@@ -510,6 +728,31 @@ def _rel(path: str) -> str:
             hint="give a path relative to the workspace folder, without '..'",
         )
     return pure.as_posix()
+
+
+def _config_args(settings: Mapping[str, str]) -> list[str]:
+    return [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
+
+
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,200}(?<!\.lock)(?<![./])$")
+_REMOTE = re.compile(r"^(?!-)[^\s\0]{1,1000}$")
+
+
+def _branch(name: str) -> str:
+    """A branch name git accepts, that no option or odd ref can hide in."""
+    if not isinstance(name, str) or not _BRANCH.fullmatch(name) or name.startswith("/"):
+        raise GitError(f"{name!r} is not a usable branch name", hint="set git.branch, e.g. main")
+    return name
+
+
+def _remote(name: str) -> str:
+    """A remote name, path or URL; never something git would read as an option."""
+    if not isinstance(name, str) or not _REMOTE.fullmatch(name):
+        raise GitError(
+            f"{name!r} is not a usable remote",
+            hint="set git.remote to a remote name (e.g. origin), a URL or a path",
+        )
+    return name
 
 
 def _rev(commit: str) -> str:
