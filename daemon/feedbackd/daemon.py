@@ -1,27 +1,34 @@
 """The long-running daemon: a start-up pass, then file events that mark agents dirty.
 
-Events are only hints; every pass is the same reconcile as `run --once`. The main thread does
-all the work, so a signal simply ends the loop after the decision in hand. A watcher thread feeds
-batches into a queue; timers (settling files, retries after failures, the watchdog) are the
-queue's timeout.
+Events are only hints; every pass is the same reconcile as `run --once`, one agent at a time
+under the workspace write lock, so a CLI command can slip in between agents and one broken agent
+never holds up the others. The main thread does all the work; a watcher thread only hands over
+batches. Both the watcher and the signal handlers wake the main thread through a self-pipe (also
+the interpreter's signal wake-up fd), so no lock is ever taken inside a signal handler and a
+signal delivered to another thread still wakes the loop at once. Timers (files still settling,
+retries after failures, the watchdog, a watcher restart) are the wait's timeout.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-import queue
+import select
 import signal
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 
 from feedbackd.errors import FeedbackdError
 from feedbackd.instance import InstanceLock
 from feedbackd.locking import clean_leftovers, pipeline_lock
 from feedbackd.notify import Notifier
+from feedbackd.problems import Problem
 from feedbackd.reconcile import Report, reconcile_all
 from feedbackd.runtime import Runtime
 from feedbackd.statusfile import LastEvent, write_status
@@ -31,7 +38,14 @@ from feedbackd.watcher import Changes, watch_agents
 log = logging.getLogger("feedbackd")
 
 RETRY_MIN_S, RETRY_MAX_S = 1.0, 60.0
+# Wake up now and then even when nothing happens, to look after the watcher thread.
 IDLE_WAKE_S = 30.0
+# A full pass this often, whatever the watcher says: a safety net for events the kernel dropped.
+# A pass that finds nothing to do writes nothing, so this costs a few git reads per agent.
+FULL_PASS_S = 3600.0
+# Past a file's settle time, look again this much later, so it is judged settled at once.
+SETTLE_MARGIN_S = 0.05
+EVERY_AGENT = "*"
 
 
 @dataclass
@@ -54,52 +68,136 @@ class Dirty:
         return self.everything or bool(self.agents)
 
 
+class Wakeup:
+    """A non-blocking self-pipe: any thread, or a signal, pokes it; the main loop waits on it."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def poke(self) -> None:
+        # A full pipe already holds a wake-up; nothing is lost by dropping this one.
+        with contextlib.suppress(BlockingIOError, OSError):
+            os.write(self.write_fd, b"\0")
+
+    def wait(self, timeout: float) -> None:
+        """Return when poked (or a signal arrived), or after timeout seconds."""
+        readable, _, _ = select.select([self.read_fd], [], [], max(0.0, timeout))
+        if readable:
+            with contextlib.suppress(BlockingIOError):
+                while os.read(self.read_fd, 4096):
+                    pass
+
+    def close(self) -> None:
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+
+@dataclass
+class AgentState:
+    """What the last pass over one agent left behind, for `status`."""
+
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    failure: str | None = None
+    failures: int = 0
+
+
+class Watcher:
+    """The watcher thread: batches of file events go into a deque, then the loop is woken."""
+
+    def __init__(self, data_dir: Path, debounce_ms: int, wakeup: Wakeup) -> None:
+        self.data_dir = data_dir
+        self.debounce_ms = debounce_ms
+        self.wakeup = wakeup
+        self.batches: deque[Changes] = deque()  # append and popleft are thread-safe
+        self.stop = threading.Event()
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._run, name="feedbackd-watch", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            for changes in watch_agents(self.data_dir, self.stop, debounce_ms=self.debounce_ms):
+                self.batches.append(changes)
+                self.wakeup.poke()
+        except Exception:
+            log.exception("the file watcher failed; it is restarted shortly")
+        finally:
+            self.wakeup.poke()  # let the loop notice that this thread has ended
+
+    def drain(self) -> Iterator[Changes]:
+        while self.batches:
+            yield self.batches.popleft()
+
+    @property
+    def alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.stop.set()
+        self.thread.join(timeout)
+
+
 class Daemon:
+    """`feedbackd run`: one daemon per workspace, reconciling whatever its watcher points at."""
+
     def __init__(self, runtime: Runtime, notifier: Notifier | None = None) -> None:
         self.runtime = runtime
         self.notifier = notifier or Notifier()
         self.stop = threading.Event()
         self.reload_requested = False
-        self.batches: queue.Queue[Changes | None] = queue.Queue()
+        self.wakeup = Wakeup()
+        self.watcher: Watcher | None = None
+        self.watcher_restarts = 0
+        self.watcher_due = 0.0
         self.dirty = Dirty(everything=True)
         self.started_at = utcnow()
         self.counts: Counter[str] = Counter()
         self.last_event: LastEvent | None = None
-        self.retry_at: dict[str, float] = {}  # agent → when to look again (settling, failures)
-        self.failures = 0
-        self.last_report = Report()
+        self.agents: dict[str, AgentState] = {}
+        self.retry_at: dict[str, float] = {}  # agent (or EVERY_AGENT) → when to look again
+        self.next_ping = 0.0
+        self.next_full_pass = time.monotonic() + FULL_PASS_S
 
     # --- life cycle ---------------------------------------------------------------------------
     def run(self) -> int:
+        """Serve until SIGTERM or SIGINT; 0 on a clean stop. Raises Locked for a second daemon."""
         state_dir = self.runtime.workspace.state_dir
         state_dir.mkdir(parents=True, exist_ok=True)
-        with InstanceLock(state_dir):
-            previous = self._install_signals()
-            try:
-                return self._serve()
-            finally:
-                self._restore_signals(previous)
+        try:
+            with InstanceLock(state_dir):
+                previous = self._install_signals()
+                try:
+                    return self._serve()
+                finally:
+                    self._restore_signals(previous)
+        finally:
+            self.wakeup.close()
 
     def _serve(self) -> int:
-        log.info("feedbackd %d watching %s", os.getpid(), self.runtime.workspace.data)
+        log.info("feedbackd %d started in %s", os.getpid(), self.runtime.workspace.root)
         with pipeline_lock(self.runtime):
             clean_leftovers(self.runtime)
         self._pass()
-        watcher = threading.Thread(target=self._watch, name="feedbackd-watch", daemon=True)
-        watcher.start()
-        self.notifier.ready()
-        self._announce()
+        if not self.stop.is_set():
+            self.notifier.ready()  # after the start-up pass: everything pending is recorded
+            log.info("ready; watching %s", self.runtime.workspace.data)
         while not self.stop.is_set():
+            self._look_after_watcher()
             self._wait_for_work()
             if self.reload_requested:
                 self._reload()
             if self.dirty and not self.stop.is_set():
                 self._pass()
+        self._shut_down()
+        return 0
+
+    def _shut_down(self) -> None:
         self.notifier.stopping()
         log.info("feedbackd stopping")
-        watcher.join(timeout=5)
+        if self.watcher is not None:
+            self.watcher.close()
         self._write_status()
-        return 0
 
     def _install_signals(self) -> dict[int, object]:
         previous: dict[int, object] = {}
@@ -109,140 +207,204 @@ class Daemon:
             (signal.SIGHUP, self._on_reload),
         ):
             previous[number] = signal.signal(number, handler)
+        # The interpreter writes to this fd the moment a signal arrives, in whichever thread, so
+        # the main loop's select() returns and the Python handler below runs without delay.
+        previous[-1] = signal.set_wakeup_fd(self.wakeup.write_fd, warn_on_full_buffer=False)
         return previous
 
     def _restore_signals(self, previous: dict[int, object]) -> None:
         for number, handler in previous.items():
-            signal.signal(number, handler)  # type: ignore[arg-type]
+            if number == -1:
+                signal.set_wakeup_fd(handler)  # type: ignore[arg-type]
+            else:
+                signal.signal(number, handler)  # type: ignore[arg-type]
 
+    # Signal handlers run in the main thread between two statements of a pass: they only set
+    # flags (Event.set takes a lock the main thread never holds), and the pass checks them.
     def _on_stop(self, signum: int, frame: FrameType | None) -> None:
+        log.info("received %s: finishing the decision in hand", signal.Signals(signum).name)
         self.stop.set()
-        self.batches.put(None)  # wake the main loop
 
     def _on_reload(self, signum: int, frame: FrameType | None) -> None:
         self.reload_requested = True
-        self.batches.put(None)
 
     def _reload(self) -> None:
         self.reload_requested = False
         self.notifier.reloading()
+        old_data = self.runtime.workspace.data
         try:
             self.runtime = self.runtime.reload()
-            log.info("configuration reloaded")
-            self.dirty.everything = True
         except FeedbackdError as error:
             log.error("configuration not reloaded, keeping the old one: %s", error)
+        else:
+            log.info("configuration reloaded")
+            self.dirty.everything = True  # settings change what a snippet says
+            if self.runtime.workspace.data != old_data and self.watcher is not None:
+                self.watcher.close()  # watch the new data folder instead
         self.notifier.ready()
 
     # --- waiting ------------------------------------------------------------------------------
-    def _watch(self) -> None:
-        settings = self.runtime.settings.daemon
-        try:
-            for changes in watch_agents(
-                self.runtime.workspace.data, self.stop, debounce_ms=max(settings.debounce_ms, 50)
-            ):
-                self.batches.put(changes)
-        except Exception:  # the loop below notices and restarts nothing; log loudly
-            log.exception("file watcher failed; falling back to periodic passes")
+    def _look_after_watcher(self) -> None:
+        """Start the watcher, or restart it with backoff after it failed; its first batch is
+        everything, so nothing that happened while no one watched is missed."""
+        if self.watcher is not None and self.watcher.alive:
+            return
+        now = time.monotonic()
+        if self.watcher is not None:
+            self._take_batches()
+            lived = now - self.watcher.started
+            self.watcher = None
+            self.watcher_restarts = 1 if lived > RETRY_MAX_S else self.watcher_restarts + 1
+            self.watcher_due = now + _backoff(self.watcher_restarts)
+        if now < self.watcher_due:
+            return
+        debounce = max(self.runtime.settings.daemon.debounce_ms, 50)
+        self.watcher = Watcher(self.runtime.workspace.data, debounce, self.wakeup)
 
     def _wait_for_work(self) -> None:
-        timeout = self._next_timeout()
-        try:
-            item = self.batches.get(timeout=timeout)
-        except queue.Empty:
-            item = None
-        while item is not None or not self.batches.empty():
-            if item is not None:
-                self.dirty.add(item)
-            try:
-                item = self.batches.get_nowait()
-            except queue.Empty:
-                break
-        self._due_retries()
-        self.notifier.watchdog()
+        if not self._has_batches():
+            self.wakeup.wait(self._next_timeout())
+        self._take_batches()
+        self._due_timers()
+        self._heartbeat()
+
+    def _has_batches(self) -> bool:
+        return self.watcher is not None and bool(self.watcher.batches)
+
+    def _take_batches(self) -> None:
+        if self.watcher is None:
+            return
+        for changes in self.watcher.drain():
+            self.dirty.add(changes)
 
     def _next_timeout(self) -> float:
-        now = time.time()
-        waits = [IDLE_WAKE_S] + [max(0.0, at - now) for at in self.retry_at.values()]
-        interval = self.notifier.watchdog_interval()
-        if interval:
-            waits.append(interval)
-        return max(0.01, min(waits))
+        now_wall, now = time.time(), time.monotonic()
+        waits = [IDLE_WAKE_S, self.next_full_pass - now]
+        waits += [at - now_wall for at in self.retry_at.values()]
+        if self.notifier.watchdog_interval():
+            waits.append(self.next_ping - now)
+        if self.watcher is None:
+            waits.append(self.watcher_due - now)
+        return max(0.01, min(waits)) if not self.dirty and not self.reload_requested else 0.0
 
-    def _due_retries(self) -> None:
+    def _due_timers(self) -> None:
         now = time.time()
         for agent, at in list(self.retry_at.items()):
             if at <= now:
                 del self.retry_at[agent]
-                if agent == "*":
+                if agent == EVERY_AGENT:
                     self.dirty.everything = True
                 else:
                     self.dirty.agents.add(agent)
+        if time.monotonic() >= self.next_full_pass:
+            self.dirty.everything = True
+
+    def _heartbeat(self) -> None:
+        """Ping systemd's watchdog when due; called between decisions too, so a long pass that
+        makes progress is never taken for a hang."""
+        interval = self.notifier.watchdog_interval()
+        now = time.monotonic()
+        if interval and now >= self.next_ping:
+            self.notifier.watchdog()
+            self.next_ping = now + interval
+
+    def _keep_going(self) -> bool:
+        self._heartbeat()
+        return not self.stop.is_set()
 
     # --- passes -------------------------------------------------------------------------------
     def _pass(self) -> None:
         everything, agents = self.dirty.take()
-        chosen = None if everything else sorted(agents)
-        try:
-            with pipeline_lock(self.runtime):
-                report = reconcile_all(self.runtime, chosen)
-        except FeedbackdError as error:
-            self._failed(error, chosen)
-            return
-        except Exception as error:
-            log.exception("pass failed")
-            self._failed(error, chosen)
-            return
-        self.failures = 0
-        self._record(report)
-
-    def _failed(self, error: Exception, chosen: list[str] | None) -> None:
-        self.failures += 1
-        delay = min(RETRY_MAX_S, RETRY_MIN_S * 2 ** (self.failures - 1))
-        log.error("pass failed (%s); retrying in %.0f s", error, delay)
-        for agent in chosen if chosen is not None else ["*"]:
-            self.retry_at[agent] = time.time() + delay
-        self.last_report.warnings.append(f"last pass failed: {error}")
-        self._write_status()
-
-    def _record(self, report: Report) -> None:
-        for event in report.events:
-            self.counts[event.event] += 1
-            self.last_event = LastEvent(utcnow(), event.event, event.agent, event.summary)
-        for problem in report.unsettled:
-            agent = self._agent_of(problem.path)
-            if agent is not None:
-                self.retry_at[agent] = min(
-                    self.retry_at.get(agent, problem.retry_at), problem.retry_at
-                )
-        self.last_report = report
+        if everything:
+            self.next_full_pass = time.monotonic() + FULL_PASS_S
+            chosen = self._agents_on_disk()
+        else:
+            chosen = sorted(agents)
+        for agent in chosen:
+            if not self._keep_going():
+                break
+            self._pass_agent(agent)
         self._write_status()
         self._announce()
 
-    def _agent_of(self, path: object) -> str | None:
+    def _agents_on_disk(self) -> list[str]:
         try:
-            relative = os.path.relpath(str(path), self.runtime.workspace.agents_dir)
-        except ValueError:
-            return None
-        first = relative.split(os.sep, 1)[0]
-        return None if first.startswith("..") else first
+            found = self.runtime.workspace.agent_ids()
+        except OSError as error:
+            log.error("cannot list %s: %s", self.runtime.workspace.agents_dir, error)
+            self.retry_at[EVERY_AGENT] = time.time() + RETRY_MAX_S
+            return sorted(self.agents)
+        for gone in set(self.agents) - set(found):
+            del self.agents[gone]  # renamed or removed: its problems went with it
+            self.retry_at.pop(gone, None)
+        return found
+
+    def _pass_agent(self, agent: str) -> None:
+        state = self.agents.setdefault(agent, AgentState())
+        try:
+            with pipeline_lock(self.runtime):
+                report = reconcile_all(self.runtime, [agent], keep_going=self._keep_going)
+        except FeedbackdError as error:
+            self._failed(agent, state, str(error))
+            return
+        except Exception as error:  # a bug must not take the daemon (and every agent) down
+            log.exception("internal error while reconciling %s", agent)
+            self._failed(agent, state, f"internal error: {error!r}")
+            return
+        state.failure, state.failures = None, 0
+        self._record(agent, state, report)
+
+    def _failed(self, agent: str, state: AgentState, message: str) -> None:
+        state.failures += 1
+        state.failure = message
+        delay = _backoff(state.failures)
+        log.error("%s: pass failed (%s); trying again in %.0f s", agent, message, delay)
+        self.retry_at[agent] = time.time() + delay
+
+    def _record(self, agent: str, state: AgentState, report: Report) -> None:
+        for event in report.events:
+            self.counts[event.event] += 1
+            self.last_event = LastEvent(utcnow(), event.event, event.agent, event.summary)
+        state.problems, state.warnings = report.problems, report.warnings
+        waiting = report.next_retry()
+        if waiting is not None:
+            self.retry_at[agent] = waiting + SETTLE_MARGIN_S  # a file is still being written
+        else:
+            self.retry_at.pop(agent, None)
 
     # --- reporting ----------------------------------------------------------------------------
+    def _pending(self) -> int:
+        return sum(len([p for p in s.problems if not p.settled]) for s in self.agents.values())
+
+    def _problems(self) -> list[str]:
+        lines: list[str] = []
+        for agent, state in sorted(self.agents.items()):
+            lines += [problem.line() for problem in state.problems if problem.settled]
+            lines += state.warnings
+            if state.failure is not None:
+                lines.append(f"{agent}: last pass failed: {state.failure}")
+        return lines
+
     def _announce(self) -> None:
         last = self.last_event
         text = f"last: {last.event}({last.agent}) {last.summary}" if last else "idle"
-        pending = len(self.last_report.unsettled)
-        self.notifier.status(f"{sum(self.counts.values())} recorded; {pending} pending; {text}")
+        recorded = sum(self.counts.values())
+        self.notifier.status(f"{recorded} recorded; {self._pending()} pending; {text}")
 
     def _write_status(self) -> None:
-        report = self.last_report
-        problems = [p.line() for p in report.problems if p.settled] + report.warnings
-        write_status(
-            self.runtime.workspace.state_dir,
-            pid=os.getpid(),
-            started_at=self.started_at,
-            last_event=self.last_event,
-            counts=dict(self.counts),
-            pending=len(report.unsettled),
-            problems=problems,
-        )
+        try:
+            write_status(
+                self.runtime.workspace.state_dir,
+                pid=os.getpid(),
+                started_at=self.started_at,
+                last_event=self.last_event,
+                counts=dict(self.counts),
+                pending=self._pending(),
+                problems=self._problems(),
+            )
+        except OSError as error:  # a full disk must not stop the work itself
+            log.error("cannot write the status file: %s", error)
+
+
+def _backoff(failures: int) -> float:
+    return float(min(RETRY_MAX_S, RETRY_MIN_S * 2 ** max(0, failures - 1)))

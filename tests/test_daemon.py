@@ -1,0 +1,415 @@
+"""The daemon, run for real: a child process on a real workspace, real inotify, real git, and a
+datagram socket standing in for systemd. Plus a leak check of the pipeline it runs for months."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from feedbackd.reconcile import reconcile_all
+from tests.daemon_kit import (
+    DaemonProcess,
+    NotifyListener,
+    children_of,
+    committed,
+    decided,
+    idle,
+    ledger,
+    status_json,
+    subjects,
+    wait_for,
+)
+from tests.workspace_kit import Site, draft
+
+pytestmark = pytest.mark.slow
+
+OLD, NEW = "Why TypeScript Generics Matter", "How TypeScript Generics Save You From Refactoring"
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    return Site(tmp_path / "ws")
+
+
+@pytest.fixture
+def listener(tmp_path: Path) -> Iterator[NotifyListener]:
+    notify = NotifyListener(tmp_path)
+    yield notify
+    notify.close()
+
+
+@pytest.fixture
+def start(site: Site, listener: NotifyListener) -> Iterator[type[DaemonProcess]]:
+    """Start daemons with `start(site, listener, *args)`; whatever still runs is killed after."""
+    started: list[DaemonProcess] = []
+
+    class Tracked(DaemonProcess):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            started.append(self)
+
+    yield Tracked
+    for daemon in started:
+        daemon.close()
+
+
+def drafts(site: Site, agent: str, count: int, *, commit: bool = True) -> list[str]:
+    """count drafts in queue/, committed by a pass of the pipeline (as a daemon earlier did)."""
+    names = [f"qi-{number:03d}" for number in range(count)]
+    for name in names:
+        site.write(agent, f"{name}.json", draft({"title": f"{OLD} {name}", "excerpt": "Same."}))
+    if commit:
+        site.reconcile()
+    return names
+
+
+def edit_and_approve(site: Site, agent: str, name: str) -> None:
+    """A curator's edit of the title, then the move to approved/."""
+    site.write(agent, f"{name}.json", draft({"title": f"{NEW} {name}", "excerpt": "Same."}))
+    site.move(agent, f"{name}.json", "approved")
+
+
+def atomic_save(path: Path, text: str) -> None:
+    """Save like an editor does: write a temporary file beside it, then rename it over."""
+    temporary = path.with_name(f".{path.name}.swp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+def data_is_clean(site: Site) -> bool:
+    return site.git("status", "--porcelain", "--", "_data") == ""
+
+
+# --- start-up, notify protocol, status ------------------------------------------------------
+def test_ready_comes_after_the_start_up_pass_and_the_watchdog_keeps_pinging(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    drafts(site, "w", 3)
+    for name in ("qi-000", "qi-001"):
+        edit_and_approve(site, "w", name)
+    site.write("w", "qi-002.json", draft({"title": "x"}, rejectionFeedback="Too dry"))
+    site.move("w", "qi-002.json", "rejected")
+
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    # Everything pending before the start was recorded and committed by the time READY came.
+    assert sorted(decided(site, "w")) == ["qi-000", "qi-001"]
+    assert decided(site, "w", "rejected") == ["qi-002"]
+    assert committed(site, "reject(w): qi-002") and data_is_clean(site)
+    listener.wait("WATCHDOG=1", count=4)
+    assert listener.messages().index("READY=1") < len(listener.messages())
+    assert any(m.startswith("STATUS=") for m in listener.messages())
+
+
+def test_status_while_running_and_after_a_clean_sigterm(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    drafts(site, "w", 1)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    edit_and_approve(site, "w", "qi-000")
+    wait_for(lambda: committed(site, "approve(w): qi-000"), what="the approval commit")
+    wait_for(lambda: status_json(site)["counts"].get("approve") == 1, what="status counts")
+
+    running = status_json(site)
+    assert running["running"] is True and running["pid"] == daemon.pid
+    assert isinstance(running["uptime_s"], int) and running["uptime_s"] >= 0
+    assert running["last_event"]["event"] == "approve"
+    assert running["pending"] == 0 and running["problems"] == []
+    human = site.cli("status")
+    assert human.returncode == 0 and str(daemon.pid) in human.stdout
+
+    assert daemon.stop() == 0
+    assert "STOPPING=1" in listener.messages()
+    after = status_json(site)
+    assert after["running"] is False and after["pid"] is None and after["uptime_s"] is None
+    assert after["counts"]["approve"] == 1  # what it did before it stopped
+
+
+def test_second_daemon_on_the_same_workspace_is_refused(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    second = site.cli("run")
+    assert second.returncode == 1
+    assert second.stderr.startswith("error: locked: ")
+    assert str(daemon.pid) in second.stderr
+    assert daemon.proc.poll() is None  # the first one is unharmed
+
+
+# --- file events ----------------------------------------------------------------------------
+def test_decision_while_running_with_json_logs_then_idle(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    drafts(site, "w", 1)
+    daemon = start(site, listener, "--log-format", "json")
+    daemon.wait_ready()
+    edit_and_approve(site, "w", "qi-000")
+    wait_for(lambda: committed(site, "approve(w): qi-000, 1 correction (title)"), what="commit")
+    entry = site.feedback("w")[-1]
+    assert (entry["field"], entry["original"]) == ("title", f"{OLD} qi-000")
+    assert "Original: " + OLD in site.prompt("w")
+
+    # Its own writes wake the watcher once more, but a pass that finds nothing writes nothing.
+    head = site.git("rev-parse", "HEAD")
+    idle(daemon)
+    assert site.git("rev-parse", "HEAD") == head and data_is_clean(site)
+
+    assert daemon.stop() == 0
+    lines = daemon.log().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert all({"time", "level", "message"} <= set(record) for record in records)
+    assert any(r["message"].startswith("approve(w): qi-000") for r in records)
+
+
+def test_editor_atomic_saves_in_queue(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    drafts(site, "w", 1)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    queue = site.agent("w") / "queue"
+    atomic_save(queue / "qi-new.json", json.dumps(draft({"title": "Brand new"})))
+    wait_for(lambda: committed(site, "draft(w): 1 new draft (qi-new)"), what="the new draft")
+
+    # An edit saved atomically, then approved: diffed against the draft as first seen.
+    atomic_save(queue / "qi-new.json", json.dumps(draft({"title": "Brand new, better"})))
+    site.move("w", "qi-new.json", "approved")
+    wait_for(lambda: committed(site, "approve(w): qi-new, 1 correction"), what="approval")
+    entry = site.feedback("w")[-1]
+    assert (entry["original"], entry["corrected"]) == ("Brand new", "Brand new, better")
+    assert not list(queue.glob("*.swp"))
+
+
+def test_whole_agent_folders_moved_in_and_renamed(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess], tmp_path: Path
+) -> None:
+    drafts(site, "w", 2)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+
+    # A folder built elsewhere and moved in whole: its files send no events of their own.
+    outside = tmp_path / "newbie"
+    (outside / "approved").mkdir(parents=True)
+    doc = draft({"title": NEW}, {"title": OLD})
+    (outside / "approved" / "qi-x.json").write_text(json.dumps(doc))
+    outside.rename(site.data / "agents" / "newbie")
+    wait_for(lambda: committed(site, "approve(newbie): qi-x, 1 correction"), what="newbie")
+
+    # An agent folder renamed, then an item approved inside it at once.
+    (site.data / "agents" / "w").rename(site.data / "agents" / "writer")
+    doc = draft({"title": "Renamed"}, {"title": OLD})
+    site.write("writer", "qi-000.json", doc, folder="queue")
+    site.move("writer", "qi-000.json", "approved")
+    wait_for(lambda: committed(site, "approve(writer): qi-000, 1 correction"), what="writer")
+    assert decided(site, "writer") == ["qi-000"]
+
+
+def test_two_hundred_approvals_at_once(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    names = drafts(site, "w", 200)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    idle(daemon, quiet_s=0.5)
+    fds_before, children_before = daemon.open_fds(), len(children_of(daemon.pid))
+    pings_before = len(listener.times_of("WATCHDOG=1"))
+
+    for name in names:
+        site.move("w", f"{name}.json", "approved")
+    wait_for(lambda: len(decided(site, "w")) >= 200, 50, "200 decisions")
+    idle(daemon, quiet_s=0.5)
+
+    assert sorted(decided(site, "w")) == names  # each exactly once
+    approvals = [s for s in subjects(site) if s.startswith("approve(w): ")]
+    assert sorted(s.split(": ")[1].split(",")[0] for s in approvals) == names
+    # One decision per commit: each approval commit adds exactly one file to approved/.
+    added = site.git("log", "--diff-filter=A", "--format=%x01%s", "--name-only", "--no-renames")
+    for commit in added.split("\x01")[1:]:
+        subject, *paths = [line for line in commit.splitlines() if line]
+        if subject.startswith("approve("):
+            assert len([p for p in paths if "/approved/" in p]) == 1, commit
+    assert data_is_clean(site)
+    # The watchdog kept being fed during the long pass, and nothing leaked.
+    pings = listener.times_of("WATCHDOG=1")[pings_before:]
+    assert len(pings) > 5 and max(b - a for a, b in zip(pings, pings[1:], strict=False)) < 2.0
+    assert daemon.open_fds() <= fds_before + 2
+    assert len(children_of(daemon.pid)) <= children_before
+
+
+# --- settling ---------------------------------------------------------------------------------
+def test_half_written_file_completed_within_the_settle_time(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    site.configure("daemon:\n  settle_ms: 5000\n")
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    whole = json.dumps(draft({"title": NEW}, {"title": OLD}), indent=2)
+    path = site.agent("w") / "approved" / "qi-h.json"
+    path.parent.mkdir(parents=True)
+    with open(path, "w") as writer:
+        writer.write(whole[: len(whole) // 2])
+        writer.flush()
+        # The daemon has seen it and is waiting for the writer to finish.
+        wait_for(lambda: status_json(site)["pending"] == 1, what="the file to be pending")
+        writer.write(whole[len(whole) // 2 :])
+    wait_for(lambda: committed(site, "approve(w): qi-h, 1 correction"), what="the approval")
+    assert not path.with_name("qi-h.json.error").exists()
+    assert status_json(site)["pending"] == 0 and decided(site, "w") == ["qi-h"]
+
+
+def test_bad_file_beside_good_ones_gets_an_error_file_after_settling(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    settle_s = 0.8
+    site.configure(f"daemon:\n  settle_ms: {int(settle_s * 1000)}\n")
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    bad = site.write("w", "qi-bad.json", '{"contentData": {"title": "Half', folder="approved")
+    for name in ("qi-g1", "qi-g2"):
+        site.write("w", f"{name}.json", draft({"title": NEW}, {"title": OLD}), folder="approved")
+    wait_for(lambda: sorted(decided(site, "w")) == ["qi-g1", "qi-g2"], what="the good ones")
+
+    error = bad.with_name("qi-bad.json.error")
+    wait_for(error.exists, what="the .error file")
+    assert error.stat().st_mtime >= bad.stat().st_mtime + settle_s - 0.05
+    first, hint = error.read_text().splitlines()
+    assert first.startswith("feedbackd: ") and "line 1" in first and hint
+    assert bad.read_text() == '{"contentData": {"title": "Half'  # never moved nor changed
+    wait_for(lambda: any("qi-bad" in p for p in status_json(site)["problems"]), what="status")
+
+    bad.write_text(json.dumps(draft({"title": NEW}, {"title": OLD})))
+    wait_for(lambda: committed(site, "approve(w): qi-bad"), what="the fixed file")
+    assert not error.exists() and status_json(site)["problems"] == []
+
+
+# --- signals ----------------------------------------------------------------------------------
+def test_sighup_reloads_the_configuration(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    drafts(site, "w", 1)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    edit_and_approve(site, "w", "qi-000")
+    wait_for(lambda: "Example 1:" in site.prompt("w"), what="the snippet")
+
+    site.configure("prompt:\n  show_field: true\n")
+    daemon.signal(signal.SIGHUP)
+    wait_for(lambda: "Example 1 (title):" in site.prompt("w"), what="the regenerated snippet")
+    wait_for(lambda: committed(site, "sync(w): regenerate prompt snippet"), what="its commit")
+    assert "RELOADING=1" in "\n".join(listener.messages())
+    listener.wait("READY=1", count=2)
+
+    # A broken configuration is refused; the daemon keeps the old one and keeps working.
+    site.configure("prompt:\n  show_feild: false\n")
+    daemon.signal(signal.SIGHUP)
+    wait_for(lambda: "configuration not reloaded" in daemon.log(), what="the refusal")
+    assert "show_feild" in daemon.log() and daemon.proc.poll() is None
+
+
+def test_sigterm_in_a_burst_finishes_the_decision_in_hand(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    names = drafts(site, "w", 60)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    for name in names:
+        edit_and_approve(site, "w", name)
+    wait_for(lambda: len(decided(site, "w")) >= 5, what="a few decisions")
+    assert daemon.stop(timeout=10) == 0
+    assert "STOPPING=1" in listener.messages()
+    # Stopped between two decisions: each one recorded is committed whole.
+    stopped_at = len(decided(site, "w"))
+    assert stopped_at < 60, "the burst was over before SIGTERM; make it larger"
+    committed_ledger = site.git("show", "HEAD:_data/agents/w/decisions.jsonl")
+    assert len(committed_ledger.splitlines()) == len(ledger(site, "w"))
+    assert site.git("status", "--porcelain", "--", "_data/agents/w/feedback.json") == ""
+
+    # The rest is picked up by the next run, once.
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert sorted(decided(site, "w")) == names and data_is_clean(site)
+
+
+def test_kill_9_in_a_burst_then_restart_loses_and_doubles_nothing(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    names = drafts(site, "w", 80)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    for name in names:
+        edit_and_approve(site, "w", name)
+    wait_for(lambda: len(decided(site, "w")) >= 20, what="part of the burst")
+    daemon.kill_group()
+    assert len(decided(site, "w")) < 80, "the burst was over before the kill; make it larger"
+
+    again = start(site, listener, log_name="restart.log")
+    again.wait_ready(count=2)
+    wait_for(lambda: len(decided(site, "w")) >= 80, what="the rest of the burst")
+    idle(again, quiet_s=0.5)
+
+    assert Counter(decided(site, "w")) == Counter(dict.fromkeys(names, 1))
+    entries = Counter(e["queueItemId"] for e in site.feedback("w") if e["type"] == "correction")
+    assert entries == Counter(dict.fromkeys(names, 1))
+    assert data_is_clean(site), site.git("status", "--porcelain")
+    assert not list(site.data.rglob("*.feedbackd-tmp"))
+
+
+# --- the CLI beside the daemon ----------------------------------------------------------------
+def test_cli_approve_while_the_daemon_runs_is_recorded_once(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    drafts(site, "w", 2)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    site.write("w", "qi-000.json", draft({"title": NEW, "excerpt": "Same."}))
+    done = site.cli("approve", "w", "qi-000", "--curator", "Bo Reviewer <bo@example.org>")
+    assert done.returncode == 0, done.stderr
+    assert "approve(w): qi-000, 1 correction (title)" in done.stdout
+    idle(daemon, quiet_s=0.5)
+    assert decided(site, "w") == ["qi-000"]
+    assert [s for s in subjects(site) if s.startswith("approve(")] == [
+        "approve(w): qi-000, 1 correction (title)"
+    ]
+    assert site.git("log", "-1", "--format=%an", "--grep=approve(w)") == "Bo Reviewer\n"
+    assert len(site.feedback("w")) == 1 and data_is_clean(site)
+
+
+# --- months of running, compressed --------------------------------------------------------------
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_pipeline_leaks_no_file_handles_or_processes(site: Site) -> None:
+    names = drafts(site, "w", 100)
+    runtime = site.runtime()
+    for _ in range(5):  # warm up: imports, caches, the first git calls
+        reconcile_all(runtime)
+    fds, children = _open_fds(), len(children_of(os.getpid()))
+    passes = 0
+    for name in names:
+        site.move("w", f"{name}.json", "approved")
+        for _ in range(10):  # the decision, then passes that find nothing to do
+            reconcile_all(runtime, ["w"])
+            passes += 1
+    assert passes == 1000 and len(decided(site, "w")) == 100
+    assert _open_fds() <= fds + 2
+    assert len(children_of(os.getpid())) <= children
+
+
+def test_module_runs_as_a_script() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "run", "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "--log-format" in done.stdout
+    assert shutil.which("git") is not None
