@@ -288,3 +288,7 @@ def _register_command_groups() -> None:
 
 
 _register_command_groups()
+
+from feedbackd import cli_optimize  # noqa: E402  (it registers onto the app defined above)
+
+cli_optimize.register(app)
