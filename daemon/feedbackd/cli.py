@@ -292,3 +292,7 @@ _register_command_groups()
 from feedbackd import cli_optimize  # noqa: E402  (it registers onto the app defined above)
 
 cli_optimize.register(app)
+
+from feedbackd import cli_sync  # noqa: E402  (it registers onto the app defined above)
+
+cli_sync.register(app)

@@ -516,13 +516,14 @@ class GitRepo:
             detail = _first_line(err) or _first_line(out.decode(errors="replace"))
             return RebaseOutcome(None, tuple(sorted(n for n in names if n)), detail)
 
-    def fast_forward_files(self, old: str | None, new: str) -> None:
+    def fast_forward_files(self, old: str | None, new: str | None) -> None:
         """Bring the user's index and files from `old` to `new`, only where those two differ.
 
         Every other change of the user's stays: git refuses, changing nothing, when one of
         their modified, staged or untracked files would be overwritten.
         """
-        args = ["read-tree", "-m", "-u", old or self._tree_of(None), _rev(new)]
+        empty = self._tree_of(None)
+        args = ["read-tree", "-m", "-u", _rev(old or empty), _rev(new or empty)]
         self._clear_index_lock()
         try:
             self._run(args)

@@ -22,7 +22,9 @@ def run_once(runtime: Runtime) -> Report:
         report = Report(
             report.events + again.events, again.problems, report.warnings + again.warnings
         )
-    return report
+    from feedbackd.sync import sync_once  # one pull and push when git.remote is set
+
+    return sync_once(runtime, report)
 
 
 def run_daemon(runtime: Runtime) -> int:
