@@ -270,9 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     feedbackd's own sync uses (the `feedbackd merge-driver` command does the same)."""
     args = list(sys.argv[1:] if argv is None else argv)
     cap: int | None = None
-    if args[:1] == ["--cap"] and len(args) > 1 and args[1].isdigit():
-        cap, args = int(args[1]), args[2:]
-    if len(args) not in (3, 4):
+    if args[:1] == ["--cap"]:
+        cap = int(args[1]) if len(args) > 1 and args[1].isdigit() else 0
+        args = args[2:]
+    if len(args) not in (3, 4) or cap == 0:
         sys.stderr.write(
             "usage: python -m feedbackd.mergedriver [--cap N] BASE OURS THEIRS [PATH]\n"
         )
