@@ -1,0 +1,430 @@
+"""Benchmark of the running daemon: approve-to-commit latency against the bare git floor.
+
+Run: `python -m tests.bench.bench_daemon [--files 2000] [--samples 30] [--burst 400]
+[--idle 10] [--keep DIR]`.
+
+One workspace (made by `feedbackd init`) holds `--files` tracked files: drafts of many agents and
+other files. `feedbackd run` is started on it, then, in the same run and on the same repository:
+- single approvals, one at a time: a curator's edit of a draft, then a move queue/ → approved/;
+  the time from the move until the daemon's commit is on the branch;
+- the floor: `git add <file>` + `git commit -m x` of a similar change, run as subprocesses, the
+  same number of times, between the approvals (so both see the same repository and machine);
+- a burst of `--burst` approvals moved at once: the time until all are committed, and a check of
+  the history that each was committed alone (one Feedback-Item per approve commit, all distinct);
+- the idle daemon afterwards: CPU over `--idle` seconds (/proc utime+stime, children included)
+  and its resident memory.
+Prints medians, p90, ratios and whether each target is met; exits 1 when one is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SINGLE_AGENT = "bench-single"
+BURST_AGENTS = 4
+FILLER_AGENTS = 10
+POLL_S = 0.001  # how often the branch is looked at while a commit is awaited
+TIMEOUT_S = 120.0
+TARGET_RATIO, TARGET_CPU_PCT, TARGET_RSS_MB = 5.0, 1.0, 150.0
+
+
+@dataclass
+class Results:
+    latency_s: list[float] = field(default_factory=list)
+    floor_s: list[float] = field(default_factory=list)
+    burst_s: float = 0.0
+    burst_problems: list[str] = field(default_factory=list)
+    idle_cpu_pct: float = 0.0
+    rss_mb: float = 0.0
+    peak_rss_mb: float = 0.0
+
+
+# --- the workspace ---------------------------------------------------------------------------
+def draft(item_id: str, title: str) -> dict[str, object]:
+    content = {
+        "title": title,
+        "excerpt": f"What {item_id} is about, in one sentence for the listing page.",
+        "body": "A paragraph of draft text that the curator reads before deciding.\n" * 8,
+    }
+    return {"id": item_id, "contentData": content, "originalContentData": dict(content)}
+
+
+def write_json(path: Path, doc: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=bench_env(root)
+    )
+    return done.stdout
+
+
+def bench_env(root: Path) -> dict[str, str]:
+    """Git and feedbackd see only this benchmark's configuration (HOME is the work folder)."""
+    home = root.parent / "home"
+    home.mkdir(exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
+    for name in ("FEEDBACKD_CONFIG", "FEEDBACKD_WORKSPACE", "FEEDBACKD_CURATOR", "GIT_DIR"):
+        env.pop(name, None)
+    return env
+
+
+def build_workspace(root: Path, files: int, samples: int, burst: int) -> None:
+    """A workspace with exactly `files` tracked files, committed."""
+    root.mkdir(parents=True)
+    feedbackd(root, "init", str(root))
+    git(root, "config", "user.name", "Ada Curator")
+    git(root, "config", "user.email", "ada@example.org")
+    git(root, "config", "gc.auto", "0")  # no background repacking in the middle of a sample
+    for number in range(samples):
+        item = f"single-{number:04d}"
+        write_json(queue(root, SINGLE_AGENT, item), draft(item, f"Draft title {number}"))
+    for number in range(burst):
+        item = f"burst-{number:04d}"
+        write_json(queue(root, burst_agent(number), item), draft(item, f"Burst title {number}"))
+    write_json(root / "docs" / "floor.json", {"n": 0})
+    tracked = len(git(root, "ls-files").splitlines())
+    untracked = samples + burst + 1
+    filler = files - tracked - untracked
+    for number in range(max(filler, 0)):
+        if number % 2:
+            item = f"filler-{number:05d}"
+            agent = f"writer-{number % FILLER_AGENTS:02d}"
+            write_json(queue(root, agent, item), draft(item, f"Filler {number}"))
+        else:
+            write_json(root / "docs" / f"note-{number:05d}.json", {"note": number})
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "benchmark workspace")
+
+
+def queue(root: Path, agent: str, item: str) -> Path:
+    return root / "_data" / "agents" / agent / "queue" / f"{item}.json"
+
+
+def burst_agent(number: int) -> str:
+    return f"bench-burst-{number % BURST_AGENTS}"
+
+
+def feedbackd(root: Path, *args: str) -> None:
+    command = [sys.executable, "-m", "feedbackd", "-q", *args]
+    subprocess.run(command, cwd=root, check=True, env=bench_env(root), capture_output=True)
+
+
+# --- the daemon ------------------------------------------------------------------------------
+class RunningDaemon:
+    """`feedbackd -w ROOT run` as a child, started and ready (it says READY=1 like to systemd)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.socket_path = root.parent / "notify.sock"
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.listener.bind(str(self.socket_path))
+        env = {**bench_env(root), "NOTIFY_SOCKET": str(self.socket_path)}
+        command = [sys.executable, "-m", "feedbackd", "-q", "-w", str(root), "run"]
+        self.log_path = root.parent / "daemon.log"
+        with self.log_path.open("wb") as log:  # a file, not a pipe: a full pipe would stall it
+            self.process = subprocess.Popen(command, env=env, stderr=log)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        self.listener.settimeout(TIMEOUT_S)
+        while True:
+            message = self.listener.recv(4096).decode()
+            if "READY=1" in message.splitlines():
+                break
+        # Keep reading like systemd does: a full socket queue would block the daemon's sends.
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        self.listener.settimeout(None)
+        with contextlib.suppress(OSError):
+            while self.listener.recv(4096):
+                pass
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self) -> str:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.listener.close()
+        return self.log_path.read_text(errors="replace")
+
+
+def branch_file(root: Path) -> Path:
+    return root / ".git" / "refs" / "heads" / "main"
+
+
+def read_branch(root: Path) -> str:
+    try:
+        return branch_file(root).read_text().strip()
+    except FileNotFoundError:  # packed, or being replaced: ask git
+        return git(root, "rev-parse", "HEAD").strip()
+
+
+def status_mark(root: Path) -> tuple[int, int]:
+    """Changes each time the daemon finishes a pass (it rewrites its status file)."""
+    try:
+        info = (root / ".feedbackd" / "status.json").stat()
+    except FileNotFoundError:
+        return (0, 0)
+    return (info.st_ino, info.st_mtime_ns)
+
+
+def wait_for(condition: Callable[[], bool], what: str, poll_s: float = POLL_S) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting for {what}")
+        time.sleep(poll_s)
+
+
+def wait_until_quiet(root: Path, quiet_s: float = 1.0) -> None:
+    """Wait until the daemon has finished its last pass: no new pass for `quiet_s`."""
+    mark, since = status_mark(root), time.monotonic()
+
+    def quiet() -> bool:
+        nonlocal mark, since
+        if status_mark(root) != mark:
+            mark, since = status_mark(root), time.monotonic()
+        return time.monotonic() - since >= quiet_s
+
+    wait_for(quiet, "the daemon to go quiet", poll_s=0.05)
+
+
+# --- measurements ----------------------------------------------------------------------------
+def approve_once(root: Path, number: int) -> float:
+    """Edit a draft's title, move it to approved/; seconds until the daemon's commit is in."""
+    item = f"single-{number:04d}"
+    source = queue(root, SINGLE_AGENT, item)
+    target = source.parent.parent / "approved" / source.name
+    target.parent.mkdir(exist_ok=True)
+    doc = draft(item, f"Draft title {number}")
+    doc["contentData"] = {**doc["contentData"], "title": f"Edited title {number}"}  # type: ignore[dict-item]
+    write_json(source, doc)
+    before, mark = read_branch(root), status_mark(root)
+    started = time.perf_counter()
+    os.rename(source, target)
+    wait_for(lambda: read_branch(root) != before, f"the commit of {item}")
+    elapsed = time.perf_counter() - started
+    wait_for(lambda: status_mark(root) != mark, "the end of the pass")  # its index update too
+    return elapsed
+
+
+def floor_once(root: Path, number: int) -> float:
+    """A similar change committed by hand: `git add` + `git commit`, as subprocesses."""
+    path = root / "docs" / "floor.json"
+    write_json(path, {"n": number + 1})
+    env = bench_env(root)
+    started = time.perf_counter()
+    subprocess.run(["git", "add", "docs/floor.json"], cwd=root, check=True, env=env)
+    subprocess.run(["git", "commit", "-q", "-m", "x"], cwd=root, check=True, env=env)
+    return time.perf_counter() - started
+
+
+def measure_singles(root: Path, samples: int, results: Results) -> None:
+    for number in range(samples):
+        results.latency_s.append(approve_once(root, number))
+        results.floor_s.append(floor_once(root, number))
+
+
+def measure_burst(root: Path, burst: int, results: Results) -> None:
+    """Move `burst` approved drafts at once; time until the branch holds one commit for each."""
+    base = read_branch(root)
+    reflog = root / ".git" / "logs" / "HEAD"
+    offset = reflog.stat().st_size
+    moves = []
+    for number in range(burst):
+        source = queue(root, burst_agent(number), f"burst-{number:04d}")
+        target = source.parent.parent / "approved" / source.name
+        target.parent.mkdir(exist_ok=True)
+        moves.append((source, target))
+    started = time.perf_counter()
+    for source, target in moves:
+        os.rename(source, target)
+
+    def all_in() -> bool:
+        with reflog.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().count(b": approve(") >= burst
+
+    wait_for(all_in, f"{burst} approve commits", poll_s=0.01)
+    results.burst_s = time.perf_counter() - started
+    results.burst_problems = check_burst(root, base, burst)
+
+
+def check_burst(root: Path, base: str, burst: int) -> list[str]:
+    """Each approval in a commit of its own: one Feedback-Item per approve commit, all distinct."""
+    text = git(root, "log", "--format=%B%x00", f"{base}..HEAD")
+    items: list[str] = []
+    problems = []
+    for message in filter(str.strip, text.split("\0")):
+        lines = message.strip().splitlines()
+        if "Feedback-Event: approve" not in lines:
+            continue
+        found = [line.split(": ", 1)[1] for line in lines if line.startswith("Feedback-Item: ")]
+        if len(found) != 1:
+            problems.append(f"an approve commit names {len(found)} items: {lines[0]}")
+        items.extend(found)
+    expected = {f"burst-{number:04d}" for number in range(burst)}
+    if len(items) != len(set(items)):
+        problems.append(f"{len(items) - len(set(items))} items committed more than once")
+    if set(items) != expected:
+        problems.append(f"{len(expected - set(items))} of {burst} approvals have no commit")
+    return problems
+
+
+def measure_idle(pid: int, seconds: float, results: Results) -> None:
+    ticks = os.sysconf("SC_CLK_TCK")
+    before, started = cpu_ticks(pid), time.monotonic()
+    time.sleep(seconds)  # the measurement itself: the daemon is left alone for this long
+    spent = (cpu_ticks(pid) - before) / ticks
+    results.idle_cpu_pct = 100 * spent / (time.monotonic() - started)
+    status = Path(f"/proc/{pid}/status").read_text()
+    results.rss_mb = proc_kb(status, "VmRSS") / 1024
+    results.peak_rss_mb = proc_kb(status, "VmHWM") / 1024
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime + stime + cutime + cstime: the daemon and the git commands it waited for."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat.rsplit(")", 1)[1].split()
+    return sum(int(value) for value in fields[11:15])
+
+
+def proc_kb(status: str, key: str) -> int:
+    for line in status.splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+# --- report ----------------------------------------------------------------------------------
+def p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+
+
+Row = tuple[str, str, str, bool | None]  # measure, value, target, met (None: no target)
+
+
+def rows(results: Results, args: argparse.Namespace) -> list[Row]:
+    latency, floor = statistics.median(results.latency_s), statistics.median(results.floor_s)
+    ratio = latency / floor
+    cpu, rss = results.idle_cpu_pct, results.rss_mb
+    burst = f"{results.burst_s:.1f} s ({ms(results.burst_s / args.burst)} per decision)"
+    return [
+        ("approve → commit (daemon)", f"{ms(latency)}, p90 {ms(p90(results.latency_s))}", "", None),
+        ("git add + commit (floor)", f"{ms(floor)}, p90 {ms(p90(results.floor_s))}", "", None),
+        (
+            "daemon / floor (medians)",
+            f"{ratio:.1f}×",
+            f"≤ {TARGET_RATIO:g}×",
+            ratio <= TARGET_RATIO,
+        ),
+        (
+            f"burst of {args.burst} approvals",
+            burst,
+            "1 decision per commit",
+            not results.burst_problems,
+        ),
+        (
+            f"idle CPU over {args.idle:g} s",
+            f"{cpu:.2f} %",
+            f"< {TARGET_CPU_PCT:g} %",
+            cpu < TARGET_CPU_PCT,
+        ),
+        (
+            "RSS (peak)",
+            f"{rss:.0f} MB ({results.peak_rss_mb:.0f} MB)",
+            f"< {TARGET_RSS_MB:g} MB",
+            rss < TARGET_RSS_MB,
+        ),
+    ]
+
+
+def report(results: Results, args: argparse.Namespace) -> bool:
+    """Print the table; True when every target is met."""
+    table = rows(results, args)
+    print(f"\nfeedbackd daemon: {args.files} tracked files, {args.samples} samples,", end=" ")
+    print(f"{os.cpu_count()} CPUs, git {git_version()}")
+    print(f"{'measure':<28} {'value':<30} {'target':<22} met")
+    for name, value, target, met in table:
+        mark = "" if met is None else ("yes" if met else "NO")
+        print(f"{name:<28} {value:<30} {target:<22} {mark}")
+    for problem in results.burst_problems:
+        print(f"burst: {problem}")
+    return all(met for *_, met in table if met is not None)
+
+
+def git_version() -> str:
+    done = subprocess.run(["git", "--version"], capture_output=True, text=True, check=False)
+    return done.stdout.split()[-1] if done.stdout else "?"
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms"
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.bench_daemon", description=__doc__)
+    parser.add_argument("--files", type=int, default=2000, help="tracked files in the workspace")
+    parser.add_argument("--samples", type=int, default=30, help="single approvals (and floors)")
+    parser.add_argument("--burst", type=int, default=400, help="approvals moved at once")
+    parser.add_argument("--idle", type=float, default=10.0, help="seconds of idle measured")
+    parser.add_argument("--keep", type=Path, help="build the workspace here and keep it")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, work: Path) -> bool:
+    root = work / "workspace"
+    print(f"building a workspace of {args.files} tracked files in {root}", flush=True)
+    build_workspace(root, args.files, args.samples, args.burst)
+    results = Results()
+    daemon = RunningDaemon(root)
+    try:
+        print(f"daemon {daemon.pid} ready; {args.samples} single approvals", flush=True)
+        measure_singles(root, args.samples, results)
+        print(f"burst of {args.burst} approvals", flush=True)
+        measure_burst(root, args.burst, results)
+        wait_until_quiet(root)
+        print(f"idle for {args.idle:g} s", flush=True)
+        measure_idle(daemon.pid, args.idle, results)
+    finally:
+        errors = daemon.stop()
+    if any(word in errors for word in ("ERROR", "Traceback")):
+        print(f"the daemon logged errors:\n{errors}", file=sys.stderr)
+    return report(results, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=False)
+        return 0 if run(args, args.keep.absolute()) else 1
+    work = Path(tempfile.mkdtemp(prefix="feedbackd-bench-"))
+    try:
+        return 0 if run(args, work) else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
