@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 import uuid
@@ -15,7 +16,7 @@ import pytest
 from feedbackd.ratings import parse_rating
 from feedbackd.ratingstore import RatingStore
 from feedbackd.reconcile import open_repo
-from feedbackd.selfopt import Change, SkillPass, run_rules, sync_problems
+from feedbackd.selfopt import Change, SkillPass, rules_hook, run_rules, sync_problems
 from feedbackd.timeutil import iso_ms, utcnow
 from tests.workspace_kit import Site
 
@@ -436,3 +437,51 @@ def test_price_history_reads_git_and_the_ledger(tmp_path: Path) -> None:
 
 def _lines(path: Path) -> list[str]:
     return [line for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_rules_hook_gives_events_for_the_ratings_flow(tmp_path: Path) -> None:
+    shop = Shop(tmp_path)
+    shop.rate(3, shop.start)
+    runtime = shop.site.runtime()
+    with open_repo(runtime) as repo:
+        [event] = rules_hook(runtime, repo, AGENT, SKILL, utcnow())
+    assert (event.event, event.skill, event.agent) == ("pricing", SKILL, AGENT)
+    assert event.commit == shop.site.git("rev-parse", "HEAD").strip()
+    with open_repo(runtime) as repo:
+        assert rules_hook(runtime, repo, AGENT, "no..skill", utcnow()) == []
+
+
+def test_damaged_ledger_lines_are_skipped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    shop = Shop(tmp_path, "git:\n  enabled: false\n")
+    ledger = shop.site.agent(AGENT) / "pricing.jsonl"
+    good = {
+        "id": "price-1-abc",
+        "skill": SKILL,
+        "priceOld": "40",
+        "priceNew": "20",
+        "reason": "by hand",
+        "createdAt": "2020-01-01T00:00:00.000Z",
+    }
+    ledger.write_text('{"half": \n[1, 2]\n{"id": "x", "createdAt": "soon"}\n' + json.dumps(good))
+    runtime = shop.site.runtime()
+    logger = logging.getLogger("feedbackd")  # the CLI may have stopped it propagating
+    logger.addHandler(caplog.handler)
+    try:
+        history = SkillPass(runtime, None, AGENT, SKILL, utcnow(), False).price_history()
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert history.base == 40
+    assert sum("not a price change record" in r.message for r in caplog.records) == 3
+
+
+def test_a_huge_optimizer_answer_changes_nothing(tmp_path: Path) -> None:
+    code = "import json; print(json.dumps({'description': 'x' * 100000, 'reason': 'long'}))"
+    shop = optimizer_shop(tmp_path, code)
+    assert [c.details["what"] for c in shop.run(utcnow())] == ["lessons"]
+    assert shop.soul() == SOUL
+
+
+def test_an_unreadable_sync_problem_file_is_itself_a_problem(tmp_path: Path) -> None:
+    (tmp_path / "problems-sync.json").write_text("{not json")
+    assert "unreadable" in sync_problems(tmp_path)[0]
+    assert sync_problems(tmp_path / "missing") == []

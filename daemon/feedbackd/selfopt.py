@@ -143,6 +143,17 @@ def run_rules(
     return SkillPass(runtime, repo, provider, validate_id(skill, "skill id"), now, dry_run).run()
 
 
+def rules_hook(
+    runtime: Runtime, repo: GitRepo | None, provider: str, skill: str, now: datetime
+) -> list[Event]:
+    """run_rules for the ratings flow: events out, and never an error for a rating that stands."""
+    try:
+        return [change.as_event() for change in run_rules(runtime, repo, provider, skill, now)]
+    except FeedbackdError as exc:
+        log.warning("self-optimisation of %s/%s failed: %s", provider, skill, exc)
+        return []
+
+
 def optimize_all(runtime: Runtime, agent: str | None, *, dry_run: bool) -> list[Change]:
     """`feedbackd optimize`: every skill of one agent (or of all agents)."""
     agents = [_existing_agent(runtime, agent)] if agent is not None else None
