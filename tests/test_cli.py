@@ -168,3 +168,20 @@ def test_version() -> None:
         [sys.executable, "-m", "feedbackd", "--version"], capture_output=True, text=True
     )
     assert done.returncode == 0 and done.stdout.startswith("feedbackd ")
+
+
+def test_doctor_reads_every_kind_of_file(site: Site) -> None:
+    agent = site.agent("heavylift")
+    (agent / "ratings" / "code-run").mkdir(parents=True)
+    (agent / "ratings" / "code-run" / "2026-11.jsonl").write_text('{"rating": 5}\n')
+    (agent / "SOUL.md").write_text("# H\n\n## Code Run\npricing: 5\n\n## code run!\n")
+    (agent / "decisions.jsonl").write_text("not a record\n")
+    (site.data / "inbox" / "ratings" / "r.json").write_text('{"rating": 9}')
+    report = json.loads(site.cli("doctor", "--json").stdout)
+    found = {problem["path"]: problem["message"] for problem in report["problems"]}
+    assert "line 1 cannot be read" in found["_data/agents/heavylift/ratings/code-run/2026-11.jsonl"]
+    assert "line 1 cannot be read" in found["_data/agents/heavylift/decisions.jsonl"]
+    assert "code-run" in found["_data/agents/heavylift/SOUL.md"]
+    assert "_data/inbox/ratings/r.json" in found
+    human = site.cli("doctor")
+    assert human.returncode == 1 and "4 problem(s)" in human.stdout

@@ -167,3 +167,19 @@ def test_an_interrupted_rating_is_committed_by_the_next_pass(site: Site) -> None
     site.reconcile()
     assert site.git("status", "--porcelain", "--", "_data") == ""
     assert "completed after an interruption" in site.git("log", "-1", "--format=%s")
+
+
+def test_buyers_calling_a_skill_overpriced_cut_its_price(site: Site) -> None:
+    soul = site.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text("# HeavyLift\n\nRuns code.\n\n## Claude Code Run\nRuns it.\npricing: 20\n")
+    site.git("add", "-A")
+    site.git("commit", "-qm", "soul")
+    outputs = [submit(site, rating(cost_value_ratio="overpriced")) for _ in range(3)]
+    assert all(done.returncode == 0 for done in outputs)
+    assert "pricing: 19\n" in soul.read_text()
+    [change] = json.loads(outputs[-1].stdout)["changes"]
+    assert change["event"] == "pricing"
+    trailers = site.trailers()
+    assert trailers["Feedback-Event"] == ["pricing"]
+    assert (trailers["Price-Old"], trailers["Price-New"]) == (["20"], ["19"])

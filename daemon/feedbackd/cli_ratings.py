@@ -42,8 +42,8 @@ def submit(
     if as_agent is not None:
         validate_id(as_agent, "--as agent id")
     with pipeline_lock(runtime), open_repo(runtime) as repo:
-        event = rentals.submit(runtime, repo, payload, as_agent)
-    print_json({"status": "recorded", **event.as_json()})
+        event, changes = rentals.submit(runtime, repo, payload, as_agent)
+    print_json({"status": "recorded", **event.as_json(), "changes": [c.as_json() for c in changes]})
 
 
 @feedback_app.command("list")

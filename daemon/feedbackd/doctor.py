@@ -7,10 +7,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedbackd import items
+from feedbackd.decisions import DecisionRecord
 from feedbackd.errors import FeedbackdError
 from feedbackd.feedback import parse_feedback, read_feedback
-from feedbackd.output import console, print_json
+from feedbackd.memory import MemoryRecord
+from feedbackd.output import console, print_json, progress_bar
+from feedbackd.ratings import parse_rating_file, stored_fields
 from feedbackd.runtime import Runtime
+from feedbackd.soul import parse_soul
+from feedbackd.timeutil import utcnow
 from feedbackd.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths, is_valid_id
 
 
@@ -25,7 +30,7 @@ class Finding:
 
 
 def run_doctor(runtime: Runtime, as_json: bool) -> int:
-    checked, findings = examine(runtime)
+    checked, findings = examine(runtime, show_progress=not as_json)
     if as_json:
         print_json(
             {"ok": not findings, "checked": checked, "problems": [f.as_json() for f in findings]}
@@ -35,7 +40,7 @@ def run_doctor(runtime: Runtime, as_json: bool) -> int:
     return 1 if findings else 0
 
 
-def examine(runtime: Runtime) -> tuple[int, list[Finding]]:
+def examine(runtime: Runtime, show_progress: bool = False) -> tuple[int, list[Finding]]:
     workspace = runtime.workspace
     checked, findings = 0, []
     if not workspace.agents_dir.is_dir():
@@ -45,12 +50,16 @@ def examine(runtime: Runtime) -> tuple[int, list[Finding]]:
         if entry.is_dir() and not is_valid_id(entry.name):
             hint = "rename the folder to a valid id"
             findings.append(Finding(workspace.relative(entry), "bad agent id", hint))
-    for agent_id in workspace.agent_ids():
-        for path, check in _checks(runtime, workspace.agent(agent_id)):
+    checks = [c for a in workspace.agent_ids() for c in _checks(runtime, workspace.agent(a))]
+    checks += inbox_checks(runtime)
+    with progress_bar("checking files", enabled=show_progress) as progress:
+        for path, check in checks:
             checked += 1
             problem = _run_check(check)
             if problem is not None:
                 findings.append(Finding(workspace.relative(path), *problem))
+            if progress is not None:
+                progress(checked, len(checks))
     return checked, findings
 
 
@@ -64,6 +73,62 @@ def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callabl
                 yield path, _item_check(path)
     if agent.feedback.exists():
         yield agent.feedback, _feedback_check(runtime, agent)
+    if agent.soul.exists():
+        yield agent.soul, _soul_check(agent.soul)
+    logs = [agent.decisions, *sorted(agent.memory.glob("*.jsonl"))]
+    logs += sorted(agent.ratings.glob("*/*.jsonl"))
+    for path in logs:
+        if path.is_file():
+            yield path, _lines_check(path, _line_checker(agent, path))
+
+
+def inbox_checks(runtime: Runtime) -> Iterator[tuple[Path, Callable[[], None]]]:
+    folder = runtime.workspace.inbox_ratings
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        yield path, _inbox_check(runtime, path)
+
+
+def _soul_check(path: Path) -> Callable[[], None]:
+    def check() -> None:
+        parse_soul(path.read_text(encoding="utf-8"))
+
+    return check
+
+
+def _line_checker(agent: AgentPaths, path: Path) -> Callable[[str], object]:
+    if path == agent.decisions:
+        return DecisionRecord.model_validate_json
+    if path.parent == agent.memory:
+        return MemoryRecord.model_validate_json
+    return stored_fields
+
+
+def _lines_check(path: Path, validate: Callable[[str], object]) -> Callable[[], None]:
+    """Each line of an append-only log must read; the first bad one is reported."""
+
+    def check() -> None:
+        text = path.read_text(encoding="utf-8")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                validate(line)
+            except (ValueError, FeedbackdError) as error:
+                reason = str(error).splitlines()[0]
+                raise FeedbackdError(
+                    f"line {number} cannot be read: {reason}",
+                    hint="repair or remove that line (git log -p shows how it was written)",
+                ) from None
+
+    return check
+
+
+def _inbox_check(runtime: Runtime, path: Path) -> Callable[[], None]:
+    def check() -> None:
+        text = path.read_text(encoding="utf-8")
+        parse_rating_file(text, requester=runtime.settings.agent_id, now=utcnow())
+
+    return check
 
 
 def _item_check(path: Path) -> Callable[[], None]:
@@ -117,6 +182,10 @@ def _run_check(check: Callable[[], None]) -> tuple[str, str] | None:
         check()
     except FeedbackdError as error:
         return error.message, error.hint
+    except UnicodeDecodeError as error:
+        return f"not UTF-8 (byte {error.start})", "save it as UTF-8"
+    except OSError as error:
+        return f"cannot be read: {error.strerror}", "check its permissions"
     return None
 
 

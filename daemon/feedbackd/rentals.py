@@ -8,7 +8,7 @@ next full pass (`commit_interrupted`), so nothing is lost and nothing is stored 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -25,8 +25,6 @@ from feedbackd.timeutil import utcnow
 
 log = logging.getLogger("feedbackd")
 
-# Called after each rating is committed: the provider's self-optimisation rules.
-RulesHook = Callable[[Runtime, GitRepo | None, str, str, datetime], Sequence[Event]]
 PROFILE_WINDOW = timedelta(days=90)
 
 
@@ -34,11 +32,26 @@ def requester_for(runtime: Runtime, as_agent: str | None) -> str | None:
     return as_agent or runtime.settings.agent_id
 
 
-def submit(runtime: Runtime, repo: GitRepo | None, payload: str, as_agent: str | None) -> Event:
-    """Validate, store and commit one rating (`feedbackd feedback submit`)."""
+def submit(
+    runtime: Runtime, repo: GitRepo | None, payload: str, as_agent: str | None
+) -> tuple[Event, list[Event]]:
+    """Validate, store and commit one rating (`feedbackd feedback submit`), then apply the
+    provider's rules; returns the rating's event and the changes the rules made."""
     now = utcnow()
     rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=now)
-    return record_rating(runtime, repo, rating, now)
+    event = record_rating(runtime, repo, rating, now)
+    return event, apply_rules(runtime, repo, [event])
+
+
+def apply_rules(runtime: Runtime, repo: GitRepo | None, events: Sequence[Event]) -> list[Event]:
+    """Run the self-optimisation rules once for each skill that was just rated."""
+    from feedbackd.selfopt import rules_hook
+
+    rated = sorted({(e.agent, e.skill) for e in events if e.event == "rating" and e.skill})
+    now = utcnow()
+    return [
+        change for agent, skill in rated for change in rules_hook(runtime, repo, agent, skill, now)
+    ]
 
 
 def record_rating(
@@ -105,6 +118,7 @@ def ingest_inbox(
             continue
         problems.clear(path)
         events.extend(_ingest(runtime, repo, path, ratings))
+    events.extend(apply_rules(runtime, repo, events))
     return events, found
 
 
