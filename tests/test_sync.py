@@ -269,7 +269,7 @@ def test_a_conflict_the_driver_cannot_solve_stops_syncing_until_resolved(net: Ne
     no_sync_leftovers(b)
     conflict = sync_status(b.runtime())["conflict"]
     assert conflict["kind"] == "rebase" and conflict["paths"] == ["notes.txt"]
-    assert "pull --rebase" in conflict["resolve"]
+    assert "pull --rebase --autostash origin main" in conflict["resolve"]
     # Stopped: more local work does not bring the same conflict back to a new rebase.
     approve(b, "qi-3", "Still deciding on b")
     assert len(once(b)) == 1
@@ -424,3 +424,14 @@ def test_a_remote_that_is_an_option_or_unknown_never_runs_anything(
     assert result.outcome in ("error", "offline") and result.message
     assert not (a.root / "pwned").exists()
     assert memory(a)["failures"] == 1
+
+
+def test_the_first_sync_fills_an_empty_remote(tmp_path: Path) -> None:
+    bare = tmp_path / "empty.git"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    site = Site(tmp_path / "first")
+    site.configure(f"git:\n  remote: {bare}\n")
+    site.write(AGENT, "qi-1.json", draft({"title": "First"}))
+    assert once(site) == []
+    pushed = subprocess.run(["git", "rev-parse", "main"], cwd=bare, capture_output=True, text=True)
+    assert pushed.stdout.strip() == head(site)

@@ -26,7 +26,7 @@ import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -47,7 +47,7 @@ BATCH_QUIET_S = 1.0  # after a commit, wait this long for more commits before pu
 BATCH_MAX_S = 10.0  # but push no later than this after the first unpushed commit
 BACKOFF_MIN_S = 2.0
 BACKOFF_MAX_S = 300.0
-NETWORK_TIMEOUT_S = 120.0
+NETWORK_TIMEOUT_S = 60.0  # a black-holed host must not hold the daemon for long
 ROUNDS = 3  # fetch-rebase-push rounds in one sync when others keep pushing first
 # The rebase merges feedback files and ledgers with the driver, and takes either side of a
 # generated snippet: the pipeline regenerates it after the pull.
@@ -244,7 +244,7 @@ class Syncer:
             return True  # only local commits: push them
         conflict = self._operation_conflict(repo) or self._still_stopped(repo, local, remote_head)
         if conflict is None:
-            new, conflict = self._rebased(repo, local, remote_head)
+            new, conflict = self._rebased(repo, branch, local, remote_head)
             conflict = conflict or self._move(repo, branch, local, new)
         if conflict is not None:
             result.outcome, result.message, result.conflict = "conflict", conflict.message, conflict
@@ -255,16 +255,15 @@ class Syncer:
         return True
 
     def _rebased(
-        self, repo: GitRepo, local: str | None, remote_head: str
+        self, repo: GitRepo, branch: str, local: str | None, remote_head: str
     ) -> tuple[str, Conflict | None]:
         if local is None or repo.is_ancestor(local, remote_head):
             return remote_head, None  # a fast-forward: nothing to replay
         outcome = repo.rebase_onto(remote_head, local, self._merge_config(repo))
         if outcome.commit is not None:
             return outcome.commit, None
-        return remote_head, self._rebase_conflict(
-            outcome.conflicts, outcome.detail, local, remote_head
-        )
+        conflict = self._rebase_conflict(branch, outcome.conflicts, outcome.detail)
+        return remote_head, replace(conflict, local=local, remote=remote_head)
 
     def _move(self, repo: GitRepo, branch: str, local: str | None, new: str) -> Conflict | None:
         """Point the branch at `new`; the user's files follow only where the pull changed them."""
@@ -315,10 +314,7 @@ class Syncer:
             return None
         return known if repo.is_ancestor(known.local, local) else None
 
-    def _rebase_conflict(
-        self, paths: Sequence[str], detail: str, local: str, remote_head: str
-    ) -> Conflict:
-        branch = self.runtime.settings.git.branch or "HEAD"
+    def _rebase_conflict(self, branch: str, paths: Sequence[str], detail: str) -> Conflict:
         named = ", ".join(paths) or detail or "unknown files"
         return Conflict(
             "rebase",
@@ -328,9 +324,7 @@ class Syncer:
             " (fix the files it names, git add them, git rebase --continue, git push);"
             " syncing resumes by itself once the branch holds the remote's commits",
             tuple(paths),
-            local,
-            remote_head,
-            self._now(),
+            since=self._now(),
         )
 
     def _local_changes_conflict(self, paths: Sequence[str], local: str | None) -> Conflict:
