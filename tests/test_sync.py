@@ -298,6 +298,14 @@ def test_a_leftover_temporary_worktree_is_removed(net: Network) -> None:
     leftover = a.root / ".git" / "feedbackd-sync" / "wt-1-dead"
     leftover.parent.mkdir(parents=True, exist_ok=True)
     a.git("worktree", "add", "-q", "--detach", str(leftover), "HEAD")
+    # Left mid-rebase, as a sync killed at the worst moment would leave it.
+    for text in ("one\n", "two\n"):
+        (leftover / "notes.txt").write_text(text)
+        run_in(leftover, "commit", "-qam", text.strip())
+        run_in(leftover, "tag", text.strip())
+        run_in(leftover, "checkout", "-q", "--detach", "HEAD~1")
+    stuck = subprocess.run(["git", "rebase", "one", "two"], cwd=leftover, capture_output=True)
+    assert stuck.returncode != 0
     (net.tmp / "seed" / "notes.txt").write_text("newer notes\n")
     seed = Site(net.tmp / "seed")
     seed.git("commit", "-qam", "Newer notes")
@@ -306,6 +314,10 @@ def test_a_leftover_temporary_worktree_is_removed(net: Network) -> None:
     assert not leftover.exists()
     no_sync_leftovers(a)
     assert head(a) == net.head()
+
+
+def run_in(folder: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=folder, check=True, capture_output=True)
 
 
 def test_a_git_rebase_in_progress_is_left_to_the_user(net: Network) -> None:
