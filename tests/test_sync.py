@@ -180,6 +180,10 @@ def test_an_unreachable_remote_keeps_the_commit_and_backs_off(net: Network) -> N
     assert retry_at - syncer.memory.last_attempt >= backoff_s(1) - 0.5
     assert not syncer.due(retry_at - 0.5) and syncer.due(retry_at + 60)
     assert problem_line(syncer.status()) is not None
+    assert syncer.sync().outcome == "offline"  # a running daemon retries at the backoff
+    retry_at = syncer.memory.retry_at
+    assert retry_at is not None and syncer.memory.failures == 2
+    assert not syncer.due(retry_at - 0.5) and syncer.due(retry_at)
     away.rename(net.bare)
     assert once(a) == []
     assert net.head() == head(a) == committed

@@ -180,6 +180,9 @@ class Syncer:
             result = SyncResult("offline", error.message)
         except FeedbackdError as error:
             result = SyncResult("error", str(error))
+        if result.outcome in ("offline", "rejected", "error"):
+            # Unpushed work may be waiting: try again when the backoff ends, not an interval later.
+            self._first_unpushed = self._last_commit = started
         self._remember(result, started)
         _log_result(result, self.remote)
         return result
