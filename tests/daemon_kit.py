@@ -3,6 +3,7 @@ process, and waits on conditions with deadlines (never fixed sleeps)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -91,7 +92,7 @@ class NotifyListener:
 
 
 class DaemonProcess:
-    """`python -m feedbackd -w <ws> run`, with NOTIFY_SOCKET and WATCHDOG_USEC as systemd sets them."""
+    """`python -m feedbackd -w WS run`, with NOTIFY_SOCKET and WATCHDOG_USEC as systemd sets."""
 
     def __init__(
         self,
@@ -154,11 +155,8 @@ class DaemonProcess:
 
     def close(self) -> None:
         if self.proc.poll() is None:
-            with_group = self.proc.pid
-            try:
-                os.killpg(with_group, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(DEADLINE_S)
 
 

@@ -26,7 +26,7 @@ from types import FrameType
 
 from feedbackd.errors import FeedbackdError
 from feedbackd.instance import InstanceLock
-from feedbackd.locking import clean_leftovers, pipeline_lock
+from feedbackd.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
 from feedbackd.notify import Notifier
 from feedbackd.problems import Problem
 from feedbackd.reconcile import Report, reconcile_all
@@ -343,6 +343,8 @@ class Daemon:
         state = self.agents.setdefault(agent, AgentState())
         try:
             with pipeline_lock(self.runtime):
+                if state.failures and self.runtime.git_enabled:
+                    clear_stale_git_locks(self.runtime)  # left by a git that was killed?
                 report = reconcile_all(self.runtime, [agent], keep_going=self._keep_going)
         except FeedbackdError as error:
             self._failed(agent, state, str(error))

@@ -421,6 +421,40 @@ class GitRepo:
                 " ".join(rels),
             )
 
+    def heal_index(self, depth: int = 20) -> list[str]:
+        """Bring index entries that lag behind recent commits back in line; the paths fixed.
+
+        A crash between moving HEAD and `_sync_user_index` leaves the index showing that commit's
+        changes undone (a later `git commit` by the user would revert them). Only paths of the
+        last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
+        change differs from HEAD in the work tree too, and stays as it is.
+        """
+        head = self.head()
+        if head is None:
+            return []
+        touched = self.paths_changed(self.rev(f"{head}~{int(depth)}"), head)
+        if not touched:
+            return []
+        args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head, "--", *touched]
+        lagging = self._run(args).decode("utf-8", "surrogateescape").split("\0")
+        stale = [rel for rel in lagging if rel and self._blob_id(head, rel) == self._disk_id(rel)]
+        if stale:
+            self._run(["reset", "-q", head, "--", *stale])
+            log.warning(
+                "the git index lagged behind recent commits for %s; fixed", ", ".join(stale)
+            )
+        return stale
+
+    def _blob_id(self, rev: str, rel: str) -> str | None:
+        status, out, _ = self._exec(["ls-tree", "-z", rev, "--", rel])
+        fields = out.decode("utf-8", "surrogateescape").partition("\t")[0].split()
+        return fields[2] if status == 0 and len(fields) == 3 and fields[1] == "blob" else None
+
+    def _disk_id(self, rel: str) -> str | None:
+        if not (self.root / rel).is_file():
+            return None
+        return self._run(["hash-object", "--", str(self.root / rel)]).decode().strip()
+
     # --- remote sync ----------------------------------------------------------------------------
     def current_branch(self) -> str | None:
         """The branch HEAD points at (even before its first commit); None when HEAD is detached."""
