@@ -15,7 +15,13 @@ from feedbackd.runtime import FALLBACK_AUTHOR
 from feedbackd.workspace import STATE_DIR
 
 IGNORED = [f"/{STATE_DIR}/", f"*{ERROR_SUFFIX}", f"*{TMP_SUFFIX}"]
-ATTRIBUTES = ["feedback.json merge=feedbackd", "*.jsonl merge=feedbackd"]
+ATTRIBUTES = [
+    "feedback.json merge=feedbackd",
+    "*.jsonl merge=feedbackd",
+    # Generated snippets are rewritten after every pull, so a merge may take either side.
+    "**/prompt/feedback.md merge=feedbackd",
+    "**/prompt/skills/*.md merge=feedbackd",
+]
 CONFIG_TEMPLATE = """\
 # feedbackd workspace configuration: uncomment a key to change it.
 # Every key, its default and what it does: config/feedbackd.yaml in the feedbackd sources.
