@@ -402,3 +402,37 @@ def test_pipeline_leaks_no_file_handles_or_processes(site: Site) -> None:
     assert passes == 1000 and len(decided(site, "w")) == 100
     assert _open_fds() <= fds + 2
     assert len(children_of(os.getpid())) <= children
+
+
+# --- what a kill -9 in the middle of a commit leaves behind -------------------------------------
+def test_ref_locks_left_by_a_killed_git_are_cleared_at_start(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    drafts(site, "w", 1)
+    edit_and_approve(site, "w", "qi-000")
+    locks = [site.root / ".git" / "HEAD.lock", site.root / ".git" / "refs/heads/main.lock"]
+    for lock in locks:
+        lock.write_text("")
+        os.utime(lock, (lock.stat().st_atime - 60, lock.stat().st_mtime - 60))
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    assert committed(site, "approve(w): qi-000") and data_is_clean(site)
+    assert not any(lock.exists() for lock in locks)
+    assert "removed a stale" in daemon.log()
+
+
+def test_index_left_behind_a_commit_is_brought_in_line_at_start(site: Site) -> None:
+    drafts(site, "w", 1)
+    edit_and_approve(site, "w", "qi-000")
+    site.reconcile()
+    (site.root / "notes.txt").write_text("mine\n")
+    site.git("add", "notes.txt")  # the user's own staged work
+    # A kill between moving HEAD and updating the index: the index still shows the old state.
+    changed = site.git("diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").split()
+    site.git("reset", "-q", "HEAD~1", "--", *changed)
+    assert not data_is_clean(site)
+
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert data_is_clean(site)
+    assert site.git("status", "--porcelain") == "A  notes.txt\n"

@@ -432,7 +432,9 @@ class GitRepo:
         head = self.head()
         if head is None:
             return []
-        touched = self.paths_changed(self.rev(f"{head}~{int(depth)}"), head)
+        recent = ["log", f"-n{int(depth)}", "--format=", "--name-only", "-z", "--no-renames", head]
+        names = self._run(recent).decode("utf-8", "surrogateescape").split("\0")
+        touched = sorted({name.strip("\n") for name in names} - {""})
         if not touched:
             return []
         args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head, "--", *touched]
