@@ -37,6 +37,9 @@ from feedbackd.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, is_valid_id
 
 log = logging.getLogger("feedbackd")
 
+# Each agent's decisions.jsonl as this process last committed it: (inode, size, mtime in ns).
+_COMMITTED_LEDGERS: dict[Path, tuple[int, int, int]] = {}
+
 EVENT_OF_STATE: dict[str, str] = {"approved": "approve", "rejected": "reject", "queued": "draft"}
 
 
@@ -436,7 +439,7 @@ class AgentReconciler:
     # --- recovery -----------------------------------------------------------------------------
     def _commit_recovered(self) -> None:
         """Commit ledger lines that a killed pass wrote but never committed."""
-        if self.repo is None:
+        if self.repo is None or not self.ledger or self._ledger_committed():
             return
         committed = self.repo.file_at_head(self.rel(self.agent.decisions))
         known = {
@@ -479,9 +482,21 @@ class AgentReconciler:
             body=body,
             trailers=trailers,
         )
+        ledger = _file_state(self.agent.decisions) if self.agent.decisions in paths else None
         recorded = commit_change(self.runtime, self.repo, change)
+        if ledger is not None:
+            _COMMITTED_LEDGERS[self.agent.decisions] = ledger
         if recorded is not None:
             self.report.events.append(recorded)
+
+    def _ledger_committed(self) -> bool:
+        """True when the ledger is as this process last committed it: nothing to recover.
+
+        Saves reading the committed ledger back from git on every pass. Any other writer (a
+        killed pass of another process, a pull, a checkout) changes its size, inode or time.
+        """
+        state = _file_state(self.agent.decisions)
+        return state is not None and _COMMITTED_LEDGERS.get(self.agent.decisions) == state
 
     def _workspace_user(self) -> Person | None:
         return self.repo.user_identity() if self.repo is not None else None
@@ -509,6 +524,14 @@ def _entry_body(entry: FeedbackEntry) -> list[str]:
     if entry.notes is not None:
         return [f'- notes: "{one_line(entry.notes)}"']
     return []
+
+
+def _file_state(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _bad_name(stem: str) -> tuple[str, str]:
