@@ -143,6 +143,26 @@ def test_second_daemon_on_the_same_workspace_is_refused(
     assert second.stderr.startswith("error: locked: ")
     assert str(daemon.pid) in second.stderr
     assert daemon.proc.poll() is None  # the first one is unharmed
+    daemon.signal(signal.SIGINT)  # Ctrl-C in a terminal: a clean stop too
+    assert daemon.proc.wait(10) == 0
+
+
+def test_an_agent_whose_pass_fails_holds_up_no_one(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    for agent in ("broken", "fine"):
+        site.write(agent, "qi-1.json", draft({"title": NEW}, {"title": OLD}), folder="approved")
+    (site.agent("broken") / "feedback.json").mkdir()  # reading it raises, unexpectedly
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    assert committed(site, "approve(fine): qi-1")
+    problems = status_json(site)["problems"]
+    assert any(p.startswith("broken: last pass failed") for p in problems), problems
+    assert daemon.proc.poll() is None
+
+    (site.agent("broken") / "feedback.json").rmdir()
+    wait_for(lambda: committed(site, "approve(broken): qi-1"), what="the repaired agent")
+    wait_for(lambda: status_json(site)["problems"] == [], what="the problem to clear")
 
 
 # --- file events ----------------------------------------------------------------------------

@@ -145,6 +145,7 @@ class Daemon:
         self.runtime = runtime
         self.notifier = notifier or Notifier()
         self.stop = threading.Event()
+        self.stop_signal = 0
         self.reload_requested = False
         self.wakeup = Wakeup()
         self.watcher: Watcher | None = None
@@ -176,8 +177,7 @@ class Daemon:
 
     def _serve(self) -> int:
         log.info("feedbackd %d started in %s", os.getpid(), self.runtime.workspace.root)
-        with pipeline_lock(self.runtime):
-            clean_leftovers(self.runtime)
+        self._clean_up_after_a_crash()
         self._pass()
         if not self.stop.is_set():
             self.notifier.ready()  # after the start-up pass: everything pending is recorded
@@ -192,9 +192,18 @@ class Daemon:
         self._shut_down()
         return 0
 
+    def _clean_up_after_a_crash(self) -> None:
+        """Temporary files, stale git locks, a lagging index: what a killed writer left."""
+        try:
+            with pipeline_lock(self.runtime):
+                clean_leftovers(self.runtime)
+        except (FeedbackdError, OSError) as error:  # the passes report what still stands
+            log.error("could not clean up after an earlier crash: %s", error)
+
     def _shut_down(self) -> None:
         self.notifier.stopping()
-        log.info("feedbackd stopping")
+        name = signal.Signals(self.stop_signal).name if self.stop_signal else "a request"
+        log.info("feedbackd stopping on %s", name)
         if self.watcher is not None:
             self.watcher.close()
         self._write_status()
@@ -222,7 +231,7 @@ class Daemon:
     # Signal handlers run in the main thread between two statements of a pass: they only set
     # flags (Event.set takes a lock the main thread never holds), and the pass checks them.
     def _on_stop(self, signum: int, frame: FrameType | None) -> None:
-        log.info("received %s: finishing the decision in hand", signal.Signals(signum).name)
+        self.stop_signal = signum
         self.stop.set()
 
     def _on_reload(self, signum: int, frame: FrameType | None) -> None:
@@ -340,6 +349,10 @@ class Daemon:
         return found
 
     def _pass_agent(self, agent: str) -> None:
+        if not self.runtime.workspace.agent(agent).root.is_dir():
+            self.agents.pop(agent, None)  # moved away or removed: nothing left to report
+            self.retry_at.pop(agent, None)
+            return
         state = self.agents.setdefault(agent, AgentState())
         try:
             with pipeline_lock(self.runtime):
