@@ -123,6 +123,14 @@ def reconcile_all(
     return report
 
 
+def reconcile_ratings(runtime: Runtime) -> Report:
+    """The ratings part of a full pass on its own (the daemon runs it apart from the agents)."""
+    report = Report()
+    with open_repo(runtime) as repo:
+        _reconcile_ratings(runtime, repo, report)
+    return report
+
+
 def _reconcile_ratings(runtime: Runtime, repo: GitRepo | None, report: Report) -> None:
     """A full pass also finishes interrupted rating commits and reads the rating inbox."""
     from feedbackd import rentals
