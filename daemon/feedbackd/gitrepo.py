@@ -15,6 +15,7 @@ follow only for the paths the pull changed (a two-tree `read-tree -m -u`, git's 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -52,6 +53,8 @@ DEFAULT_COMMITTER = Person("feedbackd", "feedbackd@localhost")
 _BASE_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
 _LOCK_BUSY_MARKERS = ("index.lock': File exists", "index.lock: File exists")
 _COMMIT_ATTEMPTS = 3
+# The temporary index of the last commit, named after that commit; it seeds the next one.
+_KEPT_INDEX = "feedbackd-index."
 _LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
 # A lock this young may belong to a git we cannot see (another container sharing the folder):
 # it always gets this long before it can be judged stale.
@@ -237,7 +240,7 @@ class GitRepo:
         """Who git would name as author here: $GIT_AUTHOR_NAME/EMAIL, else `user.name/email`."""
         values = [os.environ.get("GIT_AUTHOR_NAME"), os.environ.get("GIT_AUTHOR_EMAIL")]
         if not values[0] or not values[1]:
-            values = [self._config(key) for key in ("user.name", "user.email")]
+            values = list(self._user_config())
         if not values[0] or not values[1]:
             return None
         try:
@@ -245,6 +248,15 @@ class GitRepo:
         except ValueError as error:
             log.warning("ignoring the git identity of %s: %s", self.root, error)
             return None
+
+    def _user_config(self) -> tuple[str | None, str | None]:
+        """`user.name` and `user.email`, read with one git command."""
+        _, out, _ = self._exec(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])
+        found: dict[str, str] = {}
+        for entry in out.decode("utf-8", errors="replace").split("\0"):
+            key, _, value = entry.partition("\n")
+            found[key.lower()] = value.strip()  # the last one wins, as with `--get`
+        return found.get("user.name") or None, found.get("user.email") or None
 
     def file_at_head(self, path: str) -> bytes | None:
         """The committed content of `path` at HEAD, or None when HEAD has no such file."""
@@ -339,32 +351,73 @@ class GitRepo:
             return None
         self._clear_index_lock()
         for attempt in range(1, _COMMIT_ATTEMPTS + 1):
-            head = self.head()
-            new = self._write_commit(head, rels, message, author)
-            if new is None:
-                return None
-            if self._move_head(new, head, message, attempt):
-                self._sync_user_index(new, rels)
-                return new
+            head, head_tree = self._head_and_tree()
+            with self._temporary_index() as env:
+                new = self._write_commit(head, head_tree, rels, message, author, env)
+                if new is None:
+                    self._keep_index(env, head)  # it still holds exactly HEAD's tree
+                    return None
+                if self._move_head(new, head, message, attempt):
+                    self._keep_index(env, new)
+                    self._sync_user_index(new, rels)
+                    return new
         raise AssertionError("unreachable: _move_head raises on the last attempt")
 
+    def _head_and_tree(self) -> tuple[str | None, str]:
+        """HEAD and its tree in one git command; None and the empty tree before a first commit."""
+        status, out, _ = self._exec(["rev-parse", "HEAD", "HEAD^{tree}", "--"])
+        lines = out.decode().split()
+        if status != 0 or len(lines) < 2:
+            return None, self._tree_of(None)
+        return lines[0], lines[1]
+
     def _write_commit(
-        self, head: str | None, rels: list[str], message: str, author: Person
+        self,
+        head: str | None,
+        head_tree: str,
+        rels: list[str],
+        message: str,
+        author: Person,
+        env: Mapping[str, str],
     ) -> str | None:
-        with self._temporary_index() as env:
-            if head is not None:
-                self._run(["read-tree", head], env=env)
-            present = self._present(rels, env)
-            if not present:
-                return None
-            self._run(["add", "-A", "--", *present], env=env)
-            tree = self._run(["write-tree"], env=env).decode().strip()
-        if tree == self._tree_of(head):
+        """The new commit (not yet on any branch), built in the temporary index `env` names."""
+        self._seed_index(head, env)
+        present = self._present(rels, env)
+        if not present:
+            return None
+        self._run(["add", "-A", "--", *present], env=env)
+        tree = self._run(["write-tree"], env=env).decode().strip()
+        if tree == head_tree:
             return None
         parents = ["-p", head] if head else []
-        env = {**_identity_env("AUTHOR", author), **_identity_env("COMMITTER", self.committer)}
+        people = {**_identity_env("AUTHOR", author), **_identity_env("COMMITTER", self.committer)}
         args = ["commit-tree", "--no-gpg-sign", tree, *parents]
-        return self._run(args, env=env, stdin=message.encode()).decode().strip()
+        return self._run(args, env=people, stdin=message.encode()).decode().strip()
+
+    def _seed_index(self, head: str | None, env: Mapping[str, str]) -> None:
+        """Start the temporary index as HEAD's tree: the index our last commit was written from
+        when HEAD is still that commit (taken with a rename, so two writers never share it),
+        else HEAD read afresh. It keeps git's stat data, so unchanged files are not re-read.
+        """
+        if head is None:
+            return
+        try:
+            os.replace(self._git_dir / f"{_KEPT_INDEX}{head}", env["GIT_INDEX_FILE"])
+        except FileNotFoundError:
+            self._run(["read-tree", head], env=env)
+
+    def _keep_index(self, env: Mapping[str, str], commit: str | None) -> None:
+        """Keep the temporary index, which holds exactly `commit`'s tree, for the next commit."""
+        if commit is None:
+            return
+        kept = self._git_dir / f"{_KEPT_INDEX}{commit}"
+        try:
+            os.replace(env["GIT_INDEX_FILE"], kept)
+        except FileNotFoundError:
+            return
+        for older in self._git_dir.glob(f"{_KEPT_INDEX}*"):
+            if older != kept:
+                older.unlink(missing_ok=True)
 
     def _present(self, rels: list[str], env: Mapping[str, str]) -> list[str]:
         """The paths that exist on disk or are tracked; git refuses any others."""
@@ -403,7 +456,10 @@ class GitRepo:
 
     def _sync_user_index(self, new: str, rels: list[str]) -> None:
         """Make the user's index entries for `rels` match the new commit, and nothing else."""
-        args = ["reset", "-q", new, "--", *rels]
+        # --no-refresh: re-checking the stat data of every other entry changes nothing the user
+        # can see and costs a look at each tracked file (git 2.36 and later have the option).
+        args = ["reset", "-q", *(["--no-refresh"] if _git_version() >= (2, 36) else []), new]
+        args += ["--", *rels]
         try:
             try:
                 self._run(args)
@@ -743,6 +799,16 @@ class GitRepo:
                 env=full_env,
             )
         return status, out, err
+
+
+@functools.cache
+def _git_version() -> tuple[int, ...]:
+    """The installed git's version, e.g. (2, 39, 5); (0,) when it cannot be told."""
+    status, out, _ = Git().execute(
+        ["git", "--version"], with_extended_output=True, with_exceptions=False, env=_BASE_ENV
+    )
+    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out if status == 0 else "")
+    return tuple(int(part) for part in found.groups() if part) if found else (0,)
 
 
 def _identity_env(role: str, person: Person) -> dict[str, str]:
