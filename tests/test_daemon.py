@@ -456,3 +456,48 @@ def test_index_left_behind_a_commit_is_brought_in_line_at_start(site: Site) -> N
     assert done.returncode == 0, done.stderr
     assert data_is_clean(site)
     assert site.git("status", "--porcelain") == "A  notes.txt\n"
+
+
+# --- ratings and remote sync ------------------------------------------------------------------
+def test_a_rating_dropped_in_the_inbox_is_recorded(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    rating = {
+        "transaction_id": "6f1c2a9e-3b4d-4c5e-8f70-1a2b3c4d5e6f",
+        "provider_agent": "heavylift",
+        "skill_id": "code-run",
+        "requester_agent": "genesis-bot",
+        "rating": 4,
+        "result_quality": "good",
+        "would_reuse": True,
+        "cost_value_ratio": "fair",
+    }
+    dropped = site.data / "inbox" / "ratings" / "r1.json"
+    atomic_save(dropped, json.dumps(rating))
+    wait_for(lambda: committed(site, "rating(heavylift/code-run): 4/5"), what="the rating")
+    wait_for(lambda: not dropped.exists(), what="the inbox file to go")
+    idle(daemon, quiet_s=0.5)
+    assert data_is_clean(site)
+
+
+def test_commits_are_pushed_to_the_remote(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess], tmp_path: Path
+) -> None:
+    bare = tmp_path / "remote.git"
+    site.git("init", "-q", "--bare", "-b", "main", str(bare))
+    site.git("remote", "add", "origin", str(bare))
+    site.configure("git:\n  remote: origin\n")
+    drafts(site, "w", 1)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    edit_and_approve(site, "w", "qi-000")
+    wait_for(lambda: committed(site, "approve(w): qi-000"), what="the approval")
+
+    def pushed() -> bool:
+        remote = site.git("--git-dir", str(bare), "log", "--format=%s", "main", "--")
+        return "approve(w): qi-000" in remote
+
+    wait_for(pushed, what="the push")
+    assert daemon.proc.poll() is None

@@ -19,7 +19,7 @@ import signal
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -29,9 +29,10 @@ from feedbackd.instance import InstanceLock
 from feedbackd.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
 from feedbackd.notify import Notifier
 from feedbackd.problems import Problem
-from feedbackd.reconcile import Report, reconcile_all
+from feedbackd.reconcile import Report, reconcile_all, reconcile_ratings
 from feedbackd.runtime import Runtime
 from feedbackd.statusfile import LastEvent, write_status
+from feedbackd.sync import Syncer, SyncResult, problem_line
 from feedbackd.timeutil import utcnow
 from feedbackd.watcher import Changes, watch_agents
 
@@ -45,7 +46,10 @@ IDLE_WAKE_S = 30.0
 FULL_PASS_S = 3600.0
 # Past a file's settle time, look again this much later, so it is judged settled at once.
 SETTLE_MARGIN_S = 0.05
+# Keys of retries and states that are not agents (no agent id can start with these).
 EVERY_AGENT = "*"
+RATINGS = ":ratings"
+SYNC_GRACE_S = 10.0  # at shutdown, how long a sync in flight may take to finish
 
 
 @dataclass
@@ -54,18 +58,20 @@ class Dirty:
 
     agents: set[str] = field(default_factory=set)
     everything: bool = False
+    inbox: bool = False  # the rating inbox (and interrupted rating commits)
 
     def add(self, changes: Changes) -> None:
-        self.everything |= changes.everything or changes.inbox
+        self.everything |= changes.everything
+        self.inbox |= changes.inbox or changes.everything
         self.agents |= changes.agents
 
-    def take(self) -> tuple[bool, set[str]]:
-        taken = (self.everything, self.agents)
-        self.everything, self.agents = False, set()
+    def take(self) -> tuple[bool, bool, set[str]]:
+        taken = (self.everything, self.inbox or self.everything, self.agents)
+        self.everything, self.inbox, self.agents = False, False, set()
         return taken
 
     def __bool__(self) -> bool:
-        return self.everything or bool(self.agents)
+        return self.everything or self.inbox or bool(self.agents)
 
 
 class Wakeup:
@@ -159,6 +165,9 @@ class Daemon:
         self.retry_at: dict[str, float] = {}  # agent (or EVERY_AGENT) → when to look again
         self.next_ping = 0.0
         self.next_full_pass = time.monotonic() + FULL_PASS_S
+        self.syncer = Syncer(runtime)
+        self.sync_thread: threading.Thread | None = None
+        self.sync_result: SyncResult | None = None
 
     # --- life cycle ---------------------------------------------------------------------------
     def run(self) -> int:
@@ -184,6 +193,7 @@ class Daemon:
             log.info("ready; watching %s", self.runtime.workspace.data)
         while not self.stop.is_set():
             self._look_after_watcher()
+            self._look_after_sync()
             self._wait_for_work()
             if self.reload_requested:
                 self._reload()
@@ -206,6 +216,8 @@ class Daemon:
         log.info("feedbackd stopping on %s", name)
         if self.watcher is not None:
             self.watcher.close()
+        if self.sync_thread is not None:
+            self.sync_thread.join(SYNC_GRACE_S)  # safe to abandon: it rebases in a worktree
         self._write_status()
 
     def _install_signals(self) -> dict[int, object]:
@@ -247,6 +259,7 @@ class Daemon:
             log.error("configuration not reloaded, keeping the old one: %s", error)
         else:
             log.info("configuration reloaded")
+            self.syncer.runtime = self.runtime  # read when the next sync starts
             self.dirty.everything = True  # settings change what a snippet says
             if self.runtime.workspace.data != old_data and self.watcher is not None:
                 self.watcher.close()  # watch the new data folder instead
@@ -294,6 +307,9 @@ class Daemon:
             waits.append(self.next_ping - now)
         if self.watcher is None:
             waits.append(self.watcher_due - now)
+        sync_wait = self._sync_wait()
+        if sync_wait is not None:
+            waits.append(sync_wait)
         return max(0.01, min(waits)) if not self.dirty and not self.reload_requested else 0.0
 
     def _due_timers(self) -> None:
@@ -303,6 +319,8 @@ class Daemon:
                 del self.retry_at[agent]
                 if agent == EVERY_AGENT:
                     self.dirty.everything = True
+                elif agent == RATINGS:
+                    self.dirty.inbox = True
                 else:
                     self.dirty.agents.add(agent)
         if time.monotonic() >= self.next_full_pass:
@@ -323,12 +341,14 @@ class Daemon:
 
     # --- passes -------------------------------------------------------------------------------
     def _pass(self) -> None:
-        everything, agents = self.dirty.take()
+        everything, inbox, agents = self.dirty.take()
         if everything:
             self.next_full_pass = time.monotonic() + FULL_PASS_S
             chosen = self._agents_on_disk()
         else:
             chosen = sorted(agents)
+        if inbox and self._keep_going():
+            self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime))
         for agent in chosen:
             if not self._keep_going():
                 break
@@ -343,7 +363,7 @@ class Daemon:
             log.error("cannot list %s: %s", self.runtime.workspace.agents_dir, error)
             self.retry_at[EVERY_AGENT] = time.time() + RETRY_MAX_S
             return sorted(self.agents)
-        for gone in set(self.agents) - set(found):
+        for gone in set(self.agents) - set(found) - {RATINGS}:
             del self.agents[gone]  # renamed or removed: its problems went with it
             self.retry_at.pop(gone, None)
         return found
@@ -353,39 +373,80 @@ class Daemon:
             self.agents.pop(agent, None)  # moved away or removed: nothing left to report
             self.retry_at.pop(agent, None)
             return
-        state = self.agents.setdefault(agent, AgentState())
+        self._reconcile(
+            agent, lambda: reconcile_all(self.runtime, [agent], keep_going=self._keep_going)
+        )
+
+    def _reconcile(self, key: str, work: Callable[[], Report]) -> None:
+        """One agent (or the ratings) under the write lock; a failure is retried with backoff."""
+        state = self.agents.setdefault(key, AgentState())
         try:
             with pipeline_lock(self.runtime):
                 if state.failures and self.runtime.git_enabled:
                     clear_stale_git_locks(self.runtime)  # left by a git that was killed?
-                report = reconcile_all(self.runtime, [agent], keep_going=self._keep_going)
+                report = work()
         except FeedbackdError as error:
-            self._failed(agent, state, str(error))
+            self._failed(key, state, str(error))
             return
         except Exception as error:  # a bug must not take the daemon (and every agent) down
-            log.exception("internal error while reconciling %s", agent)
-            self._failed(agent, state, f"internal error: {error!r}")
+            log.exception("internal error while reconciling %s", _name(key))
+            self._failed(key, state, f"internal error: {error!r}")
             return
         state.failure, state.failures = None, 0
-        self._record(agent, state, report)
+        self._record(key, state, report)
 
     def _failed(self, agent: str, state: AgentState, message: str) -> None:
         state.failures += 1
         state.failure = message
         delay = _backoff(state.failures)
-        log.error("%s: pass failed (%s); trying again in %.0f s", agent, message, delay)
+        log.error("%s: pass failed (%s); trying again in %.0f s", _name(agent), message, delay)
         self.retry_at[agent] = time.time() + delay
 
     def _record(self, agent: str, state: AgentState, report: Report) -> None:
-        for event in report.events:
-            self.counts[event.event] += 1
-            self.last_event = LastEvent(utcnow(), event.event, event.agent, event.summary)
+        self._count(report)
         state.problems, state.warnings = report.problems, report.warnings
         waiting = report.next_retry()
         if waiting is not None:
             self.retry_at[agent] = waiting + SETTLE_MARGIN_S  # a file is still being written
         else:
             self.retry_at.pop(agent, None)
+
+    def _count(self, report: Report) -> None:
+        for event in report.events:
+            self.counts[event.event] += 1
+            self.last_event = LastEvent(utcnow(), event.event, event.agent, event.summary)
+            if event.commit is not None:
+                self.syncer.after_commit()  # push soon (when git.remote is set)
+
+    # --- remote sync --------------------------------------------------------------------------
+    def _look_after_sync(self) -> None:
+        """Collect a finished sync; start one when due. Syncs run in a thread of their own: a
+        slow network never holds up decisions or the watchdog (the sync takes the write lock
+        only for its local steps)."""
+        if self.sync_thread is not None and not self.sync_thread.is_alive():
+            self.sync_thread = None
+            if self.sync_result is not None:
+                self._count(self.sync_result.report)
+                self._write_status()
+        if self.sync_thread is None and not self.stop.is_set() and self.syncer.due(time.time()):
+            self.sync_thread = threading.Thread(
+                target=self._sync, name="feedbackd-sync", daemon=True
+            )
+            self.sync_thread.start()
+
+    def _sync(self) -> None:
+        self.sync_result = None
+        try:
+            self.sync_result = self.syncer.sync()
+        except Exception:
+            log.exception("sync failed unexpectedly; trying again later")
+        finally:
+            self.wakeup.poke()
+
+    def _sync_wait(self) -> float | None:
+        if self.sync_thread is not None:
+            return None  # it pokes the loop when done
+        return self.syncer.seconds_until_due(time.time())
 
     # --- reporting ----------------------------------------------------------------------------
     def _pending(self) -> int:
@@ -397,8 +458,9 @@ class Daemon:
             lines += [problem.line() for problem in state.problems if problem.settled]
             lines += state.warnings
             if state.failure is not None:
-                lines.append(f"{agent}: last pass failed: {state.failure}")
-        return lines
+                lines.append(f"{_name(agent)}: last pass failed: {state.failure}")
+        sync_problem = problem_line(self.syncer.status())
+        return lines + ([sync_problem] if sync_problem else [])
 
     def _announce(self) -> None:
         last = self.last_event
@@ -419,6 +481,10 @@ class Daemon:
             )
         except OSError as error:  # a full disk must not stop the work itself
             log.error("cannot write the status file: %s", error)
+
+
+def _name(key: str) -> str:
+    return "ratings" if key == RATINGS else key
 
 
 def _backoff(failures: int) -> float:
