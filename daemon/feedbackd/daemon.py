@@ -3,10 +3,12 @@
 Events are only hints; every pass is the same reconcile as `run --once`, one agent at a time
 under the workspace write lock, so a CLI command can slip in between agents and one broken agent
 never holds up the others. The main thread does all the work; a watcher thread only hands over
-batches. Both the watcher and the signal handlers wake the main thread through a self-pipe (also
-the interpreter's signal wake-up fd), so no lock is ever taken inside a signal handler and a
-signal delivered to another thread still wakes the loop at once. Timers (files still settling,
-retries after failures, the watchdog, a watcher restart) are the wait's timeout.
+batches, and a sync thread pulls and pushes (when `git.remote` is set) so a slow network never
+holds up a decision. The watcher, the sync thread and the signal handlers wake the main thread
+through a self-pipe (also the interpreter's signal wake-up fd), so no lock is ever taken inside a
+signal handler and a signal delivered to another thread still wakes the loop at once. Timers
+(files still settling, retries after failures, the watchdog, the next sync, a watcher restart)
+are the wait's timeout.
 """
 
 from __future__ import annotations
