@@ -496,6 +496,10 @@ def test_commits_are_pushed_to_the_remote(
     wait_for(lambda: committed(site, "approve(w): qi-000"), what="the approval")
 
     def pushed() -> bool:
+        # The remote has no main until the first push lands, which may come after the approval.
+        remote = site.git("--git-dir", str(bare), "branch", "--list", "main")
+        if not remote.strip():
+            return False
         remote = site.git("--git-dir", str(bare), "log", "--format=%s", "main", "--")
         return "approve(w): qi-000" in remote
 
