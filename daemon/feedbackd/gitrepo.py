@@ -15,7 +15,6 @@ follow only for the paths the pull changed (a two-tree `read-tree -m -u`, git's 
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import re
@@ -456,10 +455,9 @@ class GitRepo:
 
     def _sync_user_index(self, new: str, rels: list[str]) -> None:
         """Make the user's index entries for `rels` match the new commit, and nothing else."""
-        # --no-refresh: re-checking the stat data of every other entry changes nothing the user
-        # can see and costs a look at each tracked file (git 2.36 and later have the option).
-        args = ["reset", "-q", *(["--no-refresh"] if _git_version() >= (2, 36) else []), new]
-        args += ["--", *rels]
+        # reset refreshes the stat data afterwards: without it these entries look modified to
+        # commands that need a clean index (the read-tree -m -u of a sync after a pull).
+        args = ["reset", "-q", new, "--", *rels]
         try:
             try:
                 self._run(args)
@@ -799,16 +797,6 @@ class GitRepo:
                 env=full_env,
             )
         return status, out, err
-
-
-@functools.cache
-def _git_version() -> tuple[int, ...]:
-    """The installed git's version, e.g. (2, 39, 5); (0,) when it cannot be told."""
-    status, out, _ = Git().execute(
-        ["git", "--version"], with_extended_output=True, with_exceptions=False, env=_BASE_ENV
-    )
-    found = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", out if status == 0 else "")
-    return tuple(int(part) for part in found.groups() if part) if found else (0,)
 
 
 def _identity_env(role: str, person: Person) -> dict[str, str]:
