@@ -616,10 +616,18 @@ class GitRepo:
         args = ["read-tree", "-m", "-u", _rev(old or empty), _rev(new or empty)]
         self._clear_index_lock()
         try:
+            self._refresh_index()
             self._run(args)
         except _IndexLockBusy:
             self._clear_index_lock()
+            self._refresh_index()
             self._run(args)
+
+    def _refresh_index(self) -> None:
+        # Commits update index entries without their file stat data (cheaper); read-tree -m
+        # would take such entries for modified files, so their stat data is refreshed first.
+        # This changes no content of the user's index.
+        self._exec(["update-index", "-q", "--refresh"])
 
     def move_branch(self, branch: str, new: str, old: str | None) -> bool:
         """Point `branch` at `new` if it still is `old`; False when something moved it meanwhile."""
