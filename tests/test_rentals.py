@@ -183,3 +183,18 @@ def test_buyers_calling_a_skill_overpriced_cut_its_price(site: Site) -> None:
     trailers = site.trailers()
     assert trailers["Feedback-Event"] == ["pricing"]
     assert (trailers["Price-Old"], trailers["Price-New"]) == (["20"], ["19"])
+
+
+def test_a_failing_sync_command_is_shown_by_status_and_is_not_fatal(site: Site) -> None:
+    import sys
+
+    failing = [sys.executable, "-c", "import sys; print('card rejected'); sys.exit(3)"]
+    site.configure(f"pricing:\n  sync_command: {json.dumps(failing)}\n")
+    soul = site.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text("# HeavyLift\n\n## Claude Code Run\npricing: 10\n")
+    outputs = [submit(site, rating(cost_value_ratio="overpriced")) for _ in range(3)]
+    assert [done.returncode for done in outputs] == [0, 0, 0]
+    assert "pricing: 9.5\n" in soul.read_text()
+    status = json.loads(site.cli("status", "--json").stdout)
+    assert any("exit status 3" in problem for problem in status["problems"]), status

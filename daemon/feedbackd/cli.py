@@ -242,7 +242,7 @@ def run(
     if once:
         from feedbackd.service import run_once
 
-        report_out(run_once(runtime), as_json)
+        report_out(run_once(runtime, show_progress=not (as_json or GLOBALS.quiet)), as_json)
         return
     from feedbackd.service import run_daemon
 
@@ -275,10 +275,22 @@ def status(as_json: JsonOption = False) -> None:
 
     runtime = GLOBALS.runtime()
     state = describe(runtime.workspace.state_dir)
+    state["problems"] = _with_command_problems(runtime, state["problems"])
     if as_json:
         print_json(state)
     else:
         show_status(state)
+
+
+def _with_command_problems(runtime: Runtime, problems: list[str]) -> list[str]:
+    """Add what the daemon may not know: a failed pricing sync command, a stopped remote sync."""
+    from feedbackd.selfopt import sync_problems
+    from feedbackd.sync import problem_line, sync_status
+
+    extra = sync_problems(runtime.workspace.state_dir)
+    line = problem_line(sync_status(runtime))
+    extra += [line] if line else []
+    return [*problems, *(problem for problem in extra if problem not in problems)]
 
 
 def _register_command_groups() -> None:

@@ -105,21 +105,25 @@ def reconcile_all(
     agents: Sequence[str] | None = None,
     *,
     keep_going: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Reconcile the chosen agents (all by default).
 
     keep_going is asked before each agent and each decision: the daemon answers False once it
     was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
+    progress, when given, hears (agents done, agents in all) for a progress bar.
     """
     report = Report()
     chosen = runtime.workspace.agent_ids() if agents is None else agents
     with open_repo(runtime) as repo:
         if agents is None:
             _reconcile_ratings(runtime, repo, report)
-        for agent_id in chosen:
+        for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
             report.extend(AgentReconciler(runtime, repo, agent_id, keep_going).run())
+            if progress is not None:
+                progress(done, len(chosen))
     return report
 
 

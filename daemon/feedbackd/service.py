@@ -5,15 +5,16 @@ from __future__ import annotations
 import time
 
 from feedbackd.locking import clean_leftovers, pipeline_lock
+from feedbackd.output import progress_bar
 from feedbackd.reconcile import Report, reconcile_all
 from feedbackd.runtime import Runtime
 
 
-def run_once(runtime: Runtime) -> Report:
+def run_once(runtime: Runtime, *, show_progress: bool = False) -> Report:
     """Process everything pending; wait for files still being written, up to daemon.settle_ms."""
-    with pipeline_lock(runtime):
+    with pipeline_lock(runtime), progress_bar("reconciling agents", show_progress) as progress:
         clean_leftovers(runtime)
-        report = reconcile_all(runtime)
+        report = reconcile_all(runtime, progress=progress)
     deadline = time.time() + runtime.settings.daemon.settle_ms / 1000 + 1
     while (retry := report.next_retry()) is not None and retry <= deadline:
         time.sleep(max(0.0, retry - time.time()) + 0.01)
