@@ -288,6 +288,13 @@ class GitRepo:
         entries = self._run(args).decode("utf-8", errors="surrogateescape").split("\0")
         return sorted({entry[3:] for entry in entries if len(entry) > 3})
 
+    def untracked_paths(self, under: str) -> list[str]:
+        """Files below `under` that git does not track (and does not ignore)."""
+        spec = _rel(under) if under not in ("", ".") else "."
+        args = ["ls-files", "-z", "--others", "--exclude-standard", "--", spec]
+        entries = self._run(args).decode("utf-8", errors="surrogateescape").split("\0")
+        return sorted(entry for entry in entries if entry)
+
     def log(self, *, agent: str | None = None, since: datetime | None = None) -> list[LogEntry]:
         """The learning history: commits with a Feedback-Event trailer, newest first."""
         if self.head() is None:

@@ -266,28 +266,42 @@ class AgentReconciler:
     # --- drafts -------------------------------------------------------------------------------
     def _take_new_drafts(self, files: list[ItemFile]) -> None:
         decided_now = {f.item_id for f in files if f.folder in DECISION_FOLDERS}
-        new_drafts = [f for f in files if f.folder == "queue" and self._is_new_draft(f)]
-        taken = [f for f in new_drafts if f.item_id not in decided_now and self._snapshot(f)]
+        unseen = [
+            f
+            for f in files
+            if f.folder == "queue" and f.item_id not in decided_now and self._is_new_draft(f)
+        ]
+        readable = [f for f in unseen if self._read(f) is not None]
+        snapshots = self._first_versions(readable)
         requeued = self._requeued(files, decided_now)
-        if not taken and not requeued:
-            return
-        for record in requeued:
-            decisions.append_record(self.agent.decisions, record)
-        paths = [f.path for f in taken] + [self.agent.decisions] * bool(requeued)
-        paths += [self._decided_path(record) for record in requeued]
-        summary = _drafts_summary([f.item_id for f in taken], [r.item for r in requeued])
-        self._commit("draft", summary, paths, None, trailers=())
+        new = [f for f in readable if snapshots[f] is None]
+        if new or requeued:
+            for record in requeued:
+                decisions.append_record(self.agent.decisions, record)
+            paths = [f.path for f in new] + [self.agent.decisions] * bool(requeued)
+            paths += [self._decided_path(record) for record in requeued]
+            summary = _drafts_summary([f.item_id for f in new], [r.item for r in requeued])
+            self._commit("draft", summary, paths, None, trailers=())
+        # Snapshots last: a draft whose commit failed is still new on the next pass.
+        for item_file in readable:
+            data = snapshots[item_file] or item_file.path.read_bytes()
+            atomic_write_bytes(self._snapshot_path(item_file), data)
 
     def _is_new_draft(self, item_file: ItemFile) -> bool:
         return not self._snapshot_path(item_file).exists()
 
-    def _snapshot(self, item_file: ItemFile) -> bool:
-        """Keep the draft as first seen: the original of an approval without originalContentData."""
-        item = self._read(item_file)
-        if item is None:
-            return False
-        atomic_write_bytes(self._snapshot_path(item_file), item_file.path.read_bytes())
-        return True
+    def _first_versions(self, drafts: list[ItemFile]) -> dict[ItemFile, bytes | None]:
+        """For drafts git already holds (a fresh clone), the version first committed; None for
+        drafts that are new. The snapshot then never holds a curator's edits."""
+        if not drafts or self.repo is None:
+            return {f: None for f in drafts}
+        untracked = set(self.repo.untracked_paths(self.rel(self.agent.queue)))
+        return {
+            f: None
+            if self.rel(f.path) in untracked
+            else self.repo.file_at_first_add(self.rel(f.path))
+            for f in drafts
+        }
 
     def _snapshot_path(self, item_file: ItemFile) -> Path:
         folder = self.runtime.workspace.state_dir / "snapshots" / self.agent.agent_id
@@ -369,17 +383,14 @@ class AgentReconciler:
         return items.diff_content(original, item.content)
 
     def _first_seen(self, item_file: ItemFile) -> dict[str, object] | None:
-        """The draft as first seen in queue/: its draft commit, else the local snapshot.
-
-        Git comes first because it is shared: a fresh clone has no local snapshots, and a
-        snapshot taken there would already hold the curator's edits.
-        """
+        """The draft as first seen in queue/: the local snapshot, else its draft commit (an
+        item decided before this machine saw it in queue/)."""
         for suffix in _suffixes_starting_with(item_file.path.suffix):
             queue_path = self.agent.queue / (item_file.item_id + suffix)
-            data = self.repo.file_at_first_add(self.rel(queue_path)) if self.repo else None
-            if data is None:
-                snapshot = self._snapshot_path(ItemFile("queue", item_file.item_id, queue_path))
-                data = snapshot.read_bytes() if snapshot.exists() else None
+            snapshot = self._snapshot_path(ItemFile("queue", item_file.item_id, queue_path))
+            data = snapshot.read_bytes() if snapshot.exists() else None
+            if data is None and self.repo is not None:
+                data = self.repo.file_at_first_add(self.rel(queue_path))
             if data is not None:
                 try:
                     return items.parse_item(data, suffix, item_file.item_id).content
