@@ -28,7 +28,7 @@ from pydantic import (
 from feedbackd.errors import FeedbackdError
 from feedbackd.fsutil import append_line
 from feedbackd.ratings import Rating, is_failed
-from feedbackd.timeutil import iso_ms, parse_iso, unix_ms
+from feedbackd.timeutil import canonical_iso_ms, iso_ms, unix_ms
 from feedbackd.workspace import Workspace, is_valid_id, validate_id
 
 log = logging.getLogger(__name__)
@@ -70,10 +70,7 @@ class MemoryRecord(BaseModel):
     @field_validator("createdAt")
     @classmethod
     def _utc_ms(cls, value: str) -> str:
-        try:
-            return iso_ms(parse_iso(value))
-        except (ValueError, OverflowError):
-            raise ValueError("not an ISO 8601 time") from None
+        return canonical_iso_ms(value)
 
     def line(self) -> str:
         """The stored JSON line (keys in the order of SPEC §7, no subject when there is none)."""

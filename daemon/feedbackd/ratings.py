@@ -28,7 +28,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from feedbackd.errors import InvalidFeedback
-from feedbackd.timeutil import iso_ms, parse_iso, utcnow
+from feedbackd.timeutil import canonical_iso_ms, iso_ms, parse_iso, utcnow
 from feedbackd.workspace import is_valid_id
 
 Quality = Literal["excellent", "good", "acceptable", "poor", "failed"]
@@ -95,10 +95,7 @@ class Rating(BaseModel):
     @field_validator("timestamp")
     @classmethod
     def _utc_ms(cls, value: str) -> str:
-        try:
-            return iso_ms(parse_iso(value))
-        except (ValueError, OverflowError):
-            raise ValueError("not an ISO 8601 time") from None
+        return canonical_iso_ms(value)
 
     @property
     def moment(self) -> datetime:

@@ -31,6 +31,17 @@ def parse_iso(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def canonical_iso_ms(text: str) -> str:
+    """A stored time in the one spelling records use; ValueError when `text` is not ISO 8601.
+
+    Record models validate their time fields with this, so every file holds the same format.
+    """
+    try:
+        return iso_ms(parse_iso(text))
+    except (ValueError, OverflowError):
+        raise ValueError("not an ISO 8601 time") from None
+
+
 def parse_duration(text: str) -> timedelta:
     """`30s`, `15m`, `12h`, `7d`, `4w` → timedelta; anything else is a usage error."""
     match = _DURATION.match(text)
