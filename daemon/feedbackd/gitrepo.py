@@ -509,9 +509,14 @@ class GitRepo:
         return stale
 
     def _blob_id(self, rev: str, rel: str) -> str | None:
+        """The object id of the file `rel` at `rev`; None for a folder or a missing path."""
         status, out, _ = self._exec(["ls-tree", "-z", rev, "--", rel])
-        fields = out.decode("utf-8", "surrogateescape").partition("\t")[0].split()
-        return fields[2] if status == 0 and len(fields) == 3 and fields[1] == "blob" else None
+        # One entry `mode type sha<TAB>path`.
+        meta, _, name = out.decode("utf-8", errors="surrogateescape").partition("\t")
+        fields = meta.split()
+        if status != 0 or name.rstrip("\0") != rel or len(fields) != 3 or fields[1] != "blob":
+            return None
+        return fields[2]
 
     def _disk_id(self, rel: str) -> str | None:
         if not (self.root / rel).is_file():
@@ -747,13 +752,8 @@ class GitRepo:
         return value if status == 0 and value else None
 
     def _blob(self, rev: str, rel: str) -> bytes | None:
-        status, out, _ = self._exec(["ls-tree", "-z", rev, "--", rel])
-        # One entry `mode type sha<TAB>path`; a folder or a missing path is not a file.
-        meta, _, name = out.decode("utf-8", errors="surrogateescape").partition("\t")
-        fields = meta.split()
-        if status != 0 or name.rstrip("\0") != rel or len(fields) != 3 or fields[1] != "blob":
-            return None
-        return self._run(["cat-file", "blob", fields[2]])
+        sha = self._blob_id(rev, rel)
+        return self._run(["cat-file", "blob", sha]) if sha else None
 
     def _run(
         self,
