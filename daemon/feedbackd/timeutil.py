@@ -9,6 +9,8 @@ from feedbackd.errors import UsageError
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# Longer windows reach back before year 1 (a date Python cannot hold); a century is plenty.
+_MAX_DURATION_S = 100 * 366 * 86400
 
 
 def utcnow() -> datetime:
@@ -50,4 +52,7 @@ def parse_duration(text: str) -> timedelta:
             f"bad duration {text!r}",
             hint="write a number followed by s, m, h, d or w, e.g. 7d",
         )
-    return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds > _MAX_DURATION_S:
+        raise UsageError(f"duration {text!r} is too long", hint="use at most 100 years, e.g. 5200w")
+    return timedelta(seconds=seconds)
