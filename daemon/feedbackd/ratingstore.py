@@ -136,15 +136,22 @@ class RatingStore:
         return path
 
     def ratings(
-        self, provider: str, skill: str | None = None, since: datetime | None = None
+        self,
+        provider: str,
+        skill: str | None = None,
+        since: datetime | None = None,
+        requester: str | None = None,
     ) -> list[Rating]:
-        """A provider's ratings (of one skill), at or after `since`, newest first."""
+        """A provider's ratings (of one skill, from one requester), at or after `since`,
+        newest first."""
         since_iso = iso_ms(since) if since is not None else None
         found: dict[str, Rating] = {}
         for month_file in self.month_files(provider, skill):
             if since_iso is not None and month_file.month < since_iso[:7]:
                 continue  # the whole month lies before the window
             for fields in _read_fields(self.workspace, month_file, since_iso):
+                if requester is not None and fields.get("requester_agent") != requester:
+                    continue
                 rating = rating_from_fields(fields)
                 found.setdefault(rating.transaction_id, rating)
         return sorted(found.values(), key=lambda r: (r.timestamp, r.transaction_id), reverse=True)

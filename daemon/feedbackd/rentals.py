@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from feedbackd import problems
@@ -21,11 +21,9 @@ from feedbackd.ratings import MAX_INBOX_CHARS, Rating, parse_rating, parse_ratin
 from feedbackd.ratingstore import RatingStore
 from feedbackd.recording import Change, Event, commit_change
 from feedbackd.runtime import Runtime
-from feedbackd.timeutil import utcnow
+from feedbackd.timeutil import parse_duration, utcnow
 
 log = logging.getLogger("feedbackd")
-
-PROFILE_WINDOW = timedelta(days=90)
 
 
 def requester_for(runtime: Runtime, as_agent: str | None) -> str | None:
@@ -63,11 +61,12 @@ def record_rating(
 ) -> Event:
     """Append the rating, write the requester's memory, commit both (plus `also`)."""
     store = RatingStore(runtime.workspace)
-    earlier = [
-        r
-        for r in store.ratings(rating.provider_agent, since=now - PROFILE_WINDOW)
-        if r.requester_agent == rating.requester_agent
-    ]
+    # The requester's profile of the provider sums up its recent rentals (the ratings window):
+    # a busy provider has a million ratings, and reading them all would make each submit slow.
+    window = parse_duration(runtime.settings.ratings.window)
+    earlier = store.ratings(
+        rating.provider_agent, since=now - window, requester=rating.requester_agent
+    )
     stored = store.append(rating)
     memory = write_rental_memories(runtime.workspace, rating, now, earlier)
     for path in also:
