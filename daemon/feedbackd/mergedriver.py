@@ -37,6 +37,15 @@ FileKind = Literal["feedback", "jsonl", "generated"]
 KEY_FIELDS = ("id", "transaction_id")
 TIME_FIELDS = ("at", "createdAt", "timestamp")
 DEFAULT_CAP = 200
+# The .gitattributes lines that hand these files to the driver: `init` writes them into the
+# workspace, and sync's rebase uses them whatever the workspace's own file holds.
+ATTRIBUTES = (
+    "feedback.json merge=feedbackd",
+    "*.jsonl merge=feedbackd",
+    "**/prompt/feedback.md merge=feedbackd",
+    "**/prompt/skills/*.md merge=feedbackd",
+)
+DRIVER_NAME = "feedbackd union merge of feedback files"  # merge.feedbackd.name in git config
 
 
 class MergeRefused(FeedbackdError):

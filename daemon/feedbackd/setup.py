@@ -5,23 +5,18 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from feedbackd.commitmsg import Person
 from feedbackd.fsutil import TMP_SUFFIX, atomic_write_text
 from feedbackd.gitrepo import GitRepo
+from feedbackd.mergedriver import ATTRIBUTES, DRIVER_NAME
 from feedbackd.problems import ERROR_SUFFIX
 from feedbackd.runtime import FALLBACK_AUTHOR
 from feedbackd.workspace import STATE_DIR
 
 IGNORED = [f"/{STATE_DIR}/", f"*{ERROR_SUFFIX}", f"*{TMP_SUFFIX}"]
-ATTRIBUTES = [
-    "feedback.json merge=feedbackd",
-    "*.jsonl merge=feedbackd",
-    # Generated snippets are rewritten after every pull, so a merge may take either side.
-    "**/prompt/feedback.md merge=feedbackd",
-    "**/prompt/skills/*.md merge=feedbackd",
-]
 CONFIG_TEMPLATE = """\
 # feedbackd workspace configuration: uncomment a key to change it.
 # Every key, its default and what it does: config/feedbackd.yaml in the feedbackd sources.
@@ -68,7 +63,7 @@ def init_workspace(root: Path, *, sample: bool = False) -> list[str]:
 def register_merge_driver(root: Path) -> None:
     command = f"{shlex.quote(sys.executable)} -m feedbackd merge-driver %O %A %B %P"
     with GitRepo(root) as repo:
-        repo.set_config("merge.feedbackd.name", "feedbackd union merge of feedback files")
+        repo.set_config("merge.feedbackd.name", DRIVER_NAME)
         repo.set_config("merge.feedbackd.driver", command)
 
 
@@ -79,7 +74,7 @@ def _write_if_missing(path: Path, text: str) -> list[Path]:
     return [path]
 
 
-def _ensure_lines(path: Path, lines: list[str]) -> list[Path]:
+def _ensure_lines(path: Path, lines: Sequence[str]) -> list[Path]:
     existing = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
     missing = [line for line in lines if line not in existing]
     if not missing:

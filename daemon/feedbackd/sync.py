@@ -35,6 +35,7 @@ from feedbackd.errors import FeedbackdError, GitError
 from feedbackd.fsutil import atomic_write_json, atomic_write_text
 from feedbackd.gitrepo import GitRepo, RemoteUnreachable
 from feedbackd.locking import pipeline_lock
+from feedbackd.mergedriver import ATTRIBUTES, DRIVER_NAME
 from feedbackd.reconcile import Report, open_repo, reconcile_all
 from feedbackd.runtime import Runtime
 from feedbackd.timeutil import iso_ms, parse_iso
@@ -49,14 +50,6 @@ BACKOFF_MIN_S = 2.0
 BACKOFF_MAX_S = 300.0
 NETWORK_TIMEOUT_S = 60.0  # a black-holed host must not hold the daemon for long
 ROUNDS = 3  # fetch-rebase-push rounds in one sync when others keep pushing first
-# The rebase merges feedback files and ledgers with the driver, and takes either side of a
-# generated snippet: the pipeline regenerates it after the pull.
-SYNC_ATTRIBUTES = (
-    "feedback.json merge=feedbackd",
-    "*.jsonl merge=feedbackd",
-    "**/prompt/feedback.md merge=feedbackd",
-    "**/prompt/skills/*.md merge=feedbackd",
-)
 
 Outcome = Literal["synced", "offline", "rejected", "conflict", "error", "disabled"]
 ConflictKind = Literal["rebase", "local-changes", "operation"]
@@ -284,14 +277,16 @@ class Syncer:
         return None
 
     def _merge_config(self, repo: GitRepo) -> dict[str, str]:
+        """Git settings for the rebase: the driver merges feedback files and ledgers, and takes
+        either side of a generated snippet, which the pipeline regenerates after the pull."""
         attributes = repo.sync_file("attributes")
-        text = "\n".join(SYNC_ATTRIBUTES) + "\n"
+        text = "\n".join(ATTRIBUTES) + "\n"
         if not attributes.exists() or attributes.read_text(encoding="utf-8") != text:
             atomic_write_text(attributes, text)
         cap = self.runtime.settings.feedback.max_entries
         driver = f"{shlex.quote(sys.executable)} -m feedbackd.mergedriver --cap {cap} %O %A %B %P"
         return {
-            "merge.feedbackd.name": "feedbackd union merge of feedback files",
+            "merge.feedbackd.name": DRIVER_NAME,
             "merge.feedbackd.driver": driver,
             "core.attributesFile": str(attributes),
         }
