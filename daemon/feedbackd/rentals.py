@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from feedbackd import problems
-from feedbackd.commitmsg import one_line
+from feedbackd.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
 from feedbackd.gitrepo import GitRepo
 from feedbackd.memory import write_rental_memories
@@ -78,7 +78,7 @@ def record_rating(
         [stored, *memory, *also],
         skill=rating.skill_id,
         body=_body(rating),
-        trailers=[("Feedback-Transaction", rating.transaction_id)],
+        trailers=[(TRANSACTION_KEY, rating.transaction_id)],
     )
     event = commit_change(runtime, repo, change)
     return event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)

@@ -36,7 +36,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from feedbackd import optimizer
-from feedbackd.commitmsg import one_line
+from feedbackd.commitmsg import (
+    AGENT_KEY,
+    EVENT_KEY,
+    PRICE_NEW_KEY,
+    PRICE_OLD_KEY,
+    SKILL_KEY,
+    one_line,
+)
 from feedbackd.errors import FeedbackdError, NotFound
 from feedbackd.fsutil import append_line, atomic_write_bytes, atomic_write_json, atomic_write_text
 from feedbackd.gitrepo import GitRepo
@@ -283,9 +290,9 @@ class SkillPass:
         if self.repo is not None:
             for entry in self.repo.trailer_log(
                 {
-                    "Feedback-Event": "pricing",
-                    "Feedback-Agent": self.agent.agent_id,
-                    "Feedback-Skill": self.skill,
+                    EVENT_KEY: "pricing",
+                    AGENT_KEY: self.agent.agent_id,
+                    SKILL_KEY: self.skill,
                 }
             ):
                 changes.append((parse_iso(entry.date), entry.price_old or ""))
@@ -338,7 +345,7 @@ class SkillPass:
             "pricing",
             f"{record.priceOld} → {record.priceNew} ({record.reason})",
             [self.agent.soul, self.ledger_path, self.patterns_path],
-            [("Price-Old", record.priceOld), ("Price-New", record.priceNew)],
+            [(PRICE_OLD_KEY, record.priceOld), (PRICE_NEW_KEY, record.priceNew)],
         )
 
     def _ledger(self) -> list[PriceRecord]:
