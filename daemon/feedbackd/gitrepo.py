@@ -23,7 +23,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -787,20 +787,8 @@ class GitRepo:
         """Run git in the workspace (or in `cwd`, a temporary worktree); kill it after timeout."""
         repo = self._require_repo()
         runner = repo.git if cwd is None else Git(str(cwd))
-        # Pin the repository, so a GIT_DIR or GIT_INDEX_FILE inherited from a hook or a shell
-        # can never point feedbackd at another repository or index.
-        pinned = {
-            "GIT_DIR": str(self._git_dir),
-            "GIT_WORK_TREE": str(repo.working_tree_dir),
-            "GIT_INDEX_FILE": str(self._git_dir / "index"),
-        }
-        full_env = {**_BASE_ENV, **pinned, **(env or {})}
-        with ExitStack() as stack:
-            source: BinaryIO | None = None
-            if stdin is not None:
-                source = cast(BinaryIO, stack.enter_context(tempfile.TemporaryFile()))
-                source.write(stdin)
-                source.seek(0)
+        full_env = {**_BASE_ENV, **self._pinned_env(repo), **(env or {})}
+        with _input_file(stdin) as source:
             status, out, err = runner.execute(
                 [Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
                 istream=source,
@@ -812,6 +800,27 @@ class GitRepo:
                 env=full_env,
             )
         return status, out, err
+
+    def _pinned_env(self, repo: Repo) -> dict[str, str]:
+        """This repository's folders and index, so that a GIT_DIR or GIT_INDEX_FILE inherited
+        from a hook or a shell can never point feedbackd at another repository or index."""
+        return {
+            "GIT_DIR": str(self._git_dir),
+            "GIT_WORK_TREE": str(repo.working_tree_dir),
+            "GIT_INDEX_FILE": str(self._git_dir / "index"),
+        }
+
+
+@contextmanager
+def _input_file(data: bytes | None) -> Iterator[BinaryIO | None]:
+    """A temporary file holding `data`, open at its start, for git to read as standard input."""
+    if data is None:
+        yield None
+        return
+    with tempfile.TemporaryFile() as source:
+        source.write(data)
+        source.seek(0)
+        yield cast(BinaryIO, source)
 
 
 def _identity_env(role: str, person: Person) -> dict[str, str]:
