@@ -260,10 +260,29 @@ def doctor(as_json: JsonOption = False) -> None:
 
 def main() -> int:
     try:
-        app()
+        result = app(standalone_mode=False)
+    except typer.TyperException as error:  # bad usage caught by the option parser
+        return _usage_error(error)
+    except typer.Abort:
+        print_error(FeedbackdError("aborted", code="aborted"), "--json" in sys.argv[1:])
+        return 1
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
-    return 0
+    return result if isinstance(result, int) else 0
+
+
+def _usage_error(error: typer.TyperException) -> int:
+    """Usage errors speak like every other error: `error: usage: ...`, or JSON with --json."""
+    code = getattr(error, "exit_code", 2)
+    if type(error).__name__ == "NoArgsIsHelpError":  # bare `feedbackd`: show the help
+        error.show()  # type: ignore[attr-defined]
+        return int(code)
+    context = getattr(error, "ctx", None)
+    where = getattr(context, "command_path", "feedbackd")
+    hint = f"see `{where} --help`"
+    as_json = "--json" in sys.argv[1:]
+    print_error(UsageError(error.format_message(), hint=hint), as_json)
+    return int(code)
 
 
 @app.command()
