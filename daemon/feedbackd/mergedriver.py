@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -257,14 +257,6 @@ def configured_cap() -> int:
             f"{DEFAULT_CAP}\n"
         )
         return DEFAULT_CAP
-
-
-def merged_keys(data: bytes, kind: FileKind) -> Iterable[str]:
-    """The keys a merged file holds, in order (for checks and tests)."""
-    records = (
-        _feedback_records(data, "file") if kind == "feedback" else _jsonl_records(data, "file")
-    )
-    return [record.key for record in records]
 
 
 def report_refusal(path: str | None, error: FeedbackdError) -> None:

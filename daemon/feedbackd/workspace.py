@@ -53,10 +53,6 @@ class AgentPaths:
         return self.root / "feedback.json"
 
     @property
-    def feedback_error(self) -> Path:
-        return self.root / "feedback.json.error"
-
-    @property
     def decisions(self) -> Path:
         """The committed ledger of decisions already recorded (exactly-once across machines)."""
         return self.root / "decisions.jsonl"
