@@ -6,6 +6,7 @@ import json
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from feedbackd import rentals
@@ -95,7 +96,7 @@ def _print_list(report: dict[str, object]) -> None:
             "★" * int(r["rating"]),
             r["result_quality"],
             r["cost_value_ratio"],
-            r.get("quality_details", ""),
+            escape(r.get("quality_details", "")),
         )
     out.print(table)
     out.print(
@@ -150,6 +151,9 @@ def memory(
         table.add_column(column)
     for record in records:
         table.add_row(
-            f"{record.importance:.2f}", record.category, record.subject or "", record.content
+            f"{record.importance:.2f}",
+            escape(record.category),
+            escape(record.subject or ""),
+            escape(record.content),
         )
     console().print(table)

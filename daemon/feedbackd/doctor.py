@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.markup import escape
+
 from feedbackd import items
 from feedbackd.decisions import DecisionRecord
 from feedbackd.errors import FeedbackdError
@@ -195,7 +197,7 @@ def _print_human(checked: int, findings: list[Finding]) -> None:
         out.print(f"[green]ok[/]: {checked} files checked, no problems")
         return
     for finding in findings:
-        out.print(f"[red]problem[/]: {finding.path}: {finding.message}")
+        out.print(f"[red]problem[/]: {escape(f'{finding.path}: {finding.message}')}")
         if finding.hint:
-            out.print(f"  fix: {finding.hint}")
+            out.print(f"  fix: {escape(finding.hint)}")
     out.print(f"{len(findings)} problem(s) in {checked} files checked")

@@ -18,9 +18,12 @@ Progress = Callable[[int, int], None]
 
 
 def console(stderr: bool = False) -> Console:
+    # NO_COLOR asks for plain text: rich's own no_color keeps bold and italics, so drop every style.
+    plain = bool(os.environ.get("NO_COLOR"))
     return Console(
         stderr=stderr,
-        no_color=bool(os.environ.get("NO_COLOR")),
+        color_system=None if plain else "auto",
+        no_color=plain,
         highlight=False,
         soft_wrap=True,
     )

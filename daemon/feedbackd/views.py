@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from feedbackd.feedback import FeedbackEntry, read_feedback
@@ -32,7 +33,7 @@ def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> N
             entry.createdAt[:16].replace("T", " "),
             f"[{style}]{entry.type}[/]" if style else entry.type,
             entry.queueItemId or "",
-            entry.field or "",
+            escape(entry.field or ""),
             _change(entry),
         )
     out.print(table)
@@ -42,8 +43,10 @@ def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> N
 
 def _change(entry: FeedbackEntry) -> str:
     if entry.type == "rejection":
-        return entry.notes or ""
-    return f"[strike]{entry.original or ''}[/strike]\n{entry.corrected or ''}"
+        return escape(entry.notes or "")
+    # The arrow keeps the direction readable where styles are off (NO_COLOR, pipes).
+    original, corrected = escape(entry.original or ""), escape(entry.corrected or "")
+    return f"[strike]{original}[/strike]\n→ {corrected}"
 
 
 def prompt_text(runtime: Runtime, agent_id: str) -> str:
@@ -75,8 +78,8 @@ def show_log(runtime: Runtime, agent_id: str | None, since: str | None, as_json:
             entry.event or "",
             entry.agent or "",
             entry.item or entry.skill or "",
-            entry.curator or "",
-            entry.subject.split(": ", 1)[-1],
+            escape(entry.curator or ""),
+            escape(entry.subject.split(": ", 1)[-1]),
         )
     console().print(table)
 
@@ -99,7 +102,10 @@ def show_status(state: dict[str, object]) -> None:
     if isinstance(last, dict):
         when = str(last.get("time", ""))[:19].replace("T", " ")
         out.print(
-            f"last event: {last.get('event')}({last.get('agent')}) {last.get('summary')} at {when}"
+            escape(
+                f"last event: {last.get('event')}({last.get('agent')}) {last.get('summary')}"
+                f" at {when}"
+            )
         )
     counts = state.get("counts")
     if isinstance(counts, dict) and counts:
@@ -107,4 +113,4 @@ def show_status(state: dict[str, object]) -> None:
     out.print(f"pending: {state.get('pending', 0)}")
     problems = state.get("problems")
     for problem in problems if isinstance(problems, list) else []:
-        out.print(f"[red]problem[/]: {problem}")
+        out.print(f"[red]problem[/]: {escape(str(problem))}")
