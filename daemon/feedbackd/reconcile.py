@@ -56,6 +56,11 @@ class Report:
         self.problems.extend(other.problems)
         self.warnings.extend(other.warnings)
 
+    def followed_by(self, later: Report) -> Report:
+        """This report and a later pass's: events and warnings add up, while the problems are
+        the later pass's alone, because it looked at the files again."""
+        return Report(self.events + later.events, later.problems, self.warnings + later.warnings)
+
     @property
     def unsettled(self) -> list[Problem]:
         return [problem for problem in self.problems if not problem.settled]

@@ -20,9 +20,7 @@ def run_once(runtime: Runtime, *, show_progress: bool = False) -> Report:
         time.sleep(max(0.0, retry - time.time()) + 0.01)
         with pipeline_lock(runtime):
             again = reconcile_all(runtime)
-        report = Report(
-            report.events + again.events, again.problems, report.warnings + again.warnings
-        )
+        report = report.followed_by(again)
     from feedbackd.sync import sync_once  # one pull and push when git.remote is set
 
     return sync_once(runtime, report)

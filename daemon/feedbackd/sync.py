@@ -370,11 +370,7 @@ def sync_once(runtime: Runtime, report: Report) -> Report:
         return report
     result = syncer.sync()
     if result.pulled:  # the pass after the pull saw the files as they are now
-        report = Report(
-            report.events + result.report.events,
-            result.report.problems,
-            report.warnings + result.report.warnings,
-        )
+        report = report.followed_by(result.report)
     if not result.ok:
         resolve = f" To resolve: {result.conflict.resolve}" if result.conflict else ""
         report.warnings.append(f"sync: {result.message}.{resolve}")
