@@ -1,7 +1,9 @@
-"""Atomic file writes: temporary file in the same folder, fsync, rename.
+"""Crash-safe writes: whole files atomically (temporary file in the same folder, fsync, rename),
+and lines appended to logs.
 
 A crash at any instant leaves either the old file or the new one, never half of either; leftovers
-carry TMP_SUFFIX, which `init` git-ignores and start-up removes.
+carry TMP_SUFFIX, which `init` git-ignores and start-up removes. An appended line cut short by a
+crash is ended before the next one is written.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""The one lock that serialises writers: the daemon's passes and the CLI's writing commands."""
+"""The one lock that serialises writers, and the clean-up of what a killed writer left behind.
+
+The daemon's passes and the CLI's writing commands all hold `pipeline_lock`. Whoever holds it
+may clear temporary files, stale git locks and index entries that a crash left lagging, since
+no other feedbackd process can be writing at that moment.
+"""
 
 from __future__ import annotations
 
