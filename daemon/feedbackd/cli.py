@@ -258,6 +258,38 @@ def doctor(as_json: JsonOption = False) -> None:
     raise typer.Exit(run_doctor(GLOBALS.runtime(), as_json))
 
 
+@app.command()
+@command
+def status(as_json: JsonOption = False) -> None:
+    """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
+    from feedbackd.statusfile import describe
+    from feedbackd.views import show_status
+
+    runtime = GLOBALS.runtime()
+    state = describe(runtime.workspace.state_dir)
+    state["problems"] = _with_command_problems(runtime, state["problems"])
+    if not state["running"]:  # what the last pass left explained in `.error` files
+        from feedbackd.problems import reported_problems
+
+        found = reported_problems(runtime.workspace.data)
+        state["problems"] += [line for line in found if line not in state["problems"]]
+    if as_json:
+        print_json(state)
+    else:
+        show_status(state)
+
+
+def _with_command_problems(runtime: Runtime, problems: list[str]) -> list[str]:
+    """Add what the daemon may not know: a failed pricing sync command, a stopped remote sync."""
+    from feedbackd.selfopt import sync_problems
+    from feedbackd.sync import problem_line, sync_status
+
+    extra = sync_problems(runtime.workspace.state_dir)
+    line = problem_line(sync_status(runtime))
+    extra += [line] if line else []
+    return [*problems, *(problem for problem in extra if problem not in problems)]
+
+
 def main() -> int:
     try:
         result = app(standalone_mode=False)
@@ -285,45 +317,12 @@ def _usage_error(error: typer.TyperException) -> int:
     return int(code)
 
 
-@app.command()
-@command
-def status(as_json: JsonOption = False) -> None:
-    """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
-    from feedbackd.statusfile import describe
-    from feedbackd.views import show_status
-
-    runtime = GLOBALS.runtime()
-    state = describe(runtime.workspace.state_dir)
-    state["problems"] = _with_command_problems(runtime, state["problems"])
-    if as_json:
-        print_json(state)
-    else:
-        show_status(state)
-
-
-def _with_command_problems(runtime: Runtime, problems: list[str]) -> list[str]:
-    """Add what the daemon may not know: a failed pricing sync command, a stopped remote sync."""
-    from feedbackd.selfopt import sync_problems
-    from feedbackd.sync import problem_line, sync_status
-
-    extra = sync_problems(runtime.workspace.state_dir)
-    line = problem_line(sync_status(runtime))
-    extra += [line] if line else []
-    return [*problems, *(problem for problem in extra if problem not in problems)]
-
-
 def _register_command_groups() -> None:
-    from feedbackd import cli_ratings
+    """Add the commands that live in modules of their own (they import this one's helpers)."""
+    from feedbackd import cli_optimize, cli_ratings, cli_sync
 
-    cli_ratings.register(app)
+    for group in (cli_ratings, cli_optimize, cli_sync):
+        group.register(app)
 
 
 _register_command_groups()
-
-from feedbackd import cli_optimize  # noqa: E402  (it registers onto the app defined above)
-
-cli_optimize.register(app)
-
-from feedbackd import cli_sync  # noqa: E402  (it registers onto the app defined above)
-
-cli_sync.register(app)

@@ -76,3 +76,30 @@ def clear_orphans(folder: Path) -> None:
         if not stale.with_name(stale.name[: -len(ERROR_SUFFIX)]).exists():
             with contextlib.suppress(FileNotFoundError):
                 stale.unlink()
+
+
+# Where `.error` files can stand: beside items, beside feedback.json, beside inbox ratings.
+_REPORT_PATTERNS = ("agents/*/*/*", "agents/*/*", "inbox/ratings/*")
+
+
+def reported_problems(data_dir: Path) -> list[str]:
+    """Problems still explained on disk by `.error` files, as `{file}: {what is wrong}` lines.
+
+    `status` shows these when no daemon runs, so a `run --once` from a timer leaves them visible.
+    """
+    lines: list[str] = []
+    for pattern in _REPORT_PATTERNS:
+        for report in sorted(data_dir.glob(pattern + ERROR_SUFFIX)):
+            bad = report.with_name(report.name[: -len(ERROR_SUFFIX)])
+            if report.is_file() and bad.exists():
+                lines.append(f"{bad}: {_first_line(report)}")
+    return lines
+
+
+def _first_line(report: Path) -> str:
+    try:
+        with open(report, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline(4096).rstrip("\n")
+    except OSError as error:
+        return f"(cannot read {report.name}: {error.strerror})"
+    return first.removeprefix("feedbackd: ")
