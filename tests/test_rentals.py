@@ -198,3 +198,13 @@ def test_a_failing_sync_command_is_shown_by_status_and_is_not_fatal(site: Site) 
     assert "pricing: 9.5\n" in soul.read_text()
     status = json.loads(site.cli("status", "--json").stdout)
     assert any("exit status 3" in problem for problem in status["problems"]), status
+
+
+def test_the_human_listing_shows_the_newest_rows_and_sums_up_all(site: Site) -> None:
+    for _ in range(22):
+        assert submit(site, rating()).returncode == 0
+    done = site.cli("feedback", "list", "--skill", SKILL)
+    assert done.returncode == 0
+    assert "22 ratings (the newest 20 shown; --limit N for more)" in done.stdout
+    full = json.loads(site.cli("feedback", "list", "--skill", SKILL, "--json").stdout)
+    assert len(full["feedbacks"]) == 22

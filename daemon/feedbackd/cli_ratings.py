@@ -21,6 +21,7 @@ from feedbackd.runtime import Runtime
 from feedbackd.timeutil import parse_duration, utcnow
 from feedbackd.workspace import validate_id
 
+TABLE_ROWS = 20
 feedback_app = typer.Typer(help="Ratings of rented skills.", no_args_is_help=True)
 
 
@@ -65,6 +66,8 @@ def list_ratings(
         store = RatingStore(runtime.workspace, progress=progress)
         providers = [validate_id(agent, "agent id")] if agent else _providers_of(runtime, skill)
         found = [r for p in providers for r in store.ratings(p, skill, start)]
+    if limit is None and not as_json:
+        limit = TABLE_ROWS  # a table of thousands of rows helps nobody; the summary covers all
     report = feedback_list_report(
         skill, agent, since, found, runtime.settings.reputation, now, limit
     )
@@ -99,8 +102,11 @@ def _print_list(report: dict[str, object]) -> None:
             escape(r.get("quality_details", "")),
         )
     out.print(table)
+    shown = len(feedbacks) if isinstance(feedbacks, list) else 0
+    total = report["count"]
+    more = f" (the newest {shown} shown; --limit N for more)" if shown != total else ""
     out.print(
-        f"{report['count']} ratings, average {report['average_rating']},"
+        f"{report['count']} ratings{more}, average {report['average_rating']},"
         f" reputation {report['reputation_score']}"
     )
 
