@@ -11,6 +11,8 @@ from typing import Annotated
 
 import typer
 
+from feedbackd.cli import GLOBALS, JsonOption, command
+from feedbackd.locking import pipeline_lock
 from feedbackd.output import print_json
 from feedbackd.selfopt import Change, optimize_all
 
@@ -18,28 +20,22 @@ AgentOption = Annotated[str | None, typer.Argument(help="Only this agent (defaul
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Say what would change; change nothing.")
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
 def register(app: typer.Typer) -> None:
     """Add the `optimize` command to the feedbackd command line."""
-    from feedbackd.cli import command
-
-    app.command("optimize")(command(optimize))
+    app.command("optimize")(optimize)
 
 
+@command
 def optimize(
     agent: AgentOption = None, dry_run: DryRunOption = False, as_json: JsonOption = False
 ) -> None:
     """Cut prices buyers call too high and write lessons for weak skills (SOUL.md rules)."""
-    from feedbackd.cli import GLOBALS
-
     runtime = GLOBALS.runtime()
     if dry_run:
         changes = optimize_all(runtime, agent, dry_run=True)
     else:
-        from feedbackd.locking import pipeline_lock
-
         with pipeline_lock(runtime):
             changes = optimize_all(runtime, agent, dry_run=False)
     if as_json:
