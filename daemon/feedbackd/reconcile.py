@@ -229,7 +229,7 @@ class AgentReconciler:
             if path.name.startswith(".") or path.suffix not in ITEM_SUFFIXES:
                 continue
             if path.is_symlink() and not self.runtime.workspace.is_inside(path):
-                self.report.warnings.append(f"{path}: symbolic link leads outside the workspace")
+                self._warn(f"{self.rel(path)}: symbolic link leads outside the workspace; ignored")
                 continue
             if not path.is_file():
                 continue
@@ -333,7 +333,7 @@ class AgentReconciler:
         decided = [f for f in files if f.folder in DECISION_FOLDERS]
         both = _in_both_folders(decided)
         for item_id in sorted(both):
-            self.report.warnings.append(
+            self._warn(
                 f"{self.agent.agent_id}/{item_id} is in both approved/ and rejected/: keep one"
             )
         return [
