@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedbackd import decisions, items, problems
-from feedbackd.commitmsg import FIELDS_KEY, ITEM_KEY, Person, one_line
+from feedbackd.commitmsg import FIELDS_KEY, ITEM_KEY, Person, fields_trailer, one_line
 from feedbackd.decisions import DecisionRecord, State
 from feedbackd.errors import FeedbackdError, InvalidFeedback, InvalidItem, WorkspaceError
 from feedbackd.feedback import (
@@ -199,7 +199,7 @@ class AgentReconciler:
         self._write_snippet(stored)
         trailers = [(ITEM_KEY, entry.queueItemId)] if entry.queueItemId else []
         if entry.field:
-            trailers.append((FIELDS_KEY, entry.field))
+            trailers.append((FIELDS_KEY, fields_trailer([entry.field])))
         summary = entry.type + (f" of {entry.field}" if entry.field else "")
         summary += f" ({entry.queueItemId})" if entry.queueItemId else ""
         body = _entry_body(entry)
@@ -614,5 +614,5 @@ def _decision_body(decision: Decision) -> list[str]:
 def _decision_trailers(decision: Decision) -> list[tuple[str, str]]:
     trailers = [(ITEM_KEY, decision.item.item_id)]
     if decision.corrections:
-        trailers.append((FIELDS_KEY, ", ".join(c.field for c in decision.corrections)))
+        trailers.append((FIELDS_KEY, fields_trailer(c.field for c in decision.corrections)))
     return trailers
