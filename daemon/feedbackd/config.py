@@ -157,7 +157,8 @@ class Settings(BaseModel):
     @field_validator("data_dir")
     @classmethod
     def _data_dir_inside_workspace(cls, value: str) -> str:
-        if value in {".", ".."}:
+        # git's own folder and feedbackd's local state are not places for shared data.
+        if value in {".", ".."} or value.lower() in {".git", ".feedbackd"}:
             raise ValueError("a folder name inside the workspace, like _data")
         return value
 
