@@ -293,17 +293,21 @@ def _with_command_problems(runtime: Runtime, problems: list[str]) -> list[str]:
 def main() -> int:
     try:
         result = app(standalone_mode=False)
-    except typer.TyperException as error:  # bad usage caught by the option parser
-        return _usage_error(error)
     except typer.Abort:
         print_error(FeedbackdError("aborted", code="aborted"), "--json" in sys.argv[1:])
         return 1
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except Exception as error:
+        # Bad usage caught by the option parser: click's errors (vendored by typer or not) carry
+        # format_message and an exit code; anything else is a bug and keeps its traceback.
+        if not callable(getattr(error, "format_message", None)):
+            raise
+        return _usage_error(error)
     return result if isinstance(result, int) else 0
 
 
-def _usage_error(error: typer.TyperException) -> int:
+def _usage_error(error: Exception) -> int:
     """Usage errors speak like every other error: `error: usage: ...`, or JSON with --json."""
     code = getattr(error, "exit_code", 2)
     if type(error).__name__ == "NoArgsIsHelpError":  # bare `feedbackd`: show the help
@@ -313,7 +317,8 @@ def _usage_error(error: typer.TyperException) -> int:
     where = getattr(context, "command_path", "feedbackd")
     hint = f"see `{where} --help`"
     as_json = "--json" in sys.argv[1:]
-    print_error(UsageError(error.format_message(), hint=hint), as_json)
+    message = str(error.format_message())  # type: ignore[attr-defined]
+    print_error(UsageError(message, hint=hint), as_json)
     return int(code)
 
 
