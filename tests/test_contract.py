@@ -122,6 +122,16 @@ def test_init_writes_ignores_attributes_driver_and_commits_as_feedbackd(site: Si
     assert site.git("status", "--porcelain") == ""
 
 
+def test_init_on_a_file_is_a_workspace_error(tmp_path: Path) -> None:
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "init", str(taken)], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and done.stderr.startswith("error: workspace_error: ")
+    assert taken.read_text() == "not a folder\n"
+
+
 # --- §3 unreadable files ------------------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from feedbackd.commitmsg import Person
+from feedbackd.errors import WorkspaceError
 from feedbackd.fsutil import TMP_SUFFIX, atomic_write_text
 from feedbackd.gitrepo import GitRepo
 from feedbackd.mergedriver import ATTRIBUTES, DRIVER_NAME
@@ -38,7 +39,7 @@ CONFIG_TEMPLATE = """\
 def init_workspace(root: Path, *, sample: bool = False) -> list[str]:
     """Set up root and return what was done, one line each."""
     done: list[str] = []
-    root.mkdir(parents=True, exist_ok=True)
+    _make_folder(root)
     if not GitRepo.is_repo(root):
         GitRepo.init(root)
         done.append(f"created git repository in {root}")
@@ -65,6 +66,16 @@ def register_merge_driver(root: Path) -> None:
     with GitRepo(root) as repo:
         repo.set_config("merge.feedbackd.name", DRIVER_NAME)
         repo.set_config("merge.feedbackd.driver", command)
+
+
+def _make_folder(root: Path) -> None:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file of that name, no permission, a read-only disk
+        raise WorkspaceError(
+            f"cannot make {root} a workspace folder: {error.strerror}",
+            hint="pass a folder that exists or can be created",
+        ) from None
 
 
 def _write_if_missing(path: Path, text: str) -> list[Path]:
