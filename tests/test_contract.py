@@ -155,6 +155,21 @@ def test_an_error_file_has_exactly_two_lines(site: Site, name: str, text: str, w
     assert lines[1] and not lines[1].startswith("feedbackd")
 
 
+def test_half_a_character_pair_is_refused_not_a_crash(site: Site) -> None:
+    site.configure("daemon:\n  settle_ms: 0\n")
+    text = '{"contentData": {"t": "\\ud800 new"}, "originalContentData": {"t": "old"}}\n'
+    item = site.write("w", "approved", "qi-1.json", text)
+    inbox = site.root / "_data" / "inbox" / "ratings" / "r.json"
+    inbox.write_text(json.dumps(rating(quality_details="\ud800")))
+    site.ok("run", "--once")
+    assert item.read_text() == text and inbox.exists()
+    assert "\\ud800" in (item.parent / "qi-1.json.error").read_text()
+    assert (inbox.parent / "r.json.error").read_text().startswith("feedbackd: ")
+    payload = '{"type": "edit", "original": "\\ud800", "corrected": "y"}'
+    done = site.run("record", "w", "--json", payload)
+    assert done.returncode == 1 and done.stderr.startswith("error: invalid_feedback: ")
+
+
 # --- §4 and §5 feedback, snippets and the Python API --------------------------------------------
 
 

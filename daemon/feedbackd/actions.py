@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from feedbackd import items
 from feedbackd.errors import FeedbackdError, InvalidFeedback, NotFound
 from feedbackd.feedback import FeedbackEntry, new_entry
+from feedbackd.fsutil import half_character
 from feedbackd.reconcile import Report, reconcile_all
 from feedbackd.runtime import Runtime
 from feedbackd.timeutil import utcnow
@@ -73,6 +74,12 @@ def parse_record(payload: str) -> dict[str, Any]:
         ) from None
     if not isinstance(data, dict):
         raise InvalidFeedback("--json must be a JSON object")
+    half = half_character(data)
+    if half is not None:
+        raise InvalidFeedback(
+            f"--json holds {half}, half of a character pair",
+            hint="write the character itself, or both halves of its escape pair",
+        )
     unknown = sorted(set(data) - RECORD_FIELDS)
     if unknown:
         raise InvalidFeedback(

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from feedbackd.errors import InvalidFeedback
-from feedbackd.fsutil import atomic_write_text, dumps_json
+from feedbackd.fsutil import atomic_write_text, dumps_json, half_character
 from feedbackd.timeutil import iso_ms, unix_ms
 
 EntryType = Literal["correction", "rejection", "edit"]
@@ -87,6 +87,12 @@ def parse_feedback(text: str) -> list[FeedbackEntry]:
         raise InvalidFeedback(
             "feedback.json must hold a JSON array of entries",
             hint="restore the last good version from git",
+        )
+    half = half_character(raw)
+    if half is not None:  # it could never be written back
+        raise InvalidFeedback(
+            f"feedback.json holds {half}, half of a character pair",
+            hint="write the character itself, or restore the last good version from git",
         )
     return [_parse_entry(value, index) for index, value in enumerate(raw)]
 

@@ -91,3 +91,25 @@ def _fsync_dir(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def half_character(value: Any) -> str | None:
+    """The first `\\uD800`-`\\uDFFF` escape in a parsed JSON or YAML value that stands alone.
+
+    Such an escape decodes to half of a character pair, which no UTF-8 file can hold: written
+    back it would fail, so readers refuse it up front. Returns it spelled as an escape, or None.
+    """
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, str):
+            try:
+                current.encode("utf-8")
+            except UnicodeEncodeError as error:
+                return f"\\u{ord(current[error.start]):04x}"
+        elif isinstance(current, dict):
+            pending.extend(current.keys())
+            pending.extend(current.values())
+        elif isinstance(current, list):
+            pending.extend(current)
+    return None

@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple
 
 from feedbackd import yamlio
 from feedbackd.errors import InvalidId, InvalidItem, NotFound
-from feedbackd.fsutil import atomic_write_bytes, dumps_json
+from feedbackd.fsutil import atomic_write_bytes, dumps_json, half_character
 from feedbackd.workspace import validate_id
 
 MAX_ITEM_BYTES = 1024 * 1024
@@ -164,12 +164,22 @@ def _parse(data: bytes, suffix: str, item_id: str, path: Path | None) -> Item:
     if not text.strip():
         raise ItemError("the file is empty", hint=_empty_hint(fmt))
     if fmt == "md":
-        return _markdown_item(text, item_id, path)
+        return _whole_characters(_markdown_item(text, item_id, path))
     document, locate = _load_json(text) if fmt == "json" else _load_yaml_item(text)
     header = _check_header(document, item_id, suffix, locate)
     content = _object_field(document, "contentData", locate, required=True)
     assert content is not None  # required=True never returns None
-    return Item(item_id, path, fmt, content, **header, document=document)
+    return _whole_characters(Item(item_id, path, fmt, content, **header, document=document))
+
+
+def _whole_characters(item: Item) -> Item:
+    half = half_character(item.document)
+    if half is not None:
+        raise ItemError(
+            f"the escape {half} is half of a character pair, which no text file can hold",
+            hint="write the character itself, or both halves of its escape pair",
+        )
+    return item
 
 
 def _check_file_name(item_id: str, suffix: str) -> None:

@@ -37,7 +37,9 @@ def error_path(path: Path) -> Path:
 
 def error_text(error: FeedbackdError) -> str:
     hint = error.hint or "fix the file; feedbackd retries it automatically"
-    return f"feedbackd: {error.message}\n{hint}\n"
+    text = f"feedbackd: {error.message}\n{hint}\n"
+    # A message quoting the file may carry half of a character pair: spell it as an escape.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def judge(path: Path, error: FeedbackdError, settle_ms: int, now: float | None = None) -> Problem:
