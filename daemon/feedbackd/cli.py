@@ -165,10 +165,8 @@ def record(
     runtime = GLOBALS.runtime().with_curator(curator)
     entry = actions.build_record_entry(actions.parse_record(payload))
     with pipeline_lock(runtime):
-        report = record_entry(runtime, runtime.workspace.agent(agent).agent_id, entry)
+        record_entry(runtime, runtime.workspace.agent(agent).agent_id, entry)  # warnings are logged
     print_json(entry.as_json())
-    for warning in report.warnings:
-        typer.echo(f"warning: {warning}", err=True)
 
 
 @app.command()
