@@ -45,7 +45,13 @@ from feedbackd.commitmsg import (
     one_line,
 )
 from feedbackd.errors import FeedbackdError, NotFound
-from feedbackd.fsutil import append_line, atomic_write_bytes, atomic_write_json, atomic_write_text
+from feedbackd.fsutil import (
+    append_line,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    half_character,
+)
 from feedbackd.gitrepo import GitRepo
 from feedbackd.memory import (
     PATTERNS,
@@ -158,6 +164,9 @@ def rules_hook(
         return [change.as_event() for change in run_rules(runtime, repo, provider, skill, now)]
     except FeedbackdError as exc:
         log.warning("self-optimisation of %s/%s failed: %s", provider, skill, exc)
+        return []
+    except Exception:  # a bug in a rule: the rating is committed, so say so and carry on
+        log.exception("self-optimisation of %s/%s failed unexpectedly", provider, skill)
         return []
 
 
@@ -632,6 +641,9 @@ def _optimizer_answer(result: CommandResult) -> tuple[str, str] | None:
         return None
     description = answer.get("description") if isinstance(answer, dict) else None
     reason = answer.get("reason", "") if isinstance(answer, dict) else None
+    if half_character(answer) is not None:  # SOUL.md and the commit could never hold it
+        log.warning("optimizer.command answered half of a character pair; nothing changed")
+        return None
     if not isinstance(description, str) or not description.strip() or not isinstance(reason, str):
         log.warning(
             'optimizer.command must answer {"description": "...", "reason": "..."}; '
