@@ -38,7 +38,8 @@ def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> N
         )
     out.print(table)
     examples = runtime.settings.prompt.max_examples
-    out.print(f"{len(entries)} entries in all; the last {examples} corrections reach the prompt.")
+    noun = "entry" if len(entries) == 1 else "entries"
+    out.print(f"{len(entries)} {noun} in all; the last {examples} corrections reach the prompt.")
 
 
 def _change(entry: FeedbackEntry) -> str:
