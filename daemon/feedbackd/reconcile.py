@@ -284,7 +284,7 @@ class AgentReconciler:
             for record in requeued:
                 decisions.append_record(self.agent.decisions, record)
             paths = [f.path for f in new] + [self.agent.decisions] * bool(requeued)
-            paths += [self._decided_path(record) for record in requeued]
+            paths += [path for record in requeued for path in self._decided_path(record)]
             summary = _drafts_summary([f.item_id for f in new], [r.item for r in requeued])
             self._commit("draft", summary, paths, None, trailers=())
         # Snapshots last: a draft whose commit failed is still new on the next pass.
@@ -324,8 +324,9 @@ class AgentReconciler:
                 records.append(record)
         return records
 
-    def _decided_path(self, record: DecisionRecord) -> Path:
-        return self.runtime.workspace.root / (record.file or "")
+    def _decided_path(self, record: DecisionRecord) -> list[Path]:
+        """Where the ledger says the item was decided (none for a hand-written record)."""
+        return [self.runtime.workspace.root / record.file] if record.file else []
 
     # --- decisions ----------------------------------------------------------------------------
     def _undecided(self, files: list[ItemFile]) -> list[ItemFile]:
@@ -478,7 +479,7 @@ class AgentReconciler:
             return
         paths = [*self._managed_paths()]
         for record in pending:
-            paths.append(self._decided_path(record))
+            paths.extend(self._decided_path(record))
             paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
         last = pending[-1]
         event = EVENT_OF_STATE[last.state]
