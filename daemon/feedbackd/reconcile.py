@@ -486,8 +486,10 @@ class AgentReconciler:
         summary = (
             ", ".join(record.item for record in pending) + " (completed after an interruption)"
         )
-        author = Person.parse(last.curator) if last.curator else None
-        self._commit(event, summary, paths, author, trailers=(), item=last.item)
+        trailers = [(ITEM_KEY, last.item)]
+        if last.fields:
+            trailers.append((FIELDS_KEY, fields_trailer(last.fields)))
+        self._commit(event, summary, paths, _curator_of(last), trailers=trailers, item=last.item)
 
     # --- git ----------------------------------------------------------------------------------
     def _commit(
@@ -561,6 +563,13 @@ def _file_state(path: Path) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def _curator_of(record: DecisionRecord) -> Person | None:
+    try:
+        return Person.parse(record.curator) if record.curator else None
+    except ValueError:
+        return None  # a hand-edited ledger line: the workspace's identity stands in
 
 
 def _bad_name(stem: str) -> tuple[str, str]:
