@@ -324,3 +324,20 @@ def test_a_symlink_leading_outside_is_ignored_and_reported(site: Site, tmp_path:
     report = site.reconcile()
     assert site.feedback("w") == []
     assert any("outside the workspace" in warning for warning in report.warnings)
+
+
+def test_a_decision_written_but_never_committed_is_committed_by_the_next_pass(
+    site: Site,
+) -> None:
+    # What a pass killed between its writes and its commit leaves: files, no commit.
+    site.configure("git:\n  enabled: false\n")
+    site.write("w", "qi-1.json", draft({"t": "new"}, {"t": "old"}), folder="approved")
+    site.reconcile()
+    assert site.git("status", "--porcelain", "--", "_data") != ""
+    site.configure("")
+    site.reconcile()
+    assert site.git("status", "--porcelain", "--", "_data") == ""
+    assert "qi-1 (completed after an interruption)" in site.git("log", "-1", "--format=%s")
+    trailers = site.trailers()
+    assert trailers["Feedback-Item"] == ["qi-1"] and trailers["Feedback-Fields"] == ["t"]
+    assert len(site.feedback("w")) == 1

@@ -513,7 +513,11 @@ class AgentReconciler:
             body=body,
             trailers=trailers,
         )
-        ledger = _file_state(self.agent.decisions) if self.agent.decisions in paths else None
+        ledger = (
+            _file_state(self.agent.decisions)
+            if self.repo is not None and self.agent.decisions in paths
+            else None
+        )
         recorded = commit_change(self.runtime, self.repo, change)
         if ledger is not None:
             _COMMITTED_LEDGERS[self.agent.decisions] = ledger
