@@ -134,6 +134,12 @@ def read_feedback(path: Path) -> list[FeedbackEntry]:
             f"feedback.json is not UTF-8 (byte {exc.start})",
             hint="restore the last good version from git",
         ) from None
+    except OSError as exc:  # a folder of that name, no permission, ...
+        raise InvalidFeedback(
+            f"feedback.json cannot be read: {exc.strerror or exc}",
+            hint="make it a readable file: move whatever stands there away, then restore the"
+            " last good version from git",
+        ) from None
     return parse_feedback(text)
 
 

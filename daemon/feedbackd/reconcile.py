@@ -8,7 +8,9 @@ that never reached a commit are committed by the next pass.
 
 from __future__ import annotations
 
+import errno
 import logging
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from feedbackd.feedback import (
     read_feedback,
     write_feedback,
 )
-from feedbackd.fsutil import atomic_write_bytes, atomic_write_text
+from feedbackd.fsutil import TMP_SUFFIX, atomic_write_bytes, atomic_write_text
 from feedbackd.gitrepo import GitRepo
 from feedbackd.items import Correction, Item
 from feedbackd.problems import Problem
@@ -117,6 +119,11 @@ def reconcile_all(
     keep_going is asked before each agent and each decision: the daemon answers False once it
     was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
     progress, when given, hears (agents done, agents in all) for a progress bar.
+
+    An agent folder that cannot be used (a folder named feedback.json, a file named prompt, a
+    full disk) stops that agent's pass with a WorkspaceError saying where. A pass over chosen
+    agents raises it (the daemon retries the agent with backoff, a command fails with the
+    reason); a full pass reports it as a problem and goes on with the other agents.
     """
     report = Report()
     chosen = runtime.workspace.agent_ids() if agents is None else agents
@@ -126,10 +133,66 @@ def reconcile_all(
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
-            report.extend(AgentReconciler(runtime, repo, agent_id, keep_going).run())
+            try:
+                report.extend(AgentReconciler(runtime, repo, agent_id, keep_going).run())
+            except OSError as error:
+                unusable = _unusable(runtime, error)
+                if agents is not None:
+                    raise unusable from error
+                log.error("%s: %s; its decisions wait", agent_id, unusable.message)
+                report.problems.append(
+                    Problem(unusable.path, unusable.what, unusable.hint, True, 0.0)
+                )
             if progress is not None:
                 progress(done, len(chosen))
     return report
+
+
+class AgentFolderUnusable(WorkspaceError):
+    """A path of an agent folder that the pass cannot read or write: `path`, and `what` is
+    wrong with it (the message names both)."""
+
+    def __init__(self, where: str, what: str, *, hint: str, path: Path) -> None:
+        super().__init__(f"{where}: {what}", hint=hint)
+        self.what = what
+        self.path = path
+
+
+def _unusable(runtime: Runtime, error: OSError) -> AgentFolderUnusable:
+    """Say which path stands in the way and what is wrong with it, in a user's words.
+
+    Every step of a pass is redone by the next one, so nothing half-done is lost meanwhile.
+    """
+    path = _blocking_path(Path(error.filename or runtime.workspace.data))
+    if error.errno in (errno.EEXIST, errno.ENOTDIR):
+        what = "a file stands where feedbackd needs a folder"
+    elif error.errno == errno.EISDIR:
+        what = "a folder stands where feedbackd needs a file"
+    else:
+        what = error.strerror or str(error)
+    try:
+        where = runtime.workspace.relative(path)
+    except ValueError:
+        where = str(path)
+    return AgentFolderUnusable(
+        where,
+        what,
+        hint="move it away or fix it (see the workspace layout in the README), make sure"
+        " feedbackd may write there and the disk has room; the agent's pending work is done"
+        " once it is fixed",
+        path=path,
+    )
+
+
+def _blocking_path(path: Path) -> Path:
+    """The first ancestor of path that exists but is not a folder (else path itself); a
+    temporary file stands for the file it would have replaced."""
+    for ancestor in reversed(path.parents):
+        if ancestor.exists() and not ancestor.is_dir():
+            return ancestor
+    if path.name.endswith(TMP_SUFFIX):  # `.{name}.{8 hex}{TMP_SUFFIX}`
+        return path.with_name(path.name[1:].removesuffix(TMP_SUFFIX).rsplit(".", 1)[0])
+    return path
 
 
 def reconcile_ratings(runtime: Runtime) -> Report:
@@ -228,11 +291,15 @@ class AgentReconciler:
         for path in sorted(directory.iterdir()):
             if path.name.startswith(".") or path.suffix not in ITEM_SUFFIXES:
                 continue
+            not_an_item = _not_an_item(path)
+            if not_an_item is not None:
+                self._warn(f"{self.rel(path)}: {not_an_item}; ignored")
+                continue
             if path.is_symlink() and not self.runtime.workspace.is_inside(path):
                 self._warn(f"{self.rel(path)}: symbolic link leads outside the workspace; ignored")
                 continue
             if not path.is_file():
-                continue
+                continue  # removed since the folder was listed
             if not is_valid_id(path.stem):
                 message, hint = _bad_name(path.stem)
                 self._problem(path, InvalidItem(message, hint=hint))
@@ -574,6 +641,25 @@ def _curator_of(record: DecisionRecord) -> Person | None:
         return Person.parse(record.curator) if record.curator else None
     except ValueError:
         return None  # a hand-edited ledger line: the workspace's identity stands in
+
+
+def _not_an_item(path: Path) -> str | None:
+    """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
+
+    A curator who made a folder `qi-1.json` in approved/ hears why nothing happens, and a pipe
+    is never opened (reading it would wait for a writer forever).
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "symbolic link to nothing" if path.is_symlink() else None
+    except OSError as error:  # a loop of symbolic links, a folder that cannot be searched
+        return f"cannot be read ({error.strerror})"
+    if stat.S_ISDIR(mode):
+        return "a folder, not an item file"
+    if not stat.S_ISREG(mode):
+        return "not a plain file (a pipe, socket or device)"
+    return None
 
 
 def _bad_name(stem: str) -> tuple[str, str]:

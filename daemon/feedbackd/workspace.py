@@ -121,10 +121,13 @@ class Workspace:
         )
 
     def is_inside(self, path: Path) -> bool:
-        """True when path (after resolving symbolic links) stays inside the workspace."""
+        """True when path (after resolving symbolic links) stays inside the workspace.
+
+        A symbolic link loop leads nowhere, so it is not inside (resolve raises RuntimeError).
+        """
         try:
             path.resolve().relative_to(self.root.resolve())
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):
             return False
         return True
 
