@@ -152,7 +152,7 @@ def test_an_agent_whose_pass_fails_holds_up_no_one(
 ) -> None:
     for agent in ("broken", "fine"):
         site.write(agent, "qi-1.json", draft({"title": NEW}, {"title": OLD}), folder="approved")
-    (site.agent("broken") / "feedback.json").mkdir()  # reading it raises, unexpectedly
+    (site.agent("broken") / "prompt").write_text("")  # writing the snippet fails
     daemon = start(site, listener)
     daemon.wait_ready()
     assert committed(site, "approve(fine): qi-1")
@@ -160,7 +160,7 @@ def test_an_agent_whose_pass_fails_holds_up_no_one(
     assert any(p.startswith("broken: last pass failed") for p in problems), problems
     assert daemon.proc.poll() is None
 
-    (site.agent("broken") / "feedback.json").rmdir()
+    (site.agent("broken") / "prompt").unlink()
     wait_for(lambda: committed(site, "approve(broken): qi-1"), what="the repaired agent")
     wait_for(lambda: status_json(site)["problems"] == [], what="the problem to clear")
 
