@@ -355,6 +355,7 @@ class GitRepo:
         rels = list(dict.fromkeys(_rel(path) for path in paths))
         if not rels:
             return None
+        self.refuse_during_operation()
         self._clear_index_lock()
         for attempt in range(1, _COMMIT_ATTEMPTS + 1):
             head, head_tree = self._head_and_tree()
@@ -541,6 +542,22 @@ class GitRepo:
             if (self._git_dir / marker).exists():
                 return name
         return None
+
+    def refuse_during_operation(self) -> None:
+        """Raise GitError while the user is in the middle of a rebase, merge, ...
+
+        A commit made then lands on the HEAD of that operation: `git rebase --abort` throws it
+        away, and with it the files it held (a draft vanished from queue/). So feedbackd writes
+        and commits nothing until the operation is finished; what waits is done afterwards.
+        """
+        operation = self.operation_in_progress()
+        if operation is not None:
+            raise GitError(
+                f"a git {operation} is in progress in the workspace; feedbackd records nothing"
+                " until it is finished",
+                hint=f"finish it with `git {operation} --continue`, or undo it with"
+                f" `git {operation} --abort`; what waited is recorded then",
+            )
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         """True when `newer` already contains `older`."""

@@ -19,7 +19,13 @@ from pathlib import Path
 from feedbackd import decisions, items, problems
 from feedbackd.commitmsg import FIELDS_KEY, ITEM_KEY, Person, fields_trailer, one_line
 from feedbackd.decisions import DecisionRecord, State
-from feedbackd.errors import FeedbackdError, InvalidFeedback, InvalidItem, WorkspaceError
+from feedbackd.errors import (
+    FeedbackdError,
+    GitError,
+    InvalidFeedback,
+    InvalidItem,
+    WorkspaceError,
+)
 from feedbackd.feedback import (
     FeedbackEntry,
     merge_new,
@@ -107,6 +113,16 @@ def open_repo(runtime: Runtime) -> Iterator[GitRepo | None]:
         yield repo
 
 
+@contextmanager
+def open_repo_for_writing(runtime: Runtime) -> Iterator[GitRepo | None]:
+    """open_repo for a pass that writes: refused before any file is written while the user is
+    in the middle of a rebase or merge (its --abort would throw away what the pass did)."""
+    with open_repo(runtime) as repo:
+        if repo is not None:
+            repo.refuse_during_operation()
+        yield repo
+
+
 def reconcile_all(
     runtime: Runtime,
     agents: Sequence[str] | None = None,
@@ -120,15 +136,18 @@ def reconcile_all(
     was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
     progress, when given, hears (agents done, agents in all) for a progress bar.
 
-    An agent folder that cannot be used (a folder named feedback.json, a file named prompt, a
-    full disk) stops that agent's pass with a WorkspaceError saying where. A pass over chosen
-    agents raises it (the daemon retries the agent with backoff, a command fails with the
-    reason); a full pass reports it as a problem and goes on with the other agents.
+    A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
+    a command fails with the reason). A full pass reports a user's rebase or merge in progress
+    as a problem and writes nothing, and an agent folder that cannot be used (a folder named
+    feedback.json, a file named prompt, a full disk) as a problem of that agent alone.
     """
     report = Report()
     chosen = runtime.workspace.agent_ids() if agents is None else agents
+    full_pass = agents is None
     with open_repo(runtime) as repo:
-        if agents is None:
+        if not _may_write(runtime, repo, report, full_pass):
+            return report
+        if full_pass:
             _reconcile_ratings(runtime, repo, report)
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
@@ -137,7 +156,7 @@ def reconcile_all(
                 report.extend(AgentReconciler(runtime, repo, agent_id, keep_going).run())
             except OSError as error:
                 unusable = _unusable(runtime, error)
-                if agents is not None:
+                if not full_pass:
                     raise unusable from error
                 log.error("%s: %s; its decisions wait", agent_id, unusable.message)
                 report.problems.append(
@@ -146,6 +165,23 @@ def reconcile_all(
             if progress is not None:
                 progress(done, len(chosen))
     return report
+
+
+def _may_write(runtime: Runtime, repo: GitRepo | None, report: Report, full_pass: bool) -> bool:
+    """False (a problem reported) while a user's rebase or merge is in progress; a pass over
+    chosen agents raises the GitError instead."""
+    if repo is None:
+        return True
+    try:
+        repo.refuse_during_operation()
+    except GitError as error:
+        if not full_pass:
+            raise
+        log.error("%s", error)
+        git_dir = runtime.workspace.root / ".git"
+        report.problems.append(Problem(git_dir, error.message, error.hint, True, 0.0))
+        return False
+    return True
 
 
 class AgentFolderUnusable(WorkspaceError):
@@ -198,7 +234,7 @@ def _blocking_path(path: Path) -> Path:
 def reconcile_ratings(runtime: Runtime) -> Report:
     """The ratings part of a full pass on its own (the daemon runs it apart from the agents)."""
     report = Report()
-    with open_repo(runtime) as repo:
+    with open_repo_for_writing(runtime) as repo:
         _reconcile_ratings(runtime, repo, report)
     return report
 
@@ -613,7 +649,7 @@ class AgentReconciler:
 
 
 def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Report:
-    with open_repo(runtime) as repo:
+    with open_repo_for_writing(runtime) as repo:
         reconciler = AgentReconciler(runtime, repo, agent_id)
         author = choose_author(None, runtime, reconciler._workspace_user())
         return reconciler.record(entry, author)
