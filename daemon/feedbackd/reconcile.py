@@ -542,8 +542,14 @@ class AgentReconciler:
         )
 
     def _decision_paths(self, item_file: ItemFile) -> list[Path]:
-        queue_copies = [self.agent.queue / (item_file.item_id + s) for s in ITEM_SUFFIXES]
-        return [*queue_copies, item_file.path, *self._managed_paths()]
+        # Where the item came from is part of its move: queue/, or the other decision folder
+        # when the curator changed their mind (an item in both is never decided).
+        sources = [
+            self.agent.folder(folder) / (item_file.item_id + suffix)
+            for folder in ("queue", *DECISION_FOLDERS)
+            for suffix in ITEM_SUFFIXES
+        ]
+        return [*sources, item_file.path, *self._managed_paths()]
 
     def _managed_paths(self) -> list[Path]:
         return [self.agent.feedback, self.agent.decisions, self.agent.prompt]
