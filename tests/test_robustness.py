@@ -9,10 +9,13 @@ condition is fixed.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from feedbackd.runtime import Runtime
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
 from tests.workspace_kit import Site, draft
 
@@ -111,7 +114,144 @@ def test_a_file_named_prompt_holds_up_only_its_agent(site: Site) -> None:
     assert len(site.feedback("a1")) == 1
 
 
+def test_moving_the_whole_approved_folder_to_rejected_commits_the_moves(site: Site) -> None:
+    for item in ("q1", "q2"):
+        site.write("a1", f"{item}.json", draft({"title": "Hello"}))
+    site.reconcile()
+    for item in ("q1", "q2"):
+        site.move("a1", f"{item}.json", "approved")
+    site.reconcile()
+    rejected = site.agent("a1") / "rejected"
+    if rejected.exists():
+        rejected.rmdir()
+    (site.agent("a1") / "approved").rename(rejected)
+
+    report = site.reconcile()
+
+    assert [event.summary for event in report.events] == ["q1", "q2"]
+    assert site.git("status", "--porcelain", "--untracked-files=no") == ""
+    assert "{approved => rejected}/q2.json" in site.git("show", "--stat", "--format=", "HEAD")
+
+
+# --- git -------------------------------------------------------------------------------------
+
+
+def _start_conflicted_rebase(site: Site) -> None:
+    """The user rebases a branch and stops at a conflict in a file of their own."""
+    site.git("branch", "-M", "main")
+    (site.root / "notes.txt").write_text("base\n")
+    site.git("add", "notes.txt")
+    site.git("commit", "-q", "-m", "base")
+    site.git("checkout", "-q", "-b", "side")
+    (site.root / "notes.txt").write_text("side\n")
+    site.git("commit", "-q", "-am", "side")
+    site.git("checkout", "-q", "main")
+    (site.root / "notes.txt").write_text("main\n")
+    site.git("commit", "-q", "-am", "main")
+    site.git("checkout", "-q", "side")
+    rebase = subprocess.run(["git", "rebase", "main"], cwd=site.root, capture_output=True)
+    assert rebase.returncode != 0 and (site.root / ".git" / "rebase-merge").is_dir()
+
+
+def test_nothing_is_written_or_committed_during_a_users_rebase(site: Site) -> None:
+    _start_conflicted_rebase(site)
+    draft_path = site.write("a1", "q1.json", draft({"title": "Hello"}))
+
+    done = site.cli("run", "--once")
+    approving = site.cli("approve", "a1", "q1")
+
+    assert done.returncode == 0
+    assert "a git rebase is in progress in the workspace; feedbackd records nothing" in (
+        done.stderr
+    )
+    assert "git rebase --abort" in done.stderr
+    assert approving.returncode == 1
+    assert "error: git_error: a git rebase is in progress" in approving.stderr
+    assert not (site.root / ".feedbackd" / "snapshots" / "a1").exists()  # nothing written
+    site.move("a1", "q1.json", "queue", source="approved")
+
+    # The abort would have thrown away a commit made meanwhile, and the draft with it.
+    site.git("rebase", "--abort")
+    assert draft_path.is_file()
+    assert site.cli("run", "--once").returncode == 0
+    assert committed(site, "draft(a1): 1 new draft (q1)")
+    assert site.git("branch", "--show-current").strip() == "side"
+    assert draft_path.is_file()
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+def test_status_works_with_a_broken_configuration(site: Site) -> None:
+    site.configure("feedbak:\n  max_entries: 3\n")
+
+    done = site.cli("status", "--json")
+
+    assert done.returncode == 0, done.stderr
+    assert "unknown key `feedbak`" in done.stdout
+    assert site.cli("doctor").returncode == 1  # other commands refuse, with the reason
+
+
+def test_a_configuration_written_after_start_up_is_read_on_reload(site: Site) -> None:
+    (site.root / "feedbackd.yaml").unlink()
+    runtime = site.runtime()
+    assert runtime.config_file is None
+
+    site.configure("prompt:\n  show_field: true\n")
+    reloaded = runtime.reload()
+
+    assert reloaded.settings.prompt.show_field
+    assert reloaded.config_file == site.root / "feedbackd.yaml"
+    assert isinstance(reloaded, Runtime)
+
+
 # --- the daemon ------------------------------------------------------------------------------
+
+
+def test_daemon_keeps_its_configuration_on_a_bad_reload_and_says_so(site: Site) -> None:
+    listener = NotifyListener(site.root.parent)
+    daemon = DaemonProcess(site, listener)
+    try:
+        daemon.wait_ready()
+        site.configure("feedback:\n  max_entries: [\n")
+        daemon.signal(signal.SIGHUP)
+        listener.wait("READY=1", count=2)
+        problems = status_json(site)["problems"]
+        assert any("configuration not reloaded, the old one stands" in p for p in problems)
+
+        site.write("a1", "q1.json", draft({"title": "Hello"}))  # the old settings still work
+        wait_for(lambda: committed(site, "draft(a1): 1 new draft (q1)"), what="the draft")
+
+        site.configure("feedback:\n  max_entries: 50\n")
+        daemon.signal(signal.SIGHUP)
+        listener.wait("READY=1", count=3)
+        wait_for(
+            lambda: not any("configuration" in p for p in status_json(site)["problems"]),
+            what="the problem to clear",
+        )
+        assert daemon.proc.poll() is None
+    finally:
+        daemon.close()
+        listener.close()
+
+
+def test_daemon_waits_out_a_users_rebase_and_catches_up(site: Site) -> None:
+    listener = NotifyListener(site.root.parent)
+    daemon = DaemonProcess(site, listener)
+    try:
+        daemon.wait_ready()
+        _start_conflicted_rebase(site)
+        draft_path = site.write("a1", "q1.json", draft({"title": "Hello"}))
+        wait_for(
+            lambda: any("rebase is in progress" in p for p in status_json(site)["problems"]),
+            what="status to show the rebase",
+        )
+        site.git("rebase", "--abort")
+        wait_for(lambda: committed(site, "draft(a1): 1 new draft (q1)"), what="the draft")
+        assert draft_path.is_file() and daemon.proc.poll() is None
+    finally:
+        daemon.close()
+        listener.close()
 
 
 def test_daemon_survives_a_symbolic_link_loop_among_agent_folders(site: Site) -> None:

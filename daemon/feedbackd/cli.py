@@ -263,9 +263,9 @@ def status(as_json: JsonOption = False) -> None:
     from feedbackd.statusfile import describe
     from feedbackd.views import show_status
 
-    runtime = GLOBALS.runtime()
+    runtime, config_problems = _status_runtime()
     state = describe(runtime.workspace.state_dir)
-    state["problems"] = _with_command_problems(runtime, state["problems"])
+    state["problems"] = _with_command_problems(runtime, config_problems + state["problems"])
     if not state["running"]:  # what the last pass left explained in `.error` files
         from feedbackd.problems import reported_problems
 
@@ -275,6 +275,22 @@ def status(as_json: JsonOption = False) -> None:
         print_json(state)
     else:
         show_status(state)
+
+
+def _status_runtime() -> tuple[Runtime, list[str]]:
+    """The runtime for `status`, which must work with a broken configuration too: that is
+    when a user asks why the daemon ignored a SIGHUP. Defaults then stand in, and the broken
+    file is the first problem shown."""
+    from feedbackd.config import Settings
+    from feedbackd.errors import ConfigError
+    from feedbackd.workspace import Workspace, discover_root
+
+    try:
+        return GLOBALS.runtime(), []
+    except ConfigError as error:
+        root = discover_root(GLOBALS.workspace)
+        problem = f"configuration: {error}; other commands refuse to run until it is fixed"
+        return Runtime(Workspace(root), Settings()), [problem]
 
 
 def _with_command_problems(runtime: Runtime, problems: list[str]) -> list[str]:

@@ -155,6 +155,7 @@ class Daemon:
         self.stop = threading.Event()
         self.stop_signal = 0
         self.reload_requested = False
+        self.config_problem: str | None = None  # a reload refused: the old settings stand
         self.wakeup = Wakeup()
         self.watcher: Watcher | None = None
         self.watcher_restarts = 0
@@ -259,8 +260,11 @@ class Daemon:
             self.runtime = self.runtime.reload()
         except FeedbackdError as error:
             log.error("configuration not reloaded, keeping the old one: %s", error)
+            self.config_problem = f"configuration not reloaded, the old one stands: {error}"
+            self._write_status()
         else:
             log.info("configuration reloaded")
+            self.config_problem = None
             self.syncer.runtime = self.runtime  # read when the next sync starts
             self.dirty.everything = True  # settings change what a snippet says
             if self.runtime.workspace.data != old_data and self.watcher is not None:
@@ -455,7 +459,7 @@ class Daemon:
         return sum(len([p for p in s.problems if not p.settled]) for s in self.agents.values())
 
     def _problems(self) -> list[str]:
-        lines: list[str] = []
+        lines: list[str] = [self.config_problem] if self.config_problem else []
         for agent, state in sorted(self.agents.items()):
             lines += [problem.line() for problem in state.problems if problem.settled]
             lines += state.warnings

@@ -34,9 +34,14 @@ class Runtime:
         return replace(self, curator=curator)
 
     def reload(self) -> Runtime:
-        settings = load_settings(self.config_file)
+        # A workspace feedbackd.yaml written since start-up is found, as a fresh start finds it.
+        path = self.config_file or config_path(None, self.workspace.root)
+        settings = load_settings(path)
         return replace(
-            self, settings=settings, workspace=Workspace(self.workspace.root, settings.data_dir)
+            self,
+            settings=settings,
+            config_file=path,
+            workspace=Workspace(self.workspace.root, settings.data_dir),
         )
 
     @property
