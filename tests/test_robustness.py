@@ -8,9 +8,11 @@ condition is fixed.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -131,6 +133,103 @@ def test_moving_the_whole_approved_folder_to_rejected_commits_the_moves(site: Si
     assert [event.summary for event in report.events] == ["q1", "q2"]
     assert site.git("status", "--porcelain", "--untracked-files=no") == ""
     assert "{approved => rejected}/q2.json" in site.git("show", "--stat", "--format=", "HEAD")
+
+
+def test_a_very_deep_folder_tree_is_walked_without_overflowing(site: Site) -> None:
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    deep = site.agent("a1") / "junk"
+    deep.mkdir()
+    for _ in range(1100):  # deeper than Python's recursion limit (mkdir -p recurses too)
+        os.mkdir(deep := deep / "d")
+    leftover = deep / ".x.json.0a1b2c3d.feedbackd-tmp"
+    leftover.write_text("left by a killed writer\n")
+
+    done = site.cli("run", "--once")
+
+    assert done.returncode == 0, done.stderr
+    assert "1 new draft (q1)" in done.stdout
+    assert not leftover.exists()
+
+
+def _run_once_or_hang(site: Site, *args: str) -> subprocess.CompletedProcess[str]:
+    """`run --once` with a short deadline: opening a named pipe to read waits forever."""
+    command = [
+        sys.executable,
+        "-m",
+        "feedbackd",
+        "-w",
+        str(site.root),
+        *(args or ("run", "--once")),
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30)
+
+
+def test_named_pipes_where_feedbackd_reads_never_hang_it(site: Site) -> None:
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.write("a2", "q1.json", draft({"title": "Hello"}))
+    os.mkfifo(site.agent("a1") / "feedback.json")
+    os.mkfifo(site.agent("a2") / "decisions.jsonl")
+
+    done = _run_once_or_hang(site)
+
+    assert done.returncode == 0, done.stderr
+    assert "a1/feedback.json: feedback.json cannot be read: not a plain file" in done.stderr
+    assert "a2/decisions.jsonl: not a plain file (a pipe, socket or device)" in done.stderr
+    assert _run_once_or_hang(site, "doctor").returncode == 1
+
+
+def test_a_prompt_snippet_that_is_not_utf8_is_written_anew(site: Site) -> None:
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.reconcile()
+    site.write("a1", "q1.json", draft({"title": "Hello, world"}))
+    site.move("a1", "q1.json", "approved")
+    (site.agent("a1") / "prompt").mkdir()
+    (site.agent("a1") / "prompt" / "feedback.md").write_bytes(b"\xff\xfe garbage")
+
+    done = site.cli("run", "--once")
+
+    assert done.returncode == 0, done.stderr
+    assert "Corrected: Hello, world" in site.prompt("a1")
+
+
+RATING = {
+    "transaction_id": "6f1c2a9e-3b4d-4c5e-8f70-1a2b3c4d5e6f",
+    "provider_agent": "provider",
+    "requester_agent": "requester",
+    "skill_id": "code-run",
+    "rating": 5,
+    "result_quality": "excellent",
+    "would_reuse": True,
+    "cost_value_ratio": "great",
+}
+
+
+def test_rating_inbox_refuses_what_is_not_a_plain_file_and_goes_on(site: Site) -> None:
+    inbox = site.data / "inbox" / "ratings"
+    inbox.mkdir(parents=True, exist_ok=True)
+    (inbox / "folder.json").mkdir()
+    os.mkfifo(inbox / "pipe.json")
+    _loop(inbox, "loop1.json", "loop2.json")
+    outside = site.root.parent / "outside.json"
+    outside.write_text(
+        json.dumps({**RATING, "transaction_id": "7f1c2a9e-3b4d-4c5e-8f70-1a2b3c4d5e6f"})
+    )
+    os.symlink(outside, inbox / "outside.json")
+    (inbox / "good.json").write_text(json.dumps(RATING))
+
+    done = _run_once_or_hang(site)
+
+    assert done.returncode == 0, done.stderr
+    assert "rating(provider): 5/5 excellent from requester" in done.stdout
+    assert not (inbox / "good.json").exists()
+    assert "folder.json: the file cannot be read: Is a directory" in done.stderr
+    assert "pipe.json: the file cannot be read: not a plain file" in done.stderr
+    assert "loop1.json: the file cannot be read: Too many levels of symbolic links" in done.stderr
+    assert "outside.json: symbolic link leads outside the workspace" in done.stderr
+    for name in ("folder.json", "pipe.json", "loop1.json", "outside.json"):
+        assert (inbox / f"{name}.error").is_file()
+    assert outside.exists() and (inbox / "outside.json").is_symlink()
+    assert _run_once_or_hang(site, "doctor").returncode == 1
 
 
 # --- git -------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from pydantic import (
 
 from feedbackd import yamlio
 from feedbackd.errors import ConfigError, UsageError
+from feedbackd.fsutil import read_file_bytes
 from feedbackd.timeutil import parse_duration
 from feedbackd.workspace import ID_PATTERN
 
@@ -199,7 +200,7 @@ def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_file_bytes(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     return parse_settings(text, str(path))

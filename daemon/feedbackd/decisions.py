@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from feedbackd.fsutil import append_line
+from feedbackd.fsutil import append_line, read_file_bytes
 from feedbackd.timeutil import iso_ms, unix_ms
 
 log = logging.getLogger("feedbackd")
@@ -65,7 +65,7 @@ def parse_ledger(text: str, source: str = "decisions.jsonl") -> list[DecisionRec
 def read_ledger(path: Path) -> list[DecisionRecord]:
     if not path.exists():
         return []
-    return parse_ledger(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    return parse_ledger(read_file_bytes(path).decode("utf-8", errors="replace"), str(path))
 
 
 def latest_states(records: Iterable[DecisionRecord]) -> dict[str, DecisionRecord]:

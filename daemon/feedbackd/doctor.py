@@ -12,6 +12,7 @@ from feedbackd import items
 from feedbackd.decisions import DecisionRecord
 from feedbackd.errors import FeedbackdError
 from feedbackd.feedback import parse_feedback, read_feedback
+from feedbackd.fsutil import read_file_bytes
 from feedbackd.memory import MemoryRecord
 from feedbackd.output import console, print_json, progress_bar
 from feedbackd.ratings import parse_rating_file, stored_fields
@@ -92,7 +93,7 @@ def inbox_checks(runtime: Runtime) -> Iterator[tuple[Path, Callable[[], None]]]:
 
 def _soul_check(path: Path) -> Callable[[], None]:
     def check() -> None:
-        parse_soul(path.read_text(encoding="utf-8"))
+        parse_soul(read_file_bytes(path).decode("utf-8"))
 
     return check
 
@@ -109,7 +110,7 @@ def _lines_check(path: Path, validate: Callable[[str], object]) -> Callable[[], 
     """Each line of an append-only log must read; the first bad one is reported."""
 
     def check() -> None:
-        text = path.read_text(encoding="utf-8")
+        text = read_file_bytes(path).decode("utf-8")
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
@@ -127,7 +128,7 @@ def _lines_check(path: Path, validate: Callable[[str], object]) -> Callable[[], 
 
 def _inbox_check(runtime: Runtime, path: Path) -> Callable[[], None]:
     def check() -> None:
-        text = path.read_text(encoding="utf-8")
+        text = read_file_bytes(path).decode("utf-8")
         parse_rating_file(text, requester=runtime.settings.agent_id, now=utcnow())
 
     return check

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from feedbackd.errors import InvalidFeedback
-from feedbackd.fsutil import atomic_write_text, dumps_json, half_character
+from feedbackd.fsutil import atomic_write_text, dumps_json, half_character, read_file_bytes
 from feedbackd.timeutil import iso_ms, unix_ms
 
 EntryType = Literal["correction", "rejection", "edit"]
@@ -128,7 +128,7 @@ def read_feedback(path: Path) -> list[FeedbackEntry]:
     if not path.exists():
         return []
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_file_bytes(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidFeedback(
             f"feedback.json is not UTF-8 (byte {exc.start})",

@@ -9,9 +9,11 @@ crash is ended before the next one is written.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -74,13 +76,45 @@ def _ends_without_newline(fd: int) -> bool:
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
+def read_file_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a plain file (at most limit + 1 of them, so a caller sees it is too large).
+
+    Whatever else stands at path raises OSError: a folder, a socket, and a named pipe, which is
+    opened without waiting (a plain open waits for a writer forever, and the daemon with it).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            what = "not a plain file (a pipe, socket or device)"
+            raise OSError(errno.EINVAL, what, str(path))
+        return handle.read() if limit is None else handle.read(limit + 1)
+
+
 def remove_leftovers(root: Path) -> list[Path]:
-    """Delete temporary files that a killed writer left behind under root."""
+    """Delete temporary files that a killed writer left behind under root.
+
+    The walk keeps its own list of folders to visit (Path.rglob recurses, and a tree a few
+    hundred folders deep overflowed Python's stack); it follows no symbolic link and skips a
+    folder it cannot list.
+    """
     removed = []
-    for leftover in root.rglob(f"*{TMP_SUFFIX}"):
-        with contextlib.suppress(FileNotFoundError):
-            leftover.unlink()
-            removed.append(leftover)
+    folders = [root]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+            elif entry.name.endswith(TMP_SUFFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
     return removed
 
 

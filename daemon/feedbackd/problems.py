@@ -45,15 +45,24 @@ def error_text(error: FeedbackdError) -> str:
 def judge(path: Path, error: FeedbackdError, settle_ms: int, now: float | None = None) -> Problem:
     """Write `{file}.error` once the file has stayed bad for settle_ms (by modification time)."""
     now = time.time() if now is None else now
-    try:
-        changed = path.stat().st_mtime
-    except FileNotFoundError:
-        changed = now
+    changed = _changed_at(path, now)
     retry_at = changed + settle_ms / 1000
     settled = now >= retry_at
     if settled:
         explain(path, error)
     return Problem(path, error.message, error.hint, settled, retry_at)
+
+
+def _changed_at(path: Path, now: float) -> float:
+    """When path last changed: now when it is gone, the link's own time for a link loop."""
+    for look in (path.stat, path.lstat):
+        try:
+            return look().st_mtime
+        except FileNotFoundError:
+            return now
+        except OSError:
+            continue  # a loop of symbolic links: only the link itself can be looked at
+    return now
 
 
 def explain(path: Path, error: FeedbackdError) -> None:

@@ -33,7 +33,7 @@ from feedbackd.feedback import (
     read_feedback,
     write_feedback,
 )
-from feedbackd.fsutil import TMP_SUFFIX, atomic_write_bytes, atomic_write_text
+from feedbackd.fsutil import TMP_SUFFIX, atomic_write_bytes, atomic_write_text, read_file_bytes
 from feedbackd.gitrepo import GitRepo
 from feedbackd.items import Correction, Item
 from feedbackd.problems import Problem
@@ -557,8 +557,12 @@ class AgentReconciler:
     # --- snippet ------------------------------------------------------------------------------
     def _write_snippet(self, entries: Sequence[FeedbackEntry]) -> bool:
         text = render_snippet(entries, self.runtime.settings.prompt)
+        # Generated text: whatever stands there unreadable (bytes that are not UTF-8) is
+        # simply written anew.
         current = (
-            self.agent.prompt.read_text(encoding="utf-8") if self.agent.prompt.exists() else None
+            read_file_bytes(self.agent.prompt).decode("utf-8", errors="replace")
+            if self.agent.prompt.exists()
+            else None
         )
         if current == text:
             return False

@@ -15,6 +15,7 @@ from pathlib import Path
 from feedbackd import problems
 from feedbackd.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
+from feedbackd.fsutil import read_file_bytes
 from feedbackd.gitrepo import GitRepo
 from feedbackd.memory import write_rental_memories
 from feedbackd.ratings import MAX_INBOX_CHARS, Rating, parse_rating, parse_rating_file
@@ -122,13 +123,27 @@ def ingest_inbox(
 
 
 def _read_inbox_file(runtime: Runtime, path: Path) -> list[Rating]:
-    if path.stat().st_size > MAX_INBOX_CHARS:
+    """The ratings of one inbox file. A folder, a pipe, a loop of links or a link leading out
+    of the workspace is refused like a bad file (explained beside it, never opened to wait)."""
+    if path.is_symlink() and path.exists() and not runtime.workspace.is_inside(path):
         raise InvalidFeedback(
-            f"the file is {path.stat().st_size} bytes, over the {MAX_INBOX_CHARS} byte limit",
+            "symbolic link leads outside the workspace; ignored",
+            hint="copy the rating file into the inbox instead of linking to it",
+        )
+    try:
+        data = read_file_bytes(path, limit=MAX_INBOX_CHARS)
+    except OSError as exc:
+        raise InvalidFeedback(
+            f"the file cannot be read: {exc.strerror or exc}",
+            hint="drop ratings here as plain, readable .json files",
+        ) from None
+    if len(data) > MAX_INBOX_CHARS:
+        raise InvalidFeedback(
+            f"the file is over the {MAX_INBOX_CHARS} byte limit",
             hint="split the ratings over several files",
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidFeedback(f"not UTF-8 (byte {exc.start})", hint="save it as UTF-8") from None
     return parse_rating_file(text, requester=runtime.settings.agent_id, now=utcnow())

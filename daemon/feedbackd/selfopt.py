@@ -51,6 +51,7 @@ from feedbackd.fsutil import (
     atomic_write_json,
     atomic_write_text,
     half_character,
+    read_file_bytes,
 )
 from feedbackd.gitrepo import GitRepo
 from feedbackd.memory import (
@@ -193,7 +194,7 @@ def skills_of(runtime: Runtime, agent: str) -> list[str]:
 def read_soul(agent: AgentPaths) -> tuple[str, Soul] | None:
     """SOUL.md's text and meaning; None (with a warning when it is unreadable) otherwise."""
     try:
-        text = agent.soul.read_bytes().decode("utf-8")
+        text = read_file_bytes(agent.soul).decode("utf-8")
         return text, parse_soul(text)
     except FileNotFoundError:
         return None
