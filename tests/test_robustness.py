@@ -151,6 +151,24 @@ def test_a_very_deep_folder_tree_is_walked_without_overflowing(site: Site) -> No
     assert not leftover.exists()
 
 
+def test_a_file_name_too_long_for_its_error_file_holds_up_nothing(site: Site) -> None:
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.reconcile()
+    site.write("a1", "q1.json", draft({"title": "Hello, world"}))
+    site.move("a1", "q1.json", "approved")
+    long_name = site.write("a1", "x" * 250 + ".json", b"{not json")  # .error: 261 bytes
+    site.write("a1", "zz.json", b"{not json")
+    site.configure("daemon:\n  settle_ms: 0\n")
+
+    done = site.cli("run", "--once")
+
+    assert done.returncode == 0, done.stderr
+    assert committed(site, "approve(a1): q1, 1 correction (title)")
+    assert "cannot write" in done.stderr and "File name too long" in done.stderr
+    assert (site.agent("a1") / "queue" / "zz.json.error").is_file()
+    assert long_name.read_bytes() == b"{not json"
+
+
 def _run_once_or_hang(site: Site, *args: str) -> subprocess.CompletedProcess[str]:
     """`run --once` with a short deadline: opening a named pipe to read waits forever."""
     command = [

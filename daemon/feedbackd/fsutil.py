@@ -22,7 +22,8 @@ TMP_SUFFIX = ".feedbackd-tmp"
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    # Cut a long name so the temporary one stays within the file system's 255-byte limit.
+    tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
     try:
         with open(tmp, "wb") as handle:
             handle.write(data)

@@ -7,12 +7,15 @@ to fix it, and disappears once the file reads again.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from feedbackd.errors import FeedbackdError
 from feedbackd.fsutil import atomic_write_text
+
+log = logging.getLogger("feedbackd")
 
 ERROR_SUFFIX = ".error"
 
@@ -66,17 +69,26 @@ def _changed_at(path: Path, now: float) -> float:
 
 
 def explain(path: Path, error: FeedbackdError) -> None:
+    """Write `{file}.error`. When it cannot be written (a file name near the 255-byte limit, a
+    read-only folder) the problem is still reported and logged: the pass goes on."""
     target = error_path(path)
     text = error_text(error)
-    with contextlib.suppress(FileNotFoundError, UnicodeDecodeError):
+    with contextlib.suppress(OSError, UnicodeDecodeError):
         if target.read_text(encoding="utf-8") == text:
             return  # unchanged: do not touch it, so watchers see no new event
-    atomic_write_text(target, text)
+    try:
+        atomic_write_text(target, text)
+    except OSError as exc:
+        log.warning("cannot write %s (%s); the problem is: %s", target, exc.strerror, error)
 
 
 def clear(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
+    try:
         error_path(path).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # the name is too long to have one, or the folder is read-only
+        log.debug("cannot remove %s: %s", error_path(path), exc.strerror)
 
 
 def clear_orphans(folder: Path) -> None:
