@@ -250,6 +250,21 @@ def test_rating_inbox_refuses_what_is_not_a_plain_file_and_goes_on(site: Site) -
     assert _run_once_or_hang(site, "doctor").returncode == 1
 
 
+def test_approve_and_reject_into_a_file_change_nothing_and_say_why(site: Site) -> None:
+    draft_path = site.write("a1", "q1.json", draft({"title": "Hello"}))
+    before = draft_path.read_bytes()
+    for folder in ("approved", "rejected"):
+        (site.agent("a1") / folder).write_text("a file, not a folder\n")
+
+    approving = site.cli("approve", "a1", "q1")
+    rejecting = site.cli("reject", "a1", "q1", "--notes", "Too dry")
+
+    for done, folder in ((approving, "approved"), (rejecting, "rejected")):
+        assert done.returncode == 1, done.stderr
+        assert f"error: workspace_error: {site.agent('a1') / folder} is a file" in done.stderr
+    assert draft_path.read_bytes() == before  # the notes were not written either
+
+
 # --- git -------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from feedbackd import items
-from feedbackd.errors import FeedbackdError, InvalidFeedback, NotFound
+from feedbackd.errors import FeedbackdError, InvalidFeedback, NotFound, WorkspaceError
 from feedbackd.feedback import FeedbackEntry, new_entry
 from feedbackd.fsutil import half_character
 from feedbackd.reconcile import Report, reconcile_all
@@ -35,31 +35,48 @@ def find_queued(agent: AgentPaths, item_id: str) -> Path:
     return existing[0]
 
 
-def move_item(source: Path, folder: Path) -> Path:
+def move_target(source: Path, folder: Path) -> Path:
+    """Where source goes in folder; refused before anything is changed when it cannot go."""
     target = folder / source.name
+    if folder.exists() and not folder.is_dir():
+        raise WorkspaceError(
+            f"{folder} is a file, not a folder",
+            hint=f"move that file away: {folder.name}/ must be a folder for the items",
+        )
     if target.exists():
         raise FeedbackdError(
             f"{target} already exists", hint="remove or rename it first", code="invalid_item"
         )
-    folder.mkdir(parents=True, exist_ok=True)
-    source.rename(target)
     return target
+
+
+def move_item(source: Path, target: Path) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source.rename(target)
+    except OSError as error:
+        raise WorkspaceError(
+            f"cannot move {source.name} to {target.parent}: {error.strerror or error}",
+            hint="check that the folder can be written",
+        ) from None
 
 
 def approve(runtime: Runtime, agent_id: str, item_id: str) -> Report:
     agent = runtime.workspace.agent(agent_id)
     source = find_queued(agent, item_id)
+    target = move_target(source, agent.approved)
     items.read_item(source)  # refuse an unreadable draft before moving anything
-    move_item(source, agent.approved)
+    move_item(source, target)
     return reconcile_all(runtime, [agent_id])
 
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
     agent = runtime.workspace.agent(agent_id)
     source = find_queued(agent, item_id)
+    target = move_target(source, agent.rejected)  # before the notes change the draft
     items.read_item(source)
     items.set_rejection_feedback(source, notes)
-    move_item(source, agent.rejected)
+    move_item(source, target)
     return reconcile_all(runtime, [agent_id])
 
 
