@@ -137,18 +137,21 @@ def test_moving_the_whole_approved_folder_to_rejected_commits_the_moves(site: Si
 
 def test_a_very_deep_folder_tree_is_walked_without_overflowing(site: Site) -> None:
     site.write("a1", "q1.json", draft({"title": "Hello"}))
-    deep = site.agent("a1") / "junk"
+    top = deep = site.agent("a1") / "junk"
     deep.mkdir()
-    for _ in range(1100):  # deeper than Python's recursion limit (mkdir -p recurses too)
-        os.mkdir(deep := deep / "d")
-    leftover = deep / ".x.json.0a1b2c3d.feedbackd-tmp"
-    leftover.write_text("left by a killed writer\n")
+    try:
+        for _ in range(1100):  # deeper than Python's recursion limit (mkdir -p recurses too)
+            os.mkdir(deep := deep / "d")
+        leftover = deep / ".x.json.0a1b2c3d.feedbackd-tmp"
+        leftover.write_text("left by a killed writer\n")
 
-    done = site.cli("run", "--once")
+        done = site.cli("run", "--once")
 
-    assert done.returncode == 0, done.stderr
-    assert "1 new draft (q1)" in done.stdout
-    assert not leftover.exists()
+        assert done.returncode == 0, done.stderr
+        assert "1 new draft (q1)" in done.stdout
+        assert not leftover.exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(top)], check=True)  # pytest's clean-up recurses
 
 
 def test_a_file_name_too_long_for_its_error_file_holds_up_nothing(site: Site) -> None:
