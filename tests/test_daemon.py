@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
 from collections import Counter
 from collections.abc import Iterator
@@ -145,6 +146,19 @@ def test_second_daemon_on_the_same_workspace_is_refused(
     assert daemon.proc.poll() is None  # the first one is unharmed
     daemon.signal(signal.SIGINT)  # Ctrl-C in a terminal: a clean stop too
     assert daemon.proc.wait(10) == 0
+
+
+def test_a_removed_state_folder_still_keeps_a_second_daemon_out(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    shutil.rmtree(site.root / ".feedbackd")  # "it is only a cache"
+    lock = site.root / ".feedbackd" / "daemon.lock"
+    wait_for(lambda: lock.is_file() and lock.read_text().strip(), what="the lock taken again")
+    second = site.cli("run")
+    assert second.returncode == 1 and second.stderr.startswith("error: locked: ")
+    assert daemon.stop() == 0
 
 
 def test_an_agent_whose_pass_fails_holds_up_no_one(

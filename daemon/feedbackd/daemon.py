@@ -169,6 +169,7 @@ class Daemon:
         self.next_ping = 0.0
         self.next_full_pass = time.monotonic() + FULL_PASS_S
         self.syncer = Syncer(runtime)
+        self.exit_code = 0
         self.sync_thread: threading.Thread | None = None
         self.sync_result: SyncResult | None = None
 
@@ -178,7 +179,7 @@ class Daemon:
         state_dir = self.runtime.workspace.state_dir
         state_dir.mkdir(parents=True, exist_ok=True)
         try:
-            with InstanceLock(state_dir):
+            with InstanceLock(state_dir) as self.instance:
                 previous = self._install_signals()
                 try:
                     return self._serve()
@@ -203,7 +204,7 @@ class Daemon:
             if self.dirty and not self.stop.is_set():
                 self._pass()
         self._shut_down()
-        return 0
+        return self.exit_code
 
     def _clean_up_after_a_crash(self) -> None:
         """Temporary files, stale git locks, a lagging index: what a killed writer left."""
@@ -295,6 +296,15 @@ class Daemon:
         self._take_batches()
         self._due_timers()
         self._heartbeat()
+        self._keep_instance_lock()
+
+    def _keep_instance_lock(self) -> None:
+        try:
+            self.instance.renew()
+        except FeedbackdError as error:  # another daemon took the workspace over: let it
+            log.error("stopping: the instance lock was lost: %s", error)
+            self.exit_code = 1
+            self.stop.set()
 
     def _has_batches(self) -> bool:
         return self.watcher is not None and bool(self.watcher.batches)

@@ -503,6 +503,9 @@ class GitRepo:
         lagging = self._run(args).decode("utf-8", "surrogateescape").split("\0")
         stale = [rel for rel in lagging if rel and self._blob_id(head, rel) == self._disk_id(rel)]
         if stale:
+            # The same crash may have left index.lock, still young at a quick restart: wait
+            # until it is judged stale (or its live owner is done) instead of failing the heal.
+            self._clear_index_lock()
             self._run(["reset", "-q", head, "--", *stale])
             log.warning(
                 "the git index lagged behind recent commits for %s; fixed", ", ".join(stale)

@@ -47,6 +47,22 @@ class InstanceLock:
         self._fd = fd
         return self
 
+    def renew(self) -> None:
+        """Take the lock again when its file was deleted or replaced (say `.feedbackd/` was
+        removed while the daemon ran): a lock on a deleted file keeps no second daemon out.
+        Raises Locked when another daemon has taken the new file meanwhile."""
+        if self._fd is None or _is_same_file(self._fd, self.path):
+            return
+        fd = _open_lock_file(self.path)
+        try:
+            _take_or_refuse(fd)
+            _record_pid(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(self._fd)
+        self._fd = fd
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
@@ -60,6 +76,15 @@ class InstanceLock:
             os.ftruncate(self._fd, 0)
         os.close(self._fd)  # closing the last descriptor releases the flock
         self._fd = None
+
+
+def _is_same_file(fd: int, path: Path) -> bool:
+    try:
+        on_disk = os.stat(path)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (on_disk.st_dev, on_disk.st_ino) == (held.st_dev, held.st_ino)
 
 
 def holder_pid(state_dir: Path) -> int | None:
