@@ -185,3 +185,20 @@ def test_doctor_reads_every_kind_of_file(site: Site) -> None:
     assert "_data/inbox/ratings/r.json" in found
     human = site.cli("doctor")
     assert human.returncode == 1 and "4 problem(s)" in human.stdout
+
+
+def test_doctor_names_a_file_where_a_folder_belongs_and_a_missing_repository(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "plain"
+    (root / "_data" / "agents" / "w").mkdir(parents=True)
+    (root / "_data" / "agents" / "w" / "approved").write_text("oops")
+    done = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "-w", str(root), "doctor", "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1
+    found = {p["path"]: p["message"] for p in json.loads(done.stdout)["problems"]}
+    assert found["."] == "the workspace is not a git repository"
+    assert "needs a folder" in found["_data/agents/w/approved"]

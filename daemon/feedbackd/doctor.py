@@ -13,6 +13,7 @@ from feedbackd.decisions import DecisionRecord
 from feedbackd.errors import FeedbackdError
 from feedbackd.feedback import parse_feedback, read_feedback
 from feedbackd.fsutil import read_file_bytes
+from feedbackd.gitrepo import GitRepo
 from feedbackd.memory import MemoryRecord
 from feedbackd.output import console, print_json, progress_bar
 from feedbackd.ratings import parse_rating_file, stored_fields
@@ -49,6 +50,9 @@ def examine(runtime: Runtime, show_progress: bool = False) -> tuple[int, list[Fi
     if not workspace.agents_dir.is_dir():
         hint = "run `feedbackd init` in the workspace"
         return 0, [Finding(str(workspace.agents_dir), "missing agents folder", hint)]
+    if runtime.git_enabled and not GitRepo.is_repo(workspace.root):
+        hint = "run `feedbackd init` there, or set git.enabled: false"
+        findings.append(Finding(".", "the workspace is not a git repository", hint))
     for entry in sorted(workspace.agents_dir.iterdir()):
         if entry.is_dir() and not is_valid_id(entry.name):
             hint = "rename the folder to a valid id"
@@ -67,9 +71,11 @@ def examine(runtime: Runtime, show_progress: bool = False) -> tuple[int, list[Fi
 
 
 def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
-    for folder in ("queue", *DECISION_FOLDERS):
+    for folder in ("queue", *DECISION_FOLDERS, "prompt", "ratings", "memory"):
         directory = agent.folder(folder)
-        if not directory.is_dir():
+        if directory.exists() and not directory.is_dir():
+            yield directory, _not_a_folder(directory)
+        if folder not in ("queue", *DECISION_FOLDERS) or not directory.is_dir():
             continue
         for path in sorted(directory.iterdir()):
             if path.suffix in ITEM_SUFFIXES and not path.name.startswith("."):
@@ -130,6 +136,16 @@ def _inbox_check(runtime: Runtime, path: Path) -> Callable[[], None]:
     def check() -> None:
         text = read_file_bytes(path).decode("utf-8")
         parse_rating_file(text, requester=runtime.settings.agent_id, now=utcnow())
+
+    return check
+
+
+def _not_a_folder(path: Path) -> Callable[[], None]:
+    def check() -> None:
+        raise FeedbackdError(
+            f"{path.name} is a file where feedbackd needs a folder",
+            hint="move the file away; feedbackd creates the folder when it needs it",
+        )
 
     return check
 
