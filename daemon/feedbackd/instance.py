@@ -37,6 +37,10 @@ class InstanceLock:
         self._fd: int | None = None
 
     def __enter__(self) -> InstanceLock:
+        self._fd = self._take()
+        return self
+
+    def _take(self) -> int:
         fd = _open_lock_file(self.path)
         try:
             _take_or_refuse(fd)
@@ -44,8 +48,7 @@ class InstanceLock:
         except BaseException:
             os.close(fd)
             raise
-        self._fd = fd
-        return self
+        return fd
 
     def renew(self) -> None:
         """Take the lock again when its file was deleted or replaced (say `.feedbackd/` was
@@ -53,13 +56,7 @@ class InstanceLock:
         Raises Locked when another daemon has taken the new file meanwhile."""
         if self._fd is None or _is_same_file(self._fd, self.path):
             return
-        fd = _open_lock_file(self.path)
-        try:
-            _take_or_refuse(fd)
-            _record_pid(fd)
-        except BaseException:
-            os.close(fd)
-            raise
+        fd = self._take()
         os.close(self._fd)
         self._fd = fd
 
