@@ -202,3 +202,16 @@ def test_doctor_names_a_file_where_a_folder_belongs_and_a_missing_repository(
     found = {p["path"]: p["message"] for p in json.loads(done.stdout)["problems"]}
     assert found["."] == "the workspace is not a git repository"
     assert "needs a folder" in found["_data/agents/w/approved"]
+
+
+def test_status_after_scheduled_runs_tells_what_they_did(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+    assert site.cli("run", "--once").returncode == 0
+    site.write("w", "qi-2.json", draft({"t": "x"}, rejectionFeedback="no"), folder="rejected")
+    assert site.cli("run", "--once").returncode == 0
+    assert site.cli("run", "--once").returncode == 0  # nothing new: the last event stays
+    state = json.loads(site.cli("status", "--json").stdout)
+    assert state["running"] is False and state["pid"] is None
+    assert state["counts"] == {"approve": 1, "reject": 1}
+    assert state["last_event"]["event"] == "reject"
+    assert state["last_event"]["summary"] == "qi-2"

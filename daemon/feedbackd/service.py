@@ -8,6 +8,8 @@ from feedbackd.locking import clean_leftovers, pipeline_lock
 from feedbackd.output import progress_bar
 from feedbackd.reconcile import Report, reconcile_all
 from feedbackd.runtime import Runtime
+from feedbackd.statusfile import LastEvent, add_run
+from feedbackd.timeutil import utcnow
 
 
 def run_once(runtime: Runtime, *, show_progress: bool = False) -> Report:
@@ -23,7 +25,16 @@ def run_once(runtime: Runtime, *, show_progress: bool = False) -> Report:
         report = report.followed_by(again)
     from feedbackd.sync import sync_once  # one pull and push when git.remote is set
 
-    return sync_once(runtime, report)
+    report = sync_once(runtime, report)
+    _remember(runtime, report)
+    return report
+
+
+def _remember(runtime: Runtime, report: Report) -> None:
+    """Leave what this run did for `feedbackd status` (counts, last event, what waits)."""
+    now = utcnow()
+    events = [LastEvent(now, e.event, e.agent, e.summary) for e in report.events]
+    add_run(runtime.workspace.state_dir, events, pending=len(report.unsettled))
 
 
 def run_daemon(runtime: Runtime) -> int:

@@ -70,6 +70,38 @@ def write_status(
     )
 
 
+def add_run(
+    state_dir: Path,
+    events: Sequence[LastEvent],
+    *,
+    pending: int,
+) -> None:
+    """Fold one `run --once` into the status file, so `status` tells what a scheduled run did.
+
+    Counts add up over runs; the last event is this run's, if it recorded any. No problems are
+    kept: `.error` files tell what still stands, and the run printed its warnings. While a
+    daemon runs, the file is the daemon's and is left alone.
+    """
+    if daemon_running(state_dir):
+        return
+    recorded = read_status(state_dir) or {}
+    counts = _counts(recorded.get("counts"))
+    for event in events:
+        counts[event.event] = counts.get(event.event, 0) + 1
+    last = events[-1].to_json() if events else _last_event(recorded.get("last_event"))
+    atomic_write_json(
+        status_path(state_dir),
+        {
+            "pid": None,
+            "started_at": None,
+            "last_event": last,
+            "counts": dict(sorted(counts.items())),
+            "pending": pending,
+            "problems": [],
+        },
+    )
+
+
 def read_status(state_dir: Path) -> dict[str, Any] | None:
     """The status file's object, or None when it is missing, too large or not a JSON object."""
     path = status_path(state_dir)
