@@ -208,3 +208,17 @@ def test_the_human_listing_shows_the_newest_rows_and_sums_up_all(site: Site) -> 
     assert "22 ratings (the newest 20 shown; --limit N for more)" in done.stdout
     full = json.loads(site.cli("feedback", "list", "--skill", SKILL, "--json").stdout)
     assert len(full["feedbacks"]) == 22
+
+
+def test_an_inbox_file_whose_ratings_are_already_stored_is_removed_once(site: Site) -> None:
+    site.configure("agent_id: genesis-bot\n")
+    doc = rating()
+    assert submit(site, doc).returncode == 0
+    inbox = site.data / "inbox" / "ratings"
+    (inbox / "again.json").write_text(json.dumps(doc))  # a retry after a crash, say
+    commits = site.commit_count()
+    assert site.cli("run", "--once").returncode == 0
+    assert not (inbox / "again.json").exists()
+    assert site.commit_count() == commits  # the file was never committed: nothing to record
+    listed = json.loads(site.cli("feedback", "list", "--skill", SKILL, "--json").stdout)
+    assert listed["count"] == 1

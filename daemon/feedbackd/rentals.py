@@ -163,9 +163,12 @@ def _ingest(
             events.append(record_rating(runtime, repo, rating, utcnow(), [path] if last else []))
         except AlreadySubmitted:
             continue
-    if not fresh:
-        path.unlink(missing_ok=True)
-        commit_change(runtime, repo, Change("rating", "inbox", "remove a file", [path]))
+    if path.exists():  # every rating in it was stored already (a retry after a crash)
+        path.unlink()
+        first = ratings[0]
+        summary = f"{path.name} removed from the inbox, its ratings already stored"
+        change = Change("rating", first.provider_agent, summary, [path], skill=first.skill_id)
+        commit_change(runtime, repo, change)  # only when git tracked the inbox file
     return events
 
 
