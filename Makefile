@@ -1,6 +1,6 @@
 # feedbackd: two commands do all set-up on a fresh machine.
 #   make run   create .venv, install, build a demo workspace in .demo/ and run the daemon there
-#   make test  create .venv, install dev dependencies, run ruff, mypy and pytest
+#   make test  create .venv, install dev dependencies, run ruff, the import layers, mypy, pytest
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -18,13 +18,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 run: $(STAMP)
-	@$(BIN)/python -m feedbackd.demo $(DEMO)
+	@$(BIN)/python -m feedbackd.cli.demo $(DEMO)
 
 test: $(STAMP) lint typecheck pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check daemon tests
 	$(BIN)/ruff format --check daemon tests
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedbackd.commitmsg import (
+from feedbackd.core.commitmsg import (
     LogEntry,
     Person,
     build_message,

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from feedbackd.config import Settings, config_path, load_settings, parse_settings
-from feedbackd.errors import ConfigError
+from feedbackd.core.config import Settings, parse_settings
+from feedbackd.core.errors import ConfigError
+from feedbackd.loop.runtime import config_path, load_settings
 
 DOCUMENTED = Path(__file__).resolve().parents[1] / "config" / "feedbackd.yaml"
 SOURCE = "ws/feedbackd.yaml"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.reconcile import reconcile_all
+from feedbackd.loop.reconcile import reconcile_all
 from tests.daemon_kit import (
     DaemonProcess,
     NotifyListener,

@@ -9,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.errors import InvalidFeedback
-from feedbackd.feedback import (
+from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.feedback import (
     LEGACY_CREATED_AT,
     legacy_id,
     merge_new,
     new_entry,
     parse_feedback,
-    read_feedback,
-    write_feedback,
 )
+from feedbackd.loop.agentfiles import read_feedback, write_feedback
 
 NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)
 

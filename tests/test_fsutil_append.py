@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from feedbackd.fsutil import append_line
+from feedbackd.edges.files import append_line
 
 
 def test_lines_append_in_order(tmp_path: Path) -> None:

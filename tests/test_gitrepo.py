@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.commitmsg import Person, build_message
-from feedbackd.errors import GitError, WorkspaceError
-from feedbackd.gitrepo import GitRepo, git_process_in, lock_verdict
+from feedbackd.core.commitmsg import Person, build_message
+from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.edges.git import GitRepo, git_process_in, lock_verdict
 from tests.conftest import git
 
 ADA = Person("Ada Curator", "ada@example.org")

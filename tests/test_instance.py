@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.errors import Locked, WorkspaceError
-from feedbackd.instance import (
+from feedbackd.core.errors import Locked, WorkspaceError
+from feedbackd.edges.instance import (
     DAEMON_LOCK,
     WRITE_LOCK,
     InstanceLock,
@@ -28,7 +28,7 @@ from feedbackd.instance import (
 HOLDER = """
 import sys
 from pathlib import Path
-from feedbackd.instance import InstanceLock, WriteLock
+from feedbackd.edges.instance import InstanceLock, WriteLock
 kind, state_dir = sys.argv[1], Path(sys.argv[2])
 lock = InstanceLock(state_dir) if kind == "instance" else WriteLock(state_dir, timeout=5)
 with lock:

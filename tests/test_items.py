@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from feedbackd.errors import InvalidItem, NotFound
-from feedbackd.items import (
+from feedbackd.core.errors import InvalidItem, NotFound
+from feedbackd.core.items import (
     MAX_ITEM_BYTES,
     Correction,
     Item,
@@ -19,9 +19,8 @@ from feedbackd.items import (
     item_format,
     parse_curator,
     parse_item,
-    read_item,
-    set_rejection_feedback,
 )
+from feedbackd.loop.agentfiles import read_item, set_rejection_feedback
 
 JSON_ITEM = """{
   "id": "qi-123",

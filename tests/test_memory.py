@@ -11,20 +11,12 @@ from typing import Any
 
 import pytest
 
-from feedbackd.errors import FeedbackdError, InvalidId
-from feedbackd.memory import (
-    CASES,
-    ENTITIES,
-    PATTERNS,
-    MemoryRecord,
-    add_memory,
-    list_memory,
-    rental_memories,
-    write_rental_memories,
-)
-from feedbackd.ratings import Rating, parse_rating
-from feedbackd.timeutil import iso_ms
-from feedbackd.workspace import Workspace
+from feedbackd.core.errors import FeedbackdError, InvalidId
+from feedbackd.core.memory import CASES, ENTITIES, PATTERNS, MemoryRecord, rental_memories
+from feedbackd.core.ratings import Rating, parse_rating
+from feedbackd.core.timeutil import iso_ms
+from feedbackd.core.workspace import Workspace
+from feedbackd.loop.agentfiles import add_memory, list_memory, write_rental_memories
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)
 

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedbackd.mergedriver import (
+from feedbackd.cli.merge_driver import main
+from feedbackd.core.merging import (
     MergeRefused,
     kind_of,
-    main,
     merge_feedback,
     merge_generated,
     merge_jsonl,
 )
-from feedbackd.setup import init_workspace
+from feedbackd.loop.workspace_init import init_workspace
 from tests.conftest import git
 
 CAP = 200

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.notify import Notifier
+from feedbackd.edges.notify import Notifier
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_reads_os_environ_by_default(
 
 
 def test_relative_socket_path_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="feedbackd.notify"):
+    with caplog.at_level(logging.WARNING, logger="feedbackd.edges.notify"):
         notifier = Notifier({"NOTIFY_SOCKET": "relative/notify.sock"})
     assert not notifier.enabled
     assert "only absolute paths" in caplog.text
@@ -134,7 +134,7 @@ def test_send_failure_is_logged_once_and_never_raises(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "gone.sock"), "WATCHDOG_USEC": "2000000"})
-    with caplog.at_level(logging.DEBUG, logger="feedbackd.notify"):
+    with caplog.at_level(logging.DEBUG, logger="feedbackd.edges.notify"):
         notifier.ready()
         for _ in range(5):
             notifier.watchdog()
@@ -149,7 +149,7 @@ def test_manager_that_comes_back_receives_again(
 ) -> None:
     path = tmp_path / "late.sock"
     notifier = Notifier({"NOTIFY_SOCKET": str(path)})
-    with caplog.at_level(logging.WARNING, logger="feedbackd.notify"):
+    with caplog.at_level(logging.WARNING, logger="feedbackd.edges.notify"):
         notifier.status("nobody listens yet")
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.bind(str(path))

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from feedbackd.config import OptimizerSettings, PricingSettings
-from feedbackd.optimizer import (
+from feedbackd.core.config import OptimizerSettings, PricingSettings
+from feedbackd.core.ratings import Rating, parse_rating
+from feedbackd.core.skillrules import (
     Lesson,
     NoChange,
     PriceChange,
@@ -22,7 +23,6 @@ from feedbackd.optimizer import (
     render_lessons,
     stepped,
 )
-from feedbackd.ratings import Rating, parse_rating
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)
 WEEK = timedelta(days=7)

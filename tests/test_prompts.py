@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from feedbackd.config import PromptSettings
-from feedbackd.feedback import FeedbackEntry, new_entry
-from feedbackd.prompts import render_snippet, shorten_pair
+from feedbackd.core.config import PromptSettings
+from feedbackd.core.feedback import FeedbackEntry, new_entry
+from feedbackd.core.prompts import render_snippet, shorten_pair
 
 NOW = datetime(2026, 4, 8, tzinfo=UTC)
 

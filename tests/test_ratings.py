@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from feedbackd.errors import InvalidFeedback
-from feedbackd.ratings import (
+from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.ratings import (
     ALLOWED,
     Rating,
     is_failed,

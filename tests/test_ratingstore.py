@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from feedbackd.config import ReputationSettings
-from feedbackd.errors import AlreadySubmitted
-from feedbackd.ratings import Rating, parse_rating, rating_line
-from feedbackd.ratingstore import INDEX_NAME, RatingStore
-from feedbackd.reputation import reputation_report
-from feedbackd.timeutil import iso_ms
-from feedbackd.workspace import Workspace
+from feedbackd.core.config import ReputationSettings
+from feedbackd.core.errors import AlreadySubmitted
+from feedbackd.core.ratings import Rating, parse_rating, rating_line
+from feedbackd.core.reputation import reputation_report
+from feedbackd.core.timeutil import iso_ms
+from feedbackd.core.workspace import Workspace
+from feedbackd.edges.ratingstore import INDEX_NAME, RatingStore
 from tests.bench import bench_ratings
 from tests.conftest import git
 

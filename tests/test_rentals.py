@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from feedbackd.timeutil import iso_ms
+from feedbackd.core.timeutil import iso_ms
 from tests.workspace_kit import Site
 
 PROVIDER, SKILL = "heavylift-chengwen", "claude-code-run"
@@ -157,9 +157,9 @@ def test_inbox_files_are_ingested_and_removed_a_bad_one_stays(site: Site) -> Non
 
 
 def test_an_interrupted_rating_is_committed_by_the_next_pass(site: Site) -> None:
-    from feedbackd.ratings import parse_rating
-    from feedbackd.ratingstore import RatingStore
-    from feedbackd.timeutil import utcnow
+    from feedbackd.core.ratings import parse_rating
+    from feedbackd.core.timeutil import utcnow
+    from feedbackd.edges.ratingstore import RatingStore
 
     # What a `feedback submit` killed between its append and its commit leaves behind.
     runtime = site.runtime()

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from feedbackd.config import ReputationSettings
-from feedbackd.ratings import Rating, parse_rating
-from feedbackd.reputation import (
+from feedbackd.core.config import ReputationSettings
+from feedbackd.core.ratings import Rating, parse_rating
+from feedbackd.core.reputation import (
     feedback_list_report,
     merge,
     point,
@@ -21,7 +21,7 @@ from feedbackd.reputation import (
     score_tallies,
     tally,
 )
-from feedbackd.timeutil import iso_ms
+from feedbackd.core.timeutil import iso_ms
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)
 DEFAULT = ReputationSettings()

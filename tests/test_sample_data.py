@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.items import read_item
-from feedbackd.ratings import parse_rating, rating_line
-from feedbackd.soul import parse_soul
-from feedbackd.workspace import is_valid_id
+from feedbackd.core.ratings import parse_rating, rating_line
+from feedbackd.core.soul import parse_soul
+from feedbackd.core.workspace import is_valid_id
+from feedbackd.loop.agentfiles import read_item
 
 DATA = Path(__file__).resolve().parents[1] / "_data"
 AGENTS = DATA / "agents"

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from feedbackd.ratings import parse_rating
-from feedbackd.ratingstore import RatingStore
-from feedbackd.reconcile import open_repo
-from feedbackd.selfopt import Change, SkillPass, rules_hook, run_rules, sync_problems
-from feedbackd.timeutil import iso_ms, utcnow
+from feedbackd.core.ratings import parse_rating
+from feedbackd.core.timeutil import iso_ms, utcnow
+from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.loop.repo import open_repo
+from feedbackd.loop.selfopt import Change, SkillPass, rules_hook, run_rules, sync_problems
 from tests.workspace_kit import Site
 
 AGENT = "heavylift-chengwen"

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedbackd.errors import InvalidItem, NotFound
-from feedbackd.soul import (
+from feedbackd.core.errors import InvalidItem, NotFound
+from feedbackd.core.soul import (
     DEFAULT_PRICE,
     MAX_SOUL_CHARS,
     Skill,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.fsutil import TMP_SUFFIX
-from feedbackd.instance import InstanceLock
-from feedbackd.statusfile import (
+from feedbackd.edges.files import TMP_SUFFIX
+from feedbackd.edges.instance import InstanceLock
+from feedbackd.loop.statusfile import (
     STATUS_FILE,
     LastEvent,
     describe,

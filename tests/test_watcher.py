@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from watchfiles import Change
 
-from feedbackd.fsutil import TMP_SUFFIX, atomic_write_text
-from feedbackd.watcher import EVERYTHING, Changes, classify, watch_agents
+from feedbackd.edges.files import TMP_SUFFIX, atomic_write_text
+from feedbackd.edges.watcher import EVERYTHING, Changes, classify, watch_agents
 
 DEADLINE_S = 10.0
 
@@ -228,7 +228,7 @@ def test_stop_during_a_burst_ends_the_iteration(data_dir: Path) -> None:
 SIGTERM_CHILD = """
 import signal, sys, threading
 from pathlib import Path
-from feedbackd.watcher import watch_agents
+from feedbackd.edges.watcher import watch_agents
 stop = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: stop.set())
 for changes in watch_agents(Path(sys.argv[1]), stop, debounce_ms=1600):

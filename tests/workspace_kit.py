@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from feedbackd.reconcile import Report, reconcile_all
-from feedbackd.runtime import Runtime
-from feedbackd.setup import init_workspace
+from feedbackd.loop.reconcile import Report, reconcile_all
+from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.workspace_init import init_workspace
 
 
 class Site:

@@ -1,3 +1,3 @@
-from feedbackd.cli import main
+from feedbackd.cli.launch import main
 
 raise SystemExit(main())

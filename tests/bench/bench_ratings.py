@@ -24,12 +24,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from feedbackd.config import ReputationSettings
-from feedbackd.ratings import QUALITIES, Rating, rating_line
-from feedbackd.ratingstore import RatingStore
-from feedbackd.reputation import feedback_list_report, reputation_report
-from feedbackd.timeutil import iso_ms
-from feedbackd.workspace import Workspace
+from feedbackd.core.config import ReputationSettings
+from feedbackd.core.ratings import QUALITIES, Rating, rating_line
+from feedbackd.core.reputation import feedback_list_report, reputation_report
+from feedbackd.core.timeutil import iso_ms
+from feedbackd.core.workspace import Workspace
+from feedbackd.edges.ratingstore import RatingStore
 
 PROVIDER = "heavylift-chengwen"
 SKILLS = {"claude-code-run": 0.5, "web-research": 0.25, "translate": 0.15, "summarise": 0.10}

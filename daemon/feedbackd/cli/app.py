@@ -1,0 +1,282 @@
+"""The `feedbackd` command line: parse options, call one function, map errors to exit codes.
+
+Exit codes: 0 success, 1 refused input or failed operation, 2 bad usage, 3 internal error.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from feedbackd import __version__
+from feedbackd.cli import logsetup, optimize, ratings, sync
+from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, report_out
+from feedbackd.cli.output import print_error, print_json, progress_bar
+from feedbackd.core.errors import FeedbackdError, UsageError
+from feedbackd.loop import actions
+from feedbackd.loop.runtime import Runtime
+
+app = typer.Typer(
+    name="feedbackd",
+    help="Git-backed feedback loop for AI agents: curator decisions and buyer ratings in files.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+log = logging.getLogger("feedbackd")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"feedbackd {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", "-w", help="Workspace folder (holds _data/).")
+    ] = None,
+    config: Annotated[str | None, typer.Option("--config", help="Configuration file.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
+    ] = False,
+) -> None:
+    GLOBALS.workspace, GLOBALS.config = workspace, config
+    GLOBALS.quiet, GLOBALS.verbose = quiet, verbose
+    logsetup.configure(verbose=verbose, quiet=quiet)
+
+
+@app.command()
+@command
+def approve(
+    agent: AgentArg,
+    item: Annotated[str, typer.Argument(help="Item id (file name without extension).")],
+    curator: Annotated[str | None, typer.Option(help='Who decided: "Name <email>".')] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Move queue/ITEM to approved/ and record the corrections."""
+    from feedbackd.loop.locking import pipeline_lock
+
+    runtime = GLOBALS.runtime().with_curator(curator)
+    with pipeline_lock(runtime):
+        report_out(actions.approve(runtime, agent, item), as_json)
+
+
+@app.command()
+@command
+def reject(
+    agent: AgentArg,
+    item: Annotated[str, typer.Argument(help="Item id (file name without extension).")],
+    notes: Annotated[str, typer.Option("--notes", help="Why it was rejected.")],
+    curator: Annotated[str | None, typer.Option(help='Who decided: "Name <email>".')] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Write the note into the item, move it to rejected/ and record the rejection."""
+    from feedbackd.loop.locking import pipeline_lock
+
+    runtime = GLOBALS.runtime().with_curator(curator)
+    with pipeline_lock(runtime):
+        report_out(actions.reject(runtime, agent, item, notes), as_json)
+
+
+@app.command()
+@command
+def record(
+    agent: AgentArg,
+    payload: Annotated[
+        str,
+        typer.Option("--json", help="{type, queueItemId?, field?, original?, corrected?, notes?}"),
+    ],
+    curator: Annotated[str | None, typer.Option(help='Who recorded it: "Name <email>".')] = None,
+) -> None:
+    """Record one feedback entry programmatically."""
+    from feedbackd.loop.locking import pipeline_lock
+    from feedbackd.loop.reconcile import record_entry
+
+    runtime = GLOBALS.runtime().with_curator(curator)
+    entry = actions.build_record_entry(actions.parse_record(payload))
+    with pipeline_lock(runtime):
+        record_entry(runtime, runtime.workspace.agent(agent).agent_id, entry)  # warnings are logged
+    print_json(entry.as_json())
+
+
+@app.command()
+@command
+def recent(
+    agent: AgentArg,
+    limit: Annotated[int, typer.Option(min=1, help="How many entries.")] = 5,
+    as_json: JsonOption = False,
+) -> None:
+    """Recent feedback of an agent, newest first."""
+    from feedbackd.cli.views import show_recent
+
+    show_recent(GLOBALS.runtime(), agent, limit, as_json)
+
+
+@app.command()
+@command
+def prompt(agent: AgentArg) -> None:
+    """Print the agent's prompt snippet (prompt/feedback.md)."""
+    from feedbackd.cli.views import prompt_text
+
+    sys.stdout.write(prompt_text(GLOBALS.runtime(), agent))
+
+
+@app.command("log")
+@command
+def log_command(
+    agent: Annotated[str | None, typer.Argument(help="Only this agent.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only this recent, e.g. 7d.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The learning history, from git commits, newest first."""
+    from feedbackd.cli.views import show_log
+
+    show_log(GLOBALS.runtime(), agent, since, as_json)
+
+
+@app.command()
+@command
+def init(
+    directory: Annotated[
+        Path | None, typer.Argument(help="Folder to set up (default: here).")
+    ] = None,
+    sample: Annotated[bool, typer.Option("--sample", help="Add example agents.")] = False,
+) -> None:
+    """Create or update a workspace: git repo, _data/agents/, config, ignores, merge driver."""
+    from feedbackd.loop.workspace_init import init_workspace
+
+    root = (directory or Path(GLOBALS.workspace or ".")).absolute()
+    for line in init_workspace(root, sample=sample):
+        if not GLOBALS.quiet:
+            typer.echo(line)
+
+
+@app.command()
+@command
+def run(
+    once: Annotated[
+        bool, typer.Option("--once", help="Process everything pending, then exit.")
+    ] = False,
+    log_format: Annotated[str, typer.Option("--log-format", help="text or json")] = "text",
+    as_json: JsonOption = False,
+) -> None:
+    """Run the daemon in the foreground (or one pass with --once)."""
+    if log_format not in ("text", "json"):
+        raise UsageError(f"--log-format {log_format!r}", hint="use text or json")
+    logsetup.configure(
+        verbose=GLOBALS.verbose, quiet=GLOBALS.quiet, json_lines=log_format == "json"
+    )
+    runtime = GLOBALS.runtime()
+    if once:
+        from feedbackd.loop.service import run_once
+
+        show = not (as_json or GLOBALS.quiet)
+        with progress_bar("reconciling agents", show) as progress:
+            report = run_once(runtime, progress=progress)
+        report_out(report, as_json)
+        return
+    from feedbackd.loop.service import run_daemon
+
+    raise typer.Exit(run_daemon(runtime))
+
+
+@app.command()
+@command
+def doctor(as_json: JsonOption = False) -> None:
+    """Validate every file of the workspace; exit 1 if a problem is found."""
+    from feedbackd.cli.doctor import run_doctor
+
+    raise typer.Exit(run_doctor(GLOBALS.runtime(), as_json))
+
+
+@app.command()
+@command
+def status(as_json: JsonOption = False) -> None:
+    """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
+    from feedbackd.cli.views import show_status
+    from feedbackd.loop.statusfile import describe
+
+    runtime, config_problems = _status_runtime()
+    state = describe(runtime.workspace.state_dir)
+    state["problems"] = _with_command_problems(runtime, config_problems + state["problems"])
+    if not state["running"]:  # what the last pass left explained in `.error` files
+        from feedbackd.loop.problems import reported_problems
+
+        found = reported_problems(runtime.workspace.data)
+        state["problems"] += [line for line in found if line not in state["problems"]]
+    if as_json:
+        print_json(state)
+    else:
+        show_status(state)
+
+
+def _status_runtime() -> tuple[Runtime, list[str]]:
+    """The runtime for `status`, which must work with a broken configuration too: that is
+    when a user asks why the daemon ignored a SIGHUP. Defaults then stand in, and the broken
+    file is the first problem shown."""
+    from feedbackd.core.config import Settings
+    from feedbackd.core.errors import ConfigError
+    from feedbackd.core.workspace import Workspace
+    from feedbackd.loop.runtime import discover_root
+
+    try:
+        return GLOBALS.runtime(), []
+    except ConfigError as error:
+        root = discover_root(GLOBALS.workspace)
+        problem = f"configuration: {error}; other commands refuse to run until it is fixed"
+        return Runtime(Workspace(root), Settings()), [problem]
+
+
+def _with_command_problems(runtime: Runtime, problems: list[str]) -> list[str]:
+    """Add what the daemon may not know: a failed pricing sync command, a stopped remote sync."""
+    from feedbackd.loop.selfopt import sync_problems
+    from feedbackd.loop.sync import problem_line, sync_status
+
+    extra = sync_problems(runtime.workspace.state_dir)
+    line = problem_line(sync_status(runtime))
+    extra += [line] if line else []
+    return [*problems, *(problem for problem in extra if problem not in problems)]
+
+
+def main() -> int:
+    try:
+        result = app(standalone_mode=False)
+    except typer.Abort:
+        print_error(FeedbackdError("aborted", code="aborted"), "--json" in sys.argv[1:])
+        return 1
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+    except Exception as error:
+        # Bad usage caught by the option parser: click's errors (vendored by typer or not) carry
+        # format_message and an exit code; anything else is a bug and keeps its traceback.
+        if not callable(getattr(error, "format_message", None)):
+            raise
+        return _usage_error(error)
+    return result if isinstance(result, int) else 0
+
+
+def _usage_error(error: Exception) -> int:
+    """Usage errors speak like every other error: `error: usage: ...`, or JSON with --json."""
+    code = getattr(error, "exit_code", 2)
+    if type(error).__name__ == "NoArgsIsHelpError":  # bare `feedbackd`: show the help
+        error.show()  # type: ignore[attr-defined]
+        return int(code)
+    context = getattr(error, "ctx", None)
+    where = getattr(context, "command_path", "feedbackd")
+    hint = f"see `{where} --help`"
+    as_json = "--json" in sys.argv[1:]
+    message = str(error.format_message())  # type: ignore[attr-defined]
+    print_error(UsageError(message, hint=hint), as_json)
+    return int(code)
+
+
+for _group in (ratings, optimize, sync):
+    _group.register(app)

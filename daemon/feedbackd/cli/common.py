@@ -1,0 +1,81 @@
+"""What every command shares: the global options, the error-to-exit-code wrapper, the option
+types and the way a pass's report is printed. Command modules import this, never the app that
+registers them."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from feedbackd.cli.output import print_error, print_json
+from feedbackd.core.errors import FeedbackdError, UsageError
+from feedbackd.loop.reconcile import Report
+from feedbackd.loop.runtime import Runtime
+
+log = logging.getLogger("feedbackd")
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+AgentArg = Annotated[str, typer.Argument(help="Agent id (a folder under _data/agents/).")]
+
+
+@dataclass
+class Globals:
+    workspace: str | None = None
+    config: str | None = None
+    quiet: bool = False
+    verbose: bool = False
+
+    def runtime(self) -> Runtime:
+        return Runtime.open(self.workspace, self.config)
+
+
+GLOBALS = Globals()
+
+
+def command(func: F) -> F:
+    """Turn FeedbackdError into `error: code: message` and exit 1 (2 for usage, 3 for bugs)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
+        try:
+            return func(*args, **kwargs)
+        except typer.Exit:
+            raise
+        except FeedbackdError as error:
+            print_error(error, as_json)
+            raise typer.Exit(2 if isinstance(error, UsageError) else 1) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+        except Exception as error:  # a bug: say so, keep the traceback in the log
+            log.exception("internal error")
+            print_error(FeedbackdError(f"internal error: {error}", code="internal"), as_json)
+            raise typer.Exit(3) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def report_out(report: Report, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "events": [event.as_json() for event in report.events],
+                "problems": [problem.line() for problem in report.problems],
+                "warnings": report.warnings,
+            }
+        )
+        return
+    if GLOBALS.quiet:
+        return
+    for event in report.events:
+        commit = f" [{event.commit[:8]}]" if event.commit else ""
+        typer.echo(f"{event.event}({event.agent}): {event.summary}{commit}")
+    for problem in report.problems:
+        state = "" if problem.settled else " (waiting for the writer to finish)"
+        typer.echo(f"problem: {problem.line()}{state}", err=True)

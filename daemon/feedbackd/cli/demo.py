@@ -1,0 +1,54 @@
+"""`make run`: a fresh demo workspace in .demo/ from the sample `_data/`, then the daemon on it."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from feedbackd.cli.app import main as cli_main
+from feedbackd.edges.git import GitRepo
+from feedbackd.loop.runtime import FALLBACK_AUTHOR
+from feedbackd.loop.workspace_init import init_workspace, sample_data_dir
+
+TRY = """
+feedbackd demo workspace: {root}
+In a second terminal (from the project folder), try:
+
+  source .venv/bin/activate; export FEEDBACKD_WORKSPACE={root}
+  $EDITOR $FEEDBACKD_WORKSPACE/_data/agents/content-writer/queue/qi-101.json   # change the title
+  mv $FEEDBACKD_WORKSPACE/_data/agents/content-writer/queue/qi-101.json \\
+     $FEEDBACKD_WORKSPACE/_data/agents/content-writer/approved/
+  feedbackd recent content-writer        # the corrections just recorded
+  feedbackd prompt content-writer        # what the agent reads on its next run
+  feedbackd reject content-writer qi-102 --notes "Too generic, name a real project"
+  feedbackd log                          # the learning history from git
+  feedbackd status                       # what this daemon is doing
+  git -C $FEEDBACKD_WORKSPACE log -3 --format='%an: %s%n%b'
+
+Stop the daemon with Ctrl-C. `make run` starts again from a fresh copy.
+"""
+
+
+def build(root: Path) -> None:
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    shutil.copytree(sample_data_dir(), root / "_data")
+    for line in init_workspace(root):
+        print(line)
+    with GitRepo(root) as repo:
+        author = repo.user_identity() or FALLBACK_AUTHOR
+        repo.commit_paths(["_data"], "Add the sample agents, drafts and ratings", author)
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[0] if argv else ".demo").absolute()
+    build(root)
+    print(TRY.format(root=root), flush=True)
+    sys.argv = ["feedbackd", "-w", str(root), "run"]
+    return cli_main()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,33 @@
+"""`feedbackd doctor` on a terminal or for a script: what examine() found, and how to fix it."""
+
+from __future__ import annotations
+
+from rich.markup import escape
+
+from feedbackd.cli.output import console, print_json, progress_bar
+from feedbackd.loop.doctor import Finding, examine
+from feedbackd.loop.runtime import Runtime
+
+
+def run_doctor(runtime: Runtime, as_json: bool) -> int:
+    with progress_bar("checking files", enabled=not as_json) as progress:
+        checked, findings = examine(runtime, progress)
+    if as_json:
+        print_json(
+            {"ok": not findings, "checked": checked, "problems": [f.as_json() for f in findings]}
+        )
+    else:
+        _print_human(checked, findings)
+    return 1 if findings else 0
+
+
+def _print_human(checked: int, findings: list[Finding]) -> None:
+    out = console()
+    if not findings:
+        out.print(f"[green]ok[/]: {checked} files checked, no problems")
+        return
+    for finding in findings:
+        out.print(f"[red]problem[/]: {escape(f'{finding.path}: {finding.message}')}")
+        if finding.hint:
+            out.print(f"  fix: {escape(finding.hint)}")
+    out.print(f"{len(findings)} problem(s) in {checked} files checked")

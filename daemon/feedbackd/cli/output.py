@@ -1,0 +1,59 @@
+"""How commands speak: JSON for scripts, plain lines or rich tables for people, errors on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress as RichProgress
+
+from feedbackd.core.errors import FeedbackdError
+
+Progress = Callable[[int, int], None]
+
+
+def console(stderr: bool = False) -> Console:
+    # NO_COLOR asks for plain text: rich's own no_color keeps bold and italics, so drop every style.
+    plain = bool(os.environ.get("NO_COLOR"))
+    return Console(
+        stderr=stderr,
+        color_system=None if plain else "auto",
+        no_color=plain,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def print_error(error: FeedbackdError, as_json: bool) -> None:
+    if as_json:
+        sys.stderr.write(json.dumps({"error": error.code, "message": str(error)}) + "\n")
+    else:
+        sys.stderr.write(f"error: {error.code}: {error}\n")
+
+
+def is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+@contextmanager
+def progress_bar(description: str, enabled: bool = True) -> Iterator[Progress | None]:
+    """A progress callback `(done, total)` for long work on a terminal; None elsewhere."""
+    if not enabled or not is_terminal():
+        yield None
+        return
+    with RichProgress(transient=True, console=console()) as bar:
+        task = bar.add_task(description, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update

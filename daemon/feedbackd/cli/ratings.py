@@ -1,0 +1,165 @@
+"""Commands for ratings of rented skills: submit, list, reputation, memory."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
+from feedbackd.cli.output import console, print_json, progress_bar
+from feedbackd.core.reputation import feedback_list_report
+from feedbackd.core.timeutil import parse_duration, utcnow
+from feedbackd.core.workspace import validate_id
+from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.loop import rentals
+from feedbackd.loop.agentfiles import list_memory
+from feedbackd.loop.locking import pipeline_lock
+from feedbackd.loop.repo import open_repo
+from feedbackd.loop.runtime import Runtime
+
+TABLE_ROWS = 20
+feedback_app = typer.Typer(help="Ratings of rented skills.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(feedback_app, name="feedback")
+    app.command("reputation")(reputation)
+    app.command("memory")(memory)
+
+
+@feedback_app.command("submit")
+@command
+def submit(
+    payload: Annotated[str, typer.Option("--json", help="The rating as a JSON object.")],
+    as_agent: Annotated[
+        str | None, typer.Option("--as", help="Your agent id (the requester).")
+    ] = None,
+) -> None:
+    """Record a rating of a rental (one commit); prints what was stored as JSON."""
+    runtime = GLOBALS.runtime()
+    if as_agent is not None:
+        validate_id(as_agent, "--as agent id")
+    with pipeline_lock(runtime), open_repo(runtime) as repo:
+        event, changes = rentals.submit(runtime, repo, payload, as_agent)
+    print_json({"status": "recorded", **event.as_json(), "changes": [c.as_json() for c in changes]})
+
+
+@feedback_app.command("list")
+@command
+def list_ratings(
+    skill: Annotated[str, typer.Option("--skill", help="The skill id.")],
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this provider.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="Only this recent, e.g. 7d.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", min=0, help="At most N ratings.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Ratings of a skill, newest first, with averages and the reputation score."""
+    runtime = GLOBALS.runtime()
+    validate_id(skill, "skill id")
+    now = utcnow()
+    start = now - parse_duration(since) if since else None
+    with progress_bar("indexing ratings", not as_json) as progress:
+        store = RatingStore(runtime.workspace, progress=progress)
+        providers = [validate_id(agent, "agent id")] if agent else _providers_of(runtime, skill)
+        found = [r for p in providers for r in store.ratings(p, skill, start)]
+    if limit is None and not as_json:
+        limit = TABLE_ROWS  # a table of thousands of rows helps nobody; the summary covers all
+    report = feedback_list_report(
+        skill, agent, since, found, runtime.settings.reputation, now, limit
+    )
+    if as_json:
+        print_json(report)
+    else:
+        _print_list(report)
+
+
+def _providers_of(runtime: Runtime, skill: str) -> list[str]:
+    return [
+        a
+        for a in runtime.workspace.agent_ids()
+        if (runtime.workspace.agent(a).ratings / skill).is_dir()
+    ]
+
+
+def _print_list(report: dict[str, object]) -> None:
+    out = console()
+    table = Table(title=f"Ratings of {report['skill_id']}", show_edge=False)
+    for column in ("when", "provider", "from", "rating", "quality", "value", "details"):
+        table.add_column(column)
+    feedbacks = report["feedbacks"]
+    for r in feedbacks if isinstance(feedbacks, list) else []:
+        table.add_row(
+            str(r["timestamp"])[:16].replace("T", " "),
+            r["provider_agent"],
+            r["requester_agent"],
+            "★" * int(r["rating"]),
+            r["result_quality"],
+            r["cost_value_ratio"],
+            escape(r.get("quality_details", "")),
+        )
+    out.print(table)
+    shown = len(feedbacks) if isinstance(feedbacks, list) else 0
+    total = report["count"]
+    more = f" (the newest {shown} shown; --limit N for more)" if shown != total else ""
+    out.print(
+        f"{report['count']} ratings{more}, average {report['average_rating']},"
+        f" reputation {report['reputation_score']}"
+    )
+
+
+@command
+def reputation(
+    agent: AgentArg,
+    skill: Annotated[str | None, typer.Option("--skill", help="Only this skill.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """A provider's reputation score (0-1), overall and per skill."""
+    runtime = GLOBALS.runtime()
+    validate_id(agent, "agent id")
+    if skill is not None:
+        validate_id(skill, "skill id")
+    with progress_bar("indexing ratings", not as_json) as progress:
+        store = RatingStore(runtime.workspace, progress=progress)
+        report = store.reputation_report(agent, runtime.settings.reputation, utcnow(), skill)
+    if as_json:
+        print_json(report)
+        return
+    out = console()
+    out.print(
+        f"{agent}: reputation {report['reputation_score']} from {report['feedback_count']}"
+        f" ratings (confidence {report['confidence']})"
+    )
+    skills = report.get("skills")
+    for skill_id, values in skills.items() if isinstance(skills, dict) else []:
+        out.print(
+            f"  {skill_id}: {values['reputation_score']} ({values['feedback_count']} ratings)"
+        )
+
+
+@command
+def memory(
+    agent: AgentArg,
+    category: Annotated[str | None, typer.Option("--category", help="e.g. cases")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """An agent's memory records, highest importance first."""
+    runtime = GLOBALS.runtime()
+    records = list_memory(runtime.workspace, validate_id(agent, "agent id"), category)
+    if as_json:
+        print_json([json.loads(record.line()) for record in records])
+        return
+    table = Table(title=f"Memory of {agent}", show_edge=False)
+    for column in ("importance", "category", "subject", "content"):
+        table.add_column(column)
+    for record in records:
+        table.add_row(
+            f"{record.importance:.2f}",
+            escape(record.category),
+            escape(record.subject or ""),
+            escape(record.content),
+        )
+    console().print(table)

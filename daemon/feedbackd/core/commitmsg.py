@@ -1,0 +1,246 @@
+"""Commit messages of the learning history: build them safely, read them back from `git log`.
+
+Every commit feedbackd makes carries a subject `{event}({agent}[/{skill}]): {summary}`, an optional
+body and a paragraph of trailers (`Feedback-Event`, `Feedback-Agent`, ...). Text that comes from
+files (titles, notes, field values) is squeezed onto one line before it goes in, so a curator's
+note can never forge a trailer or a second subject line. Pure functions only: no git, no disk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from feedbackd.core.timeutil import iso_ms, parse_iso
+
+EVENTS = ("draft", "approve", "reject", "record", "rating", "pricing", "optimize", "sync")
+LINE_LIMIT = 120
+# Body lines hold two cut values; trailer values (field lists) may run long too.
+TRAILER_LIMIT = 1000
+NEWLINE_MARK = "⏎"
+
+EVENT_KEY = "Feedback-Event"
+AGENT_KEY = "Feedback-Agent"
+SKILL_KEY = "Feedback-Skill"
+ITEM_KEY = "Feedback-Item"
+FIELDS_KEY = "Feedback-Fields"
+TRANSACTION_KEY = "Feedback-Transaction"
+PRICE_OLD_KEY = "Price-Old"
+PRICE_NEW_KEY = "Price-New"
+
+_EMAIL = re.compile(r"^[^<>\s]+$")
+_PERSON = re.compile(r"^\s*([^<>\n]*?)\s*<([^<>\s]+)>\s*$")
+# Anything a reader could take as a line break: git only splits on \n, but other tools
+# (editors, Python's splitlines) also break on these.
+_LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+_TRAILER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*?)\s*$")
+
+
+@dataclass(frozen=True)
+class Person:
+    """A git identity, written `Name <email>`."""
+
+    name: str
+    email: str
+
+    def __post_init__(self) -> None:
+        # git would silently drop or mangle these characters in an identity.
+        if not self.name.strip() or re.search(r"[<>\x00-\x1f]", self.name):
+            raise ValueError(
+                f"bad name {self.name!r}: it must be non-empty, without < > or newlines"
+            )
+        if not _EMAIL.fullmatch(self.email):
+            raise ValueError(
+                f"bad email {self.email!r}: it must be non-empty, without < > or spaces"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Person:
+        """`"Ada Curator <ada@example.org>"` → Person; anything else raises ValueError."""
+        if not isinstance(text, str):
+            raise ValueError(f"expected 'Name <email>', got {type(text).__name__}")
+        match = _PERSON.match(text)
+        if not match or not match.group(1):
+            raise ValueError(f"{one_line(text, 80)!r} is not in the form 'Name <email>'")
+        return cls(match.group(1), match.group(2))
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+
+def one_line(text: str, limit: int = LINE_LIMIT) -> str:
+    """Show line breaks as ⏎, drop other control characters, cut at `limit` characters with `…`."""
+    flat = _CONTROL.sub("", _LINE_BREAKS.sub(NEWLINE_MARK, text.replace("\t", " ")))
+    if len(flat) <= limit:
+        return flat
+    return flat[: max(limit - 1, 0)] + "…"
+
+
+def build_message(
+    event: str,
+    agent: str,
+    summary: str,
+    *,
+    skill: str | None = None,
+    body: Sequence[str] = (),
+    trailers: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The full commit message: subject, blank line, body lines, blank line, trailers.
+
+    `Feedback-Event`, `Feedback-Agent` and (with a skill) `Feedback-Skill` are always present;
+    callers may pass them too, as long as the values agree with the subject.
+    """
+    if event not in EVENTS:
+        raise ValueError(f"unknown commit event {event!r}; expected one of {', '.join(EVENTS)}")
+    scope = one_line(agent, 200) + (f"/{one_line(skill, 200)}" if skill else "")
+    subject = f"{event}({scope}): {one_line(summary)}"
+    paragraphs = [subject]
+    # Blank lines would split the body into paragraphs; it stays one block, one line per fact.
+    body_lines = [safe for safe in map(_safe_body_line, body) if safe.strip()]
+    if body_lines:
+        paragraphs.append("\n".join(body_lines))
+    paragraphs.append(
+        "\n".join(f"{k}: {v}" for k, v in _all_trailers(event, agent, skill, trailers))
+    )
+    return "\n\n".join(paragraphs) + "\n"
+
+
+def _safe_body_line(line: str) -> str:
+    # `git interpret-trailers` stops reading at a line starting with `---` (a patch divider),
+    # which would hide the real trailers; indent such lines so they stay plain body text.
+    flat = one_line(line, TRAILER_LIMIT)
+    return " " + flat if flat.startswith("---") else flat
+
+
+def _all_trailers(
+    event: str, agent: str, skill: str | None, extra: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    implied = [(EVENT_KEY, event), (AGENT_KEY, agent)] + ([(SKILL_KEY, skill)] if skill else [])
+    result = [(key, one_line(value, TRAILER_LIMIT)) for key, value in implied]
+    seen = {key.lower(): value for key, value in result}
+    for key, value in extra:
+        if not isinstance(key, str) or not _TRAILER_KEY.fullmatch(key):
+            raise ValueError(f"bad trailer key {key!r}: use letters, digits and '-'")
+        flat = one_line(str(value), TRAILER_LIMIT).strip()
+        if key.lower() in seen:
+            if seen[key.lower()] != flat:
+                raise ValueError(f"trailer {key} {flat!r} contradicts {seen[key.lower()]!r}")
+            continue
+        if flat:  # An empty value says nothing; leave the trailer out.
+            result.append((key, flat))
+    return result
+
+
+def parse_trailers(message: str) -> dict[str, list[str]]:
+    """The `Key: value` lines of the message's last paragraph (not the subject), by key.
+
+    Like git, the last paragraph counts only if every line in it is a trailer (lines starting
+    with white space continue the previous value); otherwise the message has no trailers.
+    """
+    paragraphs = _paragraphs(message)
+    if len(paragraphs) < 2:
+        return {}
+    found: list[tuple[str, str]] = []
+    for line in paragraphs[-1]:
+        if line[:1] in (" ", "\t") and found:
+            key, value = found[-1]
+            found[-1] = (key, f"{value} {line.strip()}".strip())
+            continue
+        match = _TRAILER_LINE.match(line)
+        if not match:
+            return {}
+        found.append((match.group(1), match.group(2)))
+    result: dict[str, list[str]] = {}
+    for key, value in found:
+        result.setdefault(key, []).append(value)
+    return result
+
+
+def _paragraphs(message: str) -> list[list[str]]:
+    """Groups of non-blank lines, split at blank (or white-space-only) lines."""
+    groups: list[list[str]] = [[]]
+    for line in message.replace("\r\n", "\n").split("\n"):
+        if line.strip():
+            groups[-1].append(line.rstrip())
+        elif groups[-1]:
+            groups.append([])
+    return [group for group in groups if group]
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One step of an agent's learning history, read from a commit's trailers."""
+
+    commit: str
+    date: str
+    event: str | None
+    agent: str | None
+    item: str | None
+    skill: str | None
+    curator: str | None
+    fields: list[str] | None
+    price_old: str | None
+    price_new: str | None
+    subject: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The `feedbackd log --json` shape: the contract's keys, absent values as None."""
+        return {
+            "commit": self.commit,
+            "date": self.date,
+            "event": self.event,
+            "agent": self.agent,
+            "item": self.item,
+            "skill": self.skill,
+            "curator": self.curator,
+            "fields": list(self.fields) if self.fields is not None else None,
+            "price_old": self.price_old,
+            "price_new": self.price_new,
+        }
+
+
+def log_entry(commit: str, date: str, author: str, message: str) -> LogEntry | None:
+    """A LogEntry from one commit's raw fields, or None when it carries no Feedback-Event."""
+    trailers = {key.lower(): values for key, values in parse_trailers(message).items()}
+
+    def last(key: str) -> str | None:
+        values = trailers.get(key.lower())
+        return values[-1] if values else None
+
+    event = last(EVENT_KEY)
+    if event is None:
+        return None
+    fields = last(FIELDS_KEY)
+    return LogEntry(
+        commit=commit,
+        date=_iso_date(date),
+        event=event,
+        agent=last(AGENT_KEY),
+        item=last(ITEM_KEY),
+        skill=last(SKILL_KEY),
+        curator=author.strip() or None,
+        fields=_split_fields(fields) if fields is not None else None,
+        price_old=last(PRICE_OLD_KEY),
+        price_new=last(PRICE_NEW_KEY),
+        subject=message.split("\n", 1)[0].strip(),
+    )
+
+
+def fields_trailer(fields: Iterable[str]) -> str:
+    """The `Feedback-Fields` value: distinct field names in order, comma separated."""
+    return ", ".join(dict.fromkeys(one_line(f, 200).replace(",", " ") for f in fields))
+
+
+def _split_fields(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _iso_date(text: str) -> str:
+    try:
+        return iso_ms(parse_iso(text))
+    except ValueError:
+        return text.strip()

@@ -1,0 +1,246 @@
+"""feedbackd.yaml as typed settings; errors name the file, line and key, and suggest a fix.
+
+Lookup: --config FILE, else $FEEDBACKD_CONFIG, else <workspace>/feedbackd.yaml, else defaults.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from feedbackd.core import yamlio
+from feedbackd.core.errors import ConfigError, UsageError
+from feedbackd.core.timeutil import parse_duration
+from feedbackd.core.workspace import ID_PATTERN
+
+# Infinite or NaN numbers would turn timeouts and intervals into endless waits.
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+# A command is an argv list; an empty one would have nothing to run.
+Command = Annotated[list[str], Field(min_length=1)]
+
+
+def _duration(value: str) -> str:
+    try:
+        parse_duration(value)
+    except UsageError:
+        raise ValueError("a duration like 30s, 15m, 12h, 7d or 4w") from None
+    return value
+
+
+class FeedbackSettings(BaseModel):
+    model_config = _STRICT
+    max_entries: int = Field(200, ge=1, le=100_000)
+
+
+class PromptSettings(BaseModel):
+    model_config = _STRICT
+    max_examples: int = Field(5, ge=0, le=100)
+    show_field: bool = False
+    max_example_chars: int = Field(600, ge=20)
+    include_rejections: bool = False
+    max_rejections: int = Field(5, ge=0, le=100)
+
+
+class GitSettings(BaseModel):
+    model_config = _STRICT
+    enabled: bool = True
+    committer: str = Field("feedbackd <feedbackd@localhost>", pattern=r"^[^<>\n]+ <[^<>\n]*>$")
+    remote: str | None = None
+    branch: str | None = None
+    push: bool = True
+    pull_interval_s: float = Field(60, ge=1)
+    stale_lock_s: float = Field(30, ge=0)
+
+
+class DaemonSettings(BaseModel):
+    model_config = _STRICT
+    settle_ms: int = Field(2000, ge=0)
+    debounce_ms: int = Field(50, ge=0)
+
+
+class RatingsSettings(BaseModel):
+    model_config = _STRICT
+    window: str = "7d"
+
+    _check_window = field_validator("window")(_duration)
+
+
+ReputationTerm = Literal["rating", "quality", "would_reuse", "cost_value"]
+ResultQuality = Literal["excellent", "good", "acceptable", "poor", "failed"]
+CostValue = Literal["great", "fair", "overpriced"]
+
+_WEIGHTS: dict[ReputationTerm, float] = {
+    "rating": 0.4,
+    "quality": 0.3,
+    "would_reuse": 0.2,
+    "cost_value": 0.1,
+}
+_QUALITY: dict[ResultQuality, float] = {
+    "excellent": 1.0,
+    "good": 0.8,
+    "acceptable": 0.6,
+    "poor": 0.3,
+    "failed": 0.0,
+}
+_COST_VALUE: dict[CostValue, float] = {"great": 1.0, "fair": 0.6, "overpriced": 0.2}
+
+
+class ReputationSettings(BaseModel):
+    model_config = _STRICT
+    weights: dict[ReputationTerm, float] = Field(default_factory=_WEIGHTS.copy)
+    quality_map: dict[ResultQuality, float] = Field(default_factory=_QUALITY.copy)
+    cost_value_map: dict[CostValue, float] = Field(default_factory=_COST_VALUE.copy)
+    decay_days: float = Field(30, gt=0)
+    cold_start: float = Field(0.5, ge=0, le=1)
+
+    @field_validator("weights", "quality_map", "cost_value_map", mode="before")
+    @classmethod
+    def _keep_other_defaults(cls, value: Any, info: ValidationInfo) -> Any:
+        # Setting one weight must not drop the others: the score needs every term.
+        if not isinstance(value, dict) or info.field_name is None:
+            return value
+        default = cls.model_fields[info.field_name].get_default(call_default_factory=True)
+        return {**default, **value}
+
+
+class PricingSettings(BaseModel):
+    model_config = _STRICT
+    min_samples: int = Field(3, ge=1)
+    overpriced_min_count: int = Field(3, ge=1)
+    step_pct: float = Field(5, ge=5, le=10)
+    min_price: float = Field(1, ge=0)
+    floor_ratio: float = Field(0.5, ge=0, le=1)
+    cooldown: str = "7d"
+    allow_increase: bool = False
+    cap_ratio: float = Field(3, ge=1)
+    sync_command: Command | None = None
+    sync_timeout_s: float = Field(60, gt=0)
+
+    _check_cooldown = field_validator("cooldown")(_duration)
+
+
+class OptimizerSettings(BaseModel):
+    model_config = _STRICT
+    low_rating_threshold: float = Field(2.0, ge=1, le=5)
+    command: Command | None = None
+    timeout_s: float = Field(60, gt=0)
+    max_lessons: int = Field(10, ge=1)
+
+
+class Settings(BaseModel):
+    """The whole configuration; every key is documented in config/feedbackd.yaml."""
+
+    model_config = _STRICT
+    data_dir: str = Field("_data", pattern=r"^[A-Za-z0-9._-]{1,128}$")
+    # The requester's id becomes a folder name: the id rule keeps it inside `_data/agents/`.
+    agent_id: str | None = Field(None, pattern=ID_PATTERN.pattern)
+    feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
+    prompt: PromptSettings = Field(default_factory=PromptSettings)
+    git: GitSettings = Field(default_factory=GitSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    ratings: RatingsSettings = Field(default_factory=RatingsSettings)
+    reputation: ReputationSettings = Field(default_factory=ReputationSettings)
+    pricing: PricingSettings = Field(default_factory=PricingSettings)
+    optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _data_dir_inside_workspace(cls, value: str) -> str:
+        # git's own folder and feedbackd's local state are not places for shared data.
+        if value in {".", ".."} or value.lower() in {".git", ".feedbackd"}:
+            raise ValueError("a folder name inside the workspace, like _data")
+        return value
+
+    @field_validator(
+        "feedback",
+        "prompt",
+        "git",
+        "daemon",
+        "ratings",
+        "reputation",
+        "pricing",
+        "optimizer",
+        mode="before",
+    )
+    @classmethod
+    def _empty_section_means_defaults(cls, value: Any) -> Any:
+        # `git:` with every key below it commented out reads as null; it means "all defaults".
+        return {} if value is None else value
+
+
+def parse_settings(text: str, source: str) -> Settings:
+    try:
+        tree = yamlio.load(text)
+    except yamlio.YamlError as exc:
+        raise ConfigError(f"{source}{exc.where()}: {exc.message}", hint="fix the YAML") from None
+    if tree is None:
+        return Settings()
+    if not isinstance(tree, dict):
+        raise ConfigError(
+            f"{source}: the configuration must be a mapping of keys",
+            hint="write `key: value` lines such as `git:`; see config/feedbackd.yaml",
+        )
+    try:
+        return Settings.model_validate(yamlio.to_plain(tree))
+    except ValidationError as exc:
+        raise _explain(exc, tree, source) from None
+
+
+def _explain(exc: ValidationError, tree: Any, source: str) -> ConfigError:
+    error = exc.errors()[0]
+    keys = [str(part) for part in error["loc"]]
+    unknown = error["type"] == "extra_forbidden"
+    if keys and keys[-1] == "[key]":  # a name inside a fixed mapping such as reputation.weights
+        keys, unknown = keys[:-1], True
+    dotted = ".".join(keys)
+    line = _line_of(tree, keys)
+    where = f"{source}, line {line}" if line else source
+    if unknown:
+        return ConfigError(f"{where}: unknown key `{dotted}`", hint=_unknown_key_hint(keys))
+    return ConfigError(
+        f"{where}: bad value for `{dotted}`: {error['msg'].removeprefix('Value error, ')}",
+        hint="see config/feedbackd.yaml for the allowed values",
+    )
+
+
+def _unknown_key_hint(keys: list[str]) -> str:
+    known = _known_keys(keys[:-1])
+    matches = difflib.get_close_matches(keys[-1], known, n=1, cutoff=0.5)
+    if matches:
+        return f"did you mean `{'.'.join([*keys[:-1], matches[0]])}`?"
+    return f"remove it; known keys here: {', '.join(known)}" if known else "remove it"
+
+
+def _line_of(tree: Any, keys: list[str]) -> int | None:
+    node, line = tree, None
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            break
+        position = yamlio.key_position(node, key)
+        line = position[0] if position else line
+        node = node[key]
+    return line
+
+
+def _known_keys(parents: list[str]) -> list[str]:
+    """The keys allowed under a dotted path: a section's fields or a fixed mapping's names."""
+    annotation: Any = Settings
+    for key in parents:
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        field = annotation.model_fields.get(key)
+        annotation = field.annotation if field else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    if get_origin(annotation) is dict:
+        return [str(name) for name in get_args(get_args(annotation)[0])]
+    return []

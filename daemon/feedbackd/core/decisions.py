@@ -1,0 +1,68 @@
+"""The decision ledger: `decisions.jsonl`, committed beside feedback.json in each agent folder.
+
+It is how a decision is recorded exactly once across restarts, crashes, re-runs, fresh clones and
+other machines: an item in approved/ or rejected/ is decided when the ledger's latest line for it
+says so. An item moved back to queue/ gets a `queued` line and is a draft again. Append-only lines
+merge across machines as a union (the merge driver sorts them by `at`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from feedbackd.core.timeutil import iso_ms, unix_ms
+
+log = logging.getLogger("feedbackd")
+
+State = Literal["approved", "rejected", "queued"]
+
+
+class DecisionRecord(BaseModel):
+    """One line of the ledger: what happened to an item, and what the commit should say."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str
+    item: str
+    state: State
+    at: str
+    file: str | None = None
+    curator: str | None = None
+    fields: list[str] | None = None
+    entries: list[str] | None = None
+
+    def line(self) -> str:
+        return json.dumps(self.model_dump(exclude_none=True), ensure_ascii=False)
+
+
+def new_record(item: str, state: State, now: datetime, **extra: Any) -> DecisionRecord:
+    record_id = f"d-{unix_ms(now)}-{secrets.token_hex(3)}"
+    return DecisionRecord(id=record_id, item=item, state=state, at=iso_ms(now), **extra)
+
+
+def parse_ledger(text: str, source: str = "decisions.jsonl") -> list[DecisionRecord]:
+    """Every readable line; a damaged line is skipped with a warning, not blocking the agent."""
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(DecisionRecord.model_validate_json(line))
+        except ValidationError:
+            log.warning("%s line %d is not a decision record; ignored", source, number)
+    return records
+
+
+def latest_states(records: Iterable[DecisionRecord]) -> dict[str, DecisionRecord]:
+    """The latest record per item (file order, which the merge driver keeps sorted by time)."""
+    latest: dict[str, DecisionRecord] = {}
+    for record in records:
+        latest[record.item] = record
+    return latest

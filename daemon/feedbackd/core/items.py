@@ -1,0 +1,596 @@
+"""Curator items: read `.json`, `.yaml`/`.yml` and `.md` drafts as plain data, and diff them.
+
+Reading is strict because a file that cannot be read is never moved or changed: every refusal
+says what is wrong (with line and column where known) and how to fix it. Diffing is pure: the
+corrections an approval records are computed from two content mappings, nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from feedbackd.core import yamlio
+from feedbackd.core.errors import InvalidId, InvalidItem
+from feedbackd.core.jsontext import dumps_json, half_character
+from feedbackd.core.workspace import validate_id
+
+MAX_ITEM_BYTES = 1024 * 1024
+# Content is a handful of fields, maybe a nested `seo` block; anything this deep is not a draft,
+# and refusing it keeps every later recursive walk far from Python's recursion limit.
+MAX_NESTING = 64
+
+ItemFormat = Literal["json", "yaml", "md"]
+FORMATS: dict[str, ItemFormat] = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".md": "md"}
+MD_RESERVED_KEYS = frozenset(
+    {
+        "id",
+        "agentId",
+        "collection",
+        "slug",
+        "generatedAt",
+        "originalContentData",
+        "rejectionFeedback",
+        "curator",
+        "status",
+    }
+)
+_BOM = b"\xef\xbb\xbf"
+_CURATOR = re.compile(
+    r"^(?P<name>[^<>\x00-\x1f\x7f]*[^<>\s\x00-\x1f\x7f])\s*<(?P<email>[^<>\s@]+@[^<>\s@]+)>$"
+)
+_CURATOR_HINT = 'write it as "Name <email>", e.g. "Ada Curator <ada@example.org>"'
+_WRAP_HINT = "make the item an object with a contentData field holding the draft's fields"
+_YAML_HINT = (
+    "fix the YAML at that position; items are plain data, so write values out in full "
+    "(no anchors &, aliases * or tags !)"
+)
+
+# Where a key of the item's top-level mapping was written: (line, column), 1-based, if known.
+Locator = Callable[[str], tuple[int, int] | None]
+
+
+class ItemError(InvalidItem):
+    """An item that cannot be read; `what` is the problem alone, `message` adds the position."""
+
+    def __init__(
+        self, what: str, *, hint: str, line: int | None = None, column: int | None = None
+    ) -> None:
+        super().__init__(what + _where(line, column), hint=hint)
+        self.what = what
+        self.line = line
+        self.column = column
+        self.path: Path | None = None
+
+
+def _where(line: int | None, column: int | None) -> str:
+    if line is None:
+        return ""
+    return f" (line {line}, column {column})" if column else f" (line {line})"
+
+
+@dataclass(frozen=True)
+class Item:
+    """One draft as plain data; `content` is what the curator edits and approval diffs."""
+
+    item_id: str
+    path: Path | None
+    format: ItemFormat
+    content: dict[str, Any]
+    original: dict[str, Any] | None
+    rejection_feedback: str | None
+    curator: str | None
+    document: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Correction:
+    """One field the curator changed: dotted name, and both values exactly as written."""
+
+    field: str
+    original: str
+    corrected: str
+
+
+def item_format(path: Path) -> ItemFormat | None:
+    """The item format a file name stands for, or None when it is not an item file."""
+    return FORMATS.get(path.suffix.lower())
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def check_size(size: int) -> None:
+    if size > MAX_ITEM_BYTES:
+        raise ItemError(
+            f"the file is {size:,} bytes, over the limit of 1 MiB ({MAX_ITEM_BYTES:,} bytes)",
+            hint="keep items under 1 MiB: move large assets out of the item and link to them",
+        )
+
+
+def parse_item(data: bytes, suffix: str, item_id: str, path: Path | None = None) -> Item:
+    """Parse and check an item from its bytes; pure (`path` is only carried along)."""
+    try:
+        return _parse(data, suffix, item_id, path)
+    except ItemError as exc:
+        exc.path = path
+        raise
+
+
+def _parse(data: bytes, suffix: str, item_id: str, path: Path | None) -> Item:
+    fmt = FORMATS.get(suffix.lower())
+    if fmt is None:
+        raise ItemError(
+            f"{suffix or 'a file without extension'} is not an item format",
+            hint="name item files .json, .yaml, .yml or .md",
+        )
+    _check_file_name(item_id, suffix)
+    check_size(len(data))
+    text = _decode(data)
+    if not text.strip():
+        raise ItemError("the file is empty", hint=_empty_hint(fmt))
+    if fmt == "md":
+        return _whole_characters(_markdown_item(text, item_id, path))
+    document, locate = _load_json(text) if fmt == "json" else _load_yaml_item(text)
+    header = _check_header(document, item_id, suffix, locate)
+    content = _object_field(document, "contentData", locate, required=True)
+    assert content is not None  # required=True never returns None
+    return _whole_characters(Item(item_id, path, fmt, content, **header, document=document))
+
+
+def _whole_characters(item: Item) -> Item:
+    half = half_character(item.document)
+    if half is not None:
+        raise ItemError(
+            f"the escape {half} is half of a character pair, which no text file can hold",
+            hint="write the character itself, or both halves of its escape pair",
+        )
+    return item
+
+
+def _check_file_name(item_id: str, suffix: str) -> None:
+    try:
+        validate_id(item_id, "item id")
+    except InvalidId:
+        raise ItemError(
+            f"the file name gives item id {item_id!r}, which is not a valid id",
+            hint=f"rename the file to <id>{suffix}, where <id> is 1-128 characters from "
+            "A-Z a-z 0-9 . _ -, starting with a letter or digit",
+        ) from None
+
+
+def _empty_hint(fmt: ItemFormat) -> str:
+    shape = {
+        "json": 'a JSON object such as {"contentData": {"title": "..."}}',
+        "yaml": "a mapping with a contentData block",
+        "md": "front matter between two --- lines, then the body",
+    }[fmt]
+    return f"if a program is still writing it, wait; otherwise write the item: {shape}"
+
+
+def _decode(data: bytes) -> str:
+    # A byte-order mark is how some editors say "UTF-8"; it is not part of the item.
+    offset = len(_BOM) if data.startswith(_BOM) else 0
+    try:
+        return data[offset:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        bad = offset + exc.start
+        line = data.count(b"\n", 0, bad) + 1
+        line_start = data.rfind(b"\n", 0, bad) + 1
+        column = len(data[line_start:bad].decode("utf-8", errors="replace")) + 1
+        raise ItemError(
+            f"the file is not UTF-8: byte 0x{data[bad]:02x} at byte offset {bad} cannot be read",
+            hint="save the file with UTF-8 encoding (most editors offer it under Save As)",
+            line=line,
+            column=column,
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON and YAML documents
+
+
+def _load_json(text: str) -> tuple[dict[str, Any], Locator]:
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_json_object, parse_constant=_refuse_json_constant
+        )
+    except json.JSONDecodeError as exc:
+        raise _json_error(exc, text) from None
+    except RecursionError:
+        raise _too_deep() from None
+    _check_nesting(value)
+    return _top_mapping(value, "a JSON object", _WRAP_HINT), _nowhere
+
+
+def _json_error(exc: json.JSONDecodeError, text: str) -> ItemError:
+    # An unterminated string can only run to the end of the file: a newline would stop it first.
+    if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+        return ItemError(
+            "the JSON ends before it is complete",
+            hint="if a program is still writing the file, wait; otherwise add the missing end "
+            "(a closing quote, } or ])",
+            line=exc.lineno,
+            column=exc.colno,
+        )
+    problem = exc.msg.removesuffix(" at")  # "Invalid control character at": the place follows
+    return ItemError(
+        f"invalid JSON: {problem[:1].lower()}{problem[1:]}",
+        hint="fix the JSON at that position (a missing comma, quote or bracket is the usual cause)",
+        line=exc.lineno,
+        column=exc.colno,
+    )
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Python would keep the last of two equal keys silently; the curator meant one of them.
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ItemError(
+                f"the key {key!r} appears twice in one object",
+                hint="keep one of the two values and delete the other",
+            )
+        result[key] = value
+    return result
+
+
+def _refuse_json_constant(name: str) -> Any:
+    raise ItemError(
+        f"{name} is not a JSON value", hint="write the number as a string or use null instead"
+    )
+
+
+def _nowhere(key: str) -> tuple[int, int] | None:
+    return None
+
+
+def _load_yaml_item(text: str) -> tuple[dict[str, Any], Locator]:
+    raw, locate = _load_yaml(text)
+    if raw is None:
+        raise ItemError("the file holds no item, only comments", hint=_empty_hint("yaml"))
+    return _top_mapping(raw, "a mapping of keys to values", _WRAP_HINT), locate
+
+
+def _load_yaml(text: str, line_offset: int = 0) -> tuple[Any, Locator]:
+    """Plain data (None for no document) and where its top-level keys were written."""
+    if _flow_nesting(text) > MAX_NESTING:
+        raise _too_deep()
+    try:
+        raw = yamlio.load(text, positions=False)
+    except yamlio.YamlError as exc:
+        line = exc.line + line_offset if exc.line is not None else None
+        raise ItemError(
+            f"invalid YAML: {exc.message}", hint=_YAML_HINT, line=line, column=exc.column
+        ) from None
+    except RecursionError:
+        raise _too_deep() from None
+
+    def locate(key: str) -> tuple[int, int] | None:
+        # Positions are only needed for an error message, so only then is the text read again
+        # with the slower loader that keeps them.
+        position = yamlio.key_position(yamlio.load(text), key)
+        return None if position is None else (position[0] + line_offset, position[1])
+
+    # to_plain recurses, so the depth is checked on ruamel's nodes first.
+    _check_nesting(raw)
+    return yamlio.to_plain(raw), locate
+
+
+def _flow_nesting(text: str) -> int:
+    """Deepest run of unclosed [ and { (quotes not considered: an upper bound, never less).
+
+    The YAML parser slows down with every level of flow nesting (seconds for a few thousand
+    levels), so a file of nothing but brackets is refused before it reaches the parser.
+    """
+    depth = deepest = 0
+    for bracket in re.finditer(r"[\[\]{}]", text):
+        depth = depth + 1 if bracket.group() in "[{" else max(depth - 1, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _top_mapping(value: Any, shape: str, hint: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ItemError(f"the item must be {shape}, not {_kind(value)}", hint=hint)
+    return value
+
+
+def _check_nesting(value: Any) -> None:
+    pending = [(value, 1)]
+    while pending:
+        current, depth = pending.pop()
+        if depth > MAX_NESTING:
+            raise _too_deep()
+        children = current.values() if isinstance(current, dict) else current
+        if isinstance(current, dict | list):
+            pending.extend((child, depth + 1) for child in children)
+
+
+def _too_deep() -> ItemError:
+    return ItemError(
+        f"the item is nested more than {MAX_NESTING} levels deep",
+        hint="flatten the content: items hold fields and small nested blocks",
+    )
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool):
+        return "true/false"
+    if value is None:
+        return "null"
+    return "a number"
+
+
+# ---------------------------------------------------------------------------------------------
+# Fields every format shares
+
+
+def _check_header(
+    fields: dict[str, Any], item_id: str, suffix: str, locate: Locator
+) -> dict[str, Any]:
+    """Check id, originalContentData, rejectionFeedback and curator; return Item keywords."""
+    _check_id_field(fields, item_id, suffix, locate)
+    return {
+        "original": _object_field(fields, "originalContentData", locate, required=False),
+        "rejection_feedback": _feedback_field(fields, locate),
+        "curator": _curator_field(fields, locate),
+    }
+
+
+def _check_id_field(fields: dict[str, Any], item_id: str, suffix: str, locate: Locator) -> None:
+    written = fields.get("id")
+    if written is None:
+        return
+    if isinstance(written, bool) or not isinstance(written, str | int):
+        raise _field_error(
+            f"id must be a string, not {_kind(written)}", "id", locate, f'write id: "{item_id}"'
+        )
+    if str(written) != item_id:
+        raise _field_error(
+            f"the id field says {str(written)!r} but the file name says {item_id!r}",
+            "id",
+            locate,
+            f"make them agree: set id to {item_id!r}, or rename the file to {written}{suffix}",
+        )
+
+
+def _object_field(
+    fields: dict[str, Any], key: str, locate: Locator, *, required: bool
+) -> dict[str, Any] | None:
+    value = fields.get(key)
+    if value is None and not required:
+        return None
+    if key not in fields:
+        raise ItemError(
+            f"{key} is missing",
+            hint=f"add a {key} object holding the draft's fields (title, body, ...)",
+        )
+    if not isinstance(value, dict):
+        raise _field_error(
+            f"{key} must be an object, not {_kind(value)}",
+            key,
+            locate,
+            f"make {key} an object of field names to values",
+        )
+    return value
+
+
+def _feedback_field(fields: dict[str, Any], locate: Locator) -> str | None:
+    value = fields.get("rejectionFeedback")
+    if value is None or isinstance(value, str):
+        return value
+    raise _field_error(
+        f"rejectionFeedback must be a string, not {_kind(value)}",
+        "rejectionFeedback",
+        locate,
+        "write the rejection notes as text in quotes",
+    )
+
+
+def _curator_field(fields: dict[str, Any], locate: Locator) -> str | None:
+    value = fields.get("curator")
+    if value is None:
+        return None
+    curator = parse_curator(value) if isinstance(value, str) else None
+    if curator is None:
+        raise _field_error(
+            f"curator {value!r} is not of the form Name <email>", "curator", locate, _CURATOR_HINT
+        )
+    return curator
+
+
+def parse_curator(value: str) -> str | None:
+    """`Name <email>` tidied (surrounding space dropped), or None when it is not that shape."""
+    match = _CURATOR.match(value.strip())
+    if match is None:
+        return None
+    return f"{match['name'].strip()} <{match['email']}>"
+
+
+def _field_error(what: str, key: str, locate: Locator, hint: str) -> ItemError:
+    position = locate(key)
+    line, column = position if position else (None, None)
+    return ItemError(what, hint=hint, line=line, column=column)
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown items: YAML front matter and a body
+
+
+class _FrontMatter(NamedTuple):
+    """Offsets into the text: YAML from `start` to `end`, body from `body`."""
+
+    start: int
+    end: int
+    body: int
+
+
+def _split_front_matter(text: str) -> _FrontMatter:
+    first_end = text.find("\n")
+    if first_end < 0 or text[:first_end].rstrip() != "---":
+        raise ItemError(
+            "the Markdown item has no front matter (its first line must be ---)",
+            hint="start the file with a --- line, the item's fields as YAML, another --- line, "
+            "then the body",
+            line=1,
+        )
+    position = first_end + 1
+    while position < len(text):
+        end = text.find("\n", position)
+        line_end = len(text) if end < 0 else end
+        if text[position:line_end].rstrip() == "---":
+            return _FrontMatter(first_end + 1, position, min(line_end + 1, len(text)))
+        position = line_end + 1
+    raise ItemError(
+        "the front matter opened on line 1 has no closing --- line",
+        hint="add a --- line after the front matter fields, before the body",
+        line=1,
+    )
+
+
+def _markdown_item(text: str, item_id: str, path: Path | None) -> Item:
+    bounds = _split_front_matter(text)
+    raw, locate = _load_yaml(text[bounds.start : bounds.end], line_offset=1)
+    front = _top_mapping(
+        {} if raw is None else raw,
+        "front matter of key: value lines",
+        "write the front matter as YAML key: value lines between the --- lines",
+    )
+    if "body" in front:
+        raise _field_error(
+            "the front matter has a body field, but the body is the text after the front matter",
+            "body",
+            locate,
+            "rename the body field in the front matter",
+        )
+    header = _check_header(front, item_id, ".md", locate)
+    body = text[bounds.body :]
+    content = {key: value for key, value in front.items() if key not in MD_RESERVED_KEYS}
+    content["body"] = body
+    return Item(item_id, path, "md", content, **header, document={**front, "body": body})
+
+
+# ---------------------------------------------------------------------------------------------
+# Approval diff
+
+
+def diff_content(original: dict[str, Any], current: dict[str, Any]) -> list[Correction]:
+    """Corrections from original to current, in the depth-first field order of `current`.
+
+    Only strings on both sides count; line-ending and trailing-space differences do not.
+    """
+    return _diff(original, current, "")
+
+
+def _diff(original: dict[str, Any], current: dict[str, Any], prefix: str) -> list[Correction]:
+    corrections: list[Correction] = []
+    for key, now in current.items():
+        field = f"{prefix}{key}"
+        before = original.get(key)
+        if isinstance(now, dict) and isinstance(before, dict):
+            corrections.extend(_diff(before, now, f"{field}."))
+        elif isinstance(now, str) and isinstance(before, str) and _differs(before, now):
+            corrections.append(Correction(field, before, now))
+    return corrections
+
+
+def _differs(before: str, now: str) -> bool:
+    return _normalise(before) != _normalise(now)
+
+
+def _normalise(value: str) -> str:
+    return value.replace("\r\n", "\n").replace("\r", "\n").rstrip()
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing rejection notes
+
+
+def with_rejection_feedback(data: bytes, path: Path, notes: str) -> bytes:
+    """The item file `data` with its rejectionFeedback set to notes, everything else kept.
+
+    JSON is rewritten with 2-space indentation; YAML and front matter are edited in place, so
+    comments, order and the Markdown body stay as they were.
+    """
+    item = parse_item(data, path.suffix, path.stem, path)
+    expected = {**item.document, "rejectionFeedback": notes}
+    if item.format == "json":
+        new_text = dumps_json(expected)
+    else:
+        new_text = _edited_yaml_text(data, item, notes, expected)
+    new_data = (_BOM if data.startswith(_BOM) else b"") + new_text.encode("utf-8")
+    if len(new_data) > MAX_ITEM_BYTES:
+        raise ItemError(
+            f"with these notes the item would be {len(new_data):,} bytes, over the 1 MiB limit",
+            hint="shorten the rejection notes",
+        )
+    return new_data
+
+
+def _edited_yaml_text(data: bytes, item: Item, notes: str, expected: dict[str, Any]) -> str:
+    text = _decode(data)
+    if item.format == "md":
+        bounds = _split_front_matter(text)
+        head, front, tail = (
+            text[: bounds.start],
+            text[bounds.start : bounds.end],
+            text[bounds.end :],
+        )
+    else:
+        head, front, tail = "", text, ""
+    edited = head + _set_top_level_key(front, "rejectionFeedback", notes) + tail
+    if _reads_as(edited, item, expected):
+        return edited
+    # The in-place edit did not survive a re-read (flow style, an end marker, ...): write the
+    # fields out in full instead; comments are lost, the data is not.
+    if item.format == "md":
+        front_fields = {key: value for key, value in expected.items() if key != "body"}
+        return head + yamlio.dump(front_fields) + tail
+    return yamlio.dump(expected)
+
+
+def _reads_as(text: str, item: Item, expected: dict[str, Any]) -> bool:
+    suffix = ".md" if item.format == "md" else ".yaml"
+    try:
+        return parse_item(text.encode("utf-8"), suffix, item.item_id).document == expected
+    except InvalidItem:
+        return False
+
+
+def _set_top_level_key(text: str, key: str, value: str) -> str:
+    """Replace key's lines in a block mapping at column 1, or append the key at the end."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    rendered = yamlio.dump({key: value}).replace("\n", newline)
+    # Split on \n only: str.splitlines would also split inside values at \x85 or \u2028.
+    lines = re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+    start = _top_level_line(lines, key)
+    if start is None:
+        separator = "" if not text or text.endswith("\n") else newline
+        return text + separator + rendered
+    end = start + 1
+    while end < len(lines) and (lines[end][:1] in (" ", "\t") or not lines[end].strip()):
+        end += 1
+    # Blank lines and comments after the value belong to what follows, not to the old value.
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    return "".join(lines[:start]) + rendered + "".join(lines[end:])
+
+
+def _top_level_line(lines: list[str], key: str) -> int | None:
+    pattern = re.compile(rf"^(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')\s*:")
+    for index, line in enumerate(lines):
+        if pattern.match(line):
+            return index
+    return None

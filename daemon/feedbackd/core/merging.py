@@ -1,0 +1,205 @@
+"""The git merge driver for feedback files: `feedbackd merge-driver %O %A %B %P`.
+
+Two machines that each recorded feedback must end with the same files, whatever order their
+commits meet in. So every merge here is a pure, symmetric function of the three versions:
+
+- `feedback.json`: the union of both sides' entries by `id`, oldest first (by `createdAt`, then
+  `id`), keeping the newest `feedback.max_entries`.
+- `*.jsonl` (decision ledgers, ratings, memory): the union of lines keyed by `id` (or
+  `transaction_id`), sorted by time (`at`, `createdAt` or `timestamp`), then key.
+- generated prompt snippets (`prompt/feedback.md`, `prompt/skills/*.md`): either side will do,
+  because feedbackd regenerates them from the merged feedback after every pull; picking one
+  keeps a rebase from stopping on text nobody wrote by hand.
+
+When both sides hold different versions of the same entry, the side that changed it since the
+common ancestor wins; when both changed it, the greater canonical JSON text wins, so the answer
+never depends on which side is "ours". Anything that cannot be merged safely (a side that is not
+valid JSON, a line without an id, a file type this driver does not know) is refused: git then
+reports a conflict instead of feedbackd guessing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, Literal
+
+from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
+from feedbackd.core.timeutil import parse_iso
+
+FileKind = Literal["feedback", "jsonl", "generated"]
+KEY_FIELDS = ("id", "transaction_id")
+TIME_FIELDS = ("at", "createdAt", "timestamp")
+DEFAULT_CAP = 200
+# The .gitattributes lines that hand these files to the driver: `init` writes them into the
+# workspace, and sync's rebase uses them whatever the workspace's own file holds.
+ATTRIBUTES = (
+    "feedback.json merge=feedbackd",
+    "*.jsonl merge=feedbackd",
+    "**/prompt/feedback.md merge=feedbackd",
+    "**/prompt/skills/*.md merge=feedbackd",
+)
+DRIVER_NAME = "feedbackd union merge of feedback files"  # merge.feedbackd.name in git config
+
+
+class MergeRefused(FeedbackdError):
+    """The driver cannot merge these versions; git records a conflict instead."""
+
+    code = "merge_conflict"
+
+
+@dataclass(frozen=True)
+class Record:
+    """One mergeable unit: an entry of feedback.json or a line of a .jsonl file."""
+
+    key: str
+    moment: float  # seconds since the epoch; -inf when the record carries no readable time
+    text: str  # canonical text, used to compare versions of the same key
+
+
+# --- what a path is ----------------------------------------------------------------------------
+def kind_of(path: str) -> FileKind | None:
+    """Which merge applies to the file at `path` (as git names it), or None for none."""
+    parts = PurePosixPath(path.replace("\\", "/")).parts
+    if not parts:
+        return None
+    name = parts[-1]
+    if name == "feedback.json":
+        return "feedback"
+    if name.endswith(".jsonl"):
+        return "jsonl"
+    if name == "feedback.md" and parts[-2:-1] == ("prompt",):
+        return "generated"
+    if name.endswith(".md") and parts[-3:-1] == ("prompt", "skills"):
+        return "generated"
+    return None
+
+
+# --- the merges (pure) -------------------------------------------------------------------------
+def merge_feedback(base: bytes, ours: bytes, theirs: bytes, cap: int) -> bytes:
+    """feedback.json: union by id, oldest first, newest `cap` kept; raises MergeRefused."""
+    if cap < 1:
+        raise MergeRefused(f"the feedback cap must be at least 1, not {cap}")
+    sides = [_feedback_records(data, side) for data, side in ((ours, "ours"), (theirs, "theirs"))]
+    base_records = _lenient(lambda: _feedback_records(base, "base"))
+    merged = _union(base_records, sides[0], sides[1])[-cap:]
+    entries = [FeedbackEntry.model_validate_json(record.text) for record in merged]
+    return dump_feedback(entries).encode("utf-8")
+
+
+def merge_jsonl(base: bytes, ours: bytes, theirs: bytes) -> bytes:
+    """A .jsonl file: union of lines by id / transaction_id, sorted by time; raises MergeRefused."""
+    sides = [_jsonl_records(data, side) for data, side in ((ours, "ours"), (theirs, "theirs"))]
+    base_records = _lenient(lambda: _jsonl_records(base, "base"))
+    merged = _union(base_records, sides[0], sides[1])
+    return "".join(record.text + "\n" for record in merged).encode("utf-8")
+
+
+def merge_generated(base: bytes, ours: bytes, theirs: bytes) -> bytes:
+    """A generated snippet: the side that changed it, else the greater; regenerated later anyway."""
+    if ours == base:
+        return theirs
+    if theirs == base:
+        return ours
+    return max(ours, theirs)
+
+
+def merge_bytes(kind: FileKind, base: bytes, ours: bytes, theirs: bytes, cap: int) -> bytes:
+    if kind == "feedback":
+        return merge_feedback(base, ours, theirs, cap)
+    if kind == "jsonl":
+        return merge_jsonl(base, ours, theirs)
+    return merge_generated(base, ours, theirs)
+
+
+def _union(base: list[Record], ours: list[Record], theirs: list[Record]) -> list[Record]:
+    """Every key of either side once, in time order; a symmetric choice between versions."""
+    base_texts: dict[str, set[str]] = {}
+    for record in base:
+        base_texts.setdefault(record.key, set()).add(record.text)
+    candidates: dict[str, dict[str, Record]] = {}
+    for record in (*ours, *theirs):
+        candidates.setdefault(record.key, {})[record.text] = record
+    chosen = [_choose(versions, base_texts.get(key, set())) for key, versions in candidates.items()]
+    return sorted(chosen, key=lambda record: (record.moment, record.key, record.text))
+
+
+def _choose(versions: dict[str, Record], base_texts: set[str]) -> Record:
+    # A version that differs from the common ancestor is an edit: it beats the unchanged one.
+    changed = [text for text in versions if text not in base_texts]
+    return versions[max(changed or versions)]
+
+
+def _lenient(read: Callable[[], list[Record]]) -> list[Record]:
+    """The ancestor only breaks ties between edits; an unreadable one counts as absent."""
+    try:
+        return read()
+    except MergeRefused:
+        return []
+
+
+# --- reading each side -------------------------------------------------------------------------
+def _text(data: bytes, side: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise MergeRefused(
+            f"{side}: not UTF-8 (byte {error.start})",
+            hint="restore that version from git, or resolve the conflict by hand",
+        ) from None
+
+
+def _feedback_records(data: bytes, side: str) -> list[Record]:
+    try:
+        entries = parse_feedback(_text(data, side))
+    except MergeRefused:
+        raise
+    except FeedbackdError as error:
+        raise MergeRefused(f"{side}: {error.message}", hint=error.hint) from None
+    return [
+        Record(entry.id, _moment(entry.createdAt), _canonical(entry.as_json())) for entry in entries
+    ]
+
+
+def _jsonl_records(data: bytes, side: str) -> list[Record]:
+    records = []
+    for number, line in enumerate(_text(data, side).splitlines(), start=1):
+        if line.strip():
+            records.append(_jsonl_record(line, f"{side} line {number}"))
+    return records
+
+
+def _jsonl_record(line: str, where: str) -> Record:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise MergeRefused(
+            f"{where}: not valid JSON ({error.msg}, column {error.colno})",
+            hint="repair or remove that line, then merge again",
+        ) from None
+    if not isinstance(value, dict):
+        raise MergeRefused(f"{where}: not a JSON object", hint="each line must be one object")
+    key = next((value[name] for name in KEY_FIELDS if isinstance(value.get(name), str)), None)
+    if not key:
+        raise MergeRefused(
+            f"{where}: no `id` or `transaction_id` to merge by",
+            hint="give the line a unique id, then merge again",
+        )
+    moment = next((value[name] for name in TIME_FIELDS if isinstance(value.get(name), str)), "")
+    # The line is kept exactly as written; only versions of one key are compared canonically.
+    return Record(key, _moment(moment), line.rstrip("\r"))
+
+
+def _moment(text: str) -> float:
+    try:
+        return parse_iso(text).timestamp() if text else -math.inf
+    except (ValueError, OverflowError):
+        return -math.inf
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))

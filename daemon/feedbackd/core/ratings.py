@@ -1,0 +1,364 @@
+"""Rating records: one requester's feedback on one rental of a provider's skill (SPEC §6).
+
+Everything here is pure: parse and validate what a requester submits, refuse anything doubtful
+with a message that names the field, the value given and what is allowed, and render the one
+JSON line that the rating store appends.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic_core import ErrorDetails
+
+from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, parse_iso, utcnow
+from feedbackd.core.workspace import is_valid_id
+
+Quality = Literal["excellent", "good", "acceptable", "poor", "failed"]
+CostValue = Literal["great", "fair", "overpriced"]
+QUALITIES: tuple[Quality, ...] = ("excellent", "good", "acceptable", "poor", "failed")
+COST_VALUES: tuple[CostValue, ...] = ("great", "fair", "overpriced")
+FAILED_QUALITIES = frozenset({"poor", "failed"})
+
+# One submitted rating is a few hundred bytes; an inbox file may hold many of them.
+MAX_RATING_CHARS = 64 * 1024
+MAX_INBOX_CHARS = 8 * 1024 * 1024
+_ID_RULE = "1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
+
+# What each field accepts, in words, for error messages (and the field order of SPEC §6).
+ALLOWED: dict[str, str] = {
+    "transaction_id": "a UUID such as 123e4567-e89b-12d3-a456-426614174000",
+    "provider_agent": f"the provider's agent id: {_ID_RULE}",
+    "skill_id": f"a skill id: {_ID_RULE}",
+    "requester_agent": f"your agent id: {_ID_RULE}",
+    "rating": "an integer from 1 to 5",
+    "latency_ms": "an integer of 0 or more (milliseconds), or leave it out",
+    "result_quality": "one of " + ", ".join(QUALITIES),
+    "quality_details": "text of at most 500 characters, or leave it out",
+    "would_reuse": "true or false",
+    "cost_value_ratio": "one of " + ", ".join(COST_VALUES),
+    "timestamp": "an ISO 8601 time such as 2026-04-08T10:00:00Z, or leave it out for now",
+}
+# Optional fields where an explicit JSON null means "not given".
+_NULL_MEANS_ABSENT = ("latency_ms", "quality_details", "timestamp", "requester_agent")
+
+
+class Rating(BaseModel):
+    """One stored rating; field order is the order of SPEC §6 and of the stored JSON line."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    transaction_id: StrictStr
+    provider_agent: StrictStr
+    skill_id: StrictStr
+    requester_agent: StrictStr
+    rating: StrictInt = Field(ge=1, le=5)
+    latency_ms: StrictInt | None = Field(default=None, ge=0)
+    result_quality: Quality
+    quality_details: StrictStr | None = Field(default=None, max_length=500)
+    would_reuse: StrictBool
+    cost_value_ratio: CostValue
+    timestamp: StrictStr = Field(default_factory=lambda: iso_ms(utcnow()))
+
+    @field_validator("transaction_id")
+    @classmethod
+    def _canonical_uuid(cls, value: str) -> str:
+        try:
+            return str(uuid.UUID(value))
+        except ValueError:
+            raise ValueError("not a UUID") from None
+
+    @field_validator("provider_agent", "skill_id", "requester_agent")
+    @classmethod
+    def _safe_id(cls, value: str) -> str:
+        if not is_valid_id(value):
+            raise ValueError("not a valid id")
+        return value
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc_ms(cls, value: str) -> str:
+        return canonical_iso_ms(value)
+
+    @property
+    def moment(self) -> datetime:
+        return parse_iso(self.timestamp)
+
+    @property
+    def month(self) -> str:
+        """`YYYY-MM` of the rating's time: the month file it is stored in."""
+        return self.timestamp[:7]
+
+
+def parse_rating(payload: str | dict[str, Any], *, requester: str | None, now: datetime) -> Rating:
+    """Validate one submitted rating (JSON text or an already parsed object)."""
+    data = _load_json(payload, MAX_RATING_CHARS) if isinstance(payload, str) else payload
+    return _rating_from_object(data, requester=requester, now=now)
+
+
+def parse_rating_file(text: str, *, requester: str | None, now: datetime) -> list[Rating]:
+    """Validate an inbox file: one rating object or a list of them (all or nothing)."""
+    data = _load_json(text, MAX_INBOX_CHARS)
+    if not isinstance(data, list):
+        return [_rating_from_object(data, requester=requester, now=now)]
+    if not data:
+        raise InvalidFeedback("the file holds an empty list", hint="put at least one rating in it")
+    ratings = []
+    for number, element in enumerate(data, start=1):
+        try:
+            ratings.append(_rating_from_object(element, requester=requester, now=now))
+        except InvalidFeedback as exc:
+            raise InvalidFeedback(
+                f"rating {number} of {len(data)}: {exc.message}", hint=exc.hint
+            ) from None
+    _refuse_repeated_transactions(ratings)
+    return ratings
+
+
+def rating_line(r: Rating) -> str:
+    """The JSON line stored for a rating: keys in SPEC order, optional fields left out."""
+    return json.dumps(r.model_dump(exclude_none=True), ensure_ascii=False)
+
+
+def is_failed(r: Rating) -> bool:
+    """A failed rental (SPEC §7): quality poor or failed, or a rating of 2 or less."""
+    return r.result_quality in FAILED_QUALITIES or r.rating <= 2
+
+
+def _load_json(text: str, limit: int) -> Any:
+    if len(text) > limit:
+        raise InvalidFeedback(
+            f"the rating text is too large ({len(text)} characters, at most {limit})",
+            hint="submit one rating of a few hundred characters at a time",
+        )
+    try:
+        return json.loads(text, object_pairs_hook=_no_repeated_keys, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise InvalidFeedback(
+            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            hint='write the rating as a JSON object, e.g. {"transaction_id": "...", ...}',
+        ) from None
+    except RecursionError:
+        raise InvalidFeedback(
+            "not valid JSON: nested too deeply", hint="send a flat object"
+        ) from None
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise InvalidFeedback(
+                f"field `{key}` is given twice", hint="keep one value for each field"
+            )
+        result[key] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    raise InvalidFeedback(f"not valid JSON: {name} is not a JSON number", hint="use a number")
+
+
+def _rating_from_object(data: Any, *, requester: str | None, now: datetime) -> Rating:
+    if not isinstance(data, dict):
+        raise InvalidFeedback(
+            f"a rating must be a JSON object, not {_json_kind(data)}",
+            hint='send {"transaction_id": ..., "provider_agent": ..., ...}',
+        )
+    fields = {key: value for key, value in data.items() if not _absent(key, value)}
+    if "requester_agent" not in fields:
+        if requester is None:
+            raise InvalidFeedback(
+                "requester_agent is missing: who rented the skill?",
+                hint="pass --as AGENT, set agent_id in feedbackd.yaml, or add requester_agent",
+            )
+        fields["requester_agent"] = requester
+    fields.setdefault("timestamp", iso_ms(now))
+    try:
+        rating = Rating.model_validate(fields)
+    except ValidationError as exc:
+        raise _explain(exc) from None
+    return _refuse_self_rating(rating)
+
+
+def _absent(key: str, value: Any) -> bool:
+    return value is None and key in _NULL_MEANS_ABSENT
+
+
+def _refuse_self_rating(rating: Rating) -> Rating:
+    # A provider rating its own rental would inflate its reputation and steer its own prices.
+    if rating.requester_agent == rating.provider_agent:
+        raise InvalidFeedback(
+            f"requester_agent: {rating.requester_agent!r} cannot rate its own skill",
+            hint="ratings come from the agent that rented the skill; check --as or agent_id",
+        )
+    return rating
+
+
+def _refuse_repeated_transactions(ratings: list[Rating]) -> None:
+    seen: set[str] = set()
+    for rating in ratings:
+        if rating.transaction_id in seen:
+            raise InvalidFeedback(
+                f"transaction_id {rating.transaction_id} appears twice in the file",
+                hint="each rental is rated once; remove the repeated rating",
+            )
+        seen.add(rating.transaction_id)
+
+
+def _explain(exc: ValidationError) -> InvalidFeedback:
+    """One message for all problems: unknown fields first (a typo explains a missing field)."""
+    errors = exc.errors()
+    unknown = [_unknown(e) for e in errors if e["type"] == "extra_forbidden"]
+    wrong = [_wrong(e) for e in errors if e["type"] not in ("extra_forbidden", "missing")]
+    missing = [_field(e) for e in errors if e["type"] == "missing"]
+    problems = unknown + wrong
+    if len(missing) == 1:
+        problems.append(f"{missing[0]} is missing ({ALLOWED.get(missing[0], 'required')})")
+    elif missing:
+        problems.append("missing fields: " + ", ".join(missing))
+    return InvalidFeedback(
+        "; ".join(problems), hint="fix the named fields (see `feedbackd feedback submit --help`)"
+    )
+
+
+def _field(error: ErrorDetails) -> str:
+    return ".".join(str(part) for part in error["loc"]) or "rating"
+
+
+def _unknown(error: ErrorDetails) -> str:
+    field = _field(error)
+    close = difflib.get_close_matches(field, list(ALLOWED), n=1)
+    guess = f"did you mean `{close[0]}`? " if close else ""
+    return f"unknown field `{field}` ({guess}allowed: {', '.join(ALLOWED)})"
+
+
+def _wrong(error: ErrorDetails) -> str:
+    field = _field(error)
+    allowed = ALLOWED.get(field, error["msg"])
+    return f"{field}: {_show(error['input'])} is not allowed ({allowed})"
+
+
+def _show(value: Any) -> str:
+    """The value as the user wrote it in JSON, cut short when long."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) <= 60:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    return f"{text[:50]}…{size}"
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "a list", str: "a string", bool: "true/false", type(None): "null"}
+    for kind, name in kinds.items():
+        if isinstance(value, kind):
+            return name
+    return "a number" if isinstance(value, int | float) else type(value).__name__
+
+
+def stored_fields(line: str | bytes) -> dict[str, Any]:
+    """Validate one stored JSON line and return its fields (raise InvalidFeedback when bad).
+
+    Lines as `rating_line` writes them take a fast path (the store reads a million of them);
+    anything else, e.g. a hand edit, goes through the full model, which has the last word.
+    """
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidFeedback(f"not valid JSON: {exc}") from None
+    if _is_canonical(data):
+        return data  # type: ignore[no-any-return]
+    if not isinstance(data, dict):
+        raise InvalidFeedback(f"a stored rating must be a JSON object, not {_json_kind(data)}")
+    if data.get("timestamp") is None:
+        # The model would default a missing time to now; a stored rating must carry its own.
+        raise InvalidFeedback(f"timestamp is missing ({ALLOWED['timestamp']})")
+    try:
+        return Rating.model_validate(data).model_dump(exclude_none=True)
+    except ValidationError as exc:
+        raise _explain(exc) from None
+
+
+def rating_from_fields(fields: dict[str, Any]) -> Rating:
+    """A Rating from fields that `stored_fields` has already validated."""
+    return Rating.model_construct(**fields)
+
+
+_OPTIONAL = frozenset({"latency_ms", "quality_details"})
+_REQUIRED = frozenset(ALLOWED) - _OPTIONAL
+_ALL_FIELDS = frozenset(ALLOWED)
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\Z")
+_CANONICAL_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z\Z")
+
+
+def _is_canonical(data: Any) -> bool:
+    """True when data is exactly what the model would produce (valid, and already canonical)."""
+    if type(data) is not dict or not (_REQUIRED <= data.keys() <= _ALL_FIELDS):
+        return False
+    rating, latency = data["rating"], data.get("latency_ms", 0)
+    details = data.get("quality_details", "")
+    return (
+        type(rating) is int
+        and 1 <= rating <= 5
+        and type(latency) is int
+        and latency >= 0
+        and type(details) is str
+        and len(details) <= 500
+        and type(data["would_reuse"]) is bool
+        and _is_one_of(data["result_quality"], QUALITIES)
+        and _is_one_of(data["cost_value_ratio"], COST_VALUES)
+        and _is_id(data["provider_agent"])
+        and _is_id(data["skill_id"])
+        and _is_id(data["requester_agent"])
+        and _is_canonical_uuid(data["transaction_id"])
+        and is_canonical_time(data["timestamp"])
+    )
+
+
+def _is_one_of(value: Any, allowed: tuple[str, ...]) -> bool:
+    return type(value) is str and value in allowed
+
+
+def _is_id(value: Any) -> bool:
+    return type(value) is str and _is_valid_id_cached(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_valid_id_cached(value: str) -> bool:
+    # A provider's file repeats the same few agent and skill ids on every line.
+    return is_valid_id(value)
+
+
+def _is_canonical_uuid(value: Any) -> bool:
+    return type(value) is str and _CANONICAL_UUID.match(value) is not None
+
+
+def is_canonical_time(value: Any) -> bool:
+    """True for a real UTC time written as `2026-04-08T10:00:00.000Z` (the stored form)."""
+    if type(value) is not str or _CANONICAL_TIME.match(value) is None:
+        return False
+    try:
+        datetime.fromisoformat(value[:-1])
+    except ValueError:
+        return False
+    return True

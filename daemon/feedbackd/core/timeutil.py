@@ -1,0 +1,58 @@
+"""Clock, timestamps and durations in the formats the contract uses."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+from feedbackd.core.errors import UsageError
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# Longer windows reach back before year 1 (a date Python cannot hold); a century is plenty.
+_MAX_DURATION_S = 100 * 366 * 86400
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso_ms(moment: datetime) -> str:
+    """UTC ISO 8601 with milliseconds and `Z`, e.g. `2026-04-08T10:00:00.000Z`."""
+    utc = moment.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def unix_ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
+
+
+def parse_iso(text: str) -> datetime:
+    """Parse ISO 8601 (with `Z` or an offset); naive times are taken as UTC."""
+    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def canonical_iso_ms(text: str) -> str:
+    """A stored time in the one spelling records use; ValueError when `text` is not ISO 8601.
+
+    Record models validate their time fields with this, so every file holds the same format.
+    """
+    try:
+        return iso_ms(parse_iso(text))
+    except (ValueError, OverflowError):
+        raise ValueError("not an ISO 8601 time") from None
+
+
+def parse_duration(text: str) -> timedelta:
+    """`30s`, `15m`, `12h`, `7d`, `4w` → timedelta; anything else is a usage error."""
+    match = _DURATION.match(text)
+    if not match:
+        raise UsageError(
+            f"bad duration {text!r}",
+            hint="write a number followed by s, m, h, d or w, e.g. 7d",
+        )
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds > _MAX_DURATION_S:
+        raise UsageError(f"duration {text!r} is too long", hint="use at most 100 years, e.g. 5200w")
+    return timedelta(seconds=seconds)

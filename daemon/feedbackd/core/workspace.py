@@ -1,0 +1,135 @@
+"""Every path of a workspace in one object, and the id rule that keeps all access inside it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from feedbackd.core.errors import InvalidId
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ITEM_SUFFIXES = (".json", ".yaml", ".yml", ".md")
+DECISION_FOLDERS = ("approved", "rejected")
+STATE_DIR = ".feedbackd"
+
+
+def validate_id(value: str, kind: str = "id") -> str:
+    """Return value if it is a safe agent/item/skill id, else raise InvalidId saying why."""
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value) or ".." in value:
+        raise InvalidId(
+            f"{kind} {value!r} is not a valid id",
+            hint="use 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit",
+        )
+    return value
+
+
+def is_valid_id(value: str) -> bool:
+    return bool(ID_PATTERN.fullmatch(value)) and ".." not in value
+
+
+@dataclass(frozen=True)
+class AgentPaths:
+    """The files of one agent folder `_data/agents/{agent_id}/`."""
+
+    root: Path
+    agent_id: str
+
+    @property
+    def queue(self) -> Path:
+        return self.root / "queue"
+
+    @property
+    def approved(self) -> Path:
+        return self.root / "approved"
+
+    @property
+    def rejected(self) -> Path:
+        return self.root / "rejected"
+
+    @property
+    def feedback(self) -> Path:
+        return self.root / "feedback.json"
+
+    @property
+    def decisions(self) -> Path:
+        """The committed ledger of decisions already recorded (exactly-once across machines)."""
+        return self.root / "decisions.jsonl"
+
+    @property
+    def prompt(self) -> Path:
+        return self.root / "prompt" / "feedback.md"
+
+    @property
+    def soul(self) -> Path:
+        return self.root / "SOUL.md"
+
+    @property
+    def ratings(self) -> Path:
+        return self.root / "ratings"
+
+    @property
+    def memory(self) -> Path:
+        return self.root / "memory"
+
+    def skill_prompt(self, skill_id: str) -> Path:
+        return self.root / "prompt" / "skills" / f"{validate_id(skill_id, 'skill id')}.md"
+
+    def folder(self, name: str) -> Path:
+        return self.root / name
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """A git repository holding `_data/`; `data_dir` is configurable (default `_data`)."""
+
+    root: Path
+    data_dir: str = "_data"
+
+    @property
+    def data(self) -> Path:
+        return self.root / self.data_dir
+
+    @property
+    def agents_dir(self) -> Path:
+        return self.data / "agents"
+
+    @property
+    def inbox_ratings(self) -> Path:
+        return self.data / "inbox" / "ratings"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / STATE_DIR
+
+    @property
+    def config_file(self) -> Path:
+        return self.root / "feedbackd.yaml"
+
+    def agent(self, agent_id: str) -> AgentPaths:
+        return AgentPaths(self.agents_dir / validate_id(agent_id, "agent id"), agent_id)
+
+    def agent_ids(self) -> list[str]:
+        """Agents on disk, sorted; folders with invalid names are skipped (doctor reports them)."""
+        if not self.agents_dir.is_dir():
+            return []
+        return sorted(
+            entry.name
+            for entry in self.agents_dir.iterdir()
+            if entry.is_dir() and is_valid_id(entry.name) and self.is_inside(entry)
+        )
+
+    def is_inside(self, path: Path) -> bool:
+        """True when path (after resolving symbolic links) stays inside the workspace.
+
+        A symbolic link loop leads nowhere, so it is not inside (resolve raises RuntimeError).
+        """
+        try:
+            path.resolve().relative_to(self.root.resolve())
+        except (ValueError, OSError, RuntimeError):
+            return False
+        return True
+
+    def relative(self, path: Path) -> str:
+        """Path relative to the workspace root, with forward slashes (as git names it)."""
+        return path.relative_to(self.root).as_posix()

@@ -1,0 +1,124 @@
+"""Crash-safe writes: whole files atomically (temporary file in the same folder, fsync, rename),
+and lines appended to logs.
+
+A crash at any instant leaves either the old file or the new one, never half of either; leftovers
+carry TMP_SUFFIX, which `init` git-ignores and start-up removes. An appended line cut short by a
+crash is ended before the next one is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import Any
+
+from feedbackd.core.jsontext import dumps_json
+
+TMP_SUFFIX = ".feedbackd-tmp"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Cut a long name so the temporary one stays within the file system's 255-byte limit.
+    tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write text; non-empty text always ends with a newline (an empty file stays zero bytes)."""
+    if text and not text.endswith("\n"):
+        text += "\n"
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_json(path: Path, value: Any) -> None:
+    atomic_write_text(path, dumps_json(value))
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line with a single O_APPEND write and fsync.
+
+    Append-only logs can grow large, so they are not rewritten; a line cut short by a crash is
+    terminated first, so the new line always starts on a line of its own.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = line.rstrip("\n").encode("utf-8") + b"\n"
+    # Read access too: a cut-short last line is found by reading its final byte.
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if _ends_without_newline(fd):
+            data = b"\n" + data
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _ends_without_newline(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+def read_file_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a plain file (at most limit + 1 of them, so a caller sees it is too large).
+
+    Whatever else stands at path raises OSError: a folder, a socket, and a named pipe, which is
+    opened without waiting (a plain open waits for a writer forever, and the daemon with it).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with open(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            what = "not a plain file (a pipe, socket or device)"
+            raise OSError(errno.EINVAL, what, str(path))
+        return handle.read() if limit is None else handle.read(limit + 1)
+
+
+def remove_leftovers(root: Path) -> list[Path]:
+    """Delete temporary files that a killed writer left behind under root.
+
+    The walk keeps its own list of folders to visit (Path.rglob recurses, and a tree a few
+    hundred folders deep overflowed Python's stack); it follows no symbolic link and skips a
+    folder it cannot list.
+    """
+    removed = []
+    folders = [root]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(Path(entry.path))
+            elif entry.name.endswith(TMP_SUFFIX):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+    return removed
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

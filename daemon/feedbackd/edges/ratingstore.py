@@ -1,0 +1,542 @@
+"""Ratings on disk, and a local index that keeps them fast to ask about at a million ratings.
+
+The truth is `_data/agents/{provider}/ratings/{skill}/{YYYY-MM}.jsonl` (month of each rating's
+time): committed, merged by other machines, sometimes edited by hand. The index in
+`<workspace>/.feedbackd/ratings-index.sqlite3` is git-ignored and rebuildable; it remembers for
+each month file its size and mtime, the transaction ids in it (the duplicate check) and a decay
+tally of its ratings (reputation without reading old months). A file whose size or mtime changed
+is read again: only its new lines when it merely grew, the whole of it otherwise. Listing by
+`since` needs no index: file names say which months can hold the window.
+
+A line that cannot be read is skipped with a warning naming the file and line, never fatal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import re
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from feedbackd.core.config import ReputationSettings
+from feedbackd.core.errors import AlreadySubmitted, FeedbackdError
+from feedbackd.core.ratings import (
+    Rating,
+    is_canonical_time,
+    rating_from_fields,
+    rating_line,
+    stored_fields,
+)
+from feedbackd.core.reputation import Point, Tally, merge, report_from_tallies, tally
+from feedbackd.core.timeutil import iso_ms
+from feedbackd.core.workspace import Workspace, is_valid_id, validate_id
+from feedbackd.edges.files import append_line
+
+log = logging.getLogger(__name__)
+
+INDEX_NAME = "ratings-index.sqlite3"
+SCHEMA_VERSION = 1
+KEY_SIZE = 16
+DEFAULT_DECAY_DAYS = 30.0
+_MONTH_FILE = re.compile(r"([0-9]{4}-(?:0[1-9]|1[0-2]))\.jsonl\Z")
+_TIMESTAMP_KEY = '"timestamp": "'
+_SCHEMA = """
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY, provider TEXT NOT NULL, skill TEXT NOT NULL, month TEXT NOT NULL,
+    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, digest BLOB, tally TEXT NOT NULL,
+    keys BLOB NOT NULL, UNIQUE (provider, skill, month));
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+Progress = Callable[[int, int], None]  # (bytes read so far, bytes to read) while indexing
+Scope = tuple[str | None, str | None]  # (provider, skill) a refresh looked at; None = all
+
+
+@dataclass(frozen=True)
+class MonthFile:
+    """One `{provider}/ratings/{skill}/{YYYY-MM}.jsonl` file."""
+
+    provider: str
+    skill: str
+    month: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """What the index remembers about one month file."""
+
+    id: int
+    size: int
+    mtime_ns: int
+    digest: bytes | None
+    tally: Tally
+
+
+@dataclass
+class _Scan:
+    """What one read of (the new part of) a month file found."""
+
+    points: list[Point] = dataclasses.field(default_factory=list)
+    keys: list[bytes] = dataclasses.field(default_factory=list)  # transaction ids, 16 bytes each
+
+
+class RatingStore:
+    """The ratings of every provider in a workspace."""
+
+    def __init__(self, workspace: Workspace, *, progress: Progress | None = None) -> None:
+        self.workspace = workspace
+        self.progress = progress
+
+    @property
+    def index_path(self) -> Path:
+        return self.workspace.state_dir / INDEX_NAME
+
+    def path_for(self, r: Rating) -> Path:
+        skill = validate_id(r.skill_id, "skill id")
+        return self.workspace.agent(r.provider_agent).ratings / skill / f"{r.month}.jsonl"
+
+    def has_transaction(self, transaction_id: str) -> bool:
+        return self.where_rated(transaction_id) is not None
+
+    def where_rated(self, transaction_id: str) -> Path | None:
+        """The month file that holds a rating of this transaction, if any."""
+        try:
+            key = uuid.UUID(transaction_id).bytes
+        except (ValueError, TypeError):
+            return None  # not a UUID, so it cannot have been stored
+        with self._index() as db:
+            entries = self._refresh(db, self.month_files(), _index_decay(db), (None, None))
+            for month_file, entry in sorted(entries.items(), key=lambda pair: pair[0].month):
+                if _holds_key(db, entry.id, key):
+                    return month_file.path
+        return None
+
+    def append(self, r: Rating) -> Path:
+        """Store a new rating; a transaction that was already rated is refused."""
+        earlier = self.where_rated(r.transaction_id)
+        if earlier is not None:
+            raise AlreadySubmitted(
+                f"transaction {r.transaction_id} was already rated"
+                f" (in {self.workspace.relative(earlier)})",
+                hint="each rental is rated once; a new rental has a new transaction_id",
+            )
+        path = self.path_for(r)
+        append_line(path, rating_line(r))
+        return path
+
+    def ratings(
+        self,
+        provider: str,
+        skill: str | None = None,
+        since: datetime | None = None,
+        requester: str | None = None,
+    ) -> list[Rating]:
+        """A provider's ratings (of one skill, from one requester), at or after `since`,
+        newest first."""
+        since_iso = iso_ms(since) if since is not None else None
+        found: dict[str, Rating] = {}
+        for month_file in self.month_files(provider, skill):
+            if since_iso is not None and month_file.month < since_iso[:7]:
+                continue  # the whole month lies before the window
+            for fields in _read_fields(self.workspace, month_file, since_iso):
+                if requester is not None and fields.get("requester_agent") != requester:
+                    continue
+                rating = rating_from_fields(fields)
+                found.setdefault(rating.transaction_id, rating)
+        return sorted(found.values(), key=lambda r: (r.timestamp, r.transaction_id), reverse=True)
+
+    def skills(self, provider: str) -> list[str]:
+        """The skills of a provider that have a ratings folder, sorted."""
+        folder = self.workspace.agent(provider).ratings
+        return sorted(entry.name for entry in _folders(self.workspace, folder))
+
+    def reputation_report(
+        self,
+        provider: str,
+        settings: ReputationSettings,
+        now: datetime,
+        skill: str | None = None,
+    ) -> dict[str, Any]:
+        """`reputation --json` for a provider (or one of its skills), from the index."""
+        return report_from_tallies(
+            provider, self.tallies(provider, settings, now, skill), settings, now
+        )
+
+    def tallies(
+        self,
+        provider: str,
+        settings: ReputationSettings,
+        now: datetime,
+        skill: str | None = None,
+    ) -> dict[str, list[Tally]]:
+        """Per skill, one decay tally per month file, each measured no later than `now`."""
+        files = self.month_files(provider, skill)
+        with self._index() as db:
+            _set_index_decay(db, settings.decay_days)
+            entries = self._refresh(db, files, settings.decay_days, (provider, skill))
+        result: dict[str, list[Tally]] = {}
+        cap = now.timestamp()
+        for month_file, entry in entries.items():
+            file_tally = entry.tally
+            if file_tally.ref > cap:
+                # This file holds ratings from after `now`: their age counts as 0, so tally again.
+                scan = _scan_lines(self.workspace, month_file, _read(month_file.path), 0)
+                file_tally = tally(scan.points, settings.decay_days, cap)
+            result.setdefault(month_file.skill, []).append(file_tally)
+        return result
+
+    def month_files(self, provider: str | None = None, skill: str | None = None) -> list[MonthFile]:
+        """Month files on disk, of one provider (and skill) or of all, oldest month first."""
+        providers = [validate_id(provider, "agent id")] if provider else self.workspace.agent_ids()
+        found = []
+        for agent in providers:
+            ratings_dir = self.workspace.agent(agent).ratings
+            skills = [validate_id(skill, "skill id")] if skill else self.skills(agent)
+            for skill_id in skills:
+                found.extend(_months(self.workspace, agent, skill_id, ratings_dir / skill_id))
+        return sorted(found, key=lambda f: (f.month, f.provider, f.skill))
+
+    @contextlib.contextmanager
+    def _index(self) -> Iterator[sqlite3.Connection]:
+        db = _open_index(self.index_path)
+        try:
+            with db:
+                yield db
+        finally:
+            db.close()
+
+    def _refresh(
+        self, db: sqlite3.Connection, files: list[MonthFile], decay_days: float, scope: Scope
+    ) -> dict[MonthFile, _Entry]:
+        """Bring the index up to date for these files; return their entries."""
+        known = _entries(db, files)
+        entries: dict[MonthFile, _Entry] = {}
+        stale: list[tuple[MonthFile, os.stat_result]] = []
+        for month_file in files:
+            stat = _stat(month_file.path)
+            if stat is None:
+                continue  # removed since it was listed (a checkout or pull in progress)
+            entry = known.get(month_file)
+            if entry and _fresh(entry, stat, decay_days):
+                entries[month_file] = entry
+            else:
+                stale.append((month_file, stat))
+        total, done = sum(stat.st_size for _, stat in stale), 0
+        for month_file, stat in stale:
+            entries[month_file] = self._reindex(
+                db, month_file, known.get(month_file), stat, decay_days
+            )
+            done += stat.st_size
+            if self.progress:
+                self.progress(done, total)
+        _forget_missing(db, files, scope)
+        return entries
+
+    def _reindex(
+        self,
+        db: sqlite3.Connection,
+        month_file: MonthFile,
+        entry: _Entry | None,
+        stat: os.stat_result,
+        decay_days: float,
+    ) -> _Entry:
+        """Read a changed month file: only its new lines when it merely grew, else all of it."""
+        data = _read(month_file.path)
+        earlier = entry if entry is not None and _only_grew(entry, data, decay_days) else None
+        keys = _load_keys(db, earlier.id) if earlier else []
+        start = earlier.size if earlier else 0
+        scan = _scan_lines(self.workspace, month_file, data, start, set(keys))
+        new_tally = tally(scan.points, decay_days)
+        if earlier:
+            new_tally = merge(earlier.tally, new_tally)
+        # Only a file ending in a newline can be extended by appends without re-reading it.
+        digest = _digest(data) if data.endswith(b"\n") or not data else None
+        sorted_keys = b"".join(sorted([*keys, *scan.keys]))
+        file_id = _save_entry(
+            db, month_file, (len(data), stat.st_mtime_ns, digest, new_tally, sorted_keys)
+        )
+        return _Entry(file_id, len(data), stat.st_mtime_ns, digest, new_tally)
+
+
+def _folders(workspace: Workspace, folder: Path) -> Iterator[os.DirEntry[str]]:
+    """Sub-folders with valid id names that stay inside the workspace."""
+    try:
+        entries = list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        if not entry.is_dir() or not is_valid_id(entry.name):
+            continue
+        if entry.is_symlink() and not workspace.is_inside(Path(entry.path)):
+            log.warning("%s: symbolic link leads outside the workspace; ignored", entry.path)
+            continue
+        yield entry
+
+
+def _months(workspace: Workspace, provider: str, skill: str, folder: Path) -> list[MonthFile]:
+    found = []
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        for entry in os.scandir(folder):
+            match = _MONTH_FILE.match(entry.name)
+            if not entry.name.endswith(".jsonl") or not entry.is_file():
+                continue
+            if match is None:
+                log.warning("%s: not a YYYY-MM.jsonl month file; ignored", entry.path)
+            elif entry.is_symlink() and not workspace.is_inside(Path(entry.path)):
+                log.warning("%s: symbolic link leads outside the workspace; ignored", entry.path)
+            else:
+                found.append(MonthFile(provider, skill, match.group(1), Path(entry.path)))
+    return found
+
+
+def _read_fields(
+    workspace: Workspace, month_file: MonthFile, since_iso: str | None
+) -> Iterator[dict[str, Any]]:
+    """The valid ratings of a month file, skipping those before `since_iso` cheaply."""
+    for number, line in _lines(_read(month_file.path), 0):
+        if since_iso is not None and _clearly_before(line, since_iso):
+            continue
+        fields = _checked(workspace, month_file, number, line)
+        if fields is not None and (since_iso is None or fields["timestamp"] >= since_iso):
+            yield fields
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except FileNotFoundError:
+        return None
+
+
+def _read(path: Path) -> bytes:
+    """A month file's bytes; one removed since it was listed reads as empty."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def _lines(data: bytes, start: int) -> Iterator[tuple[int, str | bytes]]:
+    """(line number, line) of the non-blank lines from byte `start`; text when it is UTF-8."""
+    first = data.count(b"\n", 0, start) + 1
+    try:
+        lines: Sequence[str | bytes] = data[start:].decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        lines = data[start:].split(b"\n")  # the bad lines are named when they are read
+    for number, line in enumerate(lines, start=first):
+        if line.strip():
+            yield number, line
+
+
+def _clearly_before(line: str | bytes, since_iso: str) -> bool:
+    """True when the line's stored timestamp, read without parsing the JSON, is before since."""
+    text = line if isinstance(line, str) else line.decode("utf-8", "replace")
+    at = text.rfind(_TIMESTAMP_KEY)
+    if at < 0:
+        return False
+    start = at + len(_TIMESTAMP_KEY)
+    stamp = text[start : start + 24]
+    return stamp < since_iso and text[start + 24 : start + 25] == '"' and is_canonical_time(stamp)
+
+
+def _checked(
+    workspace: Workspace, month_file: MonthFile, number: int, line: str | bytes
+) -> dict[str, Any] | None:
+    try:
+        fields = stored_fields(line)
+    except FeedbackdError as exc:
+        where = workspace.relative(month_file.path)
+        log.warning("%s, line %d: skipped: %s", where, number, exc.message)
+        return None
+    if fields["provider_agent"] != month_file.provider or fields["skill_id"] != month_file.skill:
+        where = workspace.relative(month_file.path)
+        log.warning("%s, line %d: skipped: the rating is for another skill", where, number)
+        return None
+    return fields
+
+
+def _scan_lines(
+    workspace: Workspace,
+    month_file: MonthFile,
+    data: bytes,
+    start: int,
+    seen: set[bytes] | None = None,
+) -> _Scan:
+    """Read the lines of data from byte `start`: valid ratings not seen before."""
+    seen = set() if seen is None else seen
+    scan = _Scan()
+    for number, line in _lines(data, start):
+        fields = _checked(workspace, month_file, number, line)
+        if fields is None:
+            continue
+        key = _key(fields["transaction_id"])
+        if key in seen:
+            where = workspace.relative(month_file.path)
+            log.warning("%s, line %d: skipped: transaction rated twice", where, number)
+            continue
+        seen.add(key)
+        scan.keys.append(key)
+        scan.points.append(_point(fields))
+    return scan
+
+
+def _point(fields: dict[str, Any]) -> Point:
+    stamp = fields["timestamp"]  # canonical: `2026-04-08T10:00:00.000Z`
+    return Point(
+        datetime.fromisoformat(stamp[:-1] + "+00:00").timestamp(),
+        stamp,
+        fields["rating"],
+        fields["result_quality"],
+        fields["would_reuse"],
+        fields["cost_value_ratio"],
+    )
+
+
+def _open_index(path: Path) -> sqlite3.Connection:
+    """Open the index, starting a new one when it is missing, outdated or damaged."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return _connect(path)
+    except sqlite3.DatabaseError as exc:
+        log.warning("%s: unreadable (%s); rebuilding it from the rating files", path, exc)
+        for leftover in (
+            path,
+            path.with_name(path.name + "-wal"),
+            path.with_name(path.name + "-shm"),
+        ):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+        return _connect(path)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version != SCHEMA_VERSION:
+            _create_schema(db)
+        db.isolation_level = "DEFERRED"
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _create_schema(db: sqlite3.Connection) -> None:
+    drops = "".join(f"DROP TABLE IF EXISTS {table};" for table in ("txs", "files", "meta"))
+    db.executescript(
+        f"BEGIN IMMEDIATE;{drops}{_SCHEMA}PRAGMA user_version = {SCHEMA_VERSION};COMMIT;"
+    )
+
+
+def _index_decay(db: sqlite3.Connection) -> float:
+    row = db.execute("SELECT value FROM meta WHERE key = 'decay_days'").fetchone()
+    return float(row[0]) if row else DEFAULT_DECAY_DAYS
+
+
+def _set_index_decay(db: sqlite3.Connection, decay_days: float) -> None:
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('decay_days', ?)", (repr(decay_days),))
+
+
+def _entries(db: sqlite3.Connection, files: list[MonthFile]) -> dict[MonthFile, _Entry]:
+    wanted = {(f.provider, f.skill, f.month): f for f in files}
+    rows = db.execute("SELECT id, provider, skill, month, size, mtime_ns, digest, tally FROM files")
+    entries = {}
+    for file_id, provider, skill, month, size, mtime_ns, digest, tally_json in rows:
+        month_file = wanted.get((provider, skill, month))
+        if month_file is not None:
+            entries[month_file] = _Entry(file_id, size, mtime_ns, digest, _load_tally(tally_json))
+    return entries
+
+
+def _forget_missing(db: sqlite3.Connection, files: list[MonthFile], scope: Scope) -> None:
+    """Drop the index entries of month files in scope that are no longer on disk."""
+    present = {(f.provider, f.skill, f.month) for f in files}
+    provider, skill = scope
+    for file_id, *key in db.execute("SELECT id, provider, skill, month FROM files").fetchall():
+        in_scope = provider in (None, key[0]) and skill in (None, key[1])
+        if in_scope and tuple(key) not in present:
+            db.execute("DELETE FROM files WHERE id = ?", (file_id,))
+
+
+def _fresh(entry: _Entry, stat: os.stat_result, decay_days: float) -> bool:
+    return (
+        entry.size == stat.st_size
+        and entry.mtime_ns == stat.st_mtime_ns
+        and entry.tally.decay_days == decay_days
+    )
+
+
+def _only_grew(entry: _Entry, data: bytes, decay_days: float) -> bool:
+    """True when the file is its indexed content plus new lines (the usual append)."""
+    return (
+        entry.digest is not None
+        and entry.tally.decay_days == decay_days
+        and len(data) > entry.size
+        and _digest(data[: entry.size]) == entry.digest
+    )
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _key(transaction_id: str) -> bytes:
+    """The 16 bytes of a (canonical, validated) transaction id."""
+    return bytes.fromhex(transaction_id.replace("-", ""))
+
+
+def _load_keys(db: sqlite3.Connection, file_id: int) -> list[bytes]:
+    (blob,) = db.execute("SELECT keys FROM files WHERE id = ?", (file_id,)).fetchone()
+    return [blob[at : at + KEY_SIZE] for at in range(0, len(blob), KEY_SIZE)]
+
+
+def _holds_key(db: sqlite3.Connection, file_id: int, key: bytes) -> bool:
+    """Binary search of a month file's sorted transaction ids, reading a few bytes per step."""
+    with db.blobopen("files", "keys", file_id, readonly=True) as blob:
+        low, high = 0, len(blob) // KEY_SIZE
+        while low < high:
+            middle = (low + high) // 2
+            blob.seek(middle * KEY_SIZE)
+            probe = blob.read(KEY_SIZE)
+            if probe == key:
+                return True
+            low, high = (middle + 1, high) if probe < key else (low, middle)
+    return False
+
+
+def _save_entry(
+    db: sqlite3.Connection,
+    month_file: MonthFile,
+    values: tuple[int, int, bytes | None, Tally, bytes],
+) -> int:
+    size, mtime_ns, digest, file_tally, keys = values
+    row = db.execute(
+        "INSERT INTO files (provider, skill, month, size, mtime_ns, digest, tally, keys)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, skill, month) DO UPDATE SET"
+        " size = excluded.size, mtime_ns = excluded.mtime_ns, digest = excluded.digest,"
+        " tally = excluded.tally, keys = excluded.keys RETURNING id",
+        (month_file.provider, month_file.skill, month_file.month, size, mtime_ns, digest,
+         json.dumps(dataclasses.asdict(file_tally)), keys),
+    ).fetchone()  # fmt: skip
+    return int(row[0])
+
+
+def _load_tally(text: str) -> Tally:
+    data = json.loads(text)
+    data["quality"] = tuple(data["quality"])
+    data["cost_value"] = tuple(data["cost_value"])
+    return Tally(**data)

@@ -1,0 +1,130 @@
+"""What the writing commands do: move or amend a curator's item, then run the shared reconcile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound, WorkspaceError
+from feedbackd.core.feedback import FeedbackEntry, new_entry
+from feedbackd.core.jsontext import half_character
+from feedbackd.core.timeutil import utcnow
+from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths, validate_id
+from feedbackd.loop.agentfiles import read_item, set_rejection_feedback
+from feedbackd.loop.reconcile import Report, reconcile_all
+from feedbackd.loop.runtime import Runtime
+
+RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
+
+
+def find_queued(agent: AgentPaths, item_id: str) -> Path:
+    validate_id(item_id, "item id")
+    found = [agent.queue / (item_id + suffix) for suffix in ITEM_SUFFIXES]
+    existing = [path for path in found if path.is_file()]
+    if not existing:
+        raise NotFound(
+            f"no draft {item_id} in {agent.agent_id}/queue/",
+            hint=f"list the drafts with `ls {agent.queue}`",
+        )
+    if len(existing) > 1:
+        names = ", ".join(path.name for path in existing)
+        raise FeedbackdError(f"{item_id} is in queue/ more than once ({names})", hint="keep one")
+    return existing[0]
+
+
+def move_target(source: Path, folder: Path) -> Path:
+    """Where source goes in folder; refused before anything is changed when it cannot go."""
+    target = folder / source.name
+    if folder.exists() and not folder.is_dir():
+        raise WorkspaceError(
+            f"{folder} is a file, not a folder",
+            hint=f"move that file away: {folder.name}/ must be a folder for the items",
+        )
+    if target.exists():
+        raise FeedbackdError(
+            f"{target} already exists", hint="remove or rename it first", code="invalid_item"
+        )
+    return target
+
+
+def move_item(source: Path, target: Path) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source.rename(target)
+    except OSError as error:
+        raise WorkspaceError(
+            f"cannot move {source.name} to {target.parent}: {error.strerror or error}",
+            hint="check that the folder can be written",
+        ) from None
+
+
+def approve(runtime: Runtime, agent_id: str, item_id: str) -> Report:
+    agent = runtime.workspace.agent(agent_id)
+    source = find_queued(agent, item_id)
+    target = move_target(source, agent.approved)
+    read_item(source)  # refuse an unreadable draft before moving anything
+    move_item(source, target)
+    return reconcile_all(runtime, [agent_id])
+
+
+def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
+    agent = runtime.workspace.agent(agent_id)
+    source = find_queued(agent, item_id)
+    target = move_target(source, agent.rejected)  # before the notes change the draft
+    read_item(source)
+    set_rejection_feedback(source, notes)
+    move_item(source, target)
+    return reconcile_all(runtime, [agent_id])
+
+
+def parse_record(payload: str) -> dict[str, Any]:
+    """The `record --json` payload: type plus the fields its type needs."""
+    try:
+        data = json.loads(payload)
+    except json.JSONDecodeError as exc:
+        raise InvalidFeedback(
+            f"--json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            hint="""pass an object like '{"type": "edit", "original": "…", "corrected": "…"}'""",
+        ) from None
+    if not isinstance(data, dict):
+        raise InvalidFeedback("--json must be a JSON object")
+    half = half_character(data)
+    if half is not None:
+        raise InvalidFeedback(
+            f"--json holds {half}, half of a character pair",
+            hint="write the character itself, or both halves of its escape pair",
+        )
+    unknown = sorted(set(data) - RECORD_FIELDS)
+    if unknown:
+        raise InvalidFeedback(
+            f"unknown field `{unknown[0]}`", hint=f"allowed: {', '.join(sorted(RECORD_FIELDS))}"
+        )
+    _check_record_shape(data)
+    return data
+
+
+def _check_record_shape(data: dict[str, Any]) -> None:
+    kind = data.get("type")
+    if kind not in ("correction", "rejection", "edit"):
+        raise InvalidFeedback(
+            f"type: {kind!r} is not allowed", hint="use correction, rejection or edit"
+        )
+    for key in RECORD_FIELDS - {"type"}:
+        if key in data and not isinstance(data[key], str):
+            raise InvalidFeedback(f"{key}: must be a string, not {json.dumps(data[key])}")
+    if "queueItemId" in data:
+        validate_id(data["queueItemId"], "queueItemId")
+    needed = ("notes",) if kind == "rejection" else ("original", "corrected")
+    missing = [key for key in needed if key not in data]
+    if missing:
+        raise InvalidFeedback(f"a {kind} needs `{missing[0]}`")
+
+
+def build_record_entry(data: dict[str, Any]) -> FeedbackEntry:
+    try:
+        return new_entry(utcnow(), **data)
+    except ValidationError as exc:
+        raise InvalidFeedback(f"invalid entry: {exc.errors()[0]['msg']}") from None

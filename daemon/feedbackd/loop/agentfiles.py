@@ -1,0 +1,196 @@
+"""An agent folder's files on disk: feedback.json, the decisions ledger, memory, items.
+
+The formats are the core's (pure parsing and rendering); this module only reads and writes them,
+atomically, through the file-system edge.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from feedbackd.core.decisions import DecisionRecord, parse_ledger
+from feedbackd.core.errors import InvalidFeedback, NotFound
+from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
+from feedbackd.core.items import (
+    MAX_ITEM_BYTES,
+    Item,
+    ItemError,
+    check_size,
+    parse_item,
+    with_rejection_feedback,
+)
+from feedbackd.core.memory import (
+    ENTITIES,
+    MemoryRecord,
+    latest_per_subject,
+    memory_file,
+    new_record,
+    rental_memories,
+)
+from feedbackd.core.prompts import examples
+from feedbackd.core.ratings import Rating
+from feedbackd.core.workspace import Workspace, is_valid_id
+from feedbackd.edges.files import (
+    append_line,
+    atomic_write_bytes,
+    atomic_write_text,
+    read_file_bytes,
+)
+from feedbackd.loop.runtime import discover_root
+
+log = logging.getLogger("feedbackd")
+
+
+def read_feedback(path: Path) -> list[FeedbackEntry]:
+    if not path.exists():
+        return []
+    try:
+        text = read_file_bytes(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidFeedback(
+            f"feedback.json is not UTF-8 (byte {exc.start})",
+            hint="restore the last good version from git",
+        ) from None
+    except OSError as exc:  # a folder of that name, no permission, ...
+        raise InvalidFeedback(
+            f"feedback.json cannot be read: {exc.strerror or exc}",
+            hint="make it a readable file: move whatever stands there away, then restore the"
+            " last good version from git",
+        ) from None
+    return parse_feedback(text)
+
+
+def write_feedback(path: Path, entries: Sequence[FeedbackEntry]) -> None:
+    atomic_write_text(path, dump_feedback(entries))
+
+
+def read_ledger(path: Path) -> list[DecisionRecord]:
+    if not path.exists():
+        return []
+    return parse_ledger(read_file_bytes(path).decode("utf-8", errors="replace"), str(path))
+
+
+def append_record(path: Path, record: DecisionRecord) -> None:
+    append_line(path, record.line())
+
+
+def read_item(path: Path) -> Item:
+    """Read and check one item file; the size is checked before the file is read in full."""
+    return parse_item(_read_limited(path), path.suffix, path.stem, path)
+
+
+def _read_limited(path: Path) -> bytes:
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ItemError("this is not a regular file", hint="item files must be plain files")
+        check_size(info.st_size)
+        with open(path, "rb") as handle:
+            # The file may grow between stat and read: read one byte past the limit to notice.
+            data = handle.read(MAX_ITEM_BYTES + 1)
+    except FileNotFoundError:
+        raise NotFound(
+            f"item file {path} does not exist", hint="it may have been moved or deleted"
+        ) from None
+    except OSError as exc:
+        raise ItemError(
+            f"the file cannot be read: {exc.strerror or exc}",
+            hint="check the file's permissions and that it is a file, not a folder",
+        ) from None
+    check_size(len(data))
+    return data
+
+
+def set_rejection_feedback(path: Path, notes: str) -> None:
+    """Set the item's rejectionFeedback, keeping everything else; written atomically."""
+    data = _read_limited(path)
+    atomic_write_bytes(path, with_rejection_feedback(data, path, notes))
+
+
+def load_feedback_for_prompt(
+    agent_id: str, limit: int = 5, workspace: str | Path | None = None
+) -> list[dict[str, Any]]:
+    """The agent's last `limit` correction examples as `{"original", "corrected", "field"}` dicts.
+
+    For agent runners that build their own prompt instead of reading prompt/feedback.md.
+    """
+    root = discover_root(str(workspace) if workspace is not None else None)
+    entries = read_feedback(Workspace(root).agent(agent_id).feedback)
+    return [
+        {"original": entry.original, "corrected": entry.corrected, "field": entry.field}
+        for entry in examples(entries, limit)
+    ]
+
+
+def add_memory(
+    workspace: Workspace,
+    agent: str,
+    category: str,
+    importance: float,
+    content: str,
+    *,
+    subject: str | None,
+    source: str,
+    now: datetime,
+) -> Path:
+    """Append a new record to the agent's memory; return the file written."""
+    record = new_record(category, importance, content, subject=subject, source=source, now=now)
+    return append_memory(workspace, agent, record)
+
+
+def append_memory(workspace: Workspace, agent: str, record: MemoryRecord) -> Path:
+    path = memory_file(workspace, agent, record.category)
+    append_line(path, record.line())
+    return path
+
+
+def write_rental_memories(
+    workspace: Workspace, r: Rating, now: datetime, earlier: Sequence[Rating] = ()
+) -> list[Path]:
+    """Append the rental's records to the requester's memory; return the files written."""
+    return [append_memory(workspace, agent, rec) for agent, rec in rental_memories(r, now, earlier)]
+
+
+def list_memory(workspace: Workspace, agent: str, category: str | None) -> list[MemoryRecord]:
+    """An agent's memory, highest importance first, then newest; one profile per subject."""
+    folder = workspace.agent(agent).memory
+    if category is not None:
+        paths = [memory_file(workspace, agent, category)]
+    else:
+        paths = sorted(p for p in folder.glob("*.jsonl") if is_valid_id(p.stem))
+    records: list[MemoryRecord] = []
+    for path in paths:
+        found = list(_read_memory(workspace, path))
+        records.extend(latest_per_subject(found) if path.stem == ENTITIES else found)
+    return sorted(records, key=lambda rec: (rec.importance, rec.createdAt), reverse=True)
+
+
+def _read_memory(workspace: Workspace, path: Path) -> Iterable[MemoryRecord]:
+    """Valid records of a memory file; bad lines are skipped with a warning naming them."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except (FileNotFoundError, IsADirectoryError):
+        return
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = MemoryRecord.model_validate_json(line)
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"]
+            where = workspace.relative(path)
+            log.warning("%s, line %d: skipped: %s", where, number, reason)
+            continue
+        if record.category != path.stem:
+            where = workspace.relative(path)
+            log.warning("%s, line %d: skipped: category %s", where, number, record.category)
+            continue
+        yield record

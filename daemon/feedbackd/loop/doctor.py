@@ -1,0 +1,197 @@
+"""`feedbackd doctor`: read every file feedbackd depends on; say what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from feedbackd.core.decisions import DecisionRecord
+from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.feedback import parse_feedback
+from feedbackd.core.memory import MemoryRecord
+from feedbackd.core.ratings import parse_rating_file, stored_fields
+from feedbackd.core.soul import parse_soul
+from feedbackd.core.timeutil import utcnow
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths, is_valid_id
+from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.git import GitRepo
+from feedbackd.loop.agentfiles import (
+    read_feedback,
+    read_item,
+)
+from feedbackd.loop.repo import open_repo
+from feedbackd.loop.runtime import Runtime
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    message: str
+    hint: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"path": self.path, "message": self.message, "hint": self.hint}
+
+
+def examine(
+    runtime: Runtime, progress: Callable[[int, int], None] | None = None
+) -> tuple[int, list[Finding]]:
+    workspace = runtime.workspace
+    checked, findings = 0, []
+    if not workspace.agents_dir.is_dir():
+        hint = "run `feedbackd init` in the workspace"
+        return 0, [Finding(str(workspace.agents_dir), "missing agents folder", hint)]
+    if runtime.git_enabled and not GitRepo.is_repo(workspace.root):
+        hint = "run `feedbackd init` there, or set git.enabled: false"
+        findings.append(Finding(".", "the workspace is not a git repository", hint))
+    for entry in sorted(workspace.agents_dir.iterdir()):
+        if entry.is_dir() and not is_valid_id(entry.name):
+            hint = "rename the folder to a valid id"
+            findings.append(Finding(workspace.relative(entry), "bad agent id", hint))
+    checks = [c for a in workspace.agent_ids() for c in _checks(runtime, workspace.agent(a))]
+    checks += inbox_checks(runtime)
+    for path, check in checks:
+        checked += 1
+        problem = _run_check(check)
+        if problem is not None:
+            findings.append(Finding(workspace.relative(path), *problem))
+        if progress is not None:
+            progress(checked, len(checks))
+    return checked, findings
+
+
+def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
+    for folder in ("queue", *DECISION_FOLDERS, "prompt", "ratings", "memory"):
+        directory = agent.folder(folder)
+        if directory.exists() and not directory.is_dir():
+            yield directory, _not_a_folder(directory)
+        if folder not in ("queue", *DECISION_FOLDERS) or not directory.is_dir():
+            continue
+        for path in sorted(directory.iterdir()):
+            if path.suffix in ITEM_SUFFIXES and not path.name.startswith("."):
+                yield path, _item_check(path)
+    if agent.feedback.exists():
+        yield agent.feedback, _feedback_check(runtime, agent)
+    if agent.soul.exists():
+        yield agent.soul, _soul_check(agent.soul)
+    logs = [agent.decisions, *sorted(agent.memory.glob("*.jsonl"))]
+    logs += sorted(agent.ratings.glob("*/*.jsonl"))
+    for path in logs:
+        if path.is_file():
+            yield path, _lines_check(path, _line_checker(agent, path))
+
+
+def inbox_checks(runtime: Runtime) -> Iterator[tuple[Path, Callable[[], None]]]:
+    folder = runtime.workspace.inbox_ratings
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        yield path, _inbox_check(runtime, path)
+
+
+def _soul_check(path: Path) -> Callable[[], None]:
+    def check() -> None:
+        parse_soul(read_file_bytes(path).decode("utf-8"))
+
+    return check
+
+
+def _line_checker(agent: AgentPaths, path: Path) -> Callable[[str], object]:
+    if path == agent.decisions:
+        return DecisionRecord.model_validate_json
+    if path.parent == agent.memory:
+        return MemoryRecord.model_validate_json
+    return stored_fields
+
+
+def _lines_check(path: Path, validate: Callable[[str], object]) -> Callable[[], None]:
+    """Each line of an append-only log must read; the first bad one is reported."""
+
+    def check() -> None:
+        text = read_file_bytes(path).decode("utf-8")
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                validate(line)
+            except (ValueError, FeedbackdError) as error:
+                reason = str(error).splitlines()[0]
+                raise FeedbackdError(
+                    f"line {number} cannot be read: {reason}",
+                    hint="repair or remove that line (git log -p shows how it was written)",
+                ) from None
+
+    return check
+
+
+def _inbox_check(runtime: Runtime, path: Path) -> Callable[[], None]:
+    def check() -> None:
+        text = read_file_bytes(path).decode("utf-8")
+        parse_rating_file(text, requester=runtime.settings.agent_id, now=utcnow())
+
+    return check
+
+
+def _not_a_folder(path: Path) -> Callable[[], None]:
+    def check() -> None:
+        raise FeedbackdError(
+            f"{path.name} is a file where feedbackd needs a folder",
+            hint="move the file away; feedbackd creates the folder when it needs it",
+        )
+
+    return check
+
+
+def _item_check(path: Path) -> Callable[[], None]:
+    def check() -> None:
+        if not is_valid_id(path.stem):
+            raise FeedbackdError(
+                f"file name {path.stem!r} is not a valid item id", hint="rename it"
+            )
+        read_item(path)
+
+    return check
+
+
+def _feedback_check(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:
+    def check() -> None:
+        try:
+            read_feedback(agent.feedback)
+        except FeedbackdError as error:
+            good = last_good_feedback(runtime, agent)
+            hint = (
+                f"restore the last good version: git checkout {good} -- "
+                f"{runtime.workspace.relative(agent.feedback)}"
+                if good
+                else "no good version in git; repair it by hand"
+            )
+            raise FeedbackdError(error.message, hint=hint) from None
+
+    return check
+
+
+def last_good_feedback(runtime: Runtime, agent: AgentPaths) -> str | None:
+    """The newest commit whose feedback.json of this agent parses."""
+    path = runtime.workspace.relative(agent.feedback)
+    with open_repo(runtime) as repo:
+        if repo is None:
+            return None
+        for commit in repo.commits_touching(path, limit=50):
+            data = repo.file_at(commit, path)
+            try:
+                parse_feedback((data or b"").decode("utf-8"))
+            except (FeedbackdError, UnicodeDecodeError):
+                continue
+            return commit[:12]
+    return None
+
+
+def _run_check(check: Callable[[], None]) -> tuple[str, str] | None:
+    try:
+        check()
+    except FeedbackdError as error:
+        return error.message, error.hint
+    except UnicodeDecodeError as error:
+        return f"not UTF-8 (byte {error.start})", "save it as UTF-8"
+    except OSError as error:
+        return f"cannot be read: {error.strerror}", "check its permissions"
+    return None

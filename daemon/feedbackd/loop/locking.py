@@ -1,0 +1,81 @@
+"""The one lock that serialises writers, and the clean-up of what a killed writer left behind.
+
+The daemon's passes and the CLI's writing commands all hold `pipeline_lock`. Whoever holds it
+may clear temporary files, stale git locks and index entries that a crash left lagging, since
+no other feedbackd process can be writing at that moment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from feedbackd.edges.files import remove_leftovers
+from feedbackd.edges.git import GitRepo, git_process_in, lock_verdict
+from feedbackd.edges.instance import WriteLock
+from feedbackd.loop.runtime import Runtime
+
+log = logging.getLogger("feedbackd")
+
+
+@contextmanager
+def pipeline_lock(runtime: Runtime, timeout: float = 60.0) -> Iterator[None]:
+    """Hold the workspace's write lock; the daemon takes the same one around each pass."""
+    state_dir = runtime.workspace.state_dir
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with WriteLock(state_dir, timeout=timeout):
+        yield
+
+
+def clean_leftovers(runtime: Runtime) -> None:
+    """Remove temporary files and stale git locks that a killed writer left (lock held)."""
+    if runtime.workspace.data.is_dir():
+        remove_leftovers(runtime.workspace.data)
+    if runtime.git_enabled:
+        clear_stale_git_locks(runtime)
+        heal_git_index(runtime)
+
+
+def heal_git_index(runtime: Runtime) -> None:
+    """Finish the index update of a commit that a crash interrupted (call with the lock held)."""
+    root = runtime.workspace.root
+    if not GitRepo.is_repo(root):
+        return
+    with GitRepo(root, stale_lock_s=runtime.settings.git.stale_lock_s) as repo:
+        repo.heal_index()
+
+
+def clear_stale_git_locks(runtime: Runtime) -> list[Path]:
+    """Remove ref and index locks that no live git holds (call with the lock held).
+
+    A `kill -9` of the daemon's process group in the middle of `git update-ref` leaves
+    `.git/HEAD.lock` or `refs/heads/*.lock` behind, and every later commit then fails; they are
+    judged like `.git/index.lock`: a young lock or one a running git may hold is left alone.
+    """
+    root = runtime.workspace.root
+    git_dir = root / ".git"
+    if not git_dir.is_dir():
+        return []
+    removed = []
+    for lock in _git_locks(git_dir):
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        live = git_process_in([root, git_dir])
+        if lock_verdict(live, age, runtime.settings.git.stale_lock_s) == "remove":
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+                removed.append(lock)
+                log.warning("removed a stale %s left by an interrupted git command", lock)
+    return removed
+
+
+def _git_locks(git_dir: Path) -> list[Path]:
+    top = [git_dir / name for name in ("HEAD.lock", "index.lock", "packed-refs.lock")]
+    refs = sorted((git_dir / "refs").rglob("*.lock")) if (git_dir / "refs").is_dir() else []
+    return [lock for lock in top if lock.exists()] + refs

@@ -1,0 +1,128 @@
+"""Files feedbackd cannot read: settle first (a writer may still be busy), then explain beside them.
+
+The bad file itself is never moved, changed or deleted; `{file}.error` says what is wrong and how
+to fix it, and disappears once the file reads again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from feedbackd.core.errors import FeedbackdError
+from feedbackd.edges.files import atomic_write_text
+
+log = logging.getLogger("feedbackd")
+
+ERROR_SUFFIX = ".error"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that could not be used, and whether it has been bad long enough to report."""
+
+    path: Path
+    message: str
+    hint: str
+    settled: bool
+    retry_at: float  # wall-clock time when an unsettled file should be looked at again
+
+    def line(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+def error_path(path: Path) -> Path:
+    return path.with_name(path.name + ERROR_SUFFIX)
+
+
+def error_text(error: FeedbackdError) -> str:
+    hint = error.hint or "fix the file; feedbackd retries it automatically"
+    text = f"feedbackd: {error.message}\n{hint}\n"
+    # A message quoting the file may carry half of a character pair: spell it as an escape.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def judge(path: Path, error: FeedbackdError, settle_ms: int, now: float | None = None) -> Problem:
+    """Write `{file}.error` once the file has stayed bad for settle_ms (by modification time)."""
+    now = time.time() if now is None else now
+    changed = _changed_at(path, now)
+    retry_at = changed + settle_ms / 1000
+    settled = now >= retry_at
+    if settled:
+        explain(path, error)
+    return Problem(path, error.message, error.hint, settled, retry_at)
+
+
+def _changed_at(path: Path, now: float) -> float:
+    """When path last changed: now when it is gone, the link's own time for a link loop."""
+    for look in (path.stat, path.lstat):
+        try:
+            return look().st_mtime
+        except FileNotFoundError:
+            return now
+        except OSError:
+            continue  # a loop of symbolic links: only the link itself can be looked at
+    return now
+
+
+def explain(path: Path, error: FeedbackdError) -> None:
+    """Write `{file}.error`. When it cannot be written (a file name near the 255-byte limit, a
+    read-only folder) the problem is still reported and logged: the pass goes on."""
+    target = error_path(path)
+    text = error_text(error)
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        if target.read_text(encoding="utf-8") == text:
+            return  # unchanged: do not touch it, so watchers see no new event
+    try:
+        atomic_write_text(target, text)
+    except OSError as exc:
+        log.warning("cannot write %s (%s); the problem is: %s", target, exc.strerror, error)
+
+
+def clear(path: Path) -> None:
+    try:
+        error_path(path).unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # the name is too long to have one, or the folder is read-only
+        log.debug("cannot remove %s: %s", error_path(path), exc.strerror)
+
+
+def clear_orphans(folder: Path) -> None:
+    """Remove `.error` files whose file is gone (fixed by deleting or moving it)."""
+    if not folder.is_dir():
+        return
+    for stale in folder.glob(f"*{ERROR_SUFFIX}"):
+        if not stale.with_name(stale.name[: -len(ERROR_SUFFIX)]).exists():
+            with contextlib.suppress(FileNotFoundError):
+                stale.unlink()
+
+
+# Where `.error` files can stand: beside items, beside feedback.json, beside inbox ratings.
+_REPORT_PATTERNS = ("agents/*/*/*", "agents/*/*", "inbox/ratings/*")
+
+
+def reported_problems(data_dir: Path) -> list[str]:
+    """Problems still explained on disk by `.error` files, as `{file}: {what is wrong}` lines.
+
+    `status` shows these when no daemon runs, so a `run --once` from a timer leaves them visible.
+    """
+    lines: list[str] = []
+    for pattern in _REPORT_PATTERNS:
+        for report in sorted(data_dir.glob(pattern + ERROR_SUFFIX)):
+            bad = report.with_name(report.name[: -len(ERROR_SUFFIX)])
+            if report.is_file() and bad.exists():
+                lines.append(f"{bad}: {_first_line(report)}")
+    return lines
+
+
+def _first_line(report: Path) -> str:
+    try:
+        with open(report, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline(4096).rstrip("\n")
+    except OSError as error:
+        return f"(cannot read {report.name}: {error.strerror})"
+    return first.removeprefix("feedbackd: ")

@@ -1,0 +1,86 @@
+"""One change, one commit: the paths of the change, its message and trailers, its author.
+
+Every writer (decisions, `record`, ratings, price and description changes) commits through here,
+so subjects, trailers and authorship read the same in `git log` whoever made the change.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from feedbackd.core.commitmsg import Person, build_message
+from feedbackd.edges.files import TMP_SUFFIX
+from feedbackd.edges.git import GitRepo
+from feedbackd.loop.runtime import Runtime, choose_author
+
+log = logging.getLogger("feedbackd")
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something feedbackd recorded: what `run --once` prints and `status` counts."""
+
+    event: str
+    agent: str
+    summary: str
+    item: str | None = None
+    commit: str | None = None
+    skill: str | None = None
+
+    def as_json(self) -> dict[str, str | None]:
+        return {
+            "event": self.event,
+            "agent": self.agent,
+            "skill": self.skill,
+            "item": self.item,
+            "summary": self.summary,
+            "commit": self.commit,
+        }
+
+
+@dataclass(frozen=True)
+class Change:
+    """What to commit: the paths written, and what the commit message says about them."""
+
+    event: str
+    agent: str
+    summary: str
+    paths: Sequence[Path]
+    author: Person | None = None
+    skill: str | None = None
+    item: str | None = None
+    body: Sequence[str] = ()
+    trailers: Sequence[tuple[str, str]] = field(default_factory=tuple)
+
+
+def commit_change(runtime: Runtime, repo: GitRepo | None, change: Change) -> Event | None:
+    """Commit exactly the change's paths; None when git already holds them (nothing to do)."""
+    sha = None
+    if repo is not None:
+        message = build_message(
+            change.event,
+            change.agent,
+            change.summary,
+            skill=change.skill,
+            body=change.body,
+            trailers=change.trailers,
+        )
+        author = change.author or choose_author(None, runtime, repo.user_identity())
+        sha = repo.commit_paths(relative_paths(runtime, change.paths), message, author)
+        if sha is None:
+            return None  # already committed (a fresh clone, or the user's own commit)
+    where = f"{change.agent}/{change.skill}" if change.skill else change.agent
+    log.info("%s(%s): %s", change.event, where, change.summary)
+    return Event(change.event, change.agent, change.summary, change.item, sha, change.skill)
+
+
+def relative_paths(runtime: Runtime, paths: Sequence[Path]) -> list[str]:
+    """Workspace-relative, de-duplicated, never a temporary file of an unfinished write."""
+    seen: dict[str, None] = {}
+    for path in paths:
+        if not path.name.endswith(TMP_SUFFIX):
+            seen.setdefault(runtime.workspace.relative(path), None)
+    return list(seen)

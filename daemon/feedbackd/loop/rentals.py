@@ -1,0 +1,207 @@
+"""Ratings of rented skills as commits: `feedback submit` and files dropped in the inbox.
+
+Each rating is one commit holding the provider's rating line and the requester's memory of the
+rental. A rating line written by a pass that was killed before its commit is committed by the
+next full pass (`commit_interrupted`), so nothing is lost and nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
+from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
+from feedbackd.core.ratings import MAX_INBOX_CHARS, Rating, parse_rating, parse_rating_file
+from feedbackd.core.timeutil import parse_duration, utcnow
+from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.git import GitRepo
+from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.loop import problems
+from feedbackd.loop.agentfiles import write_rental_memories
+from feedbackd.loop.recording import Change, Event, commit_change
+from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.selfopt import rules_hook
+
+log = logging.getLogger("feedbackd")
+
+
+def requester_for(runtime: Runtime, as_agent: str | None) -> str | None:
+    return as_agent or runtime.settings.agent_id
+
+
+def submit(
+    runtime: Runtime, repo: GitRepo | None, payload: str, as_agent: str | None
+) -> tuple[Event, list[Event]]:
+    """Validate, store and commit one rating (`feedbackd feedback submit`), then apply the
+    provider's rules; returns the rating's event and the changes the rules made."""
+    now = utcnow()
+    rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=now)
+    event = record_rating(runtime, repo, rating, now)
+    return event, apply_rules(runtime, repo, [event])
+
+
+def apply_rules(runtime: Runtime, repo: GitRepo | None, events: Sequence[Event]) -> list[Event]:
+    """Run the self-optimisation rules once for each skill that was just rated."""
+    rated = sorted({(e.agent, e.skill) for e in events if e.event == "rating" and e.skill})
+    now = utcnow()
+    return [
+        change for agent, skill in rated for change in rules_hook(runtime, repo, agent, skill, now)
+    ]
+
+
+def record_rating(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    rating: Rating,
+    now: datetime,
+    also: Sequence[Path] = (),
+) -> Event:
+    """Append the rating, write the requester's memory, commit both (plus `also`)."""
+    store = RatingStore(runtime.workspace)
+    # The requester's profile of the provider sums up its recent rentals (the ratings window):
+    # a busy provider has a million ratings, and reading them all would make each submit slow.
+    window = parse_duration(runtime.settings.ratings.window)
+    earlier = store.ratings(
+        rating.provider_agent, since=now - window, requester=rating.requester_agent
+    )
+    stored = store.append(rating)
+    memory = write_rental_memories(runtime.workspace, rating, now, earlier)
+    for path in also:
+        path.unlink(missing_ok=True)
+    change = Change(
+        "rating",
+        rating.provider_agent,
+        _summary(rating),
+        [stored, *memory, *also],
+        skill=rating.skill_id,
+        body=_body(rating),
+        trailers=[(TRANSACTION_KEY, rating.transaction_id)],
+    )
+    event = commit_change(runtime, repo, change)
+    return event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
+
+
+def _summary(rating: Rating) -> str:
+    return (
+        f"{rating.rating}/5 {rating.result_quality} from {rating.requester_agent}"
+        f" ({rating.cost_value_ratio})"
+    )
+
+
+def _body(rating: Rating) -> list[str]:
+    lines = [f"- would reuse: {'yes' if rating.would_reuse else 'no'}"]
+    if rating.quality_details:
+        lines.append(f'- details: "{one_line(rating.quality_details)}"')
+    return lines
+
+
+# --- the inbox --------------------------------------------------------------------------------
+def ingest_inbox(
+    runtime: Runtime, repo: GitRepo | None
+) -> tuple[list[Event], list[problems.Problem]]:
+    """Record every rating file in `_data/inbox/ratings/`, removing each once committed."""
+    folder = runtime.workspace.inbox_ratings
+    events: list[Event] = []
+    found: list[problems.Problem] = []
+    if not folder.is_dir():
+        return events, found
+    problems.clear_orphans(folder)
+    for path in sorted(folder.glob("*.json")):
+        try:
+            ratings = _read_inbox_file(runtime, path)
+        except FeedbackdError as error:
+            found.append(problems.judge(path, error, runtime.settings.daemon.settle_ms))
+            continue
+        problems.clear(path)
+        events.extend(_ingest(runtime, repo, path, ratings))
+    events.extend(apply_rules(runtime, repo, events))
+    return events, found
+
+
+def _read_inbox_file(runtime: Runtime, path: Path) -> list[Rating]:
+    """The ratings of one inbox file. A folder, a pipe, a loop of links or a link leading out
+    of the workspace is refused like a bad file (explained beside it, never opened to wait)."""
+    if path.is_symlink() and path.exists() and not runtime.workspace.is_inside(path):
+        raise InvalidFeedback(
+            "symbolic link leads outside the workspace; ignored",
+            hint="copy the rating file into the inbox instead of linking to it",
+        )
+    try:
+        data = read_file_bytes(path, limit=MAX_INBOX_CHARS)
+    except OSError as exc:
+        raise InvalidFeedback(
+            f"the file cannot be read: {exc.strerror or exc}",
+            hint="drop ratings here as plain, readable .json files",
+        ) from None
+    if len(data) > MAX_INBOX_CHARS:
+        raise InvalidFeedback(
+            f"the file is over the {MAX_INBOX_CHARS} byte limit",
+            hint="split the ratings over several files",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidFeedback(f"not UTF-8 (byte {exc.start})", hint="save it as UTF-8") from None
+    return parse_rating_file(text, requester=runtime.settings.agent_id, now=utcnow())
+
+
+def _ingest(
+    runtime: Runtime, repo: GitRepo | None, path: Path, ratings: list[Rating]
+) -> list[Event]:
+    events = []
+    store = RatingStore(runtime.workspace)
+    fresh = [r for r in ratings if not store.has_transaction(r.transaction_id)]
+    if len(fresh) < len(ratings):
+        log.info("%s: %d rating(s) already stored", path.name, len(ratings) - len(fresh))
+    for number, rating in enumerate(fresh, start=1):
+        last = number == len(fresh)
+        try:
+            events.append(record_rating(runtime, repo, rating, utcnow(), [path] if last else []))
+        except AlreadySubmitted:
+            continue
+    if path.exists():  # every rating in it was stored already (a retry after a crash)
+        path.unlink()
+        first = ratings[0]
+        summary = f"{path.name} removed from the inbox, its ratings already stored"
+        change = Change("rating", first.provider_agent, summary, [path], skill=first.skill_id)
+        commit_change(runtime, repo, change)  # only when git tracked the inbox file
+    return events
+
+
+# --- recovery ---------------------------------------------------------------------------------
+def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
+    """Commit rating and memory lines that a killed command appended but never committed.
+
+    Only files that grew by appending are taken: a person's own edit of such a file is theirs.
+    """
+    if repo is None or not runtime.workspace.agents_dir.is_dir():
+        return []
+    root = runtime.workspace.root
+    changed = repo.changed_paths(runtime.workspace.relative(runtime.workspace.agents_dir))
+    appended = [
+        root / rel for rel in changed if _is_rental_log(rel) and _only_appended(repo, root, rel)
+    ]
+    if not appended:
+        return []
+    agent = appended[0].relative_to(runtime.workspace.agents_dir).parts[0]
+    noun = "file" if len(appended) == 1 else "files"
+    summary = f"{len(appended)} {noun} completed after an interruption"
+    event = commit_change(runtime, repo, Change("rating", agent, summary, appended))
+    return [event] if event else []
+
+
+def _is_rental_log(rel: str) -> bool:
+    parts = rel.split("/")
+    return rel.endswith(".jsonl") and ("ratings" in parts or "memory" in parts)
+
+
+def _only_appended(repo: GitRepo, root: Path, rel: str) -> bool:
+    try:
+        current = (root / rel).read_bytes()
+    except OSError:
+        return False
+    committed = repo.file_at_head(rel) or b""
+    return current.startswith(committed) and current.endswith(b"\n")

@@ -1,0 +1,662 @@
+"""Self-optimisation applied: price changes in SOUL.md, lessons for weak skills, their commits.
+
+The rules themselves are pure (optimizer.py); this module reads what they need (SOUL.md, the
+skill's ratings in the window, its price history) and carries out what they decide:
+
+- a price change edits one `pricing:` line in SOUL.md, appends a line to the agent's price
+  ledger `pricing.jsonl` and a `patterns` memory record (0.6), makes one `pricing` commit and
+  then runs `pricing.sync_command`;
+- a quality finding rewrites `prompt/skills/{skill}.md` and writes a `patterns` record (0.85)
+  when the lessons changed, then may ask `optimizer.command` for a better description.
+
+The base price and the time of the last change come from git (`Price-Old` and commit time of
+the skill's pricing commits) and from the committed ledger, whichever knows more, so the rules
+hold when git is disabled or a clone's history is shallow. The ledger is written first: a pass
+killed before its commit is finished by the next one rather than cutting the price twice.
+
+External commands get an argv list (never a shell), the workspace as their folder, their own
+process group (a time-out stops their children too) and a deadline. Their failures are logged
+and never fatal; a failed sync also leaves `.feedbackd/problems-sync.json` for `status`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from feedbackd.core import skillrules as optimizer
+from feedbackd.core.commitmsg import (
+    AGENT_KEY,
+    EVENT_KEY,
+    PRICE_NEW_KEY,
+    PRICE_OLD_KEY,
+    SKILL_KEY,
+    one_line,
+)
+from feedbackd.core.errors import FeedbackdError, NotFound
+from feedbackd.core.jsontext import half_character
+from feedbackd.core.memory import (
+    PATTERNS,
+    PRICING_ADJUSTMENT,
+    SELF_OPTIMISATION,
+    memory_file,
+    new_record,
+)
+from feedbackd.core.ratings import Rating
+from feedbackd.core.skillrules import Lesson, NoChange, PriceChange, PriceHistory, QualityFinding
+from feedbackd.core.soul import Soul, format_price, parse_soul, set_description, set_price
+from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, unix_ms, utcnow
+from feedbackd.core.workspace import AgentPaths, validate_id
+from feedbackd.edges.files import (
+    append_line,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    read_file_bytes,
+)
+from feedbackd.edges.git import GitRepo
+from feedbackd.edges.process import CommandResult, run_command
+from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.loop.agentfiles import append_memory
+from feedbackd.loop.recording import Change as Commit
+from feedbackd.loop.recording import Event, commit_change
+from feedbackd.loop.repo import open_repo
+from feedbackd.loop.runtime import Runtime
+
+log = logging.getLogger("feedbackd")
+
+LEDGER_NAME = "pricing.jsonl"
+SYNC_PROBLEM_FILE = "problems-sync.json"
+# What a command may print that is kept for logs and the problem file.
+MAX_OUTPUT_CHARS = 4000
+# The optimizer's answer is one small JSON object.
+MAX_ANSWER_CHARS = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change self-optimisation made (or, in a dry run, would make) to a provider's skill."""
+
+    kind: str  # "pricing" or "optimize", the commit event
+    agent: str
+    skill: str
+    summary: str
+    why: str
+    commit: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "agent": self.agent,
+            "skill": self.skill,
+            "summary": self.summary,
+            "why": self.why,
+            "commit": self.commit,
+            "details": dict(self.details),
+        }
+
+    def as_event(self) -> Event:
+        """The change as a pipeline event, for `run --once` output and `status` counts."""
+        return Event(self.kind, self.agent, self.summary, None, self.commit, self.skill)
+
+
+class PriceRecord(BaseModel):
+    """One line of the price ledger `_data/agents/{agent}/pricing.jsonl`."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str
+    skill: str
+    priceOld: str  # as SOUL.md writes prices; camelCase like the other stored records
+    priceNew: str
+    reason: str
+    createdAt: str
+
+    def line(self) -> str:
+        return json.dumps(self.model_dump(), ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+def run_rules(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    provider: str,
+    skill: str,
+    now: datetime,
+    *,
+    dry_run: bool = False,
+) -> list[Change]:
+    """Evaluate the price and quality rules of one skill and apply what they decide."""
+    return SkillPass(runtime, repo, provider, validate_id(skill, "skill id"), now, dry_run).run()
+
+
+def rules_hook(
+    runtime: Runtime, repo: GitRepo | None, provider: str, skill: str, now: datetime
+) -> list[Event]:
+    """run_rules for the ratings flow: events out, and never an error for a rating that stands."""
+    try:
+        return [change.as_event() for change in run_rules(runtime, repo, provider, skill, now)]
+    except FeedbackdError as exc:
+        log.warning("self-optimisation of %s/%s failed: %s", provider, skill, exc)
+        return []
+    except Exception:  # a bug in a rule: the rating is committed, so say so and carry on
+        log.exception("self-optimisation of %s/%s failed unexpectedly", provider, skill)
+        return []
+
+
+def optimize_all(runtime: Runtime, agent: str | None, *, dry_run: bool) -> list[Change]:
+    """`feedbackd optimize`: every skill of one agent (or of all agents)."""
+    agents = [_existing_agent(runtime, agent)] if agent is not None else None
+    now = utcnow()
+    changes: list[Change] = []
+    with open_repo(runtime) as repo:
+        for agent_id in agents if agents is not None else runtime.workspace.agent_ids():
+            for skill in skills_of(runtime, agent_id):
+                changes.extend(run_rules(runtime, repo, agent_id, skill, now, dry_run=dry_run))
+    return changes
+
+
+def skills_of(runtime: Runtime, agent: str) -> list[str]:
+    """Skills named in the agent's SOUL.md, then any others it has ratings for."""
+    soul = read_soul(runtime.workspace.agent(agent))
+    named = [s.skill_id for s in soul[1].skills] if soul is not None else []
+    rated = RatingStore(runtime.workspace).skills(agent)
+    return list(dict.fromkeys([*named, *rated]))
+
+
+def read_soul(agent: AgentPaths) -> tuple[str, Soul] | None:
+    """SOUL.md's text and meaning; None (with a warning when it is unreadable) otherwise."""
+    try:
+        text = read_file_bytes(agent.soul).decode("utf-8")
+        return text, parse_soul(text)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("%s: cannot read it (%s); prices left as they are", agent.soul, exc)
+    except FeedbackdError as exc:
+        log.warning("%s: %s; prices left as they are (%s)", agent.soul, exc.message, exc.hint)
+    return None
+
+
+def sync_problems(state_dir: Path) -> list[str]:
+    """The `status` problem line of the last failed sync command, if it has not succeeded since."""
+    try:
+        data = json.loads((state_dir / SYNC_PROBLEM_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        return [f"{state_dir / SYNC_PROBLEM_FILE} is unreadable; delete it"]
+    problem = data.get("problem") if isinstance(data, dict) else None
+    return [problem] if isinstance(problem, str) else []
+
+
+def _existing_agent(runtime: Runtime, agent: str) -> str:
+    paths = runtime.workspace.agent(agent)
+    if not paths.root.is_dir():
+        raise NotFound(
+            f"agent {agent!r} has no folder {runtime.workspace.relative(paths.root)}",
+            hint="check the id with `ls _data/agents`",
+        )
+    return agent
+
+
+# ---------------------------------------------------------------------------------------------
+# One skill
+
+
+class SkillPass:
+    """The rules of one skill of one provider, evaluated once at `now`."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        repo: GitRepo | None,
+        provider: str,
+        skill: str,
+        now: datetime,
+        dry_run: bool,
+    ) -> None:
+        self.runtime = runtime
+        self.repo = repo
+        self.agent = runtime.workspace.agent(provider)
+        self.skill = skill
+        self.now = now
+        self.dry_run = dry_run
+        self.settings = runtime.settings
+        self.window_label = self.settings.ratings.window
+        self.window = parse_duration(self.window_label)
+        self.changes: list[Change] = []
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.agent.root / LEDGER_NAME
+
+    @property
+    def patterns_path(self) -> Path:
+        return memory_file(self.runtime.workspace, self.agent.agent_id, PATTERNS)
+
+    def run(self) -> list[Change]:
+        if not self.agent.root.is_dir():
+            return []
+        if not self.dry_run:
+            self._finish_interrupted()
+        ratings = RatingStore(self.runtime.workspace).ratings(
+            self.agent.agent_id, self.skill, self.now - self.window
+        )
+        self._price_rule(ratings)
+        self._quality_rule(ratings)
+        return self.changes
+
+    # --- price --------------------------------------------------------------------------------
+    def _price_rule(self, ratings: list[Rating]) -> None:
+        soul = read_soul(self.agent)
+        skill = soul[1].skill(self.skill) if soul is not None else None
+        if soul is None or skill is None:
+            log.debug("%s/%s: not priced in SOUL.md", self.agent.agent_id, self.skill)
+            return
+        decision = optimizer.decide_price(
+            skill.price,
+            ratings,
+            self.price_history(),
+            self.settings.pricing,
+            self.now,
+            self.window,
+        )
+        if isinstance(decision, NoChange):
+            log.debug("%s/%s: price stays: %s", self.agent.agent_id, self.skill, decision.reason)
+            return
+        self._apply_price(soul[0], decision)
+
+    def price_history(self) -> PriceHistory:
+        """Base price and last change of this skill, from git trailers and the ledger."""
+        changes = [(parse_iso(r.createdAt), r.priceOld) for r in self._ledger()]
+        if self.repo is not None:
+            for entry in self.repo.trailer_log(
+                {
+                    EVENT_KEY: "pricing",
+                    AGENT_KEY: self.agent.agent_id,
+                    SKILL_KEY: self.skill,
+                }
+            ):
+                changes.append((parse_iso(entry.date), entry.price_old or ""))
+        if not changes:
+            return PriceHistory()
+        changes.sort(key=lambda change: change[0])
+        return PriceHistory(_price_or_none(changes[0][1]), changes[-1][0])
+
+    def _apply_price(self, text: str, decision: PriceChange) -> None:
+        old, new = format_price(decision.old), format_price(decision.new)
+        details = {
+            "price_old": old,
+            "price_new": new,
+            "direction": decision.direction,
+            "base_price": format_price(decision.base),
+            "floor" if decision.direction == "cut" else "cap": format_price(decision.limit),
+            "samples": decision.samples,
+        }
+        if self.dry_run:
+            self._record("pricing", decision.summary, decision.why, None, details)
+            return
+        record = PriceRecord(
+            id=f"price-{unix_ms(self.now)}-{secrets.token_hex(3)}",
+            skill=self.skill,
+            priceOld=old,
+            priceNew=new,
+            reason=decision.why,
+            createdAt=iso_ms(self.now),
+        )
+        # The ledger line first: it is what stops a second cut if the pass dies before its commit.
+        append_line(self.ledger_path, record.line())
+        sha = self._complete_price_change(record, text)
+        self._record("pricing", decision.summary, decision.why, sha, details)
+        self._sync(old, new)
+
+    def _complete_price_change(self, record: PriceRecord, text: str) -> str | None:
+        """SOUL.md, memory and commit of a ledger line (also for one a killed pass left)."""
+        new_text = set_price(text, self.skill, float(record.priceNew))
+        if new_text != text:
+            _write_soul(self.agent, new_text)
+        memory_id = f"mem-{record.id}"
+        if not _memory_has(self.patterns_path, memory_id):
+            verb = "raised" if float(record.priceNew) > float(record.priceOld) else "cut"
+            content = (
+                f"Price of {self.skill} {verb} from {record.priceOld} to {record.priceNew} "
+                f"because {record.reason}"
+            )
+            self._remember(PRICING_ADJUSTMENT, content, "pricing", memory_id)
+        return self._commit(
+            "pricing",
+            f"{record.priceOld} → {record.priceNew} ({record.reason})",
+            [self.agent.soul, self.ledger_path, self.patterns_path],
+            [(PRICE_OLD_KEY, record.priceOld), (PRICE_NEW_KEY, record.priceNew)],
+        )
+
+    def _ledger(self) -> list[PriceRecord]:
+        return [r for r in read_ledger(self.ledger_path) if r.skill == self.skill]
+
+    def _finish_interrupted(self) -> None:
+        """Commit price changes whose ledger line was written but never committed."""
+        if self.repo is None or not self.ledger_path.exists():
+            return
+        committed = self.repo.file_at_head(self.runtime.workspace.relative(self.ledger_path))
+        known = {r.id for r in parse_ledger((committed or b"").decode("utf-8", "replace"))}
+        pending = [r for r in self._ledger() if r.id not in known]
+        soul = read_soul(self.agent)
+        if not pending or soul is None or soul[1].skill(self.skill) is None:
+            return
+        record = pending[-1]
+        log.info("%s/%s: completing an interrupted price change", self.agent.agent_id, self.skill)
+        self._complete_price_change(record, soul[0])
+
+    # --- quality ------------------------------------------------------------------------------
+    def _quality_rule(self, ratings: list[Rating]) -> None:
+        finding = optimizer.decide_quality(ratings, self.settings.optimizer, self.window_label)
+        if isinstance(finding, NoChange):
+            log.debug("%s/%s: no lessons: %s", self.agent.agent_id, self.skill, finding.reason)
+            return
+        if self._apply_lessons(finding):
+            self._ask_optimizer(finding, ratings)
+
+    def _apply_lessons(self, finding: QualityFinding) -> bool:
+        """Rewrite the skill's lessons file when its text changes; True when it did."""
+        text = optimizer.render_lessons(finding.lessons)
+        path = self.agent.skill_prompt(self.skill)
+        if not text or _read_text(path) == text:
+            return False
+        rel = self.runtime.workspace.relative(path)
+        noun = "lesson" if len(finding.lessons) == 1 else "lessons"
+        what = f"{len(finding.lessons)} {noun} in {rel} ({_lesson_list(finding.lessons)})"
+        summary = f"{len(finding.lessons)} {noun} from {finding.low_count} low ratings"
+        details = {"what": "lessons", "path": rel, "lessons": _lessons_json(finding.lessons)}
+        if self.dry_run:
+            self._record("optimize", summary, finding.why, None, details)
+            return True
+        atomic_write_text(path, text)
+        self._remember(
+            SELF_OPTIMISATION, f"Skill {self.skill} adjusted: {what} because {finding.why}"
+        )
+        sha = self._commit("optimize", summary, [path, self.patterns_path], [])
+        self._record("optimize", summary, finding.why, sha, details)
+        return True
+
+    def _ask_optimizer(self, finding: QualityFinding, ratings: list[Rating]) -> None:
+        command = self.settings.optimizer.command
+        soul = read_soul(self.agent)
+        skill = soul[1].skill(self.skill) if soul is not None else None
+        if command is None or soul is None or skill is None or self.dry_run:
+            return
+        context = _optimizer_context(self, skill.description, skill.price, finding, ratings)
+        result = run_command(
+            command,
+            stdin=json.dumps(context, ensure_ascii=False),
+            timeout=self.settings.optimizer.timeout_s,
+            cwd=self.runtime.workspace.root,
+            env=self._command_env(),
+        )
+        answer = _optimizer_answer(result)
+        if answer is None:
+            return
+        description, reason = answer
+        if " ".join(description.split()) == skill.description:
+            log.info("optimizer.command kept the description of %s", self.skill)
+            return
+        self._apply_description(soul[0], skill.description, description, reason)
+
+    def _apply_description(self, text: str, old: str, description: str, reason: str) -> None:
+        try:
+            new_text = set_description(text, self.skill, description)
+        except FeedbackdError as exc:
+            log.warning("optimizer.command: unusable description: %s; nothing changed", exc)
+            return
+        _write_soul(self.agent, new_text)
+        summary = f"new description ({one_line(reason, 80)})"
+        self._remember(
+            SELF_OPTIMISATION,
+            f"Skill {self.skill} adjusted: description rewritten because {reason}",
+        )
+        sha = self._commit("optimize", summary, [self.agent.soul, self.patterns_path], [])
+        details = {"what": "description", "description_old": old, "description_new": description}
+        self._record("optimize", summary, reason, sha, details)
+        self._sync(None, None)
+
+    # --- shared -------------------------------------------------------------------------------
+    def _remember(
+        self, importance: float, content: str, kind: str = "optimize", record_id: str | None = None
+    ) -> None:
+        record = new_record(
+            PATTERNS,
+            importance,
+            one_line(content, 4000),
+            subject=self.skill,
+            source=f"{kind}:{self.skill}",
+            now=self.now,
+            record_id=record_id,
+        )
+        append_memory(self.runtime.workspace, self.agent.agent_id, record)
+
+    def _commit(
+        self, event: str, summary: str, paths: Sequence[Path], trailers: list[tuple[str, str]]
+    ) -> str | None:
+        commit = Commit(
+            event, self.agent.agent_id, summary, paths, skill=self.skill, trailers=trailers
+        )
+        done = commit_change(self.runtime, self.repo, commit)
+        return done.commit if done is not None else None
+
+    def _record(
+        self, kind: str, summary: str, why: str, sha: str | None, details: dict[str, Any]
+    ) -> None:
+        change = Change(kind, self.agent.agent_id, self.skill, summary, why, sha, details)
+        self.changes.append(change)
+
+    def _command_env(self) -> dict[str, str]:
+        return {
+            "FEEDBACKD_WORKSPACE": str(self.runtime.workspace.root),
+            "FEEDBACKD_AGENT": self.agent.agent_id,
+            "FEEDBACKD_SKILL": self.skill,
+            "FEEDBACKD_SOUL": str(self.agent.soul),
+        }
+
+    def _sync(self, old: str | None, new: str | None) -> None:
+        command = self.settings.pricing.sync_command
+        if command is None:
+            return
+        env = self._command_env()
+        if old is not None and new is not None:
+            env.update(FEEDBACKD_PRICE_OLD=old, FEEDBACKD_PRICE_NEW=new)
+        result = run_command(
+            command,
+            stdin="",
+            timeout=self.settings.pricing.sync_timeout_s,
+            cwd=self.runtime.workspace.root,
+            env=env,
+        )
+        _log_output("pricing.sync_command", result)
+        self._note_sync(command, result)
+
+    def _note_sync(self, command: list[str], result: CommandResult) -> None:
+        path = self.runtime.workspace.state_dir / SYNC_PROBLEM_FILE
+        if result.ok:
+            path.unlink(missing_ok=True)
+            return
+        where = f"{self.agent.agent_id}/{self.skill}"
+        problem = (
+            f"pricing.sync_command failed for {where} at {iso_ms(self.now)}: {result.reason}"
+            f"{_last_line(result.stderr or result.stdout)}"
+        )
+        log.warning("%s", problem)
+        atomic_write_json(
+            path,
+            {
+                "problem": problem,
+                "command": command,
+                "agent": self.agent.agent_id,
+                "skill": self.skill,
+                "at": iso_ms(self.now),
+                "reason": result.reason,
+                "output": _tail(result.stderr + result.stdout),
+            },
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The price ledger
+
+
+def read_ledger(path: Path) -> list[PriceRecord]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    return parse_ledger(text, str(path))
+
+
+def parse_ledger(text: str, source: str = LEDGER_NAME) -> list[PriceRecord]:
+    """Every readable line; a damaged one is skipped with a warning naming it."""
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = PriceRecord.model_validate_json(line)
+            parse_iso(record.createdAt)
+        except (ValidationError, ValueError):
+            log.warning("%s, line %d: not a price change record; ignored", source, number)
+            continue
+        records.append(record)
+    return records
+
+
+def _price_or_none(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value >= 0 and value != float("inf") else None
+
+
+def _write_soul(agent: AgentPaths, text: str) -> None:
+    # Bytes as they are: a SOUL.md without a final newline must stay without one.
+    atomic_write_bytes(agent.soul, text.encode("utf-8"))
+
+
+def _memory_has(path: Path, record_id: str) -> bool:
+    return f'"id": {json.dumps(record_id)}' in (_read_text(path) or "")
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Lessons and the optimizer command
+
+
+def _lesson_list(lessons: Sequence[Lesson]) -> str:
+    shown = [f"{one_line(lesson.text, 60)} ×{lesson.count}" for lesson in lessons[:3]]
+    more = f", and {len(lessons) - 3} more" if len(lessons) > 3 else ""
+    return "; ".join(shown) + more
+
+
+def _lessons_json(lessons: Sequence[Lesson]) -> list[dict[str, Any]]:
+    return [{"text": lesson.text, "count": lesson.count} for lesson in lessons]
+
+
+def _optimizer_context(
+    skill_pass: SkillPass,
+    description: str,
+    price: float,
+    finding: QualityFinding,
+    ratings: list[Rating],
+) -> dict[str, Any]:
+    """What optimizer.command reads on stdin."""
+    qualities: dict[str, int] = {}
+    for r in ratings:
+        qualities[r.result_quality] = qualities.get(r.result_quality, 0) + 1
+    return {
+        "agent": skill_pass.agent.agent_id,
+        "skill": skill_pass.skill,
+        "description": description,
+        "price": price,
+        "why": finding.why,
+        "ratings": {
+            "window": skill_pass.window_label,
+            "count": finding.count,
+            "average_rating": round(finding.average, 2),
+            "low_count": finding.low_count,
+            "quality_counts": qualities,
+            "overpriced_count": sum(r.cost_value_ratio == "overpriced" for r in ratings),
+        },
+        "lessons": _lessons_json(finding.lessons),
+        "answer": {"description": "the new description (one paragraph)", "reason": "why"},
+    }
+
+
+def _optimizer_answer(result: CommandResult) -> tuple[str, str] | None:
+    """(description, reason) from the command's answer, or None (logged) when there is none."""
+    if not result.ok:
+        log.warning(
+            "optimizer.command %s; nothing changed%s", result.reason, _last_line(result.stderr)
+        )
+        return None
+    text = result.stdout.strip()
+    if not text:
+        log.info("optimizer.command gave no answer; nothing changed")
+        return None
+    try:
+        answer = json.loads(text) if len(text) <= MAX_ANSWER_CHARS else None
+    except ValueError as exc:
+        log.warning(
+            "optimizer.command answered something that is not JSON (%s); nothing changed", exc
+        )
+        return None
+    description = answer.get("description") if isinstance(answer, dict) else None
+    reason = answer.get("reason", "") if isinstance(answer, dict) else None
+    if half_character(answer) is not None:  # SOUL.md and the commit could never hold it
+        log.warning("optimizer.command answered half of a character pair; nothing changed")
+        return None
+    if not isinstance(description, str) or not description.strip() or not isinstance(reason, str):
+        log.warning(
+            'optimizer.command must answer {"description": "...", "reason": "..."}; '
+            "got %s; nothing changed",
+            one_line(text, 120),
+        )
+        return None
+    return description, reason.strip() or "optimizer.command suggested it"
+
+
+# ---------------------------------------------------------------------------------------------
+# Running external commands
+
+
+def _tail(text: str) -> str:
+    return text if len(text) <= MAX_OUTPUT_CHARS else "…" + text[-MAX_OUTPUT_CHARS:]
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return f" ({one_line(lines[-1], 200)})" if lines else ""
+
+
+def _log_output(name: str, result: CommandResult) -> None:
+    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
+        for line in _tail(text).splitlines()[-20:]:
+            if line.strip():
+                log.info("%s %s: %s", name, stream, one_line(line, 500))
+    if result.ok:
+        log.info("%s finished", name)

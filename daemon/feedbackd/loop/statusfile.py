@@ -1,0 +1,190 @@
+"""The daemon's own report on what it is doing, in `.feedbackd/status.json`, for `feedbackd status`.
+
+The daemon rewrites the file (atomically) after each event; `describe` combines it with the
+instance lock, because only the lock can tell whether the daemon that wrote it is still running.
+The file is local state: it is git-ignored and a missing or damaged one is simply reported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from feedbackd.core.timeutil import iso_ms, parse_iso, utcnow
+from feedbackd.edges.files import atomic_write_json
+from feedbackd.edges.instance import daemon_running, holder_pid
+
+STATUS_FILE = "status.json"
+# The daemon writes a few kB; anything far bigger is not ours and is not worth reading.
+_MAX_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LastEvent:
+    """The last thing the daemon did, e.g. `approve` of an item for agent `content-writer`."""
+
+    time: datetime
+    event: str
+    agent: str
+    summary: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "time": iso_ms(self.time),
+            "event": self.event,
+            "agent": self.agent,
+            "summary": self.summary,
+        }
+
+
+def status_path(state_dir: Path) -> Path:
+    return state_dir / STATUS_FILE
+
+
+def write_status(
+    state_dir: Path,
+    *,
+    pid: int,
+    started_at: datetime,
+    last_event: LastEvent | None = None,
+    counts: Mapping[str, int] | None = None,
+    pending: int = 0,
+    problems: Sequence[str] = (),
+) -> None:
+    """Replace the status file with the daemon's current state."""
+    atomic_write_json(
+        status_path(state_dir),
+        {
+            "pid": pid,
+            "started_at": iso_ms(started_at),
+            "last_event": last_event.to_json() if last_event is not None else None,
+            "counts": dict(sorted((counts or {}).items())),
+            "pending": pending,
+            "problems": list(problems),
+        },
+    )
+
+
+def add_run(
+    state_dir: Path,
+    events: Sequence[LastEvent],
+    *,
+    pending: int,
+) -> None:
+    """Fold one `run --once` into the status file, so `status` tells what a scheduled run did.
+
+    Counts add up over runs; the last event is this run's, if it recorded any. No problems are
+    kept: `.error` files tell what still stands, and the run printed its warnings. While a
+    daemon runs, the file is the daemon's and is left alone.
+    """
+    if daemon_running(state_dir):
+        return
+    recorded = read_status(state_dir) or {}
+    counts = _counts(recorded.get("counts"))
+    for event in events:
+        counts[event.event] = counts.get(event.event, 0) + 1
+    last = events[-1].to_json() if events else _last_event(recorded.get("last_event"))
+    atomic_write_json(
+        status_path(state_dir),
+        {
+            "pid": None,
+            "started_at": None,
+            "last_event": last,
+            "counts": dict(sorted(counts.items())),
+            "pending": pending,
+            "problems": [],
+        },
+    )
+
+
+def read_status(state_dir: Path) -> dict[str, Any] | None:
+    """The status file's object, or None when it is missing, too large or not a JSON object."""
+    path = status_path(state_dir)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(_MAX_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    if len(data) > _MAX_BYTES:
+        return None
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def describe(state_dir: Path, *, now: datetime | None = None) -> dict[str, Any]:
+    """The `status --json` object: running, pid, uptime_s, last_event, counts, pending, problems.
+
+    When no daemon runs, the last recorded event, counts and problems are still shown (what it
+    did before it stopped), but pid and uptime are null.
+    """
+    running = daemon_running(state_dir)
+    pid = holder_pid(state_dir) if running else None
+    recorded = read_status(state_dir)
+    problems: list[str] = []
+    if recorded is None:
+        recorded = {}
+        if status_path(state_dir).exists():
+            problems.append(
+                f"{status_path(state_dir)} is unreadable; the daemon rewrites it after its next "
+                "event (or delete it)"
+            )
+    problems.extend(_problems(recorded.get("problems")))
+    same_daemon = pid is not None and recorded.get("pid") == pid
+    return {
+        "running": running,
+        "pid": pid,
+        "uptime_s": _uptime(recorded.get("started_at"), now or utcnow()) if same_daemon else None,
+        "last_event": _last_event(recorded.get("last_event")),
+        "counts": _counts(recorded.get("counts")),
+        "pending": _count(recorded.get("pending")),
+        "problems": problems,
+    }
+
+
+def _uptime(started_at: object, now: datetime) -> int | None:
+    if not isinstance(started_at, str):
+        return None
+    try:
+        seconds = (now - parse_iso(started_at)).total_seconds()
+    except ValueError:
+        return None
+    return max(0, math.floor(seconds))
+
+
+def _last_event(value: object) -> dict[str, str] | None:
+    if not isinstance(value, dict):
+        return None
+    keys = ("time", "event", "agent", "summary")
+    if not all(isinstance(value.get(key), str) for key in keys):
+        return None
+    return {key: value[key] for key in keys}
+
+
+def _counts(value: object) -> dict[str, int]:
+    if not isinstance(value, dict):
+        return {}
+    return {
+        str(event): count
+        for event, count in value.items()
+        if isinstance(count, int) and not isinstance(count, bool) and count >= 0
+    }
+
+
+def _count(value: object) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return 0
+
+
+def _problems(value: object) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, str)]
