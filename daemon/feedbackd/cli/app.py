@@ -124,7 +124,7 @@ def recent(
 @command
 def prompt(agent: AgentArg) -> None:
     """Print the agent's prompt snippet (prompt/feedback.md)."""
-    from feedbackd.cli.views import prompt_text
+    from feedbackd.loop.queries import prompt_text
 
     sys.stdout.write(prompt_text(GLOBALS.runtime(), agent))
 
@@ -202,16 +202,10 @@ def doctor(as_json: JsonOption = False) -> None:
 def status(as_json: JsonOption = False) -> None:
     """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
     from feedbackd.cli.views import show_status
-    from feedbackd.loop.statusfile import describe
+    from feedbackd.loop.queries import workspace_status
 
     runtime, config_problems = _status_runtime()
-    state = describe(runtime.workspace.state_dir)
-    state["problems"] = _with_command_problems(runtime, config_problems + state["problems"])
-    if not state["running"]:  # what the last pass left explained in `.error` files
-        from feedbackd.loop.problems import reported_problems
-
-        found = reported_problems(runtime.workspace.data)
-        state["problems"] += [line for line in found if line not in state["problems"]]
+    state = workspace_status(runtime, config_problems)
     if as_json:
         print_json(state)
     else:
@@ -233,17 +227,6 @@ def _status_runtime() -> tuple[Runtime, list[str]]:
         root = discover_root(GLOBALS.workspace)
         problem = f"configuration: {error}; other commands refuse to run until it is fixed"
         return Runtime(Workspace(root), Settings()), [problem]
-
-
-def _with_command_problems(runtime: Runtime, problems: list[str]) -> list[str]:
-    """Add what the daemon may not know: a failed pricing sync command, a stopped remote sync."""
-    from feedbackd.loop.selfopt import sync_problems
-    from feedbackd.loop.sync import problem_line, sync_status
-
-    extra = sync_problems(runtime.workspace.state_dir)
-    line = problem_line(sync_status(runtime))
-    extra += [line] if line else []
-    return [*problems, *(problem for problem in extra if problem not in problems)]
 
 
 def main() -> int:

@@ -11,15 +11,11 @@ from rich.table import Table
 
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
 from feedbackd.cli.output import console, print_json, progress_bar
-from feedbackd.core.reputation import feedback_list_report
-from feedbackd.core.timeutil import parse_duration, utcnow
 from feedbackd.core.workspace import validate_id
-from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop import rentals
+from feedbackd.loop import queries, rentals
 from feedbackd.loop.agentfiles import list_memory
 from feedbackd.loop.locking import pipeline_lock
 from feedbackd.loop.repo import open_repo
-from feedbackd.loop.runtime import Runtime
 
 TABLE_ROWS = 20
 feedback_app = typer.Typer(help="Ratings of rented skills.", no_args_is_help=True)
@@ -59,30 +55,14 @@ def list_ratings(
 ) -> None:
     """Ratings of a skill, newest first, with averages and the reputation score."""
     runtime = GLOBALS.runtime()
-    validate_id(skill, "skill id")
-    now = utcnow()
-    start = now - parse_duration(since) if since else None
-    with progress_bar("indexing ratings", not as_json) as progress:
-        store = RatingStore(runtime.workspace, progress=progress)
-        providers = [validate_id(agent, "agent id")] if agent else _providers_of(runtime, skill)
-        found = [r for p in providers for r in store.ratings(p, skill, start)]
     if limit is None and not as_json:
         limit = TABLE_ROWS  # a table of thousands of rows helps nobody; the summary covers all
-    report = feedback_list_report(
-        skill, agent, since, found, runtime.settings.reputation, now, limit
-    )
+    with progress_bar("indexing ratings", not as_json) as progress:
+        report = queries.feedback_list(runtime, skill, agent, since, limit, progress)
     if as_json:
         print_json(report)
     else:
         _print_list(report)
-
-
-def _providers_of(runtime: Runtime, skill: str) -> list[str]:
-    return [
-        a
-        for a in runtime.workspace.agent_ids()
-        if (runtime.workspace.agent(a).ratings / skill).is_dir()
-    ]
 
 
 def _print_list(report: dict[str, object]) -> None:
@@ -119,12 +99,8 @@ def reputation(
 ) -> None:
     """A provider's reputation score (0-1), overall and per skill."""
     runtime = GLOBALS.runtime()
-    validate_id(agent, "agent id")
-    if skill is not None:
-        validate_id(skill, "skill id")
     with progress_bar("indexing ratings", not as_json) as progress:
-        store = RatingStore(runtime.workspace, progress=progress)
-        report = store.reputation_report(agent, runtime.settings.reputation, utcnow(), skill)
+        report = queries.reputation(runtime, agent, skill, progress)
     if as_json:
         print_json(report)
         return

@@ -7,20 +7,19 @@ from rich.table import Table
 
 from feedbackd.cli.output import console, print_json
 from feedbackd.core.feedback import FeedbackEntry
-from feedbackd.core.prompts import render_snippet
-from feedbackd.core.timeutil import parse_duration, utcnow
 from feedbackd.loop.agentfiles import read_feedback
+from feedbackd.loop.queries import learning_log, log_json, recent_feedback
 from feedbackd.loop.runtime import Runtime
 
 TYPE_STYLE = {"correction": "green", "edit": "blue", "rejection": "red"}
 
 
 def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> None:
+    if as_json:
+        print_json(recent_feedback(runtime, agent_id, limit))
+        return
     entries = read_feedback(runtime.workspace.agent(agent_id).feedback)
     newest = list(reversed(entries))[:limit]
-    if as_json:
-        print_json({"entries": [entry.as_json() for entry in newest], "total": len(entries)})
-        return
     out = console()
     if not newest:
         out.print(f"No feedback for {agent_id} yet.")
@@ -51,25 +50,10 @@ def _change(entry: FeedbackEntry) -> str:
     return f"[strike]{original}[/strike]\n→ {corrected}"
 
 
-def prompt_text(runtime: Runtime, agent_id: str) -> str:
-    """The snippet file as written; rendered from feedback.json when it was never generated."""
-    agent = runtime.workspace.agent(agent_id)
-    if agent.prompt.exists():
-        return agent.prompt.read_text(encoding="utf-8")
-    text = render_snippet(read_feedback(agent.feedback), runtime.settings.prompt)
-    return text + "\n" if text and not text.endswith("\n") else text
-
-
 def show_log(runtime: Runtime, agent_id: str | None, since: str | None, as_json: bool) -> None:
-    from feedbackd.loop.repo import open_repo
-
-    if agent_id is not None:
-        runtime.workspace.agent(agent_id)  # validates the id
-    start = utcnow() - parse_duration(since) if since else None
-    with open_repo(runtime) as repo:
-        entries = repo.log(agent=agent_id, since=start) if repo is not None else []
+    entries = learning_log(runtime, agent_id, since)
     if as_json:
-        print_json([_log_json(entry) for entry in entries])
+        print_json([log_json(entry) for entry in entries])
         return
     table = Table(title="Learning history", show_edge=False)
     for column in ("date", "event", "agent", "item/skill", "curator", "what"):
@@ -84,14 +68,6 @@ def show_log(runtime: Runtime, agent_id: str | None, since: str | None, as_json:
             escape(entry.subject.split(": ", 1)[-1]),
         )
     console().print(table)
-
-
-def _log_json(entry: object) -> dict[str, object]:
-    keys = (
-        "commit", "date", "event", "agent", "item", "skill",
-        "curator", "fields", "price_old", "price_new",
-    )  # fmt: skip
-    return {key: getattr(entry, key) for key in keys}
 
 
 def show_status(state: dict[str, object]) -> None:
