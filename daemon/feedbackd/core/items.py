@@ -16,7 +16,7 @@ from typing import Any, Literal, NamedTuple
 
 from feedbackd.core import yamlio
 from feedbackd.core.errors import InvalidId, InvalidItem
-from feedbackd.core.jsontext import dumps_json, half_character
+from feedbackd.core.jsontext import half_character
 from feedbackd.core.workspace import validate_id
 
 MAX_ITEM_BYTES = 1024 * 1024
@@ -39,7 +39,7 @@ MD_RESERVED_KEYS = frozenset(
         "status",
     }
 )
-_BOM = b"\xef\xbb\xbf"
+BOM = b"\xef\xbb\xbf"
 _CURATOR = re.compile(
     r"^(?P<name>[^<>\x00-\x1f\x7f]*[^<>\s\x00-\x1f\x7f])\s*<(?P<email>[^<>\s@]+@[^<>\s@]+)>$"
 )
@@ -131,7 +131,7 @@ def _parse(data: bytes, suffix: str, item_id: str, path: Path | None) -> Item:
         )
     _check_file_name(item_id, suffix)
     check_size(len(data))
-    text = _decode(data)
+    text = decode_text(data)
     if not text.strip():
         raise ItemError("the file is empty", hint=_empty_hint(fmt))
     if fmt == "md":
@@ -173,9 +173,9 @@ def _empty_hint(fmt: ItemFormat) -> str:
     return f"if a program is still writing it, wait; otherwise write the item: {shape}"
 
 
-def _decode(data: bytes) -> str:
+def decode_text(data: bytes) -> str:
     # A byte-order mark is how some editors say "UTF-8"; it is not part of the item.
-    offset = len(_BOM) if data.startswith(_BOM) else 0
+    offset = len(BOM) if data.startswith(BOM) else 0
     try:
         return data[offset:].decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -437,7 +437,7 @@ class _FrontMatter(NamedTuple):
     body: int
 
 
-def _split_front_matter(text: str) -> _FrontMatter:
+def split_front_matter(text: str) -> _FrontMatter:
     first_end = text.find("\n")
     if first_end < 0 or text[:first_end].rstrip() != "---":
         raise ItemError(
@@ -461,7 +461,7 @@ def _split_front_matter(text: str) -> _FrontMatter:
 
 
 def _markdown_item(text: str, item_id: str, path: Path | None) -> Item:
-    bounds = _split_front_matter(text)
+    bounds = split_front_matter(text)
     raw, locate = _load_yaml(text[bounds.start : bounds.end], line_offset=1)
     front = _top_mapping(
         {} if raw is None else raw,
@@ -506,91 +506,21 @@ def _diff(original: dict[str, Any], current: dict[str, Any], prefix: str) -> lis
     return corrections
 
 
+def flatten_strings(content: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Every string field reachable through objects, by its dotted name (`seo.metaTitle`): the
+    names feedback entries and a curator's edits use."""
+    found: dict[str, str] = {}
+    for key, value in content.items():
+        if isinstance(value, dict):
+            found.update(flatten_strings(value, f"{prefix}{key}."))
+        elif isinstance(value, str):
+            found[f"{prefix}{key}"] = value
+    return found
+
+
 def _differs(before: str, now: str) -> bool:
     return _normalise(before) != _normalise(now)
 
 
 def _normalise(value: str) -> str:
     return value.replace("\r\n", "\n").replace("\r", "\n").rstrip()
-
-
-# ---------------------------------------------------------------------------------------------
-# Writing rejection notes
-
-
-def with_rejection_feedback(data: bytes, path: Path, notes: str) -> bytes:
-    """The item file `data` with its rejectionFeedback set to notes, everything else kept.
-
-    JSON is rewritten with 2-space indentation; YAML and front matter are edited in place, so
-    comments, order and the Markdown body stay as they were.
-    """
-    item = parse_item(data, path.suffix, path.stem, path)
-    expected = {**item.document, "rejectionFeedback": notes}
-    if item.format == "json":
-        new_text = dumps_json(expected)
-    else:
-        new_text = _edited_yaml_text(data, item, notes, expected)
-    new_data = (_BOM if data.startswith(_BOM) else b"") + new_text.encode("utf-8")
-    if len(new_data) > MAX_ITEM_BYTES:
-        raise ItemError(
-            f"with these notes the item would be {len(new_data):,} bytes, over the 1 MiB limit",
-            hint="shorten the rejection notes",
-        )
-    return new_data
-
-
-def _edited_yaml_text(data: bytes, item: Item, notes: str, expected: dict[str, Any]) -> str:
-    text = _decode(data)
-    if item.format == "md":
-        bounds = _split_front_matter(text)
-        head, front, tail = (
-            text[: bounds.start],
-            text[bounds.start : bounds.end],
-            text[bounds.end :],
-        )
-    else:
-        head, front, tail = "", text, ""
-    edited = head + _set_top_level_key(front, "rejectionFeedback", notes) + tail
-    if _reads_as(edited, item, expected):
-        return edited
-    # The in-place edit did not survive a re-read (flow style, an end marker, ...): write the
-    # fields out in full instead; comments are lost, the data is not.
-    if item.format == "md":
-        front_fields = {key: value for key, value in expected.items() if key != "body"}
-        return head + yamlio.dump(front_fields) + tail
-    return yamlio.dump(expected)
-
-
-def _reads_as(text: str, item: Item, expected: dict[str, Any]) -> bool:
-    suffix = ".md" if item.format == "md" else ".yaml"
-    try:
-        return parse_item(text.encode("utf-8"), suffix, item.item_id).document == expected
-    except InvalidItem:
-        return False
-
-
-def _set_top_level_key(text: str, key: str, value: str) -> str:
-    """Replace key's lines in a block mapping at column 1, or append the key at the end."""
-    newline = "\r\n" if "\r\n" in text else "\n"
-    rendered = yamlio.dump({key: value}).replace("\n", newline)
-    # Split on \n only: str.splitlines would also split inside values at \x85 or \u2028.
-    lines = re.findall(r"[^\n]*\n|[^\n]+\Z", text)
-    start = _top_level_line(lines, key)
-    if start is None:
-        separator = "" if not text or text.endswith("\n") else newline
-        return text + separator + rendered
-    end = start + 1
-    while end < len(lines) and (lines[end][:1] in (" ", "\t") or not lines[end].strip()):
-        end += 1
-    # Blank lines and comments after the value belong to what follows, not to the old value.
-    while end > start + 1 and not lines[end - 1].strip():
-        end -= 1
-    return "".join(lines[:start]) + rendered + "".join(lines[end:])
-
-
-def _top_level_line(lines: list[str], key: str) -> int | None:
-    pattern = re.compile(rf"^(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')\s*:")
-    for index, line in enumerate(lines):
-        if pattern.match(line):
-            return index
-    return None

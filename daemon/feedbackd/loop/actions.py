@@ -13,7 +13,7 @@ from feedbackd.core.feedback import FeedbackEntry, new_entry
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths, validate_id
-from feedbackd.loop.agentfiles import read_item, set_rejection_feedback
+from feedbackd.loop.agentfiles import read_item, set_content_fields, set_rejection_feedback
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.runtime import Runtime
 
@@ -61,11 +61,22 @@ def move_item(source: Path, target: Path) -> None:
         ) from None
 
 
-def approve(runtime: Runtime, agent_id: str, item_id: str) -> Report:
+def approve(
+    runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str] | None = None
+) -> Report:
+    """Approve a queued draft; `edits` (content fields by dotted name) are written into it
+    first, so the approval records them as corrections."""
     agent = runtime.workspace.agent(agent_id)
     source = find_queued(agent, item_id)
     target = move_target(source, agent.approved)
     read_item(source)  # refuse an unreadable draft before moving anything
+    if edits:
+        # The draft as first seen must be on record before it is edited: a draft nobody has
+        # looked at yet is taken now, so its edits show as corrections, not as its original.
+        report = reconcile_all(runtime, [agent_id])
+        set_content_fields(source, edits)
+        move_item(source, target)
+        return report.followed_by(reconcile_all(runtime, [agent_id]))
     move_item(source, target)
     return reconcile_all(runtime, [agent_id])
 

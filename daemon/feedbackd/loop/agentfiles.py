@@ -19,13 +19,13 @@ from pydantic import ValidationError
 from feedbackd.core.decisions import DecisionRecord, parse_ledger
 from feedbackd.core.errors import InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
+from feedbackd.core.itemedits import with_content_edits, with_rejection_feedback
 from feedbackd.core.items import (
     MAX_ITEM_BYTES,
     Item,
     ItemError,
     check_size,
     parse_item,
-    with_rejection_feedback,
 )
 from feedbackd.core.memory import (
     ENTITIES,
@@ -113,6 +113,12 @@ def set_rejection_feedback(path: Path, notes: str) -> None:
     """Set the item's rejectionFeedback, keeping everything else; written atomically."""
     data = _read_limited(path)
     atomic_write_bytes(path, with_rejection_feedback(data, path, notes))
+
+
+def set_content_fields(path: Path, edits: dict[str, str]) -> None:
+    """Write a curator's edits into the item's content fields; written atomically."""
+    if edits:
+        atomic_write_bytes(path, with_content_edits(_read_limited(path), path, edits))
 
 
 def load_feedback_for_prompt(
