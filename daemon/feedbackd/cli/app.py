@@ -62,11 +62,8 @@ def approve(
     as_json: JsonOption = False,
 ) -> None:
     """Move queue/ITEM to approved/ and record the corrections."""
-    from feedbackd.loop.locking import pipeline_lock
-
     runtime = GLOBALS.runtime().with_curator(curator)
-    with pipeline_lock(runtime):
-        report_out(actions.approve(runtime, agent, item), as_json)
+    report_out(actions.approve(runtime, agent, item), as_json)
 
 
 @app.command()
@@ -79,11 +76,8 @@ def reject(
     as_json: JsonOption = False,
 ) -> None:
     """Write the note into the item, move it to rejected/ and record the rejection."""
-    from feedbackd.loop.locking import pipeline_lock
-
     runtime = GLOBALS.runtime().with_curator(curator)
-    with pipeline_lock(runtime):
-        report_out(actions.reject(runtime, agent, item, notes), as_json)
+    report_out(actions.reject(runtime, agent, item, notes), as_json)
 
 
 @app.command()
@@ -97,13 +91,8 @@ def record(
     curator: Annotated[str | None, typer.Option(help='Who recorded it: "Name <email>".')] = None,
 ) -> None:
     """Record one feedback entry programmatically."""
-    from feedbackd.loop.locking import pipeline_lock
-    from feedbackd.loop.reconcile import record_entry
-
     runtime = GLOBALS.runtime().with_curator(curator)
-    entry = actions.build_record_entry(actions.parse_record(payload))
-    with pipeline_lock(runtime):
-        record_entry(runtime, runtime.workspace.agent(agent).agent_id, entry)  # warnings are logged
+    entry = actions.record(runtime, agent, actions.parse_record(payload))  # warnings are logged
     print_json(entry.as_json())
 
 
@@ -186,6 +175,20 @@ def run(
     from feedbackd.loop.service import run_daemon
 
     raise typer.Exit(run_daemon(runtime))
+
+
+@app.command()
+@command
+def serve(
+    listen: Annotated[
+        str | None,
+        typer.Option("--listen", help="HOST:PORT to listen on (default: http.listen)."),
+    ] = None,
+) -> None:
+    """Serve the HTTP API and the web panel (loopback only, unless a token is set)."""
+    from feedbackd.cli.web.server import serve as serve_http
+
+    raise typer.Exit(serve_http(GLOBALS.runtime(), GLOBALS.config, listen))
 
 
 @app.command()

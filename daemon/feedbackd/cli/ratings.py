@@ -12,10 +12,8 @@ from rich.table import Table
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
 from feedbackd.cli.output import console, print_json, progress_bar
 from feedbackd.core.workspace import validate_id
-from feedbackd.loop import queries, rentals
+from feedbackd.loop import actions, queries
 from feedbackd.loop.agentfiles import list_memory
-from feedbackd.loop.locking import pipeline_lock
-from feedbackd.loop.repo import open_repo
 
 TABLE_ROWS = 20
 feedback_app = typer.Typer(help="Ratings of rented skills.", no_args_is_help=True)
@@ -36,11 +34,7 @@ def submit(
     ] = None,
 ) -> None:
     """Record a rating of a rental (one commit); prints what was stored as JSON."""
-    runtime = GLOBALS.runtime()
-    if as_agent is not None:
-        validate_id(as_agent, "--as agent id")
-    with pipeline_lock(runtime), open_repo(runtime) as repo:
-        event, changes = rentals.submit(runtime, repo, payload, as_agent)
+    event, changes = actions.submit_rating(GLOBALS.runtime(), payload, as_agent)
     print_json({"status": "recorded", **event.as_json(), "changes": [c.as_json() for c in changes]})
 
 

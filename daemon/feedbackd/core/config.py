@@ -136,6 +136,12 @@ class OptimizerSettings(BaseModel):
     max_lessons: int = Field(10, ge=1)
 
 
+class HttpSettings(BaseModel):
+    model_config = _STRICT
+    listen: str = Field("127.0.0.1:8787", min_length=1)
+    token_file: str | None = None
+
+
 class Settings(BaseModel):
     """The whole configuration; every key is documented in config/feedbackd.yaml."""
 
@@ -151,6 +157,7 @@ class Settings(BaseModel):
     reputation: ReputationSettings = Field(default_factory=ReputationSettings)
     pricing: PricingSettings = Field(default_factory=PricingSettings)
     optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
+    http: HttpSettings = Field(default_factory=HttpSettings)
 
     @field_validator("data_dir")
     @classmethod
@@ -169,6 +176,7 @@ class Settings(BaseModel):
         "reputation",
         "pricing",
         "optimizer",
+        "http",
         mode="before",
     )
     @classmethod

@@ -62,3 +62,9 @@ class UsageError(FeedbackdError):
     """Bad command-line usage (exit code 2)."""
 
     code = "usage"
+
+
+class AlreadyDecided(FeedbackdError):
+    """An item asked to be decided that a curator already moved to approved/ or rejected/."""
+
+    code = "already_decided"

@@ -109,6 +109,10 @@ class Workspace:
     def agent(self, agent_id: str) -> AgentPaths:
         return AgentPaths(self.agents_dir / validate_id(agent_id, "agent id"), agent_id)
 
+    def snapshot(self, agent_id: str, file_name: str) -> Path:
+        """Where a draft is kept as feedbackd first saw it in queue/ (local state)."""
+        return self.state_dir / "snapshots" / agent_id / file_name
+
     def agent_ids(self) -> list[str]:
         """Agents on disk, sorted; folders with invalid names are skipped (doctor reports them)."""
         if not self.agents_dir.is_dir():

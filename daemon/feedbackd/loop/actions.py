@@ -8,13 +8,23 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound, WorkspaceError
+from feedbackd.core.errors import (
+    AlreadyDecided,
+    FeedbackdError,
+    InvalidFeedback,
+    NotFound,
+    WorkspaceError,
+)
 from feedbackd.core.feedback import FeedbackEntry, new_entry
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths, validate_id
+from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import read_item, set_content_fields, set_rejection_feedback
-from feedbackd.loop.reconcile import Report, reconcile_all
+from feedbackd.loop.locking import pipeline_lock
+from feedbackd.loop.reconcile import Report, reconcile_all, record_entry
+from feedbackd.loop.recording import Event
+from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
 
 RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
@@ -25,6 +35,7 @@ def find_queued(agent: AgentPaths, item_id: str) -> Path:
     found = [agent.queue / (item_id + suffix) for suffix in ITEM_SUFFIXES]
     existing = [path for path in found if path.is_file()]
     if not existing:
+        _refuse_if_decided(agent, item_id)
         raise NotFound(
             f"no draft {item_id} in {agent.agent_id}/queue/",
             hint=f"list the drafts with `ls {agent.queue}`",
@@ -33,6 +44,16 @@ def find_queued(agent: AgentPaths, item_id: str) -> Path:
         names = ", ".join(path.name for path in existing)
         raise FeedbackdError(f"{item_id} is in queue/ more than once ({names})", hint="keep one")
     return existing[0]
+
+
+def _refuse_if_decided(agent: AgentPaths, item_id: str) -> None:
+    for folder in ("approved", "rejected"):
+        for suffix in ITEM_SUFFIXES:
+            if (agent.folder(folder) / (item_id + suffix)).is_file():
+                raise AlreadyDecided(
+                    f"{item_id} is already in {agent.agent_id}/{folder}/",
+                    hint=f"move it back to queue/ to decide it again ({agent.queue})",
+                )
 
 
 def move_target(source: Path, folder: Path) -> Path:
@@ -66,6 +87,11 @@ def approve(
 ) -> Report:
     """Approve a queued draft; `edits` (content fields by dotted name) are written into it
     first, so the approval records them as corrections."""
+    with pipeline_lock(runtime):
+        return _approve(runtime, agent_id, item_id, edits or {})
+
+
+def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str]) -> Report:
     agent = runtime.workspace.agent(agent_id)
     source = find_queued(agent, item_id)
     target = move_target(source, agent.approved)
@@ -82,6 +108,12 @@ def approve(
 
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
+    """Write the note into a queued draft and reject it."""
+    with pipeline_lock(runtime):
+        return _reject(runtime, agent_id, item_id, notes)
+
+
+def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
     agent = runtime.workspace.agent(agent_id)
     source = find_queued(agent, item_id)
     target = move_target(source, agent.rejected)  # before the notes change the draft
@@ -108,6 +140,11 @@ def parse_record(payload: str) -> dict[str, Any]:
             f"--json holds {half}, half of a character pair",
             hint="write the character itself, or both halves of its escape pair",
         )
+    return check_record(data)
+
+
+def check_record(data: dict[str, Any]) -> dict[str, Any]:
+    """A record payload already parsed: only known fields, strings, the type's needed fields."""
     unknown = sorted(set(data) - RECORD_FIELDS)
     if unknown:
         raise InvalidFeedback(
@@ -132,6 +169,24 @@ def _check_record_shape(data: dict[str, Any]) -> None:
     missing = [key for key in needed if key not in data]
     if missing:
         raise InvalidFeedback(f"a {kind} needs `{missing[0]}`")
+
+
+def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEntry:
+    """Record one programmatic entry (checked with check_record) and commit it."""
+    entry = build_record_entry(data)
+    with pipeline_lock(runtime):
+        record_entry(runtime, runtime.workspace.agent(agent_id).agent_id, entry)
+    return entry
+
+
+def submit_rating(
+    runtime: Runtime, payload: str, as_agent: str | None
+) -> tuple[Event, list[Event]]:
+    """Store and commit one rating, then apply the provider's rules (`feedback submit`)."""
+    if as_agent is not None:
+        validate_id(as_agent, "--as agent id")
+    with pipeline_lock(runtime), open_repo(runtime) as repo:
+        return rentals.submit(runtime, repo, payload, as_agent)
 
 
 def build_record_entry(data: dict[str, Any]) -> FeedbackEntry:

@@ -5,20 +5,27 @@ answers are the same values, built here once, so a script gets the same numbers 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from feedbackd.core.commitmsg import LogEntry
-from feedbackd.core.errors import NotFound
+from feedbackd.core.errors import FeedbackdError, NotFound, UsageError
 from feedbackd.core.feedback import FeedbackEntry
-from feedbackd.core.prompts import render_snippet
-from feedbackd.core.reputation import feedback_list_report
-from feedbackd.core.timeutil import parse_duration, utcnow
-from feedbackd.core.workspace import AgentPaths, validate_id
+from feedbackd.core.items import diff_content, flatten_strings, parse_item
+from feedbackd.core.prompts import examples, render_snippet
+from feedbackd.core.reputation import feedback_list_report, score
+from feedbackd.core.soul import Skill, Soul, parse_soul
+from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths, validate_id
+from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop.agentfiles import read_feedback
+from feedbackd.loop.agentfiles import read_feedback, read_item
 from feedbackd.loop.problems import reported_problems
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.selfopt import LEDGER_NAME as PRICE_LEDGER
+from feedbackd.loop.selfopt import read_ledger as read_price_ledger
 from feedbackd.loop.selfopt import sync_problems
 from feedbackd.loop.statusfile import describe
 from feedbackd.loop.sync import problem_line, sync_status
@@ -86,11 +93,27 @@ def feedback_list(
     """`feedback list --json`: a skill's ratings, newest first, with the reputation score."""
     validate_id(skill, "skill id")
     now = utcnow()
-    start = now - parse_duration(since) if since else None
+    start = since_start(since, now)
     store = RatingStore(runtime.workspace, progress=progress)
     providers = [validate_id(agent, "agent id")] if agent else _providers_of(runtime, skill)
     found = [r for p in providers for r in store.ratings(p, skill, start)]
     return feedback_list_report(skill, agent, since, found, runtime.settings.reputation, now, limit)
+
+
+def since_start(since: str | None, now: datetime) -> datetime | None:
+    """`since` as a duration back from now (`7d`) or an ISO time; None for no limit."""
+    if not since:
+        return None
+    try:
+        return now - parse_duration(since)
+    except UsageError:
+        try:
+            return parse_iso(since)
+        except ValueError:
+            raise UsageError(
+                f"since {since!r} is neither a duration nor an ISO time",
+                hint="e.g. 7d, 12h, or 2026-11-01T00:00:00Z",
+            ) from None
 
 
 def _providers_of(runtime: Runtime, skill: str) -> list[str]:
@@ -124,3 +147,125 @@ def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, 
         problems += [p for p in reported_problems(runtime.workspace.data) if p not in problems]
     state["problems"] = problems
     return state
+
+
+def agents_overview(runtime: Runtime) -> list[dict[str, Any]]:
+    """Every agent with its counts (`GET /api/agents`, the panel's first page)."""
+    return [agent_summary(runtime, agent_id) for agent_id in runtime.workspace.agent_ids()]
+
+
+def agent_summary(runtime: Runtime, agent_id: str) -> dict[str, Any]:
+    """One agent: its drafts by folder, feedback entries, snippet examples and skills."""
+    agent = existing_agent(runtime, agent_id)
+    counts = {folder: len(_item_files(agent, folder)) for folder in ("queue", *DECISION_FOLDERS)}
+    try:
+        entries: list[FeedbackEntry] | None = read_feedback(agent.feedback)
+    except FeedbackdError:
+        entries = None  # corrupt: the panel says so, `doctor` explains
+    soul = _soul_of(agent)
+    return {
+        "agent_id": agent_id,
+        "name": soul.name if soul else None,
+        "queued": counts["queue"],
+        "approved": counts["approved"],
+        "rejected": counts["rejected"],
+        "feedback_entries": None if entries is None else len(entries),
+        "examples_injected": None if entries is None else _examples_injected(runtime, entries),
+        "skills": [_skill_json(skill) for skill in (soul.skills if soul else ())],
+    }
+
+
+def _examples_injected(runtime: Runtime, entries: list[FeedbackEntry]) -> int:
+    return len(examples(entries, runtime.settings.prompt.max_examples))
+
+
+def _skill_json(skill: Skill) -> dict[str, Any]:
+    return {"skill_id": skill.skill_id, "name": skill.name, "price": skill.price}
+
+
+def _soul_of(agent: AgentPaths) -> Soul | None:
+    try:
+        return parse_soul(read_file_bytes(agent.soul).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, FeedbackdError):
+        return None  # no SOUL.md, or one `doctor` explains
+
+
+def _item_files(agent: AgentPaths, folder: str) -> list[Path]:
+    directory = agent.folder(folder)
+    if not directory.is_dir():
+        return []
+    return sorted(
+        path
+        for path in directory.iterdir()
+        if path.suffix in ITEM_SUFFIXES and not path.name.startswith(".") and path.is_file()
+    )
+
+
+def queue(runtime: Runtime, agent_id: str) -> list[dict[str, Any]]:
+    """Each queued draft with its text fields, original beside current (`GET .../queue`)."""
+    agent = existing_agent(runtime, agent_id)
+    return [_draft_json(runtime, agent, path) for path in _item_files(agent, "queue")]
+
+
+def _draft_json(runtime: Runtime, agent: AgentPaths, path: Path) -> dict[str, Any]:
+    try:
+        item = read_item(path)
+    except FeedbackdError as error:
+        return {"id": path.stem, "format": path.suffix[1:], "error": error.message}
+    original = item.original or _first_seen(runtime, agent, path) or item.content
+    before, now = flatten_strings(original), flatten_strings(item.content)
+    fields = [
+        {"field": name, "original": before.get(name), "current": value,
+         "changed": name in before and diff_content({name: before[name]}, {name: value}) != []}
+        for name, value in now.items()
+    ]  # fmt: skip
+    title = item.document.get("title") or now.get("title") or item.item_id
+    return {"id": item.item_id, "format": item.format, "title": title, "fields": fields}
+
+
+def _first_seen(runtime: Runtime, agent: AgentPaths, path: Path) -> dict[str, Any] | None:
+    snapshot = runtime.workspace.snapshot(agent.agent_id, path.name)
+    try:
+        return parse_item(snapshot.read_bytes(), path.suffix, path.stem).content
+    except (OSError, FeedbackdError):
+        return None  # not seen yet: the draft is its own original
+
+
+CHART_POINTS = 200  # the newest ratings a skill's charts show
+
+
+def skill_history(runtime: Runtime, agent_id: str, skill_id: str) -> dict[str, Any]:
+    """A skill's ratings, its reputation after each of them, and its price changes, oldest
+    first: what the panel draws."""
+    agent = existing_agent(runtime, agent_id)
+    validate_id(skill_id, "skill id")
+    store = RatingStore(runtime.workspace)
+    rated = sorted(store.ratings(agent_id, skill_id, None), key=lambda r: r.timestamp)
+    rated = rated[-CHART_POINTS:]
+    settings = runtime.settings.reputation
+    reputation = [
+        {
+            "time": r.timestamp,
+            "score": score(rated[: i + 1], settings, parse_iso(r.timestamp)).score,
+        }
+        for i, r in enumerate(rated)
+    ]
+    return {
+        "skill_id": skill_id,
+        "ratings": [{"time": r.timestamp, "rating": r.rating} for r in rated],
+        "reputation": reputation,
+        "prices": _price_history(agent, skill_id),
+    }
+
+
+def _price_history(agent: AgentPaths, skill_id: str) -> list[dict[str, Any]]:
+    changes = [r for r in read_price_ledger(agent.root / PRICE_LEDGER) if r.skill == skill_id]
+    points = (
+        [{"time": changes[0].createdAt, "price": float(changes[0].priceOld)}] if changes else []
+    )
+    points += [{"time": r.createdAt, "price": float(r.priceNew)} for r in changes]
+    soul = _soul_of(agent)
+    skill = soul.skill(skill_id) if soul else None
+    if skill is not None:
+        points.append({"time": iso_ms(utcnow()), "price": skill.price})
+    return points

@@ -385,8 +385,7 @@ class AgentReconciler:
         }
 
     def _snapshot_path(self, item_file: ItemFile) -> Path:
-        folder = self.runtime.workspace.state_dir / "snapshots" / self.agent.agent_id
-        return folder / item_file.path.name
+        return self.runtime.workspace.snapshot(self.agent.agent_id, item_file.path.name)
 
     def _requeued(self, files: list[ItemFile], decided_now: set[str]) -> list[DecisionRecord]:
         latest = decisions.latest_states(self.ledger)

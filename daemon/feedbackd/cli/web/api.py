@@ -1,0 +1,268 @@
+"""The JSON routes: the seeds' own (webhouse CMS feedback, AgentBnB ratings and reputation) with
+their shapes, and feedbackd's (agents, queue, decisions, prompt, log, status).
+
+Each route reads its input, calls one function of loop/actions.py or loop/queries.py in a worker
+thread (they take the workspace's write lock and run git), and answers with what the matching
+command prints with --json.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from feedbackd.core.errors import FeedbackdError, InvalidFeedback
+from feedbackd.core.jsontext import half_character
+from feedbackd.core.timeutil import iso_ms, utcnow
+from feedbackd.core.workspace import validate_id
+from feedbackd.loop import actions, queries
+from feedbackd.loop.reconcile import Report
+from feedbackd.loop.runtime import Runtime
+
+T = TypeVar("T")
+MAX_LIMIT = 100
+
+
+class Site:
+    """The workspace a server answers for; settings are read afresh for every request, so an
+    edited feedbackd.yaml counts at once, as it does for the daemon and the commands."""
+
+    def __init__(self, workspace: str, config: str | None) -> None:
+        self.workspace = workspace
+        self.config = config
+
+    def runtime(self, curator: str | None = None) -> Runtime:
+        return Runtime.open(self.workspace, self.config).with_curator(curator)
+
+
+async def work(function: Callable[[], T]) -> T:
+    """Run blocking work (files, git, the write lock) off the event loop."""
+    return await run_in_threadpool(function)
+
+
+async def json_object(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object; InvalidFeedback (400) for anything else."""
+    body = await request.body()
+    try:
+        value = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidFeedback(
+            f"the body is not valid JSON: {exc}", hint="send a JSON object"
+        ) from None
+    if not isinstance(value, dict):
+        raise InvalidFeedback("the body must be a JSON object", hint="send {...}")
+    half = half_character(value)
+    if half is not None:
+        raise InvalidFeedback(f"the body holds {half}, half of a character pair")
+    return value
+
+
+def limit_of(request: Request, default: int) -> int:
+    text = request.query_params.get("limit")
+    if text is None:
+        return default
+    if not text.isdigit():
+        raise InvalidFeedback(f"limit {text!r} is not a whole number", hint="e.g. limit=10")
+    return min(int(text), MAX_LIMIT)
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    """What `approve --json` and `reject --json` print."""
+    return {
+        "events": [event.as_json() for event in report.events],
+        "problems": [problem.line() for problem in report.problems],
+        "warnings": report.warnings,
+    }
+
+
+def optional_string(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InvalidFeedback(f"{key} must be a string")
+    return value
+
+
+def routes(site: Site) -> list[Route]:
+    return [
+        *_webhouse_routes(site),
+        *_agentbnb_routes(site),
+        *_agent_routes(site),
+        *_workspace_routes(site),
+    ]
+
+
+# --- webhouse CMS -----------------------------------------------------------------------------
+def _webhouse_routes(site: Site) -> list[Route]:
+    async def recent(request: Request) -> Response:
+        agent, limit = request.path_params["agent"], limit_of(request, 10)
+        runtime = await work(site.runtime)
+        await work(lambda: queries.existing_agent(runtime, agent))
+        return JSONResponse(await work(lambda: queries.recent_feedback(runtime, agent, limit)))
+
+    async def record(request: Request) -> Response:
+        agent = request.path_params["agent"]
+        data = await json_object(request)
+        if data.get("type") not in ("correction", "rejection", "edit"):
+            message = "type must be one of correction, rejection, edit"
+            return JSONResponse({"error": message}, status_code=400)
+        runtime = await work(site.runtime)
+        await work(lambda: queries.existing_agent(runtime, agent))
+        entry = await work(lambda: actions.record(runtime, agent, actions.check_record(data)))
+        return JSONResponse(entry.as_json())
+
+    path = "/api/cms/agents/{agent}/feedback"
+    return [Route(path, recent, methods=["GET"]), Route(path, record, methods=["POST"])]
+
+
+# --- AgentBnB -----------------------------------------------------------------------------------
+def _agentbnb_routes(site: Site) -> list[Route]:
+    async def submit(request: Request) -> Response:
+        data = await json_object(request)
+        if not isinstance(data.get("requester_agent"), str):
+            issue = "requester_agent: required, the id of the agent that rented the skill"
+            return JSONResponse({"error": "Validation failed", "issues": [issue]}, 400)
+        runtime = await work(site.runtime)
+        try:
+            event, _ = await work(lambda: actions.submit_rating(runtime, json.dumps(data), None))
+        except InvalidFeedback as error:
+            return JSONResponse({"error": "Validation failed", "issues": [error.message]}, 400)
+        received = {"feedback_id": data.get("transaction_id"), "received_at": iso_ms(utcnow())}
+        return JSONResponse({**received, "commit": event.commit}, status_code=201)
+
+    async def ratings(request: Request) -> Response:
+        skill = request.path_params["skill"]
+        query = request.query_params
+        limit = limit_of(request, 20)
+        runtime = await work(site.runtime)
+        return JSONResponse(
+            await work(
+                lambda: queries.feedback_list(
+                    runtime, skill, query.get("agent"), query.get("since"), limit
+                )
+            )
+        )
+
+    async def reputation(request: Request) -> Response:
+        agent = request.path_params["agent"]
+        runtime = await work(site.runtime)
+        report = await work(lambda: queries.reputation(runtime, agent, None))
+        return JSONResponse({**report, "score": report["reputation_score"]})
+
+    return [
+        Route("/api/feedback", submit, methods=["POST"]),
+        Route("/api/feedback/{skill}", ratings, methods=["GET"]),
+        Route("/api/reputation/{agent}", reputation, methods=["GET"]),
+    ]
+
+
+# --- agents and their queues ----------------------------------------------------------------------
+def _agent_routes(site: Site) -> list[Route]:
+    async def agents(request: Request) -> Response:
+        runtime = await work(site.runtime)
+        return JSONResponse({"agents": await work(lambda: queries.agents_overview(runtime))})
+
+    async def agent(request: Request) -> Response:
+        agent_id = request.path_params["agent"]
+        runtime = await work(site.runtime)
+        return JSONResponse(await work(lambda: queries.agent_summary(runtime, agent_id)))
+
+    async def queue(request: Request) -> Response:
+        agent_id = request.path_params["agent"]
+        runtime = await work(site.runtime)
+        drafts = await work(lambda: queries.queue(runtime, agent_id))
+        return JSONResponse({"agent_id": agent_id, "drafts": drafts})
+
+    async def prompt(request: Request) -> Response:
+        agent_id = request.path_params["agent"]
+        runtime = await work(site.runtime)
+        await work(lambda: queries.existing_agent(runtime, agent_id))
+        text = await work(lambda: queries.prompt_text(runtime, agent_id))
+        return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
+
+    base = "/api/agents/{agent}"
+    return [
+        Route("/api/agents", agents, methods=["GET"]),
+        Route(base, agent, methods=["GET"]),
+        Route(f"{base}/queue", queue, methods=["GET"]),
+        Route(f"{base}/queue/{{item}}/approve", _approve(site), methods=["POST"]),
+        Route(f"{base}/queue/{{item}}/reject", _reject(site), methods=["POST"]),
+        Route(f"{base}/prompt", prompt, methods=["GET"]),
+    ]
+
+
+def _approve(site: Site) -> Callable[[Request], Any]:
+    async def approve(request: Request) -> Response:
+        agent, item = request.path_params["agent"], request.path_params["item"]
+        data = await json_object(request)
+        edits = data.get("edits") or {}
+        if not isinstance(edits, dict) or not all(isinstance(v, str) for v in edits.values()):
+            raise InvalidFeedback('edits must be an object of text fields: {"title": "..."}')
+        runtime = await work(lambda: site.runtime(optional_string(data, "curator")))
+        await work(lambda: queries.existing_agent(runtime, agent))
+        report = await work(lambda: actions.approve(runtime, agent, item, edits))
+        return JSONResponse(report_json(report))
+
+    return approve
+
+
+def _reject(site: Site) -> Callable[[Request], Any]:
+    async def reject(request: Request) -> Response:
+        agent, item = request.path_params["agent"], request.path_params["item"]
+        data = await json_object(request)
+        notes = optional_string(data, "notes")
+        if not notes or not notes.strip():
+            raise InvalidFeedback("notes are required: say why the draft is rejected")
+        runtime = await work(lambda: site.runtime(optional_string(data, "curator")))
+        await work(lambda: queries.existing_agent(runtime, agent))
+        report = await work(lambda: actions.reject(runtime, agent, item, notes))
+        return JSONResponse(report_json(report))
+
+    return reject
+
+
+# --- the workspace ------------------------------------------------------------------------------
+def _workspace_routes(site: Site) -> list[Route]:
+    async def log(request: Request) -> Response:
+        agent, since = request.query_params.get("agent"), request.query_params.get("since")
+        runtime = await work(site.runtime)
+        if agent:
+            validate_id(agent, "agent id")
+        entries = await work(lambda: queries.learning_log(runtime, agent or None, since))
+        return JSONResponse([queries.log_json(entry) for entry in entries])
+
+    async def status(request: Request) -> Response:
+        runtime = await work(site.runtime)
+        return JSONResponse(await work(lambda: queries.workspace_status(runtime, [])))
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return [
+        Route("/api/log", log, methods=["GET"]),
+        Route("/api/status", status, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+    ]
+
+
+STATUS_OF_CODE = {
+    "not_found": 404,
+    "already_decided": 409,
+    "feedback_already_submitted": 409,
+    "locked": 503,
+    "git_error": 500,
+    "workspace_error": 500,
+    "config_error": 500,
+}
+
+
+def error_response(error: FeedbackdError) -> Response:
+    """`{"error": code, "message": text}` with the status the code stands for (400 for refused
+    input)."""
+    status = STATUS_OF_CODE.get(error.code, 400)
+    return JSONResponse({"error": error.code, "message": str(error)}, status_code=status)

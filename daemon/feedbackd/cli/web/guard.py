@@ -1,0 +1,122 @@
+"""The safety rules every request passes before any route sees it (SPEC section 12): the Host
+check against DNS rebinding, the token, the Origin check against cross-site writes, and the
+1 MiB body limit. An ASGI middleware, so that no route can forget one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
+from starlette.responses import JSONResponse, Response
+
+from feedbackd.core.websafety import (
+    MAX_BODY_BYTES,
+    ListenAddress,
+    bearer_token,
+    host_allowed,
+    origin_allowed,
+    token_matches,
+)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+TOKEN_COOKIE = "feedbackd_token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+OPEN_PATHS = frozenset({"/healthz", "/login"})  # reachable without the token
+
+
+class Guard:
+    def __init__(self, app: ASGIApp, listen: ListenAddress, token: str | None) -> None:
+        self.app = app
+        self.listen = listen
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        refusal = self._refusal(scope, headers)
+        if refusal is None and scope["method"] not in SAFE_METHODS:
+            body = await _read_body(headers, receive)
+            if body is None:
+                refusal = refuse(413, "too_large", "the request body is over 1 MiB")
+            else:
+                receive = _replay(body)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, scope: Scope, headers: Headers) -> Response | None:
+        host = headers.get("host")
+        if not host_allowed(host, self.listen):
+            return refuse(
+                421,
+                "misdirected_request",
+                f"this server answers to {self.listen}, localhost or a loopback address only",
+            )
+        if scope["path"] not in OPEN_PATHS and not self._has_token(headers):
+            return _unauthorised(scope)
+        if scope["method"] not in SAFE_METHODS and not origin_allowed(headers.get("origin"), host):
+            return refuse(403, "forbidden", "a write from another site's page is refused")
+        return None
+
+    def _has_token(self, headers: Headers) -> bool:
+        if self.token is None:
+            return True
+        presented = bearer_token(headers.get("authorization"))
+        if presented is None:
+            presented = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE)
+        return token_matches(presented, self.token)
+
+
+def refuse(status: int, code: str, message: str) -> Response:
+    return JSONResponse({"error": code, "message": message}, status_code=status)
+
+
+def _unauthorised(scope: Scope) -> Response:
+    path = str(scope["path"])
+    if path.startswith("/api/") or path == "/metrics":
+        response = refuse(401, "unauthorized", "send Authorization: Bearer TOKEN")
+        response.headers["WWW-Authenticate"] = "Bearer"
+        return response
+    return Response(status_code=303, headers={"Location": "/login"})
+
+
+async def _read_body(headers: Headers, receive: Receive) -> bytes | None:
+    """The whole body, or None once it passes MAX_BODY_BYTES (by its length or as it arrives)."""
+    declared = headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Receive:
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return {"type": "http.disconnect"}
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive

@@ -1,0 +1,28 @@
+"""The frame every panel page shares, and escaping: every value from a file goes through e()."""
+
+from __future__ import annotations
+
+import html
+
+
+def e(value: object) -> str:
+    """Text from files and commits, made safe to place in HTML text and attribute values."""
+    return html.escape(str(value), quote=True)
+
+
+def page(title: str, body: str, *, agent: str | None = None) -> str:
+    curator = (
+        '<label class="curator">Curator <input id="curator" autocomplete="name"'
+        ' placeholder="Name &lt;email&gt;"></label>'
+        if agent is not None
+        else ""
+    )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)} · feedbackd</title>"
+        '<link rel="stylesheet" href="/static/panel.css">'
+        '<script src="/static/panel.js" defer></script></head>'
+        f'<body><header class="top"><a class="brand" href="/">feedbackd</a>{curator}</header>'
+        f"<main>{body}</main></body></html>"
+    )

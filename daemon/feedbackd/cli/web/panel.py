@@ -1,0 +1,306 @@
+"""The web panel: the agents, and for each agent what it has learned (Recent feedback, the snippet
+as the agent reads it, the learning history), what waits for review (the queue, with Approve and
+Reject-with-note), and per skill how its reputation, ratings and price moved.
+
+Server-rendered HTML; the little JavaScript in static/panel.js only sends the curator's decisions
+to the same API a script would use. No asset comes from another host.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from feedbackd.cli.web import charts
+from feedbackd.cli.web.api import Site, work
+from feedbackd.cli.web.guard import TOKEN_COOKIE
+from feedbackd.cli.web.html import e, page
+from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.websafety import token_matches
+from feedbackd.loop import queries
+
+RECENT = 5
+STATIC = {"panel.css": "text/css", "panel.js": "text/javascript"}
+TYPE_NAMES = {"correction": "correction", "edit": "edit", "rejection": "rejection"}
+
+
+def routes(site: Site, token: str | None) -> list[Route]:
+    async def overview(request: Request) -> Response:
+        runtime = await work(site.runtime)
+        agents = await work(lambda: queries.agents_overview(runtime))
+        status = await work(lambda: queries.workspace_status(runtime, []))
+        return HTMLResponse(page("Agents", _overview(agents, status)))
+
+    async def agent_page(request: Request) -> Response:
+        agent_id = request.path_params["agent"]
+        runtime = await work(site.runtime)
+        view = await work(lambda: _agent_view(site, agent_id))
+        title = view["summary"]["name"] or agent_id
+        examples = runtime.settings.prompt.max_examples
+        return HTMLResponse(page(title, _agent_body(view, examples), agent=agent_id))
+
+    async def static(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return Response("not found", status_code=404)
+        text = resources.files("feedbackd.cli.web").joinpath("static", name).read_text("utf-8")
+        return Response(text, media_type=f"{STATIC[name]}; charset=utf-8")
+
+    return [
+        Route("/", overview, methods=["GET"]),
+        Route("/agents/{agent}", agent_page, methods=["GET"]),
+        Route("/static/{name}", static, methods=["GET"]),
+        *_login_routes(token),
+    ]
+
+
+def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
+    """Everything the agent page shows, read in one worker thread."""
+    runtime = site.runtime()
+    summary = queries.agent_summary(runtime, agent_id)
+    return {
+        "summary": summary,
+        "recent": _recent_or_problem(runtime, agent_id),
+        "snippet": queries.prompt_text(runtime, agent_id),
+        "queue": queries.queue(runtime, agent_id),
+        "history": [
+            queries.log_json(entry) for entry in queries.learning_log(runtime, agent_id, None)
+        ],
+        "skills": [
+            queries.skill_history(runtime, agent_id, skill["skill_id"]) | {"name": skill["name"]}
+            for skill in summary["skills"]
+        ],
+        "reputation": queries.reputation(runtime, agent_id, None),
+    }
+
+
+def _recent_or_problem(runtime: Any, agent_id: str) -> dict[str, Any]:
+    try:
+        return queries.recent_feedback(runtime, agent_id, RECENT)
+    except FeedbackdError as error:
+        return {"entries": [], "total": 0, "problem": error.message}
+
+
+# --- the agents ---------------------------------------------------------------------------------
+def _overview(agents: list[dict[str, Any]], status: dict[str, Any]) -> str:
+    rows = "".join(_agent_row(agent) for agent in agents)
+    empty = '<p class="empty">No agents yet: add a folder under _data/agents/.</p>'
+    table = (
+        '<table class="agents"><thead><tr><th>agent</th><th>queued</th><th>approved</th>'
+        "<th>rejected</th><th>feedback</th><th>skills</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
+    )
+    return f"<h1>Agents</h1>{_status_line(status)}{table if agents else empty}"
+
+
+def _agent_row(agent: dict[str, Any]) -> str:
+    name = agent["name"] or agent["agent_id"]
+    skills = ", ".join(skill["name"] for skill in agent["skills"]) or "—"
+    entries = "corrupt" if agent["feedback_entries"] is None else agent["feedback_entries"]
+    return (
+        f'<tr><td><a href="/agents/{e(agent["agent_id"])}">{e(name)}</a>'
+        f' <span class="id">{e(agent["agent_id"])}</span></td>'
+        f'<td class="n{" waiting" if agent["queued"] else ""}">{agent["queued"]}</td>'
+        f'<td class="n">{agent["approved"]}</td><td class="n">{agent["rejected"]}</td>'
+        f'<td class="n">{e(entries)}</td><td>{e(skills)}</td></tr>'
+    )
+
+
+def _status_line(status: dict[str, Any]) -> str:
+    running = "running" if status.get("running") else "not running"
+    problems = status.get("problems") or []
+    items = "".join(f"<li>{e(problem)}</li>" for problem in problems)
+    listed = f'<ul class="problems">{items}</ul>' if problems else ""
+    return f'<p class="status {running.replace(" ", "-")}">daemon {running}</p>{listed}'
+
+
+# --- one agent ----------------------------------------------------------------------------------
+def _agent_body(view: dict[str, Any], max_examples: int) -> str:
+    summary = view["summary"]
+    name = summary["name"] or summary["agent_id"]
+    counts = (
+        f'<span class="chip">{summary["queued"]} queued</span>'
+        f'<span class="chip">{summary["approved"]} approved</span>'
+        f'<span class="chip">{summary["rejected"]} rejected</span>'
+    )
+    return (
+        f'<nav class="crumbs"><a href="/">Agents</a> / {e(summary["agent_id"])}</nav>'
+        f'<h1>{e(name)}</h1><p class="counts">{counts}</p>'
+        '<div class="columns">'
+        f'<div class="column">{_recent_card(view["recent"], summary, max_examples)}'
+        f"{_snippet_card(view['snippet'])}</div>"
+        f'<div class="column wide">{_queue_card(summary["agent_id"], view["queue"])}</div>'
+        "</div>"
+        f"{_skills_section(view['skills'], view['reputation'])}"
+        f"{_history_card(view['history'])}"
+    )
+
+
+def _recent_card(recent: dict[str, Any], summary: dict[str, Any], max_examples: int) -> str:
+    entries = "".join(_entry(entry) for entry in recent["entries"])
+    if recent.get("problem"):
+        entries = f'<li class="problem">{e(recent["problem"])}</li>'
+    elif not entries:
+        entries = '<li class="empty">No feedback yet.</li>'
+    injected = summary["examples_injected"] or 0
+    noun = "example" if injected == 1 else "examples"
+    footer = (
+        f"{len(recent['entries'])} of {recent['total']} entries shown · {injected} {noun}"
+        f" injected into the prompt (at most {max_examples})"
+    )
+    return (
+        '<section class="card recent"><h2>Recent feedback</h2>'
+        f'<ul class="entries">{entries}</ul><footer>{e(footer)}</footer></section>'
+    )
+
+
+def _entry(entry: dict[str, Any]) -> str:
+    kind = TYPE_NAMES.get(entry.get("type", ""), "other")
+    field = f'<code class="field">{e(entry["field"])}</code>' if entry.get("field") else ""
+    when = entry.get("createdAt", "")
+    if kind == "rejection":
+        change = f'<p class="notes">{e(entry.get("notes") or "(no note)")}</p>'
+    else:
+        change = (
+            f'<p class="diff"><del>{e(entry.get("original") or "")}</del>'
+            f' <span aria-hidden="true">→</span> <ins>{e(entry.get("corrected") or "")}</ins></p>'
+        )
+    return (
+        f'<li class="entry"><span class="badge {kind}">{kind}</span>{field}'
+        f'<time datetime="{e(when)}">{e(when[:16].replace("T", " "))}</time>{change}</li>'
+    )
+
+
+def _snippet_card(text: str) -> str:
+    shown = e(text) if text else '<span class="empty">(empty: no corrections yet)</span>'
+    return (
+        '<section class="card snippet"><h2>Prompt snippet</h2>'
+        '<p class="hint">prompt/feedback.md, exactly as the agent reads it</p>'
+        f"<pre>{shown}</pre></section>"
+    )
+
+
+def _queue_card(agent_id: str, drafts: list[dict[str, Any]]) -> str:
+    body = "".join(_draft(agent_id, draft) for draft in drafts)
+    if not body:
+        body = '<p class="empty">Nothing waits for review.</p>'
+    return (
+        f'<section class="card queue"><h2>Queue <span class="count">{len(drafts)}</span></h2>'
+        f"{body}</section>"
+    )
+
+
+def _draft(agent_id: str, draft: dict[str, Any]) -> str:
+    head = (
+        f"<header><h3>{e(draft.get('title', draft['id']))}</h3>"
+        f'<span class="id">{e(draft["id"])}.{e(draft["format"])}</span></header>'
+    )
+    if "error" in draft:
+        problem = f'<p class="problem">{e(draft["error"])}</p>'
+        return f'<article class="draft broken">{head}{problem}</article>'
+    rows = "".join(_field_row(field) for field in draft["fields"])
+    return (
+        f'<article class="draft" data-agent="{e(agent_id)}" data-item="{e(draft["id"])}">{head}'
+        '<table class="fields"><thead><tr><th>field</th><th>original</th>'
+        f"<th>current (edit before approving)</th></tr></thead><tbody>{rows}</tbody></table>"
+        '<div class="decide"><button type="button" class="approve">Approve</button>'
+        '<label class="note">Note for the agent <textarea rows="2" '
+        'placeholder="Why is it rejected?"></textarea></label>'
+        '<button type="button" class="reject">Reject with note</button></div>'
+        '<p class="result" role="status"></p></article>'
+    )
+
+
+def _field_row(field: dict[str, Any]) -> str:
+    original = field["original"]
+    shown = "—" if original is None else e(original)
+    changed = " changed" if field["changed"] else ""
+    current = field["current"]
+    rows = min(8, max(1, current.count("\n") + 1, len(current) // 60 + 1))
+    return (
+        f'<tr class="field{changed}"><th scope="row"><code>{e(field["field"])}</code></th>'
+        f'<td class="original">{"<del>" + shown + "</del>" if changed else shown}</td>'
+        f'<td><textarea rows="{rows}" name="{e(field["field"])}" data-current="{e(current)}"'
+        f' aria-label="{e(field["field"])}">{e(current)}</textarea></td></tr>'
+    )
+
+
+def _skills_section(skills: list[dict[str, Any]], reputation: dict[str, Any]) -> str:
+    if not skills:
+        return ""
+    scores = reputation.get("skills") or {}
+    cards = "".join(_skill_card(skill, scores.get(skill["skill_id"], {})) for skill in skills)
+    overall = reputation.get("reputation_score")
+    return (
+        f'<section class="skills"><h2>Skills <span class="score">reputation {overall}'
+        f'</span></h2><div class="skill-grid">{cards}</div></section>'
+    )
+
+
+def _skill_card(skill: dict[str, Any], score: dict[str, Any]) -> str:
+    count = score.get("feedback_count", 0)
+    price = skill["prices"][-1]["price"] if skill["prices"] else None
+    facts = f"{count} ratings · reputation {score.get('reputation_score', 0.5)}"
+    facts += f" · price {price:g}" if price is not None else ""
+    return (
+        f'<article class="card skill"><h3>{e(skill["name"])}</h3>'
+        f'<p class="facts">{e(facts)}</p>'
+        f"{charts.line('Reputation', skill['reputation'], 'score', 0.0, 1.0)}"
+        f"{charts.bars('Ratings', skill['ratings'], 'rating', 1, 5)}"
+        f"{charts.steps('Price', skill['prices'], 'price')}</article>"
+    )
+
+
+def _history_card(history: list[dict[str, Any]]) -> str:
+    rows = "".join(
+        f'<tr><td><time datetime="{e(h["date"])}">{e(h["date"][:16].replace("T", " "))}</time></td>'
+        f'<td><span class="event {e(h["event"] or "")}">{e(h["event"] or "")}</span></td>'
+        f"<td>{e(h['item'] or h['skill'] or '')}</td><td>{e(h['curator'] or '')}</td>"
+        f"<td>{e(', '.join(h['fields'] or []))}{_price_change(h)}</td></tr>"
+        for h in history[:50]
+    )
+    empty = '<p class="empty">Nothing learned yet.</p>'
+    table = (
+        '<table class="history"><thead><tr><th>when</th><th>event</th><th>item / skill</th>'
+        f"<th>who</th><th>what</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+    return f'<section class="card"><h2>Learning history</h2>{table if history else empty}</section>'
+
+
+def _price_change(entry: dict[str, Any]) -> str:
+    if entry.get("price_old") and entry.get("price_new"):
+        return f"price {e(entry['price_old'])} → {e(entry['price_new'])}"
+    return ""
+
+
+# --- login (only when a token is set) ---------------------------------------------------------
+def _login_routes(token: str | None) -> list[Route]:
+    async def form(request: Request) -> Response:
+        return HTMLResponse(page("Sign in", _login_form(failed=False)))
+
+    async def login(request: Request) -> Response:
+        posted = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+        value = (posted.get("token") or [""])[0]
+        if token is None or not token_matches(value, token):
+            return HTMLResponse(page("Sign in", _login_form(failed=True)), status_code=401)
+        response = RedirectResponse("/", status_code=303)
+        response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+
+    return [Route("/login", form, methods=["GET"]), Route("/login", login, methods=["POST"])]
+
+
+def _login_form(*, failed: bool) -> str:
+    problem = '<p class="problem">That is not the token.</p>' if failed else ""
+    return (
+        "<h1>Sign in</h1>"
+        "<p>This feedbackd asks for its access token (http.token_file on the server).</p>"
+        f'{problem}<form method="post" action="/login" class="login">'
+        '<label>Token <input type="password" name="token" autocomplete="current-password"'
+        ' required></label><button type="submit">Sign in</button></form>'
+    )

@@ -1,0 +1,146 @@
+"""`feedbackd serve`: build the web application for one workspace and serve it with uvicorn.
+
+Refusals come before anything listens: a bad listen address, a missing token for a non-loopback
+address, a port already taken. uvicorn turns SIGTERM and SIGINT into a clean stop that lets the
+requests in flight finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from feedbackd.cli.web import api, panel
+from feedbackd.cli.web.guard import Guard
+from feedbackd.cli.web.metrics import RequestCounter, status_lines
+from feedbackd.core.errors import ConfigError, FeedbackdError
+from feedbackd.core.websafety import ListenAddress, parse_listen
+from feedbackd.loop import queries
+from feedbackd.loop.runtime import Runtime
+
+log = logging.getLogger("feedbackd")
+TOKEN_ENV = "FEEDBACKD_HTTP_TOKEN"
+GRACE_S = 10  # how long requests in flight may take to finish after SIGTERM
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
+    listen = parse_listen(
+        listen_text or runtime.settings.http.listen,
+        "--listen" if listen_text else "http.listen",
+    )
+    token = load_token(runtime)
+    if token is None and not listen.is_loopback:
+        raise ConfigError(
+            f"listening on {listen} (not a loopback address) needs a token",
+            hint=f"put one in a file named by http.token_file, or set ${TOKEN_ENV}",
+        )
+    sock = _bind(listen)
+    app = build_app(api.Site(str(runtime.workspace.root), config), listen, token)
+    settings = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=GRACE_S,
+    )
+    log.info("serving http://%s/ for %s", listen, runtime.workspace.root)
+    with _clean_stop():
+        uvicorn.Server(settings).run(sockets=[sock])
+    log.info("stopped")
+    return 0
+
+
+@contextmanager
+def _clean_stop() -> Iterator[None]:
+    """uvicorn finishes the requests in flight on SIGTERM or SIGINT, then sends the signal again
+    to the handler it found; this one lets that pass, so a clean stop exits 0 (as systemd
+    expects of a service it stopped)."""
+    previous = {number: signal.signal(number, _stopped) for number in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _stopped(number: int, frame: FrameType | None) -> None:
+    """The server has already stopped by the time this runs: nothing is left to do."""
+
+
+def load_token(runtime: Runtime) -> str | None:
+    """The token from http.token_file (relative to the workspace), else $FEEDBACKD_HTTP_TOKEN."""
+    name = runtime.settings.http.token_file
+    if name is None:
+        return os.environ.get(TOKEN_ENV, "").strip() or None
+    path = runtime.workspace.root / Path(name).expanduser()
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(
+            f"http.token_file {path}: cannot read it ({error})",
+            hint="create the file with the token on its first line, readable by feedbackd",
+        ) from None
+    if not token:
+        raise ConfigError(f"http.token_file {path} is empty", hint="write the token into it")
+    return token
+
+
+def _bind(listen: ListenAddress) -> socket.socket:
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((listen.host, listen.port))
+    except OSError as error:
+        sock.close()
+        raise ConfigError(
+            f"cannot listen on {listen}: {error.strerror or error}",
+            hint="choose another address or port with --listen HOST:PORT",
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def build_app(site: api.Site, listen: ListenAddress, token: str | None) -> Guard:
+    counter: RequestCounter
+
+    async def metrics(request: Request) -> Response:
+        runtime = await api.work(site.runtime)
+        state = await api.work(lambda: queries.workspace_status(runtime, []))
+        text = "\n".join([*status_lines(state), *counter.lines()]) + "\n"
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def refused(request: Request, error: Exception) -> Response:
+        assert isinstance(error, FeedbackdError)
+        return api.error_response(error)
+
+    async def no_route(request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)
+        code = "not_found" if error.status_code == 404 else "usage"
+        message = f"{request.method} {request.url.path}: {error.detail}"
+        return JSONResponse({"error": code, "message": message}, status_code=error.status_code)
+
+    starlette = Starlette(
+        routes=[
+            *api.routes(site),
+            *panel.routes(site, token),
+            Route("/metrics", metrics, methods=["GET"]),
+        ],
+        exception_handlers={FeedbackdError: refused, HTTPException: no_route},
+    )
+    counter = RequestCounter(starlette)  # the metrics route reads it when called
+    return Guard(counter, listen, token)

@@ -1,0 +1,70 @@
+// Send a curator's decision to the API the page was served with, then show the new state.
+"use strict";
+
+const curatorField = () => document.getElementById("curator");
+
+function curator() {
+  const field = curatorField();
+  const value = field ? field.value.trim() : "";
+  return value ? { curator: value } : {};
+}
+
+function edits(draft) {
+  const changed = {};
+  for (const box of draft.querySelectorAll("textarea[name]")) {
+    if (box.value !== box.dataset.current) changed[box.name] = box.value;
+  }
+  return changed;
+}
+
+async function decide(draft, action, body) {
+  const result = draft.querySelector(".result");
+  const buttons = draft.querySelectorAll("button");
+  buttons.forEach((b) => { b.disabled = true; });
+  result.className = "result";
+  result.textContent = action === "approve" ? "Approving…" : "Rejecting…";
+  const url = `/api/agents/${encodeURIComponent(draft.dataset.agent)}/queue/${encodeURIComponent(draft.dataset.item)}/${action}`;
+  try {
+    const response = await fetch(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ ...body, ...curator() }),
+    });
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(answer.message || answer.error || response.statusText);
+    const event = (answer.events || []).find((e) => e.event === action) || {};
+    result.className = "result done";
+    result.textContent = event.summary ? `${action}d: ${event.summary}` : `${action}d`;
+    setTimeout(() => window.location.reload(), 600);
+  } catch (error) {
+    result.className = "result failed";
+    result.textContent = `Not done: ${error.message}`;
+    buttons.forEach((b) => { b.disabled = false; });
+  }
+}
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button.approve, button.reject");
+  if (!button) return;
+  const draft = button.closest("article.draft");
+  if (button.classList.contains("approve")) {
+    decide(draft, "approve", { edits: edits(draft) });
+    return;
+  }
+  const note = draft.querySelector(".note textarea");
+  if (!note.value.trim()) {
+    const result = draft.querySelector(".result");
+    result.className = "result failed";
+    result.textContent = "Write a note for the agent first: it says what to avoid next time.";
+    note.focus();
+    return;
+  }
+  decide(draft, "reject", { notes: note.value });
+});
+
+document.addEventListener("DOMContentLoaded", () => {
+  const field = curatorField();
+  if (!field) return;
+  field.value = localStorage.getItem("feedbackd.curator") || "";
+  field.addEventListener("change", () => localStorage.setItem("feedbackd.curator", field.value.trim()));
+});

@@ -1,0 +1,103 @@
+"""Who may talk to `feedbackd serve`: the listen address, and the Host and Origin checks that keep
+a web page on another site from reaching the API through the user's browser (SPEC section 12).
+
+Pure: strings in, answers out; the HTTP face applies them to every request.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from feedbackd.core.errors import ConfigError
+
+MAX_BODY_BYTES = 1024 * 1024
+_LISTEN_HINT = "use HOST:PORT, e.g. 127.0.0.1:8787, localhost:8787 or [::1]:8787"
+
+
+@dataclass(frozen=True)
+class ListenAddress:
+    host: str
+    port: int
+
+    @property
+    def is_loopback(self) -> bool:
+        return is_loopback_host(self.host)
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def parse_listen(text: str, source: str = "--listen") -> ListenAddress:
+    """HOST:PORT (an IPv6 host in brackets); ConfigError naming what is wrong otherwise."""
+    host, port = _split_host_port(text.strip())
+    if host is None or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"{source} {text!r} is not an address to listen on", hint=_LISTEN_HINT)
+    if not _is_host_name(host):
+        raise ConfigError(
+            f"{source} {text!r}: {host!r} is not a host name or IP address", hint=_LISTEN_HINT
+        )
+    return ListenAddress(host, int(port))
+
+
+def _split_host_port(text: str) -> tuple[str | None, str]:
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        return (host or None), rest.removeprefix(":") if rest.startswith(":") else "-"
+    host, sep, port = text.rpartition(":")
+    return (host if sep and host and ":" not in host else None), port
+
+
+def _is_host_name(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        labels = host.rstrip(".").split(".")
+        return all(label and len(label) < 64 and _is_label(label) for label in labels)
+
+
+def _is_label(label: str) -> bool:
+    return label.replace("-", "").isalnum() and label.isascii() and not label.startswith("-")
+
+
+def is_loopback_host(host: str) -> bool:
+    if host.lower().rstrip(".") == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def host_allowed(host_header: str | None, listen: ListenAddress) -> bool:
+    """A request's Host must name the listen address, localhost or a loopback address: a
+    DNS-rebinding page reaches us under its own name and is refused."""
+    if not host_header:
+        return False
+    host, _ = _split_host_port(host_header if ":" in host_header else f"{host_header}:0")
+    if host is None:  # an IPv6 address without brackets or a malformed header
+        return False
+    return host.lower() == listen.host.lower() or is_loopback_host(host)
+
+
+def origin_allowed(origin: str | None, host_header: str | None) -> bool:
+    """A write from a browser must come from our own pages: its Origin names the same host and
+    port the request was sent to. Clients that send no Origin (curl, agents) are not browsers."""
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    if parts.scheme not in ("http", "https") or not parts.netloc or not host_header:
+        return False
+    return parts.netloc.lower() == host_header.lower()
+
+
+def token_matches(presented: str | None, token: str) -> bool:
+    return presented is not None and hmac.compare_digest(presented.encode(), token.encode())
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    scheme, _, value = (authorization or "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
