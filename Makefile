@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO := .demo
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck browser pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	@$(BIN)/python -m feedbackd.cli.demo $(DEMO)
 
-test: $(STAMP) lint typecheck pytest
+test: $(STAMP) lint typecheck browser pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check daemon tests
@@ -29,6 +29,16 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The web panel's tests drive Debian's headless chromium; install it where we may (root, apt).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "note: no chromium; the browser tests are skipped (apt-get install chromium)"; \
+	  fi; }
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider

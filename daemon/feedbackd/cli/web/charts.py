@@ -43,6 +43,8 @@ def steps(title: str, points: Sequence[dict[str, Any]], key: str) -> str:
         if index:
             corners.append((x, corners[-1][1]))
         corners.append((x, y))
+    if len(coords) == 1:  # one price so far: it has held all along
+        corners = [(PAD, coords[0][1]), (WIDTH - PAD, coords[0][1])]
     path = " ".join(f"{x:.1f},{y:.1f}" for x, y in corners)
     shape = f'<polyline points="{path}" class="line"/>' if len(corners) > 1 else _dots(coords)
     return _frame(title, values, shape, f"{values[-1]:g}" if values else "—")

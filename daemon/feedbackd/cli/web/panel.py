@@ -150,7 +150,7 @@ def _recent_card(recent: dict[str, Any], summary: dict[str, Any], max_examples: 
     injected = summary["examples_injected"] or 0
     noun = "example" if injected == 1 else "examples"
     footer = (
-        f"{len(recent['entries'])} of {recent['total']} entries shown · {injected} {noun}"
+        f"Showing {len(recent['entries'])} of {recent['total']} · {injected} {noun}"
         f" injected into the prompt (at most {max_examples})"
     )
     return (
@@ -217,14 +217,17 @@ def _draft(agent_id: str, draft: dict[str, Any]) -> str:
 
 
 def _field_row(field: dict[str, Any]) -> str:
-    original = field["original"]
-    shown = "—" if original is None else e(original)
-    changed = " changed" if field["changed"] else ""
-    current = field["current"]
-    rows = min(8, max(1, current.count("\n") + 1, len(current) // 60 + 1))
+    """One text field: what the agent wrote (struck through where a curator changed it) beside
+    the current text, which the curator may still edit before approving."""
+    original, current = field["original"], field["current"]
+    if field["changed"]:
+        before = f"<del>{e(original)}</del>"
+    else:
+        before = '<span class="same">unchanged</span>' if original is not None else "—"
+    rows = min(10, current.count("\n") + len(current) // 40 + 1)
     return (
-        f'<tr class="field{changed}"><th scope="row"><code>{e(field["field"])}</code></th>'
-        f'<td class="original">{"<del>" + shown + "</del>" if changed else shown}</td>'
+        f'<tr class="field{" changed" if field["changed"] else ""}">'
+        f'<th scope="row"><code>{e(field["field"])}</code></th><td class="original">{before}</td>'
         f'<td><textarea rows="{rows}" name="{e(field["field"])}" data-current="{e(current)}"'
         f' aria-label="{e(field["field"])}">{e(current)}</textarea></td></tr>'
     )

@@ -33,8 +33,9 @@ async function decide(draft, action, body) {
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(answer.message || answer.error || response.statusText);
     const event = (answer.events || []).find((e) => e.event === action) || {};
+    const done = { approve: "approved", reject: "rejected" }[action];
     result.className = "result done";
-    result.textContent = event.summary ? `${action}d: ${event.summary}` : `${action}d`;
+    result.textContent = event.summary ? `${done}: ${event.summary}` : done;
     setTimeout(() => window.location.reload(), 600);
   } catch (error) {
     result.className = "result failed";

@@ -1,0 +1,204 @@
+"""The web panel in a real browser: Playwright driving the distribution's headless Chromium
+against `feedbackd serve`, clicking what a curator clicks, then checking files and git.
+
+Needs Debian's `chromium` (Playwright's own browser download is not reachable here): `make test`
+installs it when run as root. Elsewhere these tests are skipped with a message saying how to
+enable them, unless FEEDBACKD_REQUIRE_BROWSER=1 (set by .ci/run), which turns the skip into a
+failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web_kit import Server
+from tests.workspace_kit import Site, draft
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # the tests run as root in CI
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",  # this machine's network is closed
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
+# Read before the tests' clean environment drops FEEDBACKD_* variables.
+UPDATE_SCREENSHOTS = os.environ.get("FEEDBACKD_UPDATE_SCREENSHOTS") == "1"
+SOUL = """# Ledger Lark
+
+Writes release notes.
+
+## Release Notes
+
+Turns a changelog into notes people read.
+
+pricing: 12
+"""
+
+if CHROMIUM is None:
+    message = (
+        "browser tests need Debian's chromium: run `make test` as root (it installs it), or "
+        "`apt-get install chromium`"
+    )
+    if os.environ.get("FEEDBACKD_REQUIRE_BROWSER") == "1":
+        raise RuntimeError(message)
+    pytest.skip(message, allow_module_level=True)
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    site = Site(tmp_path / "ws")
+    site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "summary": "Bug fixes."}))
+    site.write("lark", "qi-2.md", "---\ntitle: Release 2.2\n---\nMore bug fixes.\n")
+    (site.agent("lark") / "SOUL.md").write_text(SOUL)
+    site.reconcile()
+    for stars, value in ((4, "fair"), (2, "overpriced"), (5, "great")):
+        rating = {
+            "transaction_id": str(uuid.uuid4()), "provider_agent": "lark",
+            "skill_id": "release-notes", "rating": stars, "result_quality": "good",
+            "would_reuse": stars > 2, "cost_value_ratio": value,
+        }  # fmt: skip
+        done = site.cli("feedback", "submit", "--as", "buyer-1", "--json", json.dumps(rating))
+        assert done.returncode == 0, done.stderr
+    return site
+
+
+@pytest.fixture
+def server(site: Site) -> Iterator[Server]:
+    running = Server(site.root)
+    yield running
+    running.close()
+
+
+def open_page(browser: Browser, url: str, width: int = 1280, height: int = 800) -> Page:
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.goto(url)
+    return page
+
+
+def draft_card(page: Page, item: str) -> Any:
+    return page.locator(f'article.draft[data-item="{item}"]')
+
+
+def test_approve_with_an_edited_field_records_the_correction(
+    browser: Browser, site: Site, server: Server
+) -> None:
+    page = open_page(browser, f"http://{server.host}/agents/lark")
+    page.fill("#curator", "Bo Reviewer <bo@example.org>")
+    page.dispatch_event("#curator", "change")
+    card = draft_card(page, "qi-1")
+    card.locator('textarea[name="title"]').fill("Release 2.1: faster sync")
+    card.get_by_role("button", name="Approve").click()
+    expect(card.locator(".result")).to_contain_text("approved: qi-1, 1 correction (title)")
+    page.wait_for_load_state("load")
+    expect(page.locator("article.draft")).to_have_count(1)  # the page reloaded: qi-2 remains
+    [entry] = site.feedback("lark")
+    assert (entry["field"], entry["corrected"]) == ("title", "Release 2.1: faster sync")
+    assert "Corrected: Release 2.1: faster sync" in site.prompt("lark")
+    assert site.git("log", "-1", "--format=%an|%s").strip() == (
+        "Bo Reviewer|approve(lark): qi-1, 1 correction (title)"
+    )
+    recent = page.locator("section.recent")
+    expect(recent.locator(".badge.correction")).to_have_count(1)
+    expect(recent.locator("del")).to_have_text("Release 2.1")
+    expect(recent.locator("footer")).to_contain_text("1 example injected into the prompt")
+    expect(page.locator("section.snippet pre")).to_contain_text("Original: Release 2.1")
+
+
+def test_reject_needs_a_note_then_records_it(browser: Browser, site: Site, server: Server) -> None:
+    page = open_page(browser, f"http://{server.host}/agents/lark")
+    card = draft_card(page, "qi-2")
+    card.get_by_role("button", name="Reject with note").click()
+    expect(card.locator(".result")).to_contain_text("Write a note for the agent first")
+    assert (site.agent("lark") / "queue" / "qi-2.md").is_file()
+    card.locator(".note textarea").fill("Say what changed for users, not for us.")
+    card.get_by_role("button", name="Reject with note").click()
+    expect(card.locator(".result")).to_contain_text("rejected: qi-2")
+    [entry] = site.feedback("lark")
+    assert (entry["type"], entry["notes"]) == (
+        "rejection",
+        "Say what changed for users, not for us.",
+    )
+    assert (site.agent("lark") / "rejected" / "qi-2.md").is_file()
+    assert site.git("log", "-1", "--format=%s").strip() == "reject(lark): qi-2"
+
+
+def test_a_refused_decision_is_shown_and_nothing_moves(
+    browser: Browser, site: Site, server: Server
+) -> None:
+    page = open_page(browser, f"http://{server.host}/agents/lark")
+    site.move("lark", "qi-1.json", "approved")  # a curator decided it in their editor meanwhile
+    card = draft_card(page, "qi-1")
+    card.get_by_role("button", name="Approve").click()
+    expect(card.locator(".result")).to_contain_text("already in lark/approved/")
+    expect(card.get_by_role("button", name="Approve")).to_be_enabled()
+
+
+def test_overview_and_skill_charts(browser: Browser, site: Site, server: Server) -> None:
+    page = open_page(browser, f"http://{server.host}/")
+    row = page.locator("table.agents tr", has_text="Ledger Lark")
+    expect(row.locator("td").nth(1)).to_have_text("2")  # queued
+    row.get_by_role("link", name="Ledger Lark").click()
+    expect(page).to_have_url(f"http://{server.host}/agents/lark")
+    skill = page.locator("article.skill", has_text="Release Notes")
+    expect(skill.locator("figure.chart")).to_have_count(3)
+    expect(skill.locator("svg rect.bar")).to_have_count(3)
+    expect(skill.locator(".facts")).to_contain_text("3 ratings")
+
+
+def test_the_page_is_readable_on_a_laptop_and_a_phone(
+    browser: Browser, site: Site, server: Server, tmp_path: Path
+) -> None:
+    site.write(
+        "lark",
+        "qi-1.json",
+        draft({"title": "Release 2.1: sync is faster", "summary": "Bug fixes."}),
+    )
+    assert (
+        site.cli("approve", "lark", "qi-1", "--curator", "Bo Reviewer <bo@example.org>").returncode
+        == 0
+    )
+    note = {"type": "rejection", "queueItemId": "qi-0", "notes": "Lead with what users gain."}
+    assert site.cli("record", "lark", "--json", json.dumps(note)).returncode == 0
+    folder = SCREENSHOTS if UPDATE_SCREENSHOTS else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, width, height in (("agent-page", 1280, 800), ("agent-page-phone", 390, 844)):
+        page = open_page(browser, f"http://{server.host}/agents/lark", width, height)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"{name}: {overflow}px wider than the screen"
+        expect(page.get_by_role("heading", name="Recent feedback")).to_be_visible()
+        page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+        page.close()
+    assert (folder / "agent-page.png").stat().st_size > 10_000
+
+
+def test_no_asset_comes_from_another_host(browser: Browser, server: Server) -> None:
+    page = browser.new_page()
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url))
+    page.goto(f"http://{server.host}/agents/lark")
+    page.wait_for_load_state("networkidle")
+    assert asked and all(url.startswith(f"http://{server.host}/") for url in asked)
