@@ -19,7 +19,12 @@ import pytest
 UNITS = Path(__file__).resolve().parent.parent / "systemd"
 SYSTEM_UNIT = UNITS / "feedbackd.service"
 USER_UNIT = UNITS / "feedbackd-user.service"
-EXEC_START = {SYSTEM_UNIT: "/usr/local/bin/feedbackd", USER_UNIT: "%h/.local/bin/feedbackd"}
+WEB_UNIT = UNITS / "feedbackd-web.service"
+EXEC_START = {
+    SYSTEM_UNIT: "/usr/local/bin/feedbackd run",
+    USER_UNIT: "%h/.local/bin/feedbackd run",
+    WEB_UNIT: "/usr/local/bin/feedbackd serve",
+}
 MAX_EXPOSURE = 2.5
 HARDENING = {
     "NoNewPrivileges": "yes",
@@ -74,7 +79,7 @@ def runnable_copy(unit: Path, folder: Path, *, extra: str = "") -> Path:
     """The unit with its ExecStart binary replaced by `true` (and `extra` appended to [Service])."""
     true = shutil.which("true") or "/bin/true"
     text = unit.read_text()
-    line = f"\nExecStart={EXEC_START[unit]} run\n"
+    line = f"\nExecStart={EXEC_START[unit]}\n"
     assert text.count(line) == 1
     text = text.replace(line, f"\nExecStart={true} run\n")
     if extra:
@@ -138,7 +143,7 @@ def test_verify_output_catches_what_the_exit_code_does_not(tmp_path: Path, bad: 
 
 
 @needs_systemd_analyze
-@pytest.mark.parametrize("unit", [SYSTEM_UNIT, USER_UNIT], ids=lambda unit: unit.name)
+@pytest.mark.parametrize("unit", [SYSTEM_UNIT, USER_UNIT, WEB_UNIT], ids=lambda unit: unit.name)
 def test_units_are_rated_safe_enough(unit: Path, tmp_path: Path) -> None:
     assert exposure(unit, tmp_path) <= MAX_EXPOSURE
 
@@ -162,7 +167,7 @@ def test_units_speak_notify_and_restart(unit: Path) -> None:
     assert settings["WatchdogSec"] == "30"
     assert settings["Restart"] == "on-failure"
     assert settings["RestartSec"]
-    assert settings["ExecStart"] == f"{EXEC_START[unit]} run"
+    assert settings["ExecStart"] == EXEC_START[unit]
     assert settings["ExecReload"] == "/bin/kill -HUP $MAINPID"
     assert settings["KillSignal"] == "SIGTERM"
     assert settings["TimeoutStopSec"]
@@ -171,7 +176,7 @@ def test_units_speak_notify_and_restart(unit: Path) -> None:
     assert parse_unit(unit)["Service"]["SystemCallFilter"][0] == "@system-service"
 
 
-@pytest.mark.parametrize("unit", [SYSTEM_UNIT, USER_UNIT], ids=lambda unit: unit.name)
+@pytest.mark.parametrize("unit", [SYSTEM_UNIT, USER_UNIT, WEB_UNIT], ids=lambda unit: unit.name)
 def test_workspace_is_the_only_writable_path(unit: Path) -> None:
     settings = service(unit)
     workspace = settings["WorkingDirectory"]
@@ -191,3 +196,22 @@ def test_user_unit_lives_in_the_home_folder() -> None:
     assert "User" not in settings  # a user manager runs units as its own user
     assert settings["WorkingDirectory"] == "%h/feedbackd"
     assert parse_unit(USER_UNIT)["Install"]["WantedBy"] == ["default.target"]
+
+
+@needs_systemd_analyze
+def test_web_unit_verifies_without_a_word(tmp_path: Path) -> None:
+    copy = runnable_copy(WEB_UNIT, tmp_path / "units")
+    assert verify_output(copy, tmp_path) == ""
+
+
+def test_web_unit_is_hardened_like_the_daemon_and_stops_on_sigterm() -> None:
+    settings = service(WEB_UNIT)
+    assert settings["ExecStart"] == EXEC_START[WEB_UNIT]
+    assert (settings["User"], settings["KillSignal"], settings["Restart"]) == (
+        "feedbackd",
+        "SIGTERM",
+        "on-failure",
+    )
+    for key, value in HARDENING.items():
+        assert settings.get(key) == value, key
+    assert "After" in parse_unit(WEB_UNIT)["Unit"]
