@@ -24,6 +24,7 @@ In a second terminal (from the project folder), try:
   feedbackd reject content-writer qi-102 --notes "Too generic, name a real project"
   feedbackd log                          # the learning history from git
   feedbackd status                       # what this daemon is doing
+  feedbackd serve                        # the web panel: http://127.0.0.1:8787/
   git -C $FEEDBACKD_WORKSPACE log -3 --format='%an: %s%n%b'
 
 Stop the daemon with Ctrl-C. `make run` starts again from a fresh copy.
