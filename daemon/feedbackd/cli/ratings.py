@@ -11,9 +11,9 @@ from rich.table import Table
 
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
 from feedbackd.cli.output import console, print_json, progress_bar
+from feedbackd.core.ids import validate_id
 from feedbackd.core.reputation import feedback_list_report
 from feedbackd.core.timeutil import parse_duration, utcnow
-from feedbackd.core.workspace import validate_id
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import list_memory

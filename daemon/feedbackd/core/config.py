@@ -19,8 +19,8 @@ from pydantic import (
 
 from feedbackd.core import yamlio
 from feedbackd.core.errors import ConfigError, UsageError
+from feedbackd.core.ids import ID_PATTERN
 from feedbackd.core.timeutil import parse_duration
-from feedbackd.core.workspace import ID_PATTERN
 
 # Infinite or NaN numbers would turn timeouts and intervals into endless waits.
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from feedbackd.core.timeutil import iso_ms, unix_ms
+from feedbackd.core.ids import DECISION, new_id
+from feedbackd.core.timeutil import iso_ms
 
 log = logging.getLogger("feedbackd")
 
@@ -43,8 +43,7 @@ class DecisionRecord(BaseModel):
 
 
 def new_record(item: str, state: State, now: datetime, **extra: Any) -> DecisionRecord:
-    record_id = f"d-{unix_ms(now)}-{secrets.token_hex(3)}"
-    return DecisionRecord(id=record_id, item=item, state=state, at=iso_ms(now), **extra)
+    return DecisionRecord(id=new_id(DECISION, now), item=item, state=state, at=iso_ms(now), **extra)
 
 
 def parse_ledger(text: str, source: str = "decisions.jsonl") -> list[DecisionRecord]:

@@ -10,9 +10,10 @@ from pydantic import ValidationError
 
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound, WorkspaceError
 from feedbackd.core.feedback import FeedbackEntry, new_entry
+from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths, validate_id
+from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.loop.agentfiles import read_item, set_rejection_feedback
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.runtime import Runtime

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from feedbackd.core.decisions import DecisionRecord, parse_ledger
 from feedbackd.core.errors import InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
+from feedbackd.core.ids import is_valid_id
 from feedbackd.core.items import (
     MAX_ITEM_BYTES,
     Item,
@@ -37,7 +38,7 @@ from feedbackd.core.memory import (
 )
 from feedbackd.core.prompts import examples
 from feedbackd.core.ratings import Rating
-from feedbackd.core.workspace import Workspace, is_valid_id
+from feedbackd.core.workspace import Workspace
 from feedbackd.edges.files import (
     append_line,
     atomic_write_bytes,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,6 +41,7 @@ from feedbackd.core.commitmsg import (
     one_line,
 )
 from feedbackd.core.errors import FeedbackdError, NotFound
+from feedbackd.core.ids import PRICE_CHANGE, new_id, validate_id
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.memory import (
     PATTERNS,
@@ -53,8 +53,8 @@ from feedbackd.core.memory import (
 from feedbackd.core.ratings import Rating
 from feedbackd.core.skillrules import Lesson, NoChange, PriceChange, PriceHistory, QualityFinding
 from feedbackd.core.soul import Soul, format_price, parse_soul, set_description, set_price
-from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, unix_ms, utcnow
-from feedbackd.core.workspace import AgentPaths, validate_id
+from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
+from feedbackd.core.workspace import AgentPaths
 from feedbackd.edges.files import (
     append_line,
     atomic_write_bytes,
@@ -310,7 +310,7 @@ class SkillPass:
             self._record("pricing", decision.summary, decision.why, None, details)
             return
         record = PriceRecord(
-            id=f"price-{unix_ms(self.now)}-{secrets.token_hex(3)}",
+            id=new_id(PRICE_CHANGE, self.now),
             skill=self.skill,
             priceOld=old,
             priceNew=new,
