@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from feedbackd.core.ids import DECISION, new_id
+from feedbackd.core.jsonl import parse_jsonl
 from feedbackd.core.timeutil import iso_ms
 
 log = logging.getLogger("feedbackd")
@@ -48,15 +49,11 @@ def new_record(item: str, state: State, now: datetime, **extra: Any) -> Decision
 
 def parse_ledger(text: str, source: str = "decisions.jsonl") -> list[DecisionRecord]:
     """Every readable line; a damaged line is skipped with a warning, not blocking the agent."""
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(DecisionRecord.model_validate_json(line))
-        except ValidationError:
-            log.warning("%s line %d is not a decision record; ignored", source, number)
-    return records
+
+    def bad(number: int, _reason: str) -> None:
+        log.warning("%s line %d is not a decision record; ignored", source, number)
+
+    return [record for _, record in parse_jsonl(text, DecisionRecord.model_validate_json, bad)]
 
 
 def latest_states(records: Iterable[DecisionRecord]) -> dict[str, DecisionRecord]:

@@ -14,8 +14,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from feedbackd.core.decisions import DecisionRecord, parse_ledger
 from feedbackd.core.errors import InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
@@ -28,6 +26,7 @@ from feedbackd.core.items import (
     parse_item,
     with_rejection_feedback,
 )
+from feedbackd.core.jsonl import parse_jsonl
 from feedbackd.core.memory import (
     ENTITIES,
     MemoryRecord,
@@ -180,18 +179,15 @@ def _read_memory(workspace: Workspace, path: Path) -> Iterable[MemoryRecord]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except (FileNotFoundError, IsADirectoryError):
         return
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = MemoryRecord.model_validate_json(line)
-        except ValidationError as exc:
-            reason = exc.errors()[0]["msg"]
-            where = workspace.relative(path)
-            log.warning("%s, line %d: skipped: %s", where, number, reason)
-            continue
+
+    def of_this_file(line: str) -> MemoryRecord:
+        record = MemoryRecord.model_validate_json(line)
         if record.category != path.stem:
-            where = workspace.relative(path)
-            log.warning("%s, line %d: skipped: category %s", where, number, record.category)
-            continue
+            raise ValueError(f"category {record.category}")
+        return record
+
+    def bad(number: int, reason: str) -> None:
+        log.warning("%s, line %d: skipped: %s", workspace.relative(path), number, reason)
+
+    for _, record in parse_jsonl(text, of_this_file, bad):
         yield record

@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from feedbackd.core import skillrules as optimizer
 from feedbackd.core.commitmsg import (
@@ -42,6 +42,7 @@ from feedbackd.core.commitmsg import (
 )
 from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.ids import PRICE_CHANGE, new_id, validate_id
+from feedbackd.core.jsonl import parse_jsonl
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.memory import (
     PATTERNS,
@@ -525,18 +526,17 @@ def read_ledger(path: Path) -> list[PriceRecord]:
 
 def parse_ledger(text: str, source: str = LEDGER_NAME) -> list[PriceRecord]:
     """Every readable line; a damaged one is skipped with a warning naming it."""
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = PriceRecord.model_validate_json(line)
-            parse_iso(record.createdAt)
-        except (ValidationError, ValueError):
-            log.warning("%s, line %d: not a price change record; ignored", source, number)
-            continue
-        records.append(record)
-    return records
+
+    def bad(number: int, _reason: str) -> None:
+        log.warning("%s, line %d: not a price change record; ignored", source, number)
+
+    return [record for _, record in parse_jsonl(text, _price_record, bad)]
+
+
+def _price_record(line: str) -> PriceRecord:
+    record = PriceRecord.model_validate_json(line)
+    parse_iso(record.createdAt)  # a ValueError when it is no time
+    return record
 
 
 def _price_or_none(text: str) -> float | None:
