@@ -13,7 +13,7 @@ import json
 import re
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -31,11 +31,12 @@ from feedbackd.core.errors import InvalidFeedback
 from feedbackd.core.ids import ID_RULE, is_valid_id
 from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, parse_iso, utcnow
 
+# The words a rating may use (SPEC §6), best first; settings key their maps by these too.
 Quality = Literal["excellent", "good", "acceptable", "poor", "failed"]
 CostValue = Literal["great", "fair", "overpriced"]
-QUALITIES: tuple[Quality, ...] = ("excellent", "good", "acceptable", "poor", "failed")
-COST_VALUES: tuple[CostValue, ...] = ("great", "fair", "overpriced")
-FAILED_QUALITIES = frozenset({"poor", "failed"})
+QUALITIES: tuple[Quality, ...] = get_args(Quality)
+COST_VALUES: tuple[CostValue, ...] = get_args(CostValue)
+FAILED_QUALITIES: frozenset[Quality] = frozenset({"poor", "failed"})
 
 # One submitted rating is a few hundred bytes; an inbox file may hold many of them.
 MAX_RATING_CHARS = 64 * 1024

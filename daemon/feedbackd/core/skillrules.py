@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Literal
 
 from feedbackd.core.config import OptimizerSettings, PricingSettings
-from feedbackd.core.ratings import Rating, is_failed
+from feedbackd.core.ratings import FAILED_QUALITIES, Rating, is_failed
 from feedbackd.core.soul import format_price
 from feedbackd.core.timeutil import iso_ms, parse_duration
 
@@ -195,7 +195,7 @@ def decide_quality(
     if not ratings:
         return NoChange(f"no ratings in the last {window_label}")
     average = sum(r.rating for r in ratings) / len(ratings)
-    bad_results = sum(r.result_quality in ("poor", "failed") for r in ratings)
+    bad_results = sum(r.result_quality in FAILED_QUALITIES for r in ratings)
     reasons = []
     if average <= settings.low_rating_threshold:
         reasons.append(
