@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from feedbackd.core import yamlio
+from feedbackd.core.commitmsg import FEEDBACKD_PERSON
 from feedbackd.core.errors import ConfigError, UsageError
 from feedbackd.core.ids import ID_PATTERN
 from feedbackd.core.ratings import CostValue, Quality
@@ -54,7 +55,7 @@ class PromptSettings(BaseModel):
 class GitSettings(BaseModel):
     model_config = _STRICT
     enabled: bool = True
-    committer: str = Field("feedbackd <feedbackd@localhost>", pattern=r"^[^<>\n]+ <[^<>\n]*>$")
+    committer: str = Field(str(FEEDBACKD_PERSON), pattern=r"^[^<>\n]+ <[^<>\n]*>$")
     remote: str | None = None
     branch: str | None = None
     push: bool = True
