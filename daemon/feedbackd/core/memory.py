@@ -23,7 +23,7 @@ from pydantic import (
     field_validator,
 )
 
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import InvalidMemory
 from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id, validate_id
 from feedbackd.core.ratings import Rating, is_failed
 from feedbackd.core.timeutil import canonical_iso_ms, iso_ms
@@ -39,10 +39,6 @@ PRICING_ADJUSTMENT = 0.6
 SELF_OPTIMISATION = 0.85
 ENTITIES, CASES, PATTERNS = "entities", "cases", "patterns"
 MAX_CONTENT_CHARS = 4000
-
-
-class InvalidMemory(FeedbackdError):
-    code = "invalid_memory"
 
 
 class MemoryRecord(BaseModel):

@@ -8,7 +8,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound, WorkspaceError
+from feedbackd.core.errors import (
+    FeedbackdError,
+    InvalidFeedback,
+    InvalidItem,
+    NotFound,
+    WorkspaceError,
+)
 from feedbackd.core.feedback import FeedbackEntry, new_entry
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
@@ -45,9 +51,7 @@ def move_target(source: Path, folder: Path) -> Path:
             hint=f"move that file away: {folder.name}/ must be a folder for the items",
         )
     if target.exists():
-        raise FeedbackdError(
-            f"{target} already exists", hint="remove or rename it first", code="invalid_item"
-        )
+        raise InvalidItem(f"{target} already exists", hint="remove or rename it first")
     return target
 
 
