@@ -42,7 +42,8 @@ from feedbackd.loop.agentfiles import (
     write_feedback,
 )
 from feedbackd.loop.problems import Problem
-from feedbackd.loop.recording import Change, Event, commit_change
+from feedbackd.loop.recording import CommitRequest as Change
+from feedbackd.loop.recording import Event, commit_change
 from feedbackd.loop.repo import open_repo, open_repo_for_writing
 from feedbackd.loop.runtime import Runtime, choose_author
 

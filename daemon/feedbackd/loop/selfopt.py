@@ -67,8 +67,7 @@ from feedbackd.edges.git import GitRepo
 from feedbackd.edges.process import CommandResult, run_command
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.agentfiles import append_memory
-from feedbackd.loop.recording import Change as Commit
-from feedbackd.loop.recording import Event, commit_change
+from feedbackd.loop.recording import CommitRequest, Event, commit_change
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
 
@@ -450,7 +449,7 @@ class SkillPass:
     def _commit(
         self, event: str, summary: str, paths: Sequence[Path], trailers: list[tuple[str, str]]
     ) -> str | None:
-        commit = Commit(
+        commit = CommitRequest(
             event, self.agent.agent_id, summary, paths, skill=self.skill, trailers=trailers
         )
         done = commit_change(self.runtime, self.repo, commit)
