@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Context, Decimal
-from typing import Literal
+from typing import Any, Literal
 
+from feedbackd.core.commitmsg import one_line
 from feedbackd.core.config import OptimizerSettings, PricingSettings
 from feedbackd.core.ratings import FAILED_QUALITIES, Rating, is_failed
 from feedbackd.core.soul import format_price
@@ -245,3 +246,14 @@ def render_lessons(lessons: Sequence[Lesson]) -> str:
         return ""
     lines = [LESSONS_HEADING, *(f"- {lesson.text} ({lesson.count}×)" for lesson in lessons)]
     return "\n".join(lines) + "\n"
+
+
+def lessons_as_json(lessons: Sequence[Lesson]) -> list[dict[str, Any]]:
+    return [{"text": lesson.text, "count": lesson.count} for lesson in lessons]
+
+
+def lessons_in_brief(lessons: Sequence[Lesson]) -> str:
+    """The first three lessons, each cut short, for a memory record: `a ×3; b ×1, and 2 more`."""
+    shown = [f"{one_line(lesson.text, 60)} ×{lesson.count}" for lesson in lessons[:3]]
+    more = f", and {len(lessons) - 3} more" if len(lessons) > 3 else ""
+    return "; ".join(shown) + more

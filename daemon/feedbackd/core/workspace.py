@@ -41,6 +41,11 @@ class AgentPaths:
         return self.root / "decisions.jsonl"
 
     @property
+    def price_ledger(self) -> Path:
+        """The price changes of the agent's skills, each written before its commit."""
+        return self.root / "pricing.jsonl"
+
+    @property
     def prompt(self) -> Path:
         return self.root / "prompt" / "feedback.md"
 

@@ -29,8 +29,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from feedbackd.core import skillrules as optimizer
 from feedbackd.core.commitmsg import (
     AGENT_KEY,
@@ -41,9 +39,7 @@ from feedbackd.core.commitmsg import (
     one_line,
 )
 from feedbackd.core.errors import FeedbackdError, NotFound
-from feedbackd.core.ids import PRICE_CHANGE, new_id, validate_id
-from feedbackd.core.jsonl import parse_jsonl
-from feedbackd.core.jsontext import half_character
+from feedbackd.core.ids import validate_id
 from feedbackd.core.memory import (
     PATTERNS,
     PRICING_ADJUSTMENT,
@@ -51,8 +47,28 @@ from feedbackd.core.memory import (
     memory_file,
     new_record,
 )
+from feedbackd.core.optimizer_command import (
+    Answer,
+    SkillContext,
+    UnusableAnswer,
+    command_context,
+    parse_answer,
+)
+from feedbackd.core.priceledger import (
+    PriceRecord,
+    new_price_record,
+    parse_price_ledger,
+    price_history,
+)
 from feedbackd.core.ratings import Rating
-from feedbackd.core.skillrules import Lesson, NoChange, PriceChange, PriceHistory, QualityFinding
+from feedbackd.core.skillrules import (
+    NoChange,
+    PriceChange,
+    PriceHistory,
+    QualityFinding,
+    lessons_as_json,
+    lessons_in_brief,
+)
 from feedbackd.core.soul import Soul, format_price, parse_soul, set_description, set_price
 from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
 from feedbackd.core.workspace import AgentPaths
@@ -73,12 +89,9 @@ from feedbackd.loop.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
 
-LEDGER_NAME = "pricing.jsonl"
 SYNC_PROBLEM_FILE = "problems-sync.json"
 # What a command may print that is kept for logs and the problem file.
 MAX_OUTPUT_CHARS = 4000
-# The optimizer's answer is one small JSON object.
-MAX_ANSWER_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -107,22 +120,6 @@ class Change:
     def as_event(self) -> Event:
         """The change as a pipeline event, for `run --once` output and `status` counts."""
         return Event(self.kind, self.agent, self.summary, None, self.commit, self.skill)
-
-
-class PriceRecord(BaseModel):
-    """One line of the price ledger `_data/agents/{agent}/pricing.jsonl`."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    id: str
-    skill: str
-    priceOld: str  # as SOUL.md writes prices; camelCase like the other stored records
-    priceNew: str
-    reason: str
-    createdAt: str
-
-    def line(self) -> str:
-        return json.dumps(self.model_dump(), ensure_ascii=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -241,7 +238,7 @@ class SkillPass:
 
     @property
     def ledger_path(self) -> Path:
-        return self.agent.root / LEDGER_NAME
+        return self.agent.price_ledger
 
     @property
     def patterns_path(self) -> Path:
@@ -291,10 +288,7 @@ class SkillPass:
                 }
             ):
                 changes.append((parse_iso(entry.date), entry.price_old or ""))
-        if not changes:
-            return PriceHistory()
-        changes.sort(key=lambda change: change[0])
-        return PriceHistory(_price_or_none(changes[0][1]), changes[-1][0])
+        return price_history(changes)
 
     def _apply_price(self, text: str, decision: PriceChange) -> None:
         old, new = format_price(decision.old), format_price(decision.new)
@@ -309,14 +303,7 @@ class SkillPass:
         if self.dry_run:
             self._record("pricing", decision.summary, decision.why, None, details)
             return
-        record = PriceRecord(
-            id=new_id(PRICE_CHANGE, self.now),
-            skill=self.skill,
-            priceOld=old,
-            priceNew=new,
-            reason=decision.why,
-            createdAt=iso_ms(self.now),
-        )
+        record = new_price_record(self.skill, old, new, decision.why, self.now)
         # The ledger line first: it is what stops a second cut if the pass dies before its commit.
         append_line(self.ledger_path, record.line())
         sha = self._complete_price_change(record, text)
@@ -330,15 +317,10 @@ class SkillPass:
             _write_soul(self.agent, new_text)
         memory_id = f"mem-{record.id}"
         if not _memory_has(self.patterns_path, memory_id):
-            verb = "raised" if float(record.priceNew) > float(record.priceOld) else "cut"
-            content = (
-                f"Price of {self.skill} {verb} from {record.priceOld} to {record.priceNew} "
-                f"because {record.reason}"
-            )
-            self._remember(PRICING_ADJUSTMENT, content, "pricing", memory_id)
+            self._remember(PRICING_ADJUSTMENT, record.memory_text, "pricing", memory_id)
         return self._commit(
             "pricing",
-            f"{record.priceOld} → {record.priceNew} ({record.reason})",
+            record.summary,
             [self.agent.soul, self.ledger_path, self.patterns_path],
             [(PRICE_OLD_KEY, record.priceOld), (PRICE_NEW_KEY, record.priceNew)],
         )
@@ -351,7 +333,7 @@ class SkillPass:
         if self.repo is None or not self.ledger_path.exists():
             return
         committed = self.repo.file_at_head(self.runtime.workspace.relative(self.ledger_path))
-        known = {r.id for r in parse_ledger((committed or b"").decode("utf-8", "replace"))}
+        known = {r.id for r in parse_price_ledger((committed or b"").decode("utf-8", "replace"))}
         pending = [r for r in self._ledger() if r.id not in known]
         soul = read_soul(self.agent)
         if not pending or soul is None or soul[1].skill(self.skill) is None:
@@ -377,9 +359,9 @@ class SkillPass:
             return False
         rel = self.runtime.workspace.relative(path)
         noun = "lesson" if len(finding.lessons) == 1 else "lessons"
-        what = f"{len(finding.lessons)} {noun} in {rel} ({_lesson_list(finding.lessons)})"
+        what = f"{len(finding.lessons)} {noun} in {rel} ({lessons_in_brief(finding.lessons)})"
         summary = f"{len(finding.lessons)} {noun} from {finding.low_count} low ratings"
-        details = {"what": "lessons", "path": rel, "lessons": _lessons_json(finding.lessons)}
+        details = {"what": "lessons", "path": rel, "lessons": lessons_as_json(finding.lessons)}
         if self.dry_run:
             self._record("optimize", summary, finding.why, None, details)
             return True
@@ -397,7 +379,10 @@ class SkillPass:
         skill = soul[1].skill(self.skill) if soul is not None else None
         if command is None or soul is None or skill is None or self.dry_run:
             return
-        context = _optimizer_context(self, skill.description, skill.price, finding, ratings)
+        about = SkillContext(
+            self.agent.agent_id, self.skill, skill.description, skill.price, self.window_label
+        )
+        context = command_context(about, finding, ratings)
         result = run_command(
             command,
             stdin=json.dumps(context, ensure_ascii=False),
@@ -408,11 +393,10 @@ class SkillPass:
         answer = _optimizer_answer(result)
         if answer is None:
             return
-        description, reason = answer
-        if " ".join(description.split()) == skill.description:
+        if " ".join(answer.description.split()) == skill.description:
             log.info("optimizer.command kept the description of %s", self.skill)
             return
-        self._apply_description(soul[0], skill.description, description, reason)
+        self._apply_description(soul[0], skill.description, answer.description, answer.reason)
 
     def _apply_description(self, text: str, old: str, description: str, reason: str) -> None:
         try:
@@ -520,30 +504,7 @@ def read_ledger(path: Path) -> list[PriceRecord]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return []
-    return parse_ledger(text, str(path))
-
-
-def parse_ledger(text: str, source: str = LEDGER_NAME) -> list[PriceRecord]:
-    """Every readable line; a damaged one is skipped with a warning naming it."""
-
-    def bad(number: int, _reason: str) -> None:
-        log.warning("%s, line %d: not a price change record; ignored", source, number)
-
-    return [record for _, record in parse_jsonl(text, _price_record, bad)]
-
-
-def _price_record(line: str) -> PriceRecord:
-    record = PriceRecord.model_validate_json(line)
-    parse_iso(record.createdAt)  # a ValueError when it is no time
-    return record
-
-
-def _price_or_none(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value >= 0 and value != float("inf") else None
+    return parse_price_ledger(text, str(path))
 
 
 def _write_soul(agent: AgentPaths, text: str) -> None:
@@ -563,80 +524,24 @@ def _read_text(path: Path) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Lessons and the optimizer command
+# The optimizer command
 
 
-def _lesson_list(lessons: Sequence[Lesson]) -> str:
-    shown = [f"{one_line(lesson.text, 60)} ×{lesson.count}" for lesson in lessons[:3]]
-    more = f", and {len(lessons) - 3} more" if len(lessons) > 3 else ""
-    return "; ".join(shown) + more
-
-
-def _lessons_json(lessons: Sequence[Lesson]) -> list[dict[str, Any]]:
-    return [{"text": lesson.text, "count": lesson.count} for lesson in lessons]
-
-
-def _optimizer_context(
-    skill_pass: SkillPass,
-    description: str,
-    price: float,
-    finding: QualityFinding,
-    ratings: list[Rating],
-) -> dict[str, Any]:
-    """What optimizer.command reads on stdin."""
-    qualities: dict[str, int] = {}
-    for r in ratings:
-        qualities[r.result_quality] = qualities.get(r.result_quality, 0) + 1
-    return {
-        "agent": skill_pass.agent.agent_id,
-        "skill": skill_pass.skill,
-        "description": description,
-        "price": price,
-        "why": finding.why,
-        "ratings": {
-            "window": skill_pass.window_label,
-            "count": finding.count,
-            "average_rating": round(finding.average, 2),
-            "low_count": finding.low_count,
-            "quality_counts": qualities,
-            "overpriced_count": sum(r.cost_value_ratio == "overpriced" for r in ratings),
-        },
-        "lessons": _lessons_json(finding.lessons),
-        "answer": {"description": "the new description (one paragraph)", "reason": "why"},
-    }
-
-
-def _optimizer_answer(result: CommandResult) -> tuple[str, str] | None:
-    """(description, reason) from the command's answer, or None (logged) when there is none."""
+def _optimizer_answer(result: CommandResult) -> Answer | None:
+    """The command's answer, or None (logged) when there is none."""
     if not result.ok:
         log.warning(
             "optimizer.command %s; nothing changed%s", result.reason, _last_line(result.stderr)
         )
         return None
-    text = result.stdout.strip()
-    if not text:
-        log.info("optimizer.command gave no answer; nothing changed")
-        return None
     try:
-        answer = json.loads(text) if len(text) <= MAX_ANSWER_CHARS else None
-    except ValueError as exc:
-        log.warning(
-            "optimizer.command answered something that is not JSON (%s); nothing changed", exc
-        )
+        answer = parse_answer(result.stdout)
+    except UnusableAnswer as exc:
+        log.warning("optimizer.command %s; nothing changed", exc)
         return None
-    description = answer.get("description") if isinstance(answer, dict) else None
-    reason = answer.get("reason", "") if isinstance(answer, dict) else None
-    if half_character(answer) is not None:  # SOUL.md and the commit could never hold it
-        log.warning("optimizer.command answered half of a character pair; nothing changed")
-        return None
-    if not isinstance(description, str) or not description.strip() or not isinstance(reason, str):
-        log.warning(
-            'optimizer.command must answer {"description": "...", "reason": "..."}; '
-            "got %s; nothing changed",
-            one_line(text, 120),
-        )
-        return None
-    return description, reason.strip() or "optimizer.command suggested it"
+    if answer is None:
+        log.info("optimizer.command gave no answer; nothing changed")
+    return answer
 
 
 # ---------------------------------------------------------------------------------------------
