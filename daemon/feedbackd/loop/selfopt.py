@@ -69,20 +69,24 @@ from feedbackd.core.skillrules import (
     lessons_as_json,
     lessons_in_brief,
 )
-from feedbackd.core.soul import Soul, format_price, parse_soul, set_description, set_price
+from feedbackd.core.soul import format_price, set_description, set_price
 from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
-from feedbackd.core.workspace import AgentPaths
 from feedbackd.edges.files import (
-    append_line,
-    atomic_write_bytes,
     atomic_write_json,
-    atomic_write_text,
-    read_file_bytes,
 )
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.process import CommandResult, run_command
 from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop.agentfiles import append_memory
+from feedbackd.loop.agentfiles import (
+    append_memory,
+    append_price_record,
+    has_memory_line,
+    read_lessons,
+    read_price_ledger,
+    read_soul,
+    write_lessons,
+    write_soul,
+)
 from feedbackd.loop.recording import CommitRequest, Event, commit_change
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
@@ -171,20 +175,6 @@ def skills_of(runtime: Runtime, agent: str) -> list[str]:
     named = [s.skill_id for s in soul[1].skills] if soul is not None else []
     rated = RatingStore(runtime.workspace).skills(agent)
     return list(dict.fromkeys([*named, *rated]))
-
-
-def read_soul(agent: AgentPaths) -> tuple[str, Soul] | None:
-    """SOUL.md's text and meaning; None (with a warning when it is unreadable) otherwise."""
-    try:
-        text = read_file_bytes(agent.soul).decode("utf-8")
-        return text, parse_soul(text)
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        log.warning("%s: cannot read it (%s); prices left as they are", agent.soul, exc)
-    except FeedbackdError as exc:
-        log.warning("%s: %s; prices left as they are (%s)", agent.soul, exc.message, exc.hint)
-    return None
 
 
 def sync_problems(state_dir: Path) -> list[str]:
@@ -305,7 +295,7 @@ class SkillPass:
             return
         record = new_price_record(self.skill, old, new, decision.why, self.now)
         # The ledger line first: it is what stops a second cut if the pass dies before its commit.
-        append_line(self.ledger_path, record.line())
+        append_price_record(self.agent, record)
         sha = self._complete_price_change(record, text)
         self._record("pricing", decision.summary, decision.why, sha, details)
         self._sync(old, new)
@@ -314,9 +304,9 @@ class SkillPass:
         """SOUL.md, memory and commit of a ledger line (also for one a killed pass left)."""
         new_text = set_price(text, self.skill, float(record.priceNew))
         if new_text != text:
-            _write_soul(self.agent, new_text)
+            write_soul(self.agent, new_text)
         memory_id = f"mem-{record.id}"
-        if not _memory_has(self.patterns_path, memory_id):
+        if not has_memory_line(self.patterns_path, memory_id):
             self._remember(PRICING_ADJUSTMENT, record.memory_text, "pricing", memory_id)
         return self._commit(
             "pricing",
@@ -326,7 +316,7 @@ class SkillPass:
         )
 
     def _ledger(self) -> list[PriceRecord]:
-        return [r for r in read_ledger(self.ledger_path) if r.skill == self.skill]
+        return [r for r in read_price_ledger(self.agent) if r.skill == self.skill]
 
     def _finish_interrupted(self) -> None:
         """Commit price changes whose ledger line was written but never committed."""
@@ -355,7 +345,7 @@ class SkillPass:
         """Rewrite the skill's lessons file when its text changes; True when it did."""
         text = optimizer.render_lessons(finding.lessons)
         path = self.agent.skill_prompt(self.skill)
-        if not text or _read_text(path) == text:
+        if not text or read_lessons(self.agent, self.skill) == text:
             return False
         rel = self.runtime.workspace.relative(path)
         noun = "lesson" if len(finding.lessons) == 1 else "lessons"
@@ -365,7 +355,7 @@ class SkillPass:
         if self.dry_run:
             self._record("optimize", summary, finding.why, None, details)
             return True
-        atomic_write_text(path, text)
+        write_lessons(self.agent, self.skill, text)
         self._remember(
             SELF_OPTIMISATION, f"Skill {self.skill} adjusted: {what} because {finding.why}"
         )
@@ -404,7 +394,7 @@ class SkillPass:
         except FeedbackdError as exc:
             log.warning("optimizer.command: unusable description: %s; nothing changed", exc)
             return
-        _write_soul(self.agent, new_text)
+        write_soul(self.agent, new_text)
         summary = f"new description ({one_line(reason, 80)})"
         self._remember(
             SELF_OPTIMISATION,
@@ -493,34 +483,6 @@ class SkillPass:
                 "output": _tail(result.stderr + result.stdout),
             },
         )
-
-
-# ---------------------------------------------------------------------------------------------
-# The price ledger
-
-
-def read_ledger(path: Path) -> list[PriceRecord]:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
-    return parse_price_ledger(text, str(path))
-
-
-def _write_soul(agent: AgentPaths, text: str) -> None:
-    # Bytes as they are: a SOUL.md without a final newline must stay without one.
-    atomic_write_bytes(agent.soul, text.encode("utf-8"))
-
-
-def _memory_has(path: Path, record_id: str) -> bool:
-    return f'"id": {json.dumps(record_id)}' in (_read_text(path) or "")
-
-
-def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return None
 
 
 # ---------------------------------------------------------------------------------------------
