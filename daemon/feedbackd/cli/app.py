@@ -236,11 +236,11 @@ def _status_runtime() -> tuple[Runtime, list[str]]:
 
 
 def _with_command_problems(runtime: Runtime, problems: list[str]) -> list[str]:
-    """Add what the daemon may not know: a failed pricing sync command, a stopped remote sync."""
-    from feedbackd.loop.selfopt import sync_problems
+    """Add what the daemon may not know: a failed pricing.sync_command, a stopped remote sync."""
+    from feedbackd.loop.publishing import publish_problems
     from feedbackd.loop.sync import problem_line, sync_status
 
-    extra = sync_problems(runtime.workspace.state_dir)
+    extra = publish_problems(runtime.workspace.state_dir)
     line = problem_line(sync_status(runtime))
     extra += [line] if line else []
     return [*problems, *(problem for problem in extra if problem not in problems)]

@@ -21,7 +21,6 @@ and never fatal; a failed sync also leaves `.feedbackd/problems-sync.json` for `
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,11 +47,8 @@ from feedbackd.core.memory import (
     new_record,
 )
 from feedbackd.core.optimizer_command import (
-    Answer,
     SkillContext,
-    UnusableAnswer,
     command_context,
-    parse_answer,
 )
 from feedbackd.core.priceledger import (
     PriceRecord,
@@ -70,12 +66,8 @@ from feedbackd.core.skillrules import (
     lessons_in_brief,
 )
 from feedbackd.core.soul import format_price, set_description, set_price
-from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
-from feedbackd.edges.files import (
-    atomic_write_json,
-)
+from feedbackd.core.timeutil import parse_duration, parse_iso, utcnow
 from feedbackd.edges.git import GitRepo
-from feedbackd.edges.process import CommandResult, run_command
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.agentfiles import (
     append_memory,
@@ -87,15 +79,13 @@ from feedbackd.loop.agentfiles import (
     write_lessons,
     write_soul,
 )
+from feedbackd.loop.publishing import publish_soul
 from feedbackd.loop.recording import CommitRequest, Event, commit_change
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.skillcommands import ask_optimizer
 
 log = logging.getLogger("feedbackd")
-
-SYNC_PROBLEM_FILE = "problems-sync.json"
-# What a command may print that is kept for logs and the problem file.
-MAX_OUTPUT_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -175,18 +165,6 @@ def skills_of(runtime: Runtime, agent: str) -> list[str]:
     named = [s.skill_id for s in soul[1].skills] if soul is not None else []
     rated = RatingStore(runtime.workspace).skills(agent)
     return list(dict.fromkeys([*named, *rated]))
-
-
-def sync_problems(state_dir: Path) -> list[str]:
-    """The `status` problem line of the last failed sync command, if it has not succeeded since."""
-    try:
-        data = json.loads((state_dir / SYNC_PROBLEM_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError):
-        return [f"{state_dir / SYNC_PROBLEM_FILE} is unreadable; delete it"]
-    problem = data.get("problem") if isinstance(data, dict) else None
-    return [problem] if isinstance(problem, str) else []
 
 
 def _existing_agent(runtime: Runtime, agent: str) -> str:
@@ -298,7 +276,7 @@ class SkillPass:
         append_price_record(self.agent, record)
         sha = self._complete_price_change(record, text)
         self._record("pricing", decision.summary, decision.why, sha, details)
-        self._sync(old, new)
+        publish_soul(self.runtime, self.agent, self.skill, self.now, (old, new))
 
     def _complete_price_change(self, record: PriceRecord, text: str) -> str | None:
         """SOUL.md, memory and commit of a ledger line (also for one a killed pass left)."""
@@ -373,14 +351,7 @@ class SkillPass:
             self.agent.agent_id, self.skill, skill.description, skill.price, self.window_label
         )
         context = command_context(about, finding, ratings)
-        result = run_command(
-            command,
-            stdin=json.dumps(context, ensure_ascii=False),
-            timeout=self.settings.optimizer.timeout_s,
-            cwd=self.runtime.workspace.root,
-            env=self._command_env(),
-        )
-        answer = _optimizer_answer(result)
+        answer = ask_optimizer(self.runtime, self.agent, self.skill, context)
         if answer is None:
             return
         if " ".join(answer.description.split()) == skill.description:
@@ -403,7 +374,7 @@ class SkillPass:
         sha = self._commit("optimize", summary, [self.agent.soul, self.patterns_path], [])
         details = {"what": "description", "description_old": old, "description_new": description}
         self._record("optimize", summary, reason, sha, details)
-        self._sync(None, None)
+        publish_soul(self.runtime, self.agent, self.skill, self.now)
 
     # --- shared -------------------------------------------------------------------------------
     def _remember(
@@ -434,95 +405,3 @@ class SkillPass:
     ) -> None:
         change = Change(kind, self.agent.agent_id, self.skill, summary, why, sha, details)
         self.changes.append(change)
-
-    def _command_env(self) -> dict[str, str]:
-        return {
-            "FEEDBACKD_WORKSPACE": str(self.runtime.workspace.root),
-            "FEEDBACKD_AGENT": self.agent.agent_id,
-            "FEEDBACKD_SKILL": self.skill,
-            "FEEDBACKD_SOUL": str(self.agent.soul),
-        }
-
-    def _sync(self, old: str | None, new: str | None) -> None:
-        command = self.settings.pricing.sync_command
-        if command is None:
-            return
-        env = self._command_env()
-        if old is not None and new is not None:
-            env.update(FEEDBACKD_PRICE_OLD=old, FEEDBACKD_PRICE_NEW=new)
-        result = run_command(
-            command,
-            stdin="",
-            timeout=self.settings.pricing.sync_timeout_s,
-            cwd=self.runtime.workspace.root,
-            env=env,
-        )
-        _log_output("pricing.sync_command", result)
-        self._note_sync(command, result)
-
-    def _note_sync(self, command: list[str], result: CommandResult) -> None:
-        path = self.runtime.workspace.state_dir / SYNC_PROBLEM_FILE
-        if result.ok:
-            path.unlink(missing_ok=True)
-            return
-        where = f"{self.agent.agent_id}/{self.skill}"
-        problem = (
-            f"pricing.sync_command failed for {where} at {iso_ms(self.now)}: {result.reason}"
-            f"{_last_line(result.stderr or result.stdout)}"
-        )
-        log.warning("%s", problem)
-        atomic_write_json(
-            path,
-            {
-                "problem": problem,
-                "command": command,
-                "agent": self.agent.agent_id,
-                "skill": self.skill,
-                "at": iso_ms(self.now),
-                "reason": result.reason,
-                "output": _tail(result.stderr + result.stdout),
-            },
-        )
-
-
-# ---------------------------------------------------------------------------------------------
-# The optimizer command
-
-
-def _optimizer_answer(result: CommandResult) -> Answer | None:
-    """The command's answer, or None (logged) when there is none."""
-    if not result.ok:
-        log.warning(
-            "optimizer.command %s; nothing changed%s", result.reason, _last_line(result.stderr)
-        )
-        return None
-    try:
-        answer = parse_answer(result.stdout)
-    except UnusableAnswer as exc:
-        log.warning("optimizer.command %s; nothing changed", exc)
-        return None
-    if answer is None:
-        log.info("optimizer.command gave no answer; nothing changed")
-    return answer
-
-
-# ---------------------------------------------------------------------------------------------
-# Running external commands
-
-
-def _tail(text: str) -> str:
-    return text if len(text) <= MAX_OUTPUT_CHARS else "…" + text[-MAX_OUTPUT_CHARS:]
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return f" ({one_line(lines[-1], 200)})" if lines else ""
-
-
-def _log_output(name: str, result: CommandResult) -> None:
-    for stream, text in (("stdout", result.stdout), ("stderr", result.stderr)):
-        for line in _tail(text).splitlines()[-20:]:
-            if line.strip():
-                log.info("%s %s: %s", name, stream, one_line(line, 500))
-    if result.ok:
-        log.info("%s finished", name)
