@@ -18,7 +18,7 @@ from feedbackd.core.timeutil import iso_ms, utcnow
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
-from feedbackd.loop.selfopt import Change, SkillPass, rules_hook, run_rules
+from feedbackd.loop.selfopt import SkillChange, SkillPass, rules_hook, run_rules
 from tests.workspace_kit import Site
 
 AGENT = "heavylift-chengwen"
@@ -83,7 +83,7 @@ class Shop:
             store.append(parse_rating(doc, requester="buyer-bot", now=at))
         self.commit_all(f"{count} ratings")
 
-    def run(self, now: datetime, skill: str = SKILL, dry_run: bool = False) -> list[Change]:
+    def run(self, now: datetime, skill: str = SKILL, dry_run: bool = False) -> list[SkillChange]:
         runtime = self.site.runtime()
         with open_repo(runtime) as repo:
             return run_rules(runtime, repo, AGENT, skill, now, dry_run=dry_run)

@@ -89,7 +89,7 @@ log = logging.getLogger("feedbackd")
 
 
 @dataclass(frozen=True)
-class Change:
+class SkillChange:
     """One change self-optimisation made (or, in a dry run, would make) to a provider's skill."""
 
     kind: str  # "pricing" or "optimize", the commit event
@@ -128,7 +128,7 @@ def run_rules(
     now: datetime,
     *,
     dry_run: bool = False,
-) -> list[Change]:
+) -> list[SkillChange]:
     """Evaluate the price and quality rules of one skill and apply what they decide."""
     return SkillPass(runtime, repo, provider, validate_id(skill, "skill id"), now, dry_run).run()
 
@@ -147,11 +147,11 @@ def rules_hook(
         return []
 
 
-def optimize_all(runtime: Runtime, agent: str | None, *, dry_run: bool) -> list[Change]:
+def optimize_all(runtime: Runtime, agent: str | None, *, dry_run: bool) -> list[SkillChange]:
     """`feedbackd optimize`: every skill of one agent (or of all agents)."""
     agents = [_existing_agent(runtime, agent)] if agent is not None else None
     now = utcnow()
-    changes: list[Change] = []
+    changes: list[SkillChange] = []
     with open_repo(runtime) as repo:
         for agent_id in agents if agents is not None else runtime.workspace.agent_ids():
             for skill in skills_of(runtime, agent_id):
@@ -202,7 +202,7 @@ class SkillPass:
         self.settings = runtime.settings
         self.window_label = self.settings.ratings.window
         self.window = parse_duration(self.window_label)
-        self.changes: list[Change] = []
+        self.changes: list[SkillChange] = []
 
     @property
     def ledger_path(self) -> Path:
@@ -212,7 +212,7 @@ class SkillPass:
     def patterns_path(self) -> Path:
         return memory_file(self.runtime.workspace, self.agent.agent_id, PATTERNS)
 
-    def run(self) -> list[Change]:
+    def run(self) -> list[SkillChange]:
         if not self.agent.root.is_dir():
             return []
         if not self.dry_run:
@@ -403,5 +403,5 @@ class SkillPass:
     def _record(
         self, kind: str, summary: str, why: str, sha: str | None, details: dict[str, Any]
     ) -> None:
-        change = Change(kind, self.agent.agent_id, self.skill, summary, why, sha, details)
+        change = SkillChange(kind, self.agent.agent_id, self.skill, summary, why, sha, details)
         self.changes.append(change)
