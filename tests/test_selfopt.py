@@ -16,9 +16,10 @@ import pytest
 from feedbackd.core.ratings import parse_rating
 from feedbackd.core.timeutil import iso_ms, utcnow
 from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.loop.optimize import rules_hook, run_rules
 from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
-from feedbackd.loop.selfopt import SkillChange, SkillPass, rules_hook, run_rules
+from feedbackd.loop.selfopt import SkillChange, SkillPass
 from tests.workspace_kit import Site
 
 AGENT = "heavylift-chengwen"

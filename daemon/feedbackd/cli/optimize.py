@@ -14,7 +14,8 @@ import typer
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import print_json
 from feedbackd.loop.locking import pipeline_lock
-from feedbackd.loop.selfopt import SkillChange, optimize_all
+from feedbackd.loop.optimize import optimize_all
+from feedbackd.loop.selfopt import SkillChange
 
 AgentOption = Annotated[str | None, typer.Argument(help="Only this agent (default: every agent).")]
 DryRunOption = Annotated[

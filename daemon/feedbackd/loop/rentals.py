@@ -21,9 +21,9 @@ from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop import problems
 from feedbackd.loop.agentfiles import write_rental_memories
+from feedbackd.loop.optimize import rules_hook
 from feedbackd.loop.recording import CommitRequest, Event, commit_change
 from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.selfopt import rules_hook
 
 log = logging.getLogger("feedbackd")
 

@@ -37,8 +37,7 @@ from feedbackd.core.commitmsg import (
     SKILL_KEY,
     one_line,
 )
-from feedbackd.core.errors import FeedbackdError, NotFound
-from feedbackd.core.ids import validate_id
+from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.memory import (
     PATTERNS,
     PRICING_ADJUSTMENT,
@@ -66,7 +65,7 @@ from feedbackd.core.skillrules import (
     lessons_in_brief,
 )
 from feedbackd.core.soul import format_price, set_description, set_price
-from feedbackd.core.timeutil import parse_duration, parse_iso, utcnow
+from feedbackd.core.timeutil import parse_duration, parse_iso
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.agentfiles import (
@@ -81,7 +80,6 @@ from feedbackd.loop.agentfiles import (
 )
 from feedbackd.loop.publishing import publish_soul
 from feedbackd.loop.recording import CommitRequest, Event, commit_change
-from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.skillcommands import ask_optimizer
 
@@ -114,71 +112,6 @@ class SkillChange:
     def as_event(self) -> Event:
         """The change as a pipeline event, for `run --once` output and `status` counts."""
         return Event(self.kind, self.agent, self.summary, None, self.commit, self.skill)
-
-
-# ---------------------------------------------------------------------------------------------
-# Entry points
-
-
-def run_rules(
-    runtime: Runtime,
-    repo: GitRepo | None,
-    provider: str,
-    skill: str,
-    now: datetime,
-    *,
-    dry_run: bool = False,
-) -> list[SkillChange]:
-    """Evaluate the price and quality rules of one skill and apply what they decide."""
-    return SkillPass(runtime, repo, provider, validate_id(skill, "skill id"), now, dry_run).run()
-
-
-def rules_hook(
-    runtime: Runtime, repo: GitRepo | None, provider: str, skill: str, now: datetime
-) -> list[Event]:
-    """run_rules for the ratings flow: events out, and never an error for a rating that stands."""
-    try:
-        return [change.as_event() for change in run_rules(runtime, repo, provider, skill, now)]
-    except FeedbackdError as exc:
-        log.warning("self-optimisation of %s/%s failed: %s", provider, skill, exc)
-        return []
-    except Exception:  # a bug in a rule: the rating is committed, so say so and carry on
-        log.exception("self-optimisation of %s/%s failed unexpectedly", provider, skill)
-        return []
-
-
-def optimize_all(runtime: Runtime, agent: str | None, *, dry_run: bool) -> list[SkillChange]:
-    """`feedbackd optimize`: every skill of one agent (or of all agents)."""
-    agents = [_existing_agent(runtime, agent)] if agent is not None else None
-    now = utcnow()
-    changes: list[SkillChange] = []
-    with open_repo(runtime) as repo:
-        for agent_id in agents if agents is not None else runtime.workspace.agent_ids():
-            for skill in skills_of(runtime, agent_id):
-                changes.extend(run_rules(runtime, repo, agent_id, skill, now, dry_run=dry_run))
-    return changes
-
-
-def skills_of(runtime: Runtime, agent: str) -> list[str]:
-    """Skills named in the agent's SOUL.md, then any others it has ratings for."""
-    soul = read_soul(runtime.workspace.agent(agent))
-    named = [s.skill_id for s in soul[1].skills] if soul is not None else []
-    rated = RatingStore(runtime.workspace).skills(agent)
-    return list(dict.fromkeys([*named, *rated]))
-
-
-def _existing_agent(runtime: Runtime, agent: str) -> str:
-    paths = runtime.workspace.agent(agent)
-    if not paths.root.is_dir():
-        raise NotFound(
-            f"agent {agent!r} has no folder {runtime.workspace.relative(paths.root)}",
-            hint="check the id with `ls _data/agents`",
-        )
-    return agent
-
-
-# ---------------------------------------------------------------------------------------------
-# One skill
 
 
 class SkillPass:
