@@ -19,7 +19,7 @@ from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.optimize import rules_hook, run_rules
 from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
-from feedbackd.loop.selfopt import SkillChange, SkillPass
+from feedbackd.loop.skillpass import SkillChange, SkillPass
 from tests.workspace_kit import Site
 
 AGENT = "heavylift-chengwen"

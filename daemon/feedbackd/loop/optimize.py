@@ -18,7 +18,7 @@ from feedbackd.loop.agentfiles import read_soul
 from feedbackd.loop.recording import Event
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.selfopt import SkillChange, SkillPass
+from feedbackd.loop.skillpass import SkillChange, SkillPass
 
 log = logging.getLogger("feedbackd")
 

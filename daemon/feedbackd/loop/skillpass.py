@@ -1,11 +1,11 @@
-"""Self-optimisation applied: price changes in SOUL.md, lessons for weak skills, their commits.
+"""One pass of the self-optimisation rules over one skill of one provider, and what it changed.
 
-The rules themselves are pure (optimizer.py); this module reads what they need (SOUL.md, the
-skill's ratings in the window, its price history) and carries out what they decide:
+The rules are pure (core/skillrules.py); a pass reads what they need (SOUL.md, the skill's
+ratings in the window, its price history) and carries out what they decide:
 
-- a price change edits one `pricing:` line in SOUL.md, appends a line to the agent's price
-  ledger `pricing.jsonl` and a `patterns` memory record (0.6), makes one `pricing` commit and
-  then runs `pricing.sync_command`;
+- a price change appends a line to the agent's price ledger `pricing.jsonl`, edits one
+  `pricing:` line in SOUL.md, writes a `patterns` memory record (0.6), makes one `pricing`
+  commit and then publishes SOUL.md (`pricing.sync_command`, loop/publishing.py);
 - a quality finding rewrites `prompt/skills/{skill}.md` and writes a `patterns` record (0.85)
   when the lessons changed, then may ask `optimizer.command` for a better description.
 
@@ -13,10 +13,6 @@ The base price and the time of the last change come from git (`Price-Old` and co
 the skill's pricing commits) and from the committed ledger, whichever knows more, so the rules
 hold when git is disabled or a clone's history is shallow. The ledger is written first: a pass
 killed before its commit is finished by the next one rather than cutting the price twice.
-
-External commands get an argv list (never a shell), the workspace as their folder, their own
-process group (a time-out stops their children too) and a deadline. Their failures are logged
-and never fatal; a failed sync also leaves `.feedbackd/problems-sync.json` for `status`.
 """
 
 from __future__ import annotations
