@@ -24,7 +24,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedbackd.core import skillrules as optimizer
 from feedbackd.core.commitmsg import (
     AGENT_KEY,
     EVENT_KEY,
@@ -41,10 +40,7 @@ from feedbackd.core.memory import (
     memory_file,
     new_record,
 )
-from feedbackd.core.optimizer_command import (
-    SkillContext,
-    command_context,
-)
+from feedbackd.core.optimizer_command import SkillContext, command_context
 from feedbackd.core.priceledger import (
     PriceRecord,
     new_price_record,
@@ -57,8 +53,11 @@ from feedbackd.core.skillrules import (
     PriceChange,
     PriceHistory,
     QualityFinding,
+    decide_price,
+    decide_quality,
     lessons_as_json,
     lessons_in_brief,
+    render_lessons,
 )
 from feedbackd.core.soul import format_price, set_description, set_price
 from feedbackd.core.timeutil import parse_duration, parse_iso
@@ -134,10 +133,6 @@ class SkillPass:
         self.changes: list[SkillChange] = []
 
     @property
-    def ledger_path(self) -> Path:
-        return self.agent.price_ledger
-
-    @property
     def patterns_path(self) -> Path:
         return memory_file(self.runtime.workspace, self.agent.agent_id, PATTERNS)
 
@@ -160,7 +155,7 @@ class SkillPass:
         if soul is None or skill is None:
             log.debug("%s/%s: not priced in SOUL.md", self.agent.agent_id, self.skill)
             return
-        decision = optimizer.decide_price(
+        decision = decide_price(
             skill.price,
             ratings,
             self.price_history(),
@@ -218,7 +213,7 @@ class SkillPass:
         return self._commit(
             "pricing",
             record.summary,
-            [self.agent.soul, self.ledger_path, self.patterns_path],
+            [self.agent.soul, self.agent.price_ledger, self.patterns_path],
             [(PRICE_OLD_KEY, record.priceOld), (PRICE_NEW_KEY, record.priceNew)],
         )
 
@@ -227,9 +222,10 @@ class SkillPass:
 
     def _finish_interrupted(self) -> None:
         """Commit price changes whose ledger line was written but never committed."""
-        if self.repo is None or not self.ledger_path.exists():
+        ledger = self.agent.price_ledger
+        if self.repo is None or not ledger.exists():
             return
-        committed = self.repo.file_at_head(self.runtime.workspace.relative(self.ledger_path))
+        committed = self.repo.file_at_head(self.runtime.workspace.relative(ledger))
         known = {r.id for r in parse_price_ledger((committed or b"").decode("utf-8", "replace"))}
         pending = [r for r in self._ledger() if r.id not in known]
         soul = read_soul(self.agent)
@@ -241,7 +237,7 @@ class SkillPass:
 
     # --- quality ------------------------------------------------------------------------------
     def _quality_rule(self, ratings: list[Rating]) -> None:
-        finding = optimizer.decide_quality(ratings, self.settings.optimizer, self.window_label)
+        finding = decide_quality(ratings, self.settings.optimizer, self.window_label)
         if isinstance(finding, NoChange):
             log.debug("%s/%s: no lessons: %s", self.agent.agent_id, self.skill, finding.reason)
             return
@@ -250,7 +246,7 @@ class SkillPass:
 
     def _apply_lessons(self, finding: QualityFinding) -> bool:
         """Rewrite the skill's lessons file when its text changes; True when it did."""
-        text = optimizer.render_lessons(finding.lessons)
+        text = render_lessons(finding.lessons)
         path = self.agent.skill_prompt(self.skill)
         if not text or read_lessons(self.agent, self.skill) == text:
             return False
