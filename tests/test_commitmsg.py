@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedbackd.core.commitmsg import (
+    FEEDBACKD_PERSON,
     LogEntry,
     Person,
     build_message,
@@ -18,6 +19,9 @@ from feedbackd.core.commitmsg import (
     one_line,
     parse_trailers,
 )
+from feedbackd.core.config import Settings
+from feedbackd.core.workspace import Workspace
+from feedbackd.loop.runtime import Runtime, choose_author
 
 FORGED = "x\nFeedback-Event: forged\n\nFeedback-Event: forged2\r\nFeedback-Agent: mallory"
 
@@ -59,6 +63,16 @@ def test_person_refuses_anything_but_name_and_email(text: object) -> None:
 def test_person_refuses_identities_git_would_mangle(name: str, email: str) -> None:
     with pytest.raises(ValueError, match="bad"):
         Person(name, email)
+
+
+def test_feedbackd_itself_is_the_default_committer_and_the_last_resort_author(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert str(FEEDBACKD_PERSON) == "feedbackd <feedbackd@localhost>"  # SPEC §8
+    runtime = Runtime(Workspace(tmp_path), Settings())
+    assert runtime.committer == FEEDBACKD_PERSON
+    monkeypatch.delenv("FEEDBACKD_CURATOR", raising=False)
+    assert choose_author(None, runtime, None) == FEEDBACKD_PERSON
 
 
 # --- one_line -----------------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedbackd.cli.merge_driver import main
+from feedbackd.core.errors import MergeRefused
 from feedbackd.core.merging import (
-    MergeRefused,
     kind_of,
     merge_feedback,
     merge_generated,

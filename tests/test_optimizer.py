@@ -19,6 +19,8 @@ from feedbackd.core.skillrules import (
     decide_price,
     decide_quality,
     distinct_lessons,
+    lessons_as_json,
+    lessons_in_brief,
     price_floor,
     render_lessons,
     stepped,
@@ -247,3 +249,12 @@ def test_threshold_is_configurable(threshold: float) -> None:
     ratings = [rating(1, rating=3), rating(2, rating=3)]
     finding = quality(ratings, low_rating_threshold=threshold)
     assert isinstance(finding, QualityFinding) == (threshold >= 3)
+
+
+def test_lessons_in_brief_show_three_and_count_the_rest() -> None:
+    lessons = [Lesson("x" * 80, 3), Lesson("Tests skipped", 2), Lesson("Slow", 1)]
+    assert lessons_in_brief(lessons[1:]) == "Tests skipped ×2; Slow ×1"
+    brief = lessons_in_brief([*lessons, Lesson("a", 1), Lesson("b", 1)])
+    assert brief.startswith("x" * 59 + "… ×3; Tests skipped ×2; Slow ×1")
+    assert brief.endswith(", and 2 more")
+    assert lessons_as_json(lessons[2:]) == [{"text": "Slow", "count": 1}]

@@ -16,8 +16,10 @@ import pytest
 from feedbackd.core.ratings import parse_rating
 from feedbackd.core.timeutil import iso_ms, utcnow
 from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.loop.optimize import rules_hook, run_rules
+from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
-from feedbackd.loop.selfopt import Change, SkillPass, rules_hook, run_rules, sync_problems
+from feedbackd.loop.skillpass import SkillChange, SkillPass
 from tests.workspace_kit import Site
 
 AGENT = "heavylift-chengwen"
@@ -82,7 +84,7 @@ class Shop:
             store.append(parse_rating(doc, requester="buyer-bot", now=at))
         self.commit_all(f"{count} ratings")
 
-    def run(self, now: datetime, skill: str = SKILL, dry_run: bool = False) -> list[Change]:
+    def run(self, now: datetime, skill: str = SKILL, dry_run: bool = False) -> list[SkillChange]:
         runtime = self.site.runtime()
         with open_repo(runtime) as repo:
             return run_rules(runtime, repo, AGENT, skill, now, dry_run=dry_run)
@@ -252,7 +254,7 @@ def test_sync_command_runs_after_the_commit(tmp_path: Path) -> None:
     shop.rate(3, shop.start)
     shop.run(utcnow())
     assert (shop.site.root / "synced.txt").read_text() == f"{SKILL} 19"
-    assert sync_problems(shop.site.root / ".feedbackd") == []
+    assert publish_problems(shop.site.root / ".feedbackd") == []
 
 
 def test_sync_failure_is_shown_then_cleared_by_a_success(tmp_path: Path) -> None:
@@ -262,7 +264,7 @@ def test_sync_failure_is_shown_then_cleared_by_a_success(tmp_path: Path) -> None
     [change] = shop.run(utcnow())
     assert change.commit is not None  # the price change stands
     state = shop.site.root / ".feedbackd"
-    [problem] = sync_problems(state)
+    [problem] = publish_problems(state)
     assert "exit status 3" in problem and "registry said no" in problem
     saved = json.loads((state / "problems-sync.json").read_text())
     assert saved["reason"] == "exit status 3" and saved["skill"] == SKILL
@@ -270,7 +272,7 @@ def test_sync_failure_is_shown_then_cleared_by_a_success(tmp_path: Path) -> None
     shop.site.configure(f"pricing:\n  sync_command: {script('pass')}\n")
     shop.rate(3, shop.start + timedelta(minutes=30), skill="data-cleanup")
     assert len(shop.run(utcnow(), skill="data-cleanup")) == 1
-    assert sync_problems(state) == []
+    assert publish_problems(state) == []
 
 
 def test_sync_time_out_stops_the_command(tmp_path: Path) -> None:
@@ -280,7 +282,7 @@ def test_sync_time_out_stops_the_command(tmp_path: Path) -> None:
     started = time.monotonic()
     assert len(shop.run(utcnow())) == 1
     assert time.monotonic() - started < 10
-    assert "timed out after 0.3s" in sync_problems(shop.site.root / ".feedbackd")[0]
+    assert "timed out after 0.3s" in publish_problems(shop.site.root / ".feedbackd")[0]
     assert "pricing: 19\n" in shop.soul()
 
 
@@ -288,7 +290,7 @@ def test_a_missing_sync_program_is_a_problem_not_a_crash(tmp_path: Path) -> None
     shop = Shop(tmp_path, 'pricing:\n  sync_command: ["no-such-program-here"]\n')
     shop.rate(3, shop.start)
     assert len(shop.run(utcnow())) == 1
-    assert "cannot start" in sync_problems(shop.site.root / ".feedbackd")[0]
+    assert "cannot start" in publish_problems(shop.site.root / ".feedbackd")[0]
 
 
 # --- lessons and the optimizer command --------------------------------------------------------
@@ -484,5 +486,5 @@ def test_a_huge_optimizer_answer_changes_nothing(tmp_path: Path) -> None:
 
 def test_an_unreadable_sync_problem_file_is_itself_a_problem(tmp_path: Path) -> None:
     (tmp_path / "problems-sync.json").write_text("{not json")
-    assert "unreadable" in sync_problems(tmp_path)[0]
-    assert sync_problems(tmp_path / "missing") == []
+    assert "unreadable" in publish_problems(tmp_path)[0]
+    assert publish_problems(tmp_path / "missing") == []

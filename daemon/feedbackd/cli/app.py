@@ -16,7 +16,7 @@ from feedbackd import __version__
 from feedbackd.cli import logsetup, optimize, ratings, sync
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, report_out
 from feedbackd.cli.output import print_error, print_json, progress_bar
-from feedbackd.core.errors import FeedbackdError, UsageError
+from feedbackd.core.errors import Aborted, UsageError
 from feedbackd.loop import actions
 from feedbackd.loop.runtime import Runtime
 
@@ -236,7 +236,7 @@ def main() -> int:
     try:
         result = app(standalone_mode=False)
     except typer.Abort:
-        print_error(FeedbackdError("aborted", code="aborted"), "--json" in sys.argv[1:])
+        print_error(Aborted("aborted"), "--json" in sys.argv[1:])
         return 1
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)

@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from feedbackd.cli.output import print_error, print_json
-from feedbackd.core.errors import FeedbackdError, UsageError
+from feedbackd.core.errors import FeedbackdError, InternalError, UsageError
 from feedbackd.loop.reconcile import Report
 from feedbackd.loop.runtime import Runtime
 
@@ -55,7 +55,7 @@ def command(func: F) -> F:
             raise typer.Exit(130) from None
         except Exception as error:  # a bug: say so, keep the traceback in the log
             log.exception("internal error")
-            print_error(FeedbackdError(f"internal error: {error}", code="internal"), as_json)
+            print_error(InternalError(f"internal error: {error}"), as_json)
             raise typer.Exit(3) from None
 
     return wrapper  # type: ignore[return-value]

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from feedbackd.cli.app import main as cli_main
+from feedbackd.core.commitmsg import FEEDBACKD_PERSON
 from feedbackd.edges.git import GitRepo
-from feedbackd.loop.runtime import FALLBACK_AUTHOR
 from feedbackd.loop.workspace_init import init_workspace, sample_data_dir
 
 TRY = """
@@ -39,7 +39,7 @@ def build(root: Path) -> None:
     for line in init_workspace(root):
         print(line)
     with GitRepo(root) as repo:
-        author = repo.user_identity() or FALLBACK_AUTHOR
+        author = repo.user_identity() or FEEDBACKD_PERSON
         repo.commit_paths(["_data"], "Add the sample agents, drafts and ratings", author)
 
 

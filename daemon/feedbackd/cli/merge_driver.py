@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from feedbackd.core.errors import FeedbackdError
-from feedbackd.core.merging import DEFAULT_CAP, FileKind, MergeRefused, kind_of, merge_bytes
+from feedbackd.core.errors import FeedbackdError, MergeRefused
+from feedbackd.core.merging import DEFAULT_CAP, FileKind, kind_of, merge_bytes
 from feedbackd.edges.files import atomic_write_bytes
 from feedbackd.loop.runtime import config_path, load_settings
 

@@ -14,7 +14,8 @@ import typer
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import print_json
 from feedbackd.loop.locking import pipeline_lock
-from feedbackd.loop.selfopt import Change, optimize_all
+from feedbackd.loop.optimize import optimize_all
+from feedbackd.loop.skillpass import SkillChange
 
 AgentOption = Annotated[str | None, typer.Argument(help="Only this agent (default: every agent).")]
 DryRunOption = Annotated[
@@ -45,7 +46,7 @@ def optimize(
             typer.echo(line)
 
 
-def describe(changes: Sequence[Change], dry_run: bool) -> list[str]:
+def describe(changes: Sequence[SkillChange], dry_run: bool) -> list[str]:
     """One line per change: `pricing(agent/skill): 20 → 19 (why) [commit]`."""
     if not changes:
         return ["nothing to change"]

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
 from feedbackd.cli.output import console, print_json, progress_bar
-from feedbackd.core.workspace import validate_id
+from feedbackd.core.ids import validate_id
 from feedbackd.loop import actions, queries
 from feedbackd.loop.agentfiles import list_memory
 

@@ -72,6 +72,11 @@ class Person:
         return f"{self.name} <{self.email}>"
 
 
+# feedbackd itself: the committer unless `git.committer` names another, and the author of a change
+# when no curator is known (not in the item, --curator, $FEEDBACKD_CURATOR or git's user).
+FEEDBACKD_PERSON = Person("feedbackd", "feedbackd@localhost")
+
+
 def one_line(text: str, limit: int = LINE_LIMIT) -> str:
     """Show line breaks as ⏎, drop other control characters, cut at `limit` characters with `…`."""
     flat = _CONTROL.sub("", _LINE_BREAKS.sub(NEWLINE_MARK, text.replace("\t", " ")))

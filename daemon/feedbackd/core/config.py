@@ -18,9 +18,11 @@ from pydantic import (
 )
 
 from feedbackd.core import yamlio
+from feedbackd.core.commitmsg import FEEDBACKD_PERSON
 from feedbackd.core.errors import ConfigError, UsageError
+from feedbackd.core.ids import ID_PATTERN
+from feedbackd.core.ratings import CostValue, Quality
 from feedbackd.core.timeutil import parse_duration
-from feedbackd.core.workspace import ID_PATTERN
 
 # Infinite or NaN numbers would turn timeouts and intervals into endless waits.
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -53,7 +55,7 @@ class PromptSettings(BaseModel):
 class GitSettings(BaseModel):
     model_config = _STRICT
     enabled: bool = True
-    committer: str = Field("feedbackd <feedbackd@localhost>", pattern=r"^[^<>\n]+ <[^<>\n]*>$")
+    committer: str = Field(str(FEEDBACKD_PERSON), pattern=r"^[^<>\n]+ <[^<>\n]*>$")
     remote: str | None = None
     branch: str | None = None
     push: bool = True
@@ -75,8 +77,6 @@ class RatingsSettings(BaseModel):
 
 
 ReputationTerm = Literal["rating", "quality", "would_reuse", "cost_value"]
-ResultQuality = Literal["excellent", "good", "acceptable", "poor", "failed"]
-CostValue = Literal["great", "fair", "overpriced"]
 
 _WEIGHTS: dict[ReputationTerm, float] = {
     "rating": 0.4,
@@ -84,7 +84,7 @@ _WEIGHTS: dict[ReputationTerm, float] = {
     "would_reuse": 0.2,
     "cost_value": 0.1,
 }
-_QUALITY: dict[ResultQuality, float] = {
+_QUALITY: dict[Quality, float] = {
     "excellent": 1.0,
     "good": 0.8,
     "acceptable": 0.6,
@@ -97,7 +97,7 @@ _COST_VALUE: dict[CostValue, float] = {"great": 1.0, "fair": 0.6, "overpriced": 
 class ReputationSettings(BaseModel):
     model_config = _STRICT
     weights: dict[ReputationTerm, float] = Field(default_factory=_WEIGHTS.copy)
-    quality_map: dict[ResultQuality, float] = Field(default_factory=_QUALITY.copy)
+    quality_map: dict[Quality, float] = Field(default_factory=_QUALITY.copy)
     cost_value_map: dict[CostValue, float] = Field(default_factory=_COST_VALUE.copy)
     decay_days: float = Field(30, gt=0)
     cold_start: float = Field(0.5, ge=0, le=1)

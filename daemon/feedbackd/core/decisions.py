@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from feedbackd.core.timeutil import iso_ms, unix_ms
+from feedbackd.core.ids import DECISION, new_id
+from feedbackd.core.jsonl import parse_jsonl
+from feedbackd.core.timeutil import iso_ms
 
 log = logging.getLogger("feedbackd")
 
@@ -43,21 +44,16 @@ class DecisionRecord(BaseModel):
 
 
 def new_record(item: str, state: State, now: datetime, **extra: Any) -> DecisionRecord:
-    record_id = f"d-{unix_ms(now)}-{secrets.token_hex(3)}"
-    return DecisionRecord(id=record_id, item=item, state=state, at=iso_ms(now), **extra)
+    return DecisionRecord(id=new_id(DECISION, now), item=item, state=state, at=iso_ms(now), **extra)
 
 
 def parse_ledger(text: str, source: str = "decisions.jsonl") -> list[DecisionRecord]:
     """Every readable line; a damaged line is skipped with a warning, not blocking the agent."""
-    records = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append(DecisionRecord.model_validate_json(line))
-        except ValidationError:
-            log.warning("%s line %d is not a decision record; ignored", source, number)
-    return records
+
+    def bad(number: int, _reason: str) -> None:
+        log.warning("%s line %d is not a decision record; ignored", source, number)
+
+    return [record for _, record in parse_jsonl(text, DecisionRecord.model_validate_json, bad)]
 
 
 def latest_states(records: Iterable[DecisionRecord]) -> dict[str, DecisionRecord]:

@@ -34,6 +34,10 @@ class InvalidId(FeedbackdError):
     code = "invalid_id"
 
 
+class InvalidMemory(FeedbackdError):
+    code = "invalid_memory"
+
+
 class NotFound(FeedbackdError):
     code = "not_found"
 
@@ -58,6 +62,12 @@ class Locked(FeedbackdError):
     code = "locked"
 
 
+class MergeRefused(FeedbackdError):
+    """The merge driver cannot merge these versions; git records a conflict instead."""
+
+    code = "merge_conflict"
+
+
 class UsageError(FeedbackdError):
     """Bad command-line usage (exit code 2)."""
 
@@ -68,3 +78,15 @@ class AlreadyDecided(FeedbackdError):
     """An item asked to be decided that a curator already moved to approved/ or rejected/."""
 
     code = "already_decided"
+
+
+class Aborted(FeedbackdError):
+    """The user stopped a command at a prompt."""
+
+    code = "aborted"
+
+
+class InternalError(FeedbackdError):
+    """A bug, reported in the error format (exit code 3); the traceback goes to the log."""
+
+    code = "internal"

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
-import string
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -17,12 +15,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.ids import FEEDBACK_ENTRY, new_id
 from feedbackd.core.jsontext import dumps_json, half_character
-from feedbackd.core.timeutil import iso_ms, unix_ms
+from feedbackd.core.timeutil import iso_ms
 
 EntryType = Literal["correction", "rejection", "edit"]
 LEGACY_CREATED_AT = "1970-01-01T00:00:00.000Z"
-_ID_ALPHABET = string.ascii_lowercase + string.digits
 
 
 class FeedbackEntry(BaseModel):
@@ -56,14 +54,8 @@ class FeedbackEntry(BaseModel):
         )
 
 
-def new_entry_id(now: datetime) -> str:
-    """`fb-{unix ms}-{6 random [a-z0-9]}`."""
-    suffix = "".join(secrets.choice(_ID_ALPHABET) for _ in range(6))
-    return f"fb-{unix_ms(now)}-{suffix}"
-
-
 def new_entry(now: datetime, **fields: Any) -> FeedbackEntry:
-    return FeedbackEntry(id=new_entry_id(now), createdAt=iso_ms(now), **fields)
+    return FeedbackEntry(id=new_id(FEEDBACK_ENTRY, now), createdAt=iso_ms(now), **fields)
 
 
 def legacy_id(original: str, corrected: str) -> str:

@@ -16,8 +16,8 @@ from typing import Any, Literal, NamedTuple
 
 from feedbackd.core import yamlio
 from feedbackd.core.errors import InvalidId, InvalidItem
+from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
-from feedbackd.core.workspace import validate_id
 
 MAX_ITEM_BYTES = 1024 * 1024
 # Content is a handful of fields, maybe a nested `seo` block; anything this deep is not a draft,

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
-import string
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -25,10 +23,11 @@ from pydantic import (
     field_validator,
 )
 
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import InvalidMemory
+from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id, validate_id
 from feedbackd.core.ratings import Rating, is_failed
-from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, unix_ms
-from feedbackd.core.workspace import Workspace, is_valid_id, validate_id
+from feedbackd.core.timeutil import canonical_iso_ms, iso_ms
+from feedbackd.core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +39,6 @@ PRICING_ADJUSTMENT = 0.6
 SELF_OPTIMISATION = 0.85
 ENTITIES, CASES, PATTERNS = "entities", "cases", "patterns"
 MAX_CONTENT_CHARS = 4000
-
-
-class InvalidMemory(FeedbackdError):
-    code = "invalid_memory"
 
 
 class MemoryRecord(BaseModel):
@@ -89,7 +84,7 @@ def new_record(
     """Validate a record; refusals name the problem (InvalidMemory)."""
     try:
         return MemoryRecord(
-            id=record_id or _new_id(now),
+            id=record_id or new_id(MEMORY_RECORD, now),
             category=validate_id(category, "memory category"),
             importance=float(importance),
             content=content,
@@ -177,8 +172,3 @@ def _profile_text(r: Rating, earlier: Sequence[Rating]) -> str:
         f"Last: {r.skill_id} on {r.timestamp[:10]}, rating {r.rating}/5, {r.result_quality}, "
         f"cost/value {r.cost_value_ratio}."
     )
-
-
-def _new_id(now: datetime) -> str:
-    alphabet = string.ascii_lowercase + string.digits
-    return f"mem-{unix_ms(now)}-{''.join(secrets.choice(alphabet) for _ in range(6))}"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, MergeRefused
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
 from feedbackd.core.timeutil import parse_iso
 
@@ -44,12 +44,6 @@ ATTRIBUTES = (
     "**/prompt/skills/*.md merge=feedbackd",
 )
 DRIVER_NAME = "feedbackd union merge of feedback files"  # merge.feedbackd.name in git config
-
-
-class MergeRefused(FeedbackdError):
-    """The driver cannot merge these versions; git records a conflict instead."""
-
-    code = "merge_conflict"
 
 
 @dataclass(frozen=True)

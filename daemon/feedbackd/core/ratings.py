@@ -13,7 +13,7 @@ import json
 import re
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -28,26 +28,26 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.ids import ID_RULE, is_valid_id
 from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, parse_iso, utcnow
-from feedbackd.core.workspace import is_valid_id
 
+# The words a rating may use (SPEC §6), best first; settings key their maps by these too.
 Quality = Literal["excellent", "good", "acceptable", "poor", "failed"]
 CostValue = Literal["great", "fair", "overpriced"]
-QUALITIES: tuple[Quality, ...] = ("excellent", "good", "acceptable", "poor", "failed")
-COST_VALUES: tuple[CostValue, ...] = ("great", "fair", "overpriced")
-FAILED_QUALITIES = frozenset({"poor", "failed"})
+QUALITIES: tuple[Quality, ...] = get_args(Quality)
+COST_VALUES: tuple[CostValue, ...] = get_args(CostValue)
+FAILED_QUALITIES: frozenset[Quality] = frozenset({"poor", "failed"})
 
 # One submitted rating is a few hundred bytes; an inbox file may hold many of them.
 MAX_RATING_CHARS = 64 * 1024
 MAX_INBOX_CHARS = 8 * 1024 * 1024
-_ID_RULE = "1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
 
 # What each field accepts, in words, for error messages (and the field order of SPEC §6).
 ALLOWED: dict[str, str] = {
     "transaction_id": "a UUID such as 123e4567-e89b-12d3-a456-426614174000",
-    "provider_agent": f"the provider's agent id: {_ID_RULE}",
-    "skill_id": f"a skill id: {_ID_RULE}",
-    "requester_agent": f"your agent id: {_ID_RULE}",
+    "provider_agent": f"the provider's agent id: {ID_RULE}",
+    "skill_id": f"a skill id: {ID_RULE}",
+    "requester_agent": f"your agent id: {ID_RULE}",
     "rating": "an integer from 1 to 5",
     "latency_ms": "an integer of 0 or more (milliseconds), or leave it out",
     "result_quality": "one of " + ", ".join(QUALITIES),

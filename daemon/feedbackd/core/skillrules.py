@@ -14,10 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Context, Decimal
-from typing import Literal
+from typing import Any, Literal
 
+from feedbackd.core.commitmsg import one_line
 from feedbackd.core.config import OptimizerSettings, PricingSettings
-from feedbackd.core.ratings import Rating, is_failed
+from feedbackd.core.ratings import FAILED_QUALITIES, Rating, is_failed
 from feedbackd.core.soul import format_price
 from feedbackd.core.timeutil import iso_ms, parse_duration
 
@@ -195,7 +196,7 @@ def decide_quality(
     if not ratings:
         return NoChange(f"no ratings in the last {window_label}")
     average = sum(r.rating for r in ratings) / len(ratings)
-    bad_results = sum(r.result_quality in ("poor", "failed") for r in ratings)
+    bad_results = sum(r.result_quality in FAILED_QUALITIES for r in ratings)
     reasons = []
     if average <= settings.low_rating_threshold:
         reasons.append(
@@ -245,3 +246,14 @@ def render_lessons(lessons: Sequence[Lesson]) -> str:
         return ""
     lines = [LESSONS_HEADING, *(f"- {lesson.text} ({lesson.count}×)" for lesson in lessons)]
     return "\n".join(lines) + "\n"
+
+
+def lessons_as_json(lessons: Sequence[Lesson]) -> list[dict[str, Any]]:
+    return [{"text": lesson.text, "count": lesson.count} for lesson in lessons]
+
+
+def lessons_in_brief(lessons: Sequence[Lesson]) -> str:
+    """The first three lessons, each cut short, for a memory record: `a ×3; b ×1, and 2 more`."""
+    shown = [f"{one_line(lesson.text, 60)} ×{lesson.count}" for lesson in lessons[:3]]
+    more = f", and {len(lessons) - 3} more" if len(lessons) > 3 else ""
+    return "; ".join(shown) + more

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Context, Decimal
 
 from feedbackd.core.errors import InvalidItem, NotFound
-from feedbackd.core.workspace import is_valid_id
+from feedbackd.core.ids import is_valid_id
 
 DEFAULT_PRICE = 10.0
 MAX_SOUL_CHARS = 1024 * 1024

@@ -1,31 +1,15 @@
-"""Every path of a workspace in one object, and the id rule that keeps all access inside it."""
+"""Every path of a workspace in one object; ids (core.ids) keep every path inside it."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedbackd.core.errors import InvalidId
+from feedbackd.core.ids import is_valid_id, validate_id
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 ITEM_SUFFIXES = (".json", ".yaml", ".yml", ".md")
 DECISION_FOLDERS = ("approved", "rejected")
 STATE_DIR = ".feedbackd"
-
-
-def validate_id(value: str, kind: str = "id") -> str:
-    """Return value if it is a safe agent/item/skill id, else raise InvalidId saying why."""
-    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value) or ".." in value:
-        raise InvalidId(
-            f"{kind} {value!r} is not a valid id",
-            hint="use 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit",
-        )
-    return value
-
-
-def is_valid_id(value: str) -> bool:
-    return bool(ID_PATTERN.fullmatch(value)) and ".." not in value
 
 
 @dataclass(frozen=True)
@@ -55,6 +39,11 @@ class AgentPaths:
     def decisions(self) -> Path:
         """The committed ledger of decisions already recorded (exactly-once across machines)."""
         return self.root / "decisions.jsonl"
+
+    @property
+    def price_ledger(self) -> Path:
+        """The price changes of the agent's skills, each written before its commit."""
+        return self.root / "pricing.jsonl"
 
     @property
     def prompt(self) -> Path:

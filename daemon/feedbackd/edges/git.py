@@ -41,12 +41,12 @@ from feedbackd.core.commitmsg import (
     one_line,
     parse_trailers,
 )
+from feedbackd.core.commitmsg import FEEDBACKD_PERSON as DEFAULT_COMMITTER
 from feedbackd.core.errors import GitError, WorkspaceError
 from feedbackd.core.timeutil import parse_iso
 
 log = logging.getLogger("feedbackd")
 
-DEFAULT_COMMITTER = Person("feedbackd", "feedbackd@localhost")
 # Literal pathspecs: an item called `a*.json` must never match other files. No optional locks:
 # reading status must not fight a user's git for `.git/index.lock`. Never prompt.
 _BASE_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}

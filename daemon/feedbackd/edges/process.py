@@ -1,4 +1,4 @@
-"""Outside processes: every command feedbackd starts (the pricing sync command, the optimizer
+"""Outside processes: every command feedbackd starts (pricing.sync_command, the optimizer
 command) runs through run_command, with no shell, a deadline, and its own process group so that a
 time-out stops its children too.
 """

@@ -30,6 +30,7 @@ from typing import Any
 
 from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError
+from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.ratings import (
     Rating,
     is_canonical_time,
@@ -39,7 +40,7 @@ from feedbackd.core.ratings import (
 )
 from feedbackd.core.reputation import Point, Tally, merge, report_from_tallies, tally
 from feedbackd.core.timeutil import iso_ms
-from feedbackd.core.workspace import Workspace, is_valid_id, validate_id
+from feedbackd.core.workspace import Workspace
 from feedbackd.edges.files import append_line
 
 log = logging.getLogger(__name__)

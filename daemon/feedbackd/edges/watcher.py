@@ -26,7 +26,7 @@ from watchfiles import Change
 # the first change or timeout, so a start-up pass leaves no unwatched gap.
 from watchfiles._rust_notify import RustNotify
 
-from feedbackd.core.workspace import is_valid_id
+from feedbackd.core.ids import is_valid_id
 from feedbackd.edges.files import TMP_SUFFIX
 
 log = logging.getLogger(__name__)

@@ -12,13 +12,15 @@ from feedbackd.core.errors import (
     AlreadyDecided,
     FeedbackdError,
     InvalidFeedback,
+    InvalidItem,
     NotFound,
     WorkspaceError,
 )
 from feedbackd.core.feedback import FeedbackEntry, new_entry
+from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths, validate_id
+from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import read_item, set_content_fields, set_rejection_feedback
 from feedbackd.loop.locking import pipeline_lock
@@ -65,9 +67,7 @@ def move_target(source: Path, folder: Path) -> Path:
             hint=f"move that file away: {folder.name}/ must be a folder for the items",
         )
     if target.exists():
-        raise FeedbackdError(
-            f"{target} already exists", hint="remove or rename it first", code="invalid_item"
-        )
+        raise InvalidItem(f"{target} already exists", hint="remove or rename it first")
     return target
 
 

@@ -1,4 +1,5 @@
-"""An agent folder's files on disk: feedback.json, the decisions ledger, memory, items.
+"""An agent folder's files on disk: feedback.json, the decisions ledger, memory, items, and a
+provider's SOUL.md, price ledger and skill lessons.
 
 The formats are the core's (pure parsing and rendering); this module only reads and writes them,
 atomically, through the file-system edge.
@@ -6,6 +7,7 @@ atomically, through the file-system edge.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import stat
@@ -14,11 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from feedbackd.core.decisions import DecisionRecord, parse_ledger
-from feedbackd.core.errors import InvalidFeedback, NotFound
+from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
+from feedbackd.core.ids import is_valid_id
 from feedbackd.core.itemedits import with_content_edits, with_rejection_feedback
 from feedbackd.core.items import (
     MAX_ITEM_BYTES,
@@ -27,6 +28,7 @@ from feedbackd.core.items import (
     check_size,
     parse_item,
 )
+from feedbackd.core.jsonl import parse_jsonl
 from feedbackd.core.memory import (
     ENTITIES,
     MemoryRecord,
@@ -35,9 +37,11 @@ from feedbackd.core.memory import (
     new_record,
     rental_memories,
 )
+from feedbackd.core.priceledger import PriceRecord, parse_price_ledger
 from feedbackd.core.prompts import examples
 from feedbackd.core.ratings import Rating
-from feedbackd.core.workspace import Workspace, is_valid_id
+from feedbackd.core.soul import Soul, parse_soul
+from feedbackd.core.workspace import AgentPaths, Workspace
 from feedbackd.edges.files import (
     append_line,
     atomic_write_bytes,
@@ -80,6 +84,49 @@ def read_ledger(path: Path) -> list[DecisionRecord]:
 
 def append_record(path: Path, record: DecisionRecord) -> None:
     append_line(path, record.line())
+
+
+def read_soul(agent: AgentPaths) -> tuple[str, Soul] | None:
+    """SOUL.md's text and meaning; None (with a warning when it is unreadable) otherwise."""
+    try:
+        text = read_file_bytes(agent.soul).decode("utf-8")
+        return text, parse_soul(text)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("%s: cannot read it (%s); prices left as they are", agent.soul, exc)
+    except FeedbackdError as exc:
+        log.warning("%s: %s; prices left as they are (%s)", agent.soul, exc.message, exc.hint)
+    return None
+
+
+def write_soul(agent: AgentPaths, text: str) -> None:
+    # Bytes as they are: a SOUL.md without a final newline must stay without one.
+    atomic_write_bytes(agent.soul, text.encode("utf-8"))
+
+
+def read_price_ledger(agent: AgentPaths) -> list[PriceRecord]:
+    path = agent.price_ledger
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    return parse_price_ledger(text, str(path))
+
+
+def append_price_record(agent: AgentPaths, record: PriceRecord) -> None:
+    append_line(agent.price_ledger, record.line())
+
+
+def read_lessons(agent: AgentPaths, skill: str) -> str | None:
+    """The skill's lessons file `prompt/skills/{skill}.md`; None when there is none."""
+    return _read_text(agent.skill_prompt(skill))
+
+
+def write_lessons(agent: AgentPaths, skill: str, text: str) -> Path:
+    path = agent.skill_prompt(skill)
+    atomic_write_text(path, text)
+    return path
 
 
 def read_item(path: Path) -> Item:
@@ -152,6 +199,11 @@ def add_memory(
     return append_memory(workspace, agent, record)
 
 
+def has_memory_line(path: Path, record_id: str) -> bool:
+    """True when the memory file holds a line with that id (written as feedbackd writes it)."""
+    return f'"id": {json.dumps(record_id)}' in (_read_text(path) or "")
+
+
 def append_memory(workspace: Workspace, agent: str, record: MemoryRecord) -> Path:
     path = memory_file(workspace, agent, record.category)
     append_line(path, record.line())
@@ -185,18 +237,22 @@ def _read_memory(workspace: Workspace, path: Path) -> Iterable[MemoryRecord]:
         text = path.read_text(encoding="utf-8", errors="replace")
     except (FileNotFoundError, IsADirectoryError):
         return
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = MemoryRecord.model_validate_json(line)
-        except ValidationError as exc:
-            reason = exc.errors()[0]["msg"]
-            where = workspace.relative(path)
-            log.warning("%s, line %d: skipped: %s", where, number, reason)
-            continue
+
+    def of_this_file(line: str) -> MemoryRecord:
+        record = MemoryRecord.model_validate_json(line)
         if record.category != path.stem:
-            where = workspace.relative(path)
-            log.warning("%s, line %d: skipped: category %s", where, number, record.category)
-            continue
+            raise ValueError(f"category {record.category}")
+        return record
+
+    def bad(number: int, reason: str) -> None:
+        log.warning("%s, line %d: skipped: %s", workspace.relative(path), number, reason)
+
+    for _, record in parse_jsonl(text, of_this_file, bad):
         yield record
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return None

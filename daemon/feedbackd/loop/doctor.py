@@ -9,11 +9,12 @@ from pathlib import Path
 from feedbackd.core.decisions import DecisionRecord
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.feedback import parse_feedback
+from feedbackd.core.ids import is_valid_id
 from feedbackd.core.memory import MemoryRecord
 from feedbackd.core.ratings import parse_rating_file, stored_fields
 from feedbackd.core.soul import parse_soul
 from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths, is_valid_id
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop.agentfiles import (

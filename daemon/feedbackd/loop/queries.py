@@ -12,21 +12,19 @@ from typing import Any
 from feedbackd.core.commitmsg import LogEntry
 from feedbackd.core.errors import FeedbackdError, NotFound, UsageError
 from feedbackd.core.feedback import FeedbackEntry
+from feedbackd.core.ids import validate_id
 from feedbackd.core.items import diff_content, flatten_strings, parse_item
 from feedbackd.core.prompts import examples, render_snippet
 from feedbackd.core.reputation import feedback_list_report, score
-from feedbackd.core.soul import Skill, Soul, parse_soul
+from feedbackd.core.soul import Skill, Soul
 from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths, validate_id
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop.agentfiles import read_feedback, read_item
+from feedbackd.loop.agentfiles import read_feedback, read_item, read_price_ledger, read_soul
 from feedbackd.loop.problems import reported_problems
+from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.selfopt import LEDGER_NAME as PRICE_LEDGER
-from feedbackd.loop.selfopt import read_ledger as read_price_ledger
-from feedbackd.loop.selfopt import sync_problems
 from feedbackd.loop.statusfile import describe
 from feedbackd.loop.sync import problem_line, sync_status
 
@@ -141,7 +139,7 @@ def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, 
     state = describe(runtime.workspace.state_dir)
     problems: list[str] = config_problems + state["problems"]
     line = problem_line(sync_status(runtime))
-    for extra in [*sync_problems(runtime.workspace.state_dir), *([line] if line else [])]:
+    for extra in [*publish_problems(runtime.workspace.state_dir), *([line] if line else [])]:
         problems += [extra] if extra not in problems else []
     if not state["running"]:  # what the last pass left explained in `.error` files
         problems += [p for p in reported_problems(runtime.workspace.data) if p not in problems]
@@ -184,10 +182,8 @@ def _skill_json(skill: Skill) -> dict[str, Any]:
 
 
 def _soul_of(agent: AgentPaths) -> Soul | None:
-    try:
-        return parse_soul(read_file_bytes(agent.soul).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, FeedbackdError):
-        return None  # no SOUL.md, or one `doctor` explains
+    found = read_soul(agent)  # None: no SOUL.md, or one `doctor` explains
+    return found[1] if found is not None else None
 
 
 def _item_files(agent: AgentPaths, folder: str) -> list[Path]:
@@ -259,7 +255,7 @@ def skill_history(runtime: Runtime, agent_id: str, skill_id: str) -> dict[str, A
 
 
 def _price_history(agent: AgentPaths, skill_id: str) -> list[dict[str, Any]]:
-    changes = [r for r in read_price_ledger(agent.root / PRICE_LEDGER) if r.skill == skill_id]
+    changes = [r for r in read_price_ledger(agent) if r.skill == skill_id]
     points = (
         [{"time": changes[0].createdAt, "price": float(changes[0].priceOld)}] if changes else []
     )

@@ -26,10 +26,11 @@ from feedbackd.core.errors import (
     WorkspaceError,
 )
 from feedbackd.core.feedback import FeedbackEntry, merge_new, new_entry
+from feedbackd.core.ids import is_valid_id
 from feedbackd.core.items import Correction, Item
 from feedbackd.core.prompts import render_snippet
 from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, is_valid_id
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.files import TMP_SUFFIX, atomic_write_bytes, atomic_write_text, read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import problems, rentals
@@ -41,7 +42,8 @@ from feedbackd.loop.agentfiles import (
     write_feedback,
 )
 from feedbackd.loop.problems import Problem
-from feedbackd.loop.recording import Change, Event, commit_change
+from feedbackd.loop.recording import CommitRequest as Change
+from feedbackd.loop.recording import Event, commit_change
 from feedbackd.loop.repo import open_repo, open_repo_for_writing
 from feedbackd.loop.runtime import Runtime, choose_author
 

@@ -42,7 +42,7 @@ class Event:
 
 
 @dataclass(frozen=True)
-class Change:
+class CommitRequest:
     """What to commit: the paths written, and what the commit message says about them."""
 
     event: str
@@ -56,25 +56,25 @@ class Change:
     trailers: Sequence[tuple[str, str]] = field(default_factory=tuple)
 
 
-def commit_change(runtime: Runtime, repo: GitRepo | None, change: Change) -> Event | None:
-    """Commit exactly the change's paths; None when git already holds them (nothing to do)."""
+def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest) -> Event | None:
+    """Commit exactly the request's paths; None when git already holds them (nothing to do)."""
     sha = None
     if repo is not None:
         message = build_message(
-            change.event,
-            change.agent,
-            change.summary,
-            skill=change.skill,
-            body=change.body,
-            trailers=change.trailers,
+            request.event,
+            request.agent,
+            request.summary,
+            skill=request.skill,
+            body=request.body,
+            trailers=request.trailers,
         )
-        author = change.author or choose_author(None, runtime, repo.user_identity())
-        sha = repo.commit_paths(relative_paths(runtime, change.paths), message, author)
+        author = request.author or choose_author(None, runtime, repo.user_identity())
+        sha = repo.commit_paths(relative_paths(runtime, request.paths), message, author)
         if sha is None:
             return None  # already committed (a fresh clone, or the user's own commit)
-    where = f"{change.agent}/{change.skill}" if change.skill else change.agent
-    log.info("%s(%s): %s", change.event, where, change.summary)
-    return Event(change.event, change.agent, change.summary, change.item, sha, change.skill)
+    where = f"{request.agent}/{request.skill}" if request.skill else request.agent
+    log.info("%s(%s): %s", request.event, where, request.summary)
+    return Event(request.event, request.agent, request.summary, request.item, sha, request.skill)
 
 
 def relative_paths(runtime: Runtime, paths: Sequence[Path]) -> list[str]:

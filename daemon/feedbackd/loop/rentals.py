@@ -21,9 +21,9 @@ from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop import problems
 from feedbackd.loop.agentfiles import write_rental_memories
-from feedbackd.loop.recording import Change, Event, commit_change
+from feedbackd.loop.optimize import rules_hook
+from feedbackd.loop.recording import CommitRequest, Event, commit_change
 from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.selfopt import rules_hook
 
 log = logging.getLogger("feedbackd")
 
@@ -71,7 +71,7 @@ def record_rating(
     memory = write_rental_memories(runtime.workspace, rating, now, earlier)
     for path in also:
         path.unlink(missing_ok=True)
-    change = Change(
+    change = CommitRequest(
         "rating",
         rating.provider_agent,
         _summary(rating),
@@ -166,7 +166,9 @@ def _ingest(
         path.unlink()
         first = ratings[0]
         summary = f"{path.name} removed from the inbox, its ratings already stored"
-        change = Change("rating", first.provider_agent, summary, [path], skill=first.skill_id)
+        change = CommitRequest(
+            "rating", first.provider_agent, summary, [path], skill=first.skill_id
+        )
         commit_change(runtime, repo, change)  # only when git tracked the inbox file
     return events
 
@@ -189,7 +191,7 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     agent = appended[0].relative_to(runtime.workspace.agents_dir).parts[0]
     noun = "file" if len(appended) == 1 else "files"
     summary = f"{len(appended)} {noun} completed after an interruption"
-    event = commit_change(runtime, repo, Change("rating", agent, summary, appended))
+    event = commit_change(runtime, repo, CommitRequest("rating", agent, summary, appended))
     return [event] if event else []
 
 

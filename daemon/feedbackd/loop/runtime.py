@@ -6,13 +6,11 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from feedbackd.core.commitmsg import Person
+from feedbackd.core.commitmsg import FEEDBACKD_PERSON, Person
 from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import ConfigError, InvalidItem, WorkspaceError
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.files import read_file_bytes
-
-FALLBACK_AUTHOR = Person("feedbackd", "feedbackd@localhost")
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ def choose_author(
     ):
         if value:
             return parse_person(value, source)
-    return workspace_user or FALLBACK_AUTHOR
+    return workspace_user or FEEDBACKD_PERSON
 
 
 def config_path(explicit: str | None, workspace_root: Path | None) -> Path | None:

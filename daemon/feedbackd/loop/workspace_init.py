@@ -8,14 +8,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from feedbackd.core.commitmsg import Person
+from feedbackd.core.commitmsg import FEEDBACKD_PERSON, Person
 from feedbackd.core.errors import WorkspaceError
 from feedbackd.core.merging import ATTRIBUTES, DRIVER_NAME
 from feedbackd.core.workspace import STATE_DIR
 from feedbackd.edges.files import TMP_SUFFIX, atomic_write_text
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop.problems import ERROR_SUFFIX
-from feedbackd.loop.runtime import FALLBACK_AUTHOR
 
 IGNORED = [f"/{STATE_DIR}/", f"*{ERROR_SUFFIX}", f"*{TMP_SUFFIX}"]
 CONFIG_TEMPLATE = """\
@@ -125,6 +124,6 @@ def sample_data_dir() -> Path:
 
 def _commit_setup(root: Path, created: list[Path]) -> None:
     with GitRepo(root) as repo:
-        author = repo.user_identity() or FALLBACK_AUTHOR
+        author = repo.user_identity() or FEEDBACKD_PERSON
         paths = [path.relative_to(root).as_posix() for path in created]
         repo.commit_paths(paths, "Set up feedbackd workspace", Person(author.name, author.email))

@@ -18,9 +18,9 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback
+from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import iso_ms, utcnow
-from feedbackd.core.workspace import validate_id
 from feedbackd.loop import actions, queries
 from feedbackd.loop.reconcile import Report
 from feedbackd.loop.runtime import Runtime

@@ -1,0 +1,56 @@
+"""Ids: the rule every agent, item, skill and category id must follow, and the ids feedbackd makes.
+
+A name used as a folder or file name must follow ID_PATTERN (and hold no `..`), so that no id can
+lead outside the workspace. The records feedbackd writes get ids `{prefix}-{unix ms}-{6 random
+characters}`; each kind of record keeps the prefix and alphabet it has always had, because the
+ids already stored must keep meaning the same.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import string
+from dataclasses import dataclass
+from datetime import datetime
+
+from feedbackd.core.errors import InvalidId
+from feedbackd.core.timeutil import unix_ms
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+ID_RULE = "1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
+
+LOWER_ALNUM = string.ascii_lowercase + string.digits
+LOWER_HEX = "0123456789abcdef"
+RANDOM_CHARS = 6
+
+
+def validate_id(value: str, kind: str = "id") -> str:
+    """Return value if it is a safe agent/item/skill id, else raise InvalidId saying why."""
+    if not isinstance(value, str) or not ID_PATTERN.fullmatch(value) or ".." in value:
+        raise InvalidId(f"{kind} {value!r} is not a valid id", hint=f"use {ID_RULE}")
+    return value
+
+
+def is_valid_id(value: str) -> bool:
+    return bool(ID_PATTERN.fullmatch(value)) and ".." not in value
+
+
+@dataclass(frozen=True)
+class IdKind:
+    """How the ids of one kind of record look: `{prefix}-{unix ms}-{6 of alphabet}`."""
+
+    prefix: str
+    alphabet: str
+
+
+FEEDBACK_ENTRY = IdKind("fb", LOWER_ALNUM)  # SPEC §4: fb-{unix ms}-{6 random [a-z0-9]}
+MEMORY_RECORD = IdKind("mem", LOWER_ALNUM)
+DECISION = IdKind("d", LOWER_HEX)
+PRICE_CHANGE = IdKind("price", LOWER_HEX)
+
+
+def new_id(kind: IdKind, now: datetime) -> str:
+    """A fresh id of that kind, made at `now`."""
+    suffix = "".join(secrets.choice(kind.alphabet) for _ in range(RANDOM_CHARS))
+    return f"{kind.prefix}-{unix_ms(now)}-{suffix}"

@@ -1,0 +1,99 @@
+"""Tolerant JSONL reading: every line that reads, in order, and each bad line reported once."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from feedbackd.core.decisions import new_record, parse_ledger
+from feedbackd.core.jsonl import parse_jsonl
+
+
+class Line(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    n: int
+
+
+def read(text: str) -> tuple[list[tuple[int, Any]], list[tuple[int, str]]]:
+    bad: list[tuple[int, str]] = []
+    good = list(parse_jsonl(text, Line.model_validate_json, lambda n, why: bad.append((n, why))))
+    return good, bad
+
+
+def test_good_lines_come_with_their_numbers_and_bad_ones_are_reported() -> None:
+    text = "\n".join(
+        [
+            '{"id": "a", "n": 1}',
+            "",
+            "{half a line",
+            '{"id": "b", "n": "two"}',
+            "   ",
+            "[1, 2]",
+            '{"id": "c", "n": 3, "extra": true}',
+            '{"id": "d", "n": 4}',
+            "",
+        ]
+    )
+    good, bad = read(text)
+    assert [(number, record.id) for number, record in good] == [(1, "a"), (8, "d")]
+    assert [number for number, _ in bad] == [3, 4, 6, 7]  # blank lines are not bad
+    reasons = dict(bad)
+    assert reasons[3].startswith("Invalid JSON")
+    assert "integer" in reasons[4]
+    assert "Extra inputs" in reasons[7]
+
+
+def test_the_parser_may_refuse_a_line_with_its_own_reason() -> None:
+    def small(line: str) -> Line:
+        record = Line.model_validate_json(line)
+        if record.n > 9:
+            raise ValueError(f"n {record.n} is too big")
+        return record
+
+    bad: list[tuple[int, str]] = []
+    text = '{"id": "a", "n": 10}\n{"id": "b", "n": 1}\n'
+    good = list(parse_jsonl(text, small, lambda n, why: bad.append((n, why))))
+    assert [record.id for _, record in good] == ["b"]
+    assert bad == [(1, "n 10 is too big")]
+
+
+def test_line_breaks_inside_values_and_windows_line_ends_stay_one_record() -> None:
+    values = ["para\u2028graph", "next\x85line", "page\u2029two"]
+    text = "".join(
+        json.dumps({"id": v, "n": i}, ensure_ascii=False) + "\r\n" for i, v in enumerate(values)
+    )
+    good, bad = read(text)
+    assert bad == []
+    assert [(number, record.id) for number, record in good] == [
+        (1, values[0]),
+        (2, values[1]),
+        (3, values[2]),
+    ]
+
+
+def test_nothing_to_read_is_no_records() -> None:
+    assert read("") == ([], [])
+    assert read("\n\n") == ([], [])
+
+
+def test_the_decisions_ledger_keeps_a_curator_name_with_a_line_separator(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = datetime(2026, 4, 8, tzinfo=UTC)
+    odd = new_record("qi-1", "approved", now, curator="Ada\u2028Curator <ada@example.org>")
+    plain = new_record("qi-2", "rejected", now)
+    text = odd.line() + "\n" + "not json\n" + plain.line() + "\n"
+    logger = logging.getLogger("feedbackd")  # the CLI may have stopped it propagating
+    logger.addHandler(caplog.handler)
+    try:
+        records = parse_ledger(text, "decisions.jsonl")
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert records == [odd, plain]
+    assert "decisions.jsonl line 2 is not a decision record; ignored" in caplog.text
