@@ -14,7 +14,8 @@ import pytest
 
 from feedbackd.core.commitmsg import Person, build_message
 from feedbackd.core.errors import GitError, WorkspaceError
-from feedbackd.edges.git import GitRepo, git_process_in, lock_verdict
+from feedbackd.edges.git import GitRepo
+from feedbackd.edges.gitlocks import git_process_in, lock_verdict
 from tests.conftest import git
 
 ADA = Person("Ada Curator", "ada@example.org")

@@ -20,14 +20,12 @@ import os
 import re
 import secrets
 import shutil
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
 
 from git import Git, Repo
 from git.exc import InvalidGitRepositoryError, NoSuchPathError
@@ -41,6 +39,7 @@ from feedbackd.core.commitmsg import (
 )
 from feedbackd.core.errors import GitError
 from feedbackd.core.timeutil import parse_iso
+from feedbackd.edges.gitlocks import clear_index_lock
 from feedbackd.edges.gitrunner import (
     GitRunner,
     IndexLockBusy,
@@ -63,13 +62,8 @@ _COMMIT_ATTEMPTS = 3
 # The temporary index of the last commit, named after that commit; it seeds the next one.
 _KEPT_INDEX = "feedbackd-index."
 _LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
-# A lock this young may belong to a git we cannot see (another container sharing the folder):
-# it always gets this long before it can be judged stale.
-FRESH_LOCK_S = 2.0
 
 _CONFIG_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*(\.[^\n\0]+)?\.[A-Za-z][A-Za-z0-9-]*$")
-
-Verdict = Literal["remove", "wait"]
 
 SYNC_DIR = "feedbackd-sync"  # under .git/: temporary worktrees and the sync attributes
 # What a pull may do to a user's repository, and what it must never do: no hooks, no signing
@@ -105,64 +99,6 @@ class RebaseOutcome:
     commit: str | None
     conflicts: tuple[str, ...] = ()
     detail: str = ""
-
-
-def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> Verdict:
-    """What to do about an existing `.git/index.lock`.
-
-    live_git: True when a git process works in this repository, False when none does, None when
-    processes cannot be inspected; then only a lock older than `stale_after_s` counts as stale.
-    """
-    if age_s < FRESH_LOCK_S:
-        return "wait"
-    if live_git is None:
-        return "remove" if age_s > stale_after_s else "wait"
-    return "wait" if live_git else "remove"
-
-
-def git_process_in(folders: Sequence[Path], proc: Path = Path("/proc")) -> bool | None:
-    """True if a live git process (other than this one) has its working folder inside `folders`.
-
-    None when that cannot be known: no readable /proc, or a git process whose folder is hidden.
-    """
-    try:
-        entries = [entry for entry in proc.iterdir() if entry.name.isdigit()]
-    except OSError:
-        return None
-    if not entries:
-        return None
-    roots = [folder.resolve() for folder in folders]
-    unknown = False
-    for entry in entries:
-        argv = _git_argv(entry) if int(entry.name) != os.getpid() else None
-        if argv is None:
-            continue
-        try:
-            cwd = Path(os.readlink(entry / "cwd"))
-        except PermissionError:
-            unknown = True
-            continue
-        except OSError:
-            continue  # it ended while we looked
-        # Working here: its folder is inside, or it was pointed here (`--git-dir=...`, `-C ...`).
-        if any(_inside(cwd, root) or any(str(root) in arg for arg in argv) for root in roots):
-            return True
-    return None if unknown else False
-
-
-def _git_argv(entry: Path) -> list[str] | None:
-    """The command line of a git process, or None when the process is not git (or is gone)."""
-    try:
-        argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        comm = (entry / "comm").read_text(errors="replace").strip()
-    except OSError:
-        return None
-    name = os.path.basename(argv[0])
-    return argv if name == "git" or name.startswith("git-") or comm == "git" else None
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
 
 
 class GitRepo:
@@ -700,38 +636,9 @@ class GitRepo:
         return self._git.git_dir
 
     def _clear_index_lock(self) -> None:
-        """Remove a stale `.git/index.lock`; wait (with backoff) for a live one to go away."""
-        lock = self._git_dir / "index.lock"
-        deadline = time.monotonic() + self.lock_wait_s
-        delay = 0.02
-        while True:
-            try:
-                seen = lock.stat()
-            except FileNotFoundError:
-                return
-            live = git_process_in([self.root, self._git_dir])
-            if lock_verdict(live, time.time() - seen.st_mtime, self.stale_lock_s) == "remove":
-                self._remove_stale_lock(lock, seen, live)
-                continue
-            if time.monotonic() >= deadline:
-                raise GitError(
-                    f"{lock} is held by a running git command",
-                    hint="finish that command (a commit waiting for its editor?), or remove the"
-                    " lock file if no git program is running",
-                )
-            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
-            delay = min(delay * 2, 1.0)
-
-    def _remove_stale_lock(self, lock: Path, seen: os.stat_result, live: bool | None) -> None:
-        try:
-            now = lock.stat()
-            if (now.st_ino, now.st_mtime_ns) != (seen.st_ino, seen.st_mtime_ns):
-                return  # a new lock replaced the one we judged; look again
-            lock.unlink()
-        except FileNotFoundError:
-            return
-        why = "no git process works here" if live is False else f"older than {self.stale_lock_s}s"
-        log.warning("removed a stale %s (%s)", lock, why)
+        clear_index_lock(
+            self.root, self._git_dir, stale_after_s=self.stale_lock_s, wait_s=self.lock_wait_s
+        )
 
     # --- running git --------------------------------------------------------------------------
     @property
