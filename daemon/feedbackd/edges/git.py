@@ -1,16 +1,15 @@
-"""The workspace's git repository: commit exactly the paths of one change, read history back.
+"""The workspace's git repository, open for one unit of work: read files and history back,
+commit exactly the paths of one change, and reach the remote.
 
-This is the only module that uses GitPython, and it uses it only to run the git CLI
-(`repo.git.execute`) inside `with Repo(...)`, so no `git cat-file` children or file handles
-outlive a unit of work in the long-running daemon.
+GitRepo is the one door the loop uses; behind it each concern has its module:
+  edges/gitcommit.py  commits that never touch what the user staged, and healing the index
+  edges/gitremote.py  fetch, push and rebase in a temporary worktree (`repo.remote`)
+  edges/gitlocks.py   whether a `.git/*.lock` is stale, and clearing a stale index lock
+  edges/gitrunner.py  running git itself, through the one process runner (edges/process.py)
 
-Commits never touch what a user has staged: the change is built in a temporary index seeded from
-HEAD, committed with `commit-tree`, HEAD is moved with a compare-and-swap `update-ref`, and only
-then are the user's index entries for exactly those paths brought in line with the new commit.
-
-Remote sync works the same way round: local commits are rebased in a temporary worktree under
-`.git/feedbackd-sync/`, never in the user's own working tree, and the user's files and index
-follow only for the paths the pull changed (a two-tree `read-tree -m -u`, git's own fast-forward).
+GitPython is used here only to open the repository (`with Repo(...)`, closed at once, so no
+`git cat-file` children or file handles outlive it in the long-running daemon) and to name the
+git program; it never runs git, and its pure-Python index is never used (too slow).
 """
 
 from __future__ import annotations
@@ -18,148 +17,42 @@ from __future__ import annotations
 import logging
 import os
 import re
-import secrets
-import shutil
-import tempfile
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO, Literal, cast
 
 from git import Git, Repo
 from git.exc import InvalidGitRepositoryError, NoSuchPathError
 
 from feedbackd.core.commitmsg import (
     EVENT_KEY,
+    FEEDBACKD_PERSON,
     LogEntry,
     Person,
     log_entry,
-    one_line,
     parse_trailers,
 )
-from feedbackd.core.commitmsg import FEEDBACKD_PERSON as DEFAULT_COMMITTER
-from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.core.errors import GitError
 from feedbackd.core.timeutil import parse_iso
+from feedbackd.edges.gitcommit import CommitWriter, operation_in_progress, refuse_during_operation
+from feedbackd.edges.gitlocks import clear_index_lock
+from feedbackd.edges.gitremote import GitRemote
+from feedbackd.edges.gitrunner import (
+    GitRunner,
+    first_line,
+    git_in,
+    hint_for,
+    literal_pattern,
+    rel_path,
+    revision,
+)
 
 log = logging.getLogger("feedbackd")
 
-# Literal pathspecs: an item called `a*.json` must never match other files. No optional locks:
-# reading status must not fight a user's git for `.git/index.lock`. Never prompt.
-_BASE_ENV = {"GIT_LITERAL_PATHSPECS": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-_LOCK_BUSY_MARKERS = ("index.lock': File exists", "index.lock: File exists")
-_COMMIT_ATTEMPTS = 3
-# The temporary index of the last commit, named after that commit; it seeds the next one.
-_KEPT_INDEX = "feedbackd-index."
 _LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
-# A lock this young may belong to a git we cannot see (another container sharing the folder):
-# it always gets this long before it can be judged stale.
-FRESH_LOCK_S = 2.0
 
-_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/~^@{}-]{0,255}$")
 _CONFIG_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*(\.[^\n\0]+)?\.[A-Za-z][A-Za-z0-9-]*$")
-
-Verdict = Literal["remove", "wait"]
-
-SYNC_DIR = "feedbackd-sync"  # under .git/: temporary worktrees and the sync attributes
-# What a pull may do to a user's repository, and what it must never do: no hooks, no signing
-# prompt, no editor, no other branches moved, no remembered resolutions applied unseen.
-_QUIET_REBASE = {
-    "core.hooksPath": os.devnull,
-    "commit.gpgSign": "false",
-    "core.editor": "true",
-    "rebase.autoSquash": "false",
-    "rebase.autoStash": "false",
-    "rebase.updateRefs": "false",
-    "rerere.enabled": "false",
-    "advice.detachedHead": "false",
-}
-_OPERATIONS = {
-    "rebase-merge": "rebase",
-    "rebase-apply": "rebase",
-    "MERGE_HEAD": "merge",
-    "CHERRY_PICK_HEAD": "cherry-pick",
-    "REVERT_HEAD": "revert",
-}
-_MISSING_REMOTE_BRANCH = "couldn't find remote ref"
-
-
-class _IndexLockBusy(GitError):
-    """git refused to run because `.git/index.lock` appeared while we worked."""
-
-
-class RemoteUnreachable(GitError):
-    """The remote did not answer (offline, moved, refused the login): try again later."""
-
-
-@dataclass(frozen=True)
-class RebaseOutcome:
-    """Local commits replayed onto the remote's: the new tip, or the paths that conflicted."""
-
-    commit: str | None
-    conflicts: tuple[str, ...] = ()
-    detail: str = ""
-
-
-def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> Verdict:
-    """What to do about an existing `.git/index.lock`.
-
-    live_git: True when a git process works in this repository, False when none does, None when
-    processes cannot be inspected; then only a lock older than `stale_after_s` counts as stale.
-    """
-    if age_s < FRESH_LOCK_S:
-        return "wait"
-    if live_git is None:
-        return "remove" if age_s > stale_after_s else "wait"
-    return "wait" if live_git else "remove"
-
-
-def git_process_in(folders: Sequence[Path], proc: Path = Path("/proc")) -> bool | None:
-    """True if a live git process (other than this one) has its working folder inside `folders`.
-
-    None when that cannot be known: no readable /proc, or a git process whose folder is hidden.
-    """
-    try:
-        entries = [entry for entry in proc.iterdir() if entry.name.isdigit()]
-    except OSError:
-        return None
-    if not entries:
-        return None
-    roots = [folder.resolve() for folder in folders]
-    unknown = False
-    for entry in entries:
-        argv = _git_argv(entry) if int(entry.name) != os.getpid() else None
-        if argv is None:
-            continue
-        try:
-            cwd = Path(os.readlink(entry / "cwd"))
-        except PermissionError:
-            unknown = True
-            continue
-        except OSError:
-            continue  # it ended while we looked
-        # Working here: its folder is inside, or it was pointed here (`--git-dir=...`, `-C ...`).
-        if any(_inside(cwd, root) or any(str(root) in arg for arg in argv) for root in roots):
-            return True
-    return None if unknown else False
-
-
-def _git_argv(entry: Path) -> list[str] | None:
-    """The command line of a git process, or None when the process is not git (or is gone)."""
-    try:
-        argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        comm = (entry / "comm").read_text(errors="replace").strip()
-    except OSError:
-        return None
-    name = os.path.basename(argv[0])
-    return argv if name == "git" or name.startswith("git-") or comm == "git" else None
-
-
-def _inside(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
 
 
 class GitRepo:
@@ -170,24 +63,26 @@ class GitRepo:
         root: Path,
         *,
         stale_lock_s: float = 30,
-        committer: Person = DEFAULT_COMMITTER,
+        committer: Person = FEEDBACKD_PERSON,
         lock_wait_s: float = 30,
     ) -> None:
         self.root = Path(root)
         self.stale_lock_s = stale_lock_s
         self.committer = committer
         self.lock_wait_s = lock_wait_s
-        self._repo: Repo | None = None
+        self._runner: GitRunner | None = None
 
     # --- opening ------------------------------------------------------------------------------
     def __enter__(self) -> GitRepo:
         try:
-            self._repo = Repo(self.root)
+            with Repo(self.root) as repo:  # only to find its folders: it starts no git process
+                git_dir, work_tree = Path(repo.git_dir), Path(repo.working_tree_dir or self.root)
         except (InvalidGitRepositoryError, NoSuchPathError) as error:
             raise GitError(
                 f"{self.root} is not a git repository",
                 hint="run `feedbackd init` there, or set git.enabled: false",
             ) from error
+        self._runner = GitRunner(work_tree, git_dir, executable=_executable())
         return self
 
     def __exit__(
@@ -196,9 +91,7 @@ class GitRepo:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._repo is not None:
-            self._repo.close()
-            self._repo = None
+        self._runner = None
 
     @staticmethod
     def init(root: Path) -> None:
@@ -206,14 +99,9 @@ class GitRepo:
         if GitRepo.is_repo(root):
             return
         Path(root).mkdir(parents=True, exist_ok=True)
-        status, _, err = Git(str(root)).execute(
-            ["git", "init", "-q", "-b", "main"],
-            with_extended_output=True,
-            with_exceptions=False,
-            env=_BASE_ENV,
-        )
+        status, _, err = git_in(Path(root), ["init", "-q", "-b", "main"], executable=_executable())
         if status != 0:
-            raise GitError(f"git init failed in {root}: {_first_line(err)}", hint=_hint_for(err))
+            raise GitError(f"git init failed in {root}: {first_line(err)}", hint=hint_for(err))
 
     @staticmethod
     def is_repo(root: Path) -> bool:
@@ -221,18 +109,13 @@ class GitRepo:
         folder = Path(root)
         if not folder.is_dir():
             return False
-        status, top, _ = Git(str(folder)).execute(
-            ["git", "rev-parse", "--show-toplevel"],
-            with_extended_output=True,
-            with_exceptions=False,
-            env=_BASE_ENV,
-        )
-        return status == 0 and Path(top.strip()).resolve() == folder.resolve()
+        status, top, _ = git_in(folder, ["rev-parse", "--show-toplevel"], executable=_executable())
+        return status == 0 and Path(os.fsdecode(top.strip())).resolve() == folder.resolve()
 
     # --- reading ------------------------------------------------------------------------------
     def head(self) -> str | None:
         """The sha of HEAD, or None on a branch with no commits yet."""
-        status, out, _ = self._exec(["rev-parse", "--verify", "-q", "HEAD"])
+        status, out, _ = self._git.exec(["rev-parse", "--verify", "-q", "HEAD"])
         return out.decode().strip() if status == 0 else None
 
     def user_identity(self) -> Person | None:
@@ -250,7 +133,7 @@ class GitRepo:
 
     def _user_config(self) -> tuple[str | None, str | None]:
         """`user.name` and `user.email`, read with one git command."""
-        _, out, _ = self._exec(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])
+        _, out, _ = self._git.exec(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])
         found: dict[str, str] = {}
         for entry in out.decode("utf-8", errors="replace").split("\0"):
             key, _, value = entry.partition("\n")
@@ -259,40 +142,41 @@ class GitRepo:
 
     def file_at_head(self, path: str) -> bytes | None:
         """The committed content of `path` at HEAD, or None when HEAD has no such file."""
-        return self._blob("HEAD", _rel(path))
+        return self._blob("HEAD", rel_path(path))
 
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The content of `path` in `commit` (a sha or revision); None when it has no such file."""
-        return self._blob(_rev(commit), _rel(path))
+        return self._blob(revision(commit), rel_path(path))
 
     def commits_touching(self, path: str, *, limit: int = 50) -> list[str]:
         """The shas of the last `limit` commits that changed `path`, newest first."""
         if self.head() is None:
             return []
-        args = ["log", "--no-renames", f"-n{max(int(limit), 0)}", "--format=%H", "--", _rel(path)]
-        return self._run(args).decode().split()
+        count = f"-n{max(int(limit), 0)}"
+        args = ["log", "--no-renames", count, "--format=%H", "--", rel_path(path)]
+        return self._git.run(args).decode().split()
 
     def file_at_first_add(self, path: str) -> bytes | None:
         """`path` as it was in the most recent commit that added it (a draft's snapshot)."""
-        rel = _rel(path)
+        rel = rel_path(path)
         if self.head() is None:
             return None
         args = ["log", "--no-renames", "--diff-filter=A", "-1", "--format=%H", "--", rel]
-        sha = self._run(args).decode().strip()
+        sha = self._git.run(args).decode().strip()
         return self._blob(sha, rel) if sha else None
 
     def changed_paths(self, under: str) -> list[str]:
         """Paths below `under` that differ from HEAD: modified, deleted, added or untracked."""
-        spec = _rel(under) if under not in ("", ".") else "."
+        spec = rel_path(under) if under not in ("", ".") else "."
         args = ["status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", spec]
-        entries = self._run(args).decode("utf-8", errors="surrogateescape").split("\0")
+        entries = self._git.run(args).decode("utf-8", errors="surrogateescape").split("\0")
         return sorted({entry[3:] for entry in entries if len(entry) > 3})
 
     def untracked_paths(self, under: str) -> list[str]:
         """Files below `under` that git does not track (and does not ignore)."""
-        spec = _rel(under) if under not in ("", ".") else "."
+        spec = rel_path(under) if under not in ("", ".") else "."
         args = ["ls-files", "-z", "--others", "--exclude-standard", "--", spec]
-        entries = self._run(args).decode("utf-8", errors="surrogateescape").split("\0")
+        entries = self._git.run(args).decode("utf-8", errors="surrogateescape").split("\0")
         return sorted(entry for entry in entries if entry)
 
     def log(self, *, agent: str | None = None, since: datetime | None = None) -> list[LogEntry]:
@@ -302,7 +186,7 @@ class GitRepo:
         if since is not None and since.tzinfo is None:
             since = since.replace(tzinfo=UTC)  # like every other time in feedbackd
         args = ["log", "-i", f"--grep=^{EVENT_KEY}:", f"--format={_LOG_FORMAT}", "HEAD"]
-        parts = self._run(args).decode("utf-8", errors="replace").split("\0")
+        parts = self._git.run(args).decode("utf-8", errors="replace").split("\0")
         entries: list[LogEntry] = []
         for index in range(0, len(parts) - 3, 4):
             commit, date, author, message = parts[index : index + 4]
@@ -322,9 +206,9 @@ class GitRepo:
         """
         if self.head() is None or not trailers:
             return []
-        greps = [f"--grep=^{key}: {_literal_pattern(value)}$" for key, value in trailers.items()]
+        greps = [f"--grep=^{key}: {literal_pattern(value)}$" for key, value in trailers.items()]
         args = ["log", "-E", "--all-match", *greps, f"--format={_LOG_FORMAT}", "HEAD"]
-        parts = self._run(args).decode("utf-8", errors="replace").split("\0")
+        parts = self._git.run(args).decode("utf-8", errors="replace").split("\0")
         found = []
         for index in range(0, len(parts) - 3, 4):
             commit, date, author, message = parts[index : index + 4]
@@ -343,7 +227,7 @@ class GitRepo:
                 f"refusing git config {key!r} = {value!r}",
                 hint="use a key like section.name and a one-line value",
             )
-        self._run(["config", "--local", key, value])
+        self._git.run(["config", "--local", key, value])
 
     # --- committing ---------------------------------------------------------------------------
     def commit_paths(self, paths: Sequence[str], message: str, author: Person) -> str | None:
@@ -352,573 +236,82 @@ class GitRepo:
         Returns None when none of them differ from HEAD. The user's other staged and unstaged
         changes stay as they were; the user's index entries for `paths` follow the new commit.
         """
-        rels = list(dict.fromkeys(_rel(path) for path in paths))
-        if not rels:
-            return None
-        self.refuse_during_operation()
-        self._clear_index_lock()
-        for attempt in range(1, _COMMIT_ATTEMPTS + 1):
-            head, head_tree = self._head_and_tree()
-            with self._temporary_index() as env:
-                new = self._write_commit(head, head_tree, rels, message, author, env)
-                if new is None:
-                    self._keep_index(env, head)  # it still holds exactly HEAD's tree
-                    return None
-                if self._move_head(new, head, message, attempt):
-                    self._keep_index(env, new)
-                    self._sync_user_index(new, rels)
-                    return new
-        raise AssertionError("unreachable: _move_head raises on the last attempt")
-
-    def _head_and_tree(self) -> tuple[str | None, str]:
-        """HEAD and its tree in one git command; None and the empty tree before a first commit."""
-        status, out, _ = self._exec(["rev-parse", "HEAD", "HEAD^{tree}", "--"])
-        lines = out.decode().split()
-        if status != 0 or len(lines) < 2:
-            return None, self._tree_of(None)
-        return lines[0], lines[1]
-
-    def _write_commit(
-        self,
-        head: str | None,
-        head_tree: str,
-        rels: list[str],
-        message: str,
-        author: Person,
-        env: Mapping[str, str],
-    ) -> str | None:
-        """The new commit (not yet on any branch), built in the temporary index `env` names."""
-        self._seed_index(head, env)
-        present = self._present(rels, env)
-        if not present:
-            return None
-        self._run(["add", "-A", "--", *present], env=env)
-        tree = self._run(["write-tree"], env=env).decode().strip()
-        if tree == head_tree:
-            return None
-        parents = ["-p", head] if head else []
-        people = {**_identity_env("AUTHOR", author), **_identity_env("COMMITTER", self.committer)}
-        args = ["commit-tree", "--no-gpg-sign", tree, *parents]
-        return self._run(args, env=people, stdin=message.encode()).decode().strip()
-
-    def _seed_index(self, head: str | None, env: Mapping[str, str]) -> None:
-        """Start the temporary index as HEAD's tree: the index our last commit was written from
-        when HEAD is still that commit (taken with a rename, so two writers never share it),
-        else HEAD read afresh. It keeps git's stat data, so unchanged files are not re-read.
-        """
-        if head is None:
-            return
-        try:
-            os.replace(self._git_dir / f"{_KEPT_INDEX}{head}", env["GIT_INDEX_FILE"])
-        except FileNotFoundError:
-            self._run(["read-tree", head], env=env)
-
-    def _keep_index(self, env: Mapping[str, str], commit: str | None) -> None:
-        """Keep the temporary index, which holds exactly `commit`'s tree, for the next commit."""
-        if commit is None:
-            return
-        kept = self._git_dir / f"{_KEPT_INDEX}{commit}"
-        try:
-            os.replace(env["GIT_INDEX_FILE"], kept)
-        except FileNotFoundError:
-            return
-        for older in self._git_dir.glob(f"{_KEPT_INDEX}*"):
-            if older != kept:
-                older.unlink(missing_ok=True)
-
-    def _present(self, rels: list[str], env: Mapping[str, str]) -> list[str]:
-        """The paths that exist on disk or are tracked; git refuses any others."""
-        missing = [rel for rel in rels if not os.path.lexists(self.root / rel)]
-        if not missing:
-            return rels
-        listed = self._run(["ls-files", "-z", "--", *missing], env=env)
-        names = listed.decode("utf-8", errors="surrogateescape").split("\0")
-        tracked = {rel for rel in missing if any(_within(name, rel) for name in names if name)}
-        return [rel for rel in rels if rel not in missing or rel in tracked]
-
-    def _tree_of(self, head: str | None) -> str:
-        if head is None:
-            return self._run(["hash-object", "-t", "tree", "--stdin"], stdin=b"").decode().strip()
-        return self._run(["rev-parse", f"{head}^{{tree}}"]).decode().strip()
-
-    def _move_head(self, new: str, old: str | None, message: str, attempt: int) -> bool:
-        """Point HEAD at `new` if it still is `old`; False (retry) when someone moved it."""
-        expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
-        subject = message.strip().split("\n", 1)[0]
-        args = ["update-ref", "-m", f"feedbackd: {subject}", "HEAD", new, expected]
-        status, _, err = self._exec(args)
-        if status == 0:
-            return True
-        if attempt == _COMMIT_ATTEMPTS:
-            raise GitError(
-                f"could not move HEAD to the new commit: {_first_line(err)}",
-                hint=(
-                    _hint_for(err)
-                    if ".lock" in err
-                    else "another program keeps committing here; try again, or stop it for a moment"
-                ),
-            )
-        log.info("HEAD moved while committing (%s); trying again", _first_line(err))
-        return False
-
-    def _sync_user_index(self, new: str, rels: list[str]) -> None:
-        """Make the user's index entries for `rels` match the new commit, and nothing else."""
-        # reset refreshes the stat data afterwards: without it these entries look modified to
-        # commands that need a clean index (the read-tree -m -u of a sync after a pull).
-        args = ["reset", "-q", new, "--", *rels]
-        try:
-            try:
-                self._run(args)
-            except _IndexLockBusy:
-                self._clear_index_lock()
-                self._run(args)
-        except GitError as error:
-            # The commit exists; only the index view of these paths lags behind it.
-            log.warning(
-                "committed %s, but could not update the git index for %s (%s); run: git reset -q"
-                " HEAD -- %s",
-                new[:12],
-                ", ".join(rels),
-                error,
-                " ".join(rels),
-            )
+        return self._commits.commit(paths, message, author)
 
     def heal_index(self, depth: int = 20) -> list[str]:
-        """Bring index entries that lag behind recent commits back in line; the paths fixed.
+        """Bring index entries that a crash left behind recent commits back in line (see
+        CommitWriter.heal_index); the paths fixed."""
+        return self._commits.heal_index(depth)
 
-        A crash between moving HEAD and `_sync_user_index` leaves the index showing that commit's
-        changes undone (a later `git commit` by the user would revert them). Only paths of the
-        last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
-        change differs from HEAD in the work tree too, and stays as it is.
-        """
-        head = self.head()
-        if head is None:
-            return []
-        recent = ["log", f"-n{int(depth)}", "--format=", "--name-only", "-z", "--no-renames", head]
-        names = self._run(recent).decode("utf-8", "surrogateescape").split("\0")
-        touched = sorted({name.strip("\n") for name in names} - {""})
-        if not touched:
-            return []
-        args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head, "--", *touched]
-        lagging = self._run(args).decode("utf-8", "surrogateescape").split("\0")
-        stale = [rel for rel in lagging if rel and self._blob_id(head, rel) == self._disk_id(rel)]
-        if stale:
-            # The same crash may have left index.lock, still young at a quick restart: wait
-            # until it is judged stale (or its live owner is done) instead of failing the heal.
-            self._clear_index_lock()
-            self._run(["reset", "-q", head, "--", *stale])
-            log.warning(
-                "the git index lagged behind recent commits for %s; fixed", ", ".join(stale)
-            )
-        return stale
+    def operation_in_progress(self) -> str | None:
+        """`rebase`, `merge`, `cherry-pick` or `revert` while the user is in the middle of one."""
+        return operation_in_progress(self._git_dir)
 
-    def _blob_id(self, rev: str, rel: str) -> str | None:
-        """The object id of the file `rel` at `rev`; None for a folder or a missing path."""
-        status, out, _ = self._exec(["ls-tree", "-z", rev, "--", rel])
-        # One entry `mode type sha<TAB>path`.
-        meta, _, name = out.decode("utf-8", errors="surrogateescape").partition("\t")
-        fields = meta.split()
-        if status != 0 or name.rstrip("\0") != rel or len(fields) != 3 or fields[1] != "blob":
-            return None
-        return fields[2]
+    def refuse_during_operation(self) -> None:
+        """Raise GitError while the user is in the middle of a rebase, merge, ...: feedbackd
+        writes and commits nothing then (its --abort would throw that work away)."""
+        refuse_during_operation(self._git_dir)
 
-    def _disk_id(self, rel: str) -> str | None:
-        if not (self.root / rel).is_file():
-            return None
-        return self._run(["hash-object", "--", str(self.root / rel)]).decode().strip()
-
-    # --- remote sync ----------------------------------------------------------------------------
+    # --- history and branches -------------------------------------------------------------------
     def current_branch(self) -> str | None:
         """The branch HEAD points at (even before its first commit); None when HEAD is detached."""
-        status, out, _ = self._exec(["symbolic-ref", "-q", "--short", "HEAD"])
+        status, out, _ = self._git.exec(["symbolic-ref", "-q", "--short", "HEAD"])
         name = out.decode().strip()
         return name if status == 0 and name else None
 
     def rev(self, ref: str) -> str | None:
         """The commit that `ref` names, or None when there is none."""
-        status, out, _ = self._exec(["rev-parse", "--verify", "-q", f"{_rev(ref)}^{{commit}}"])
-        return out.decode().strip() if status == 0 else None
-
-    def operation_in_progress(self) -> str | None:
-        """`rebase`, `merge`, `cherry-pick` or `revert` while the user is in the middle of one."""
-        for marker, name in _OPERATIONS.items():
-            if (self._git_dir / marker).exists():
-                return name
-        return None
-
-    def refuse_during_operation(self) -> None:
-        """Raise GitError while the user is in the middle of a rebase, merge, ...
-
-        A commit made then lands on the HEAD of that operation: `git rebase --abort` throws it
-        away, and with it the files it held (a draft vanished from queue/). So feedbackd writes
-        and commits nothing until the operation is finished; what waits is done afterwards.
-        """
-        operation = self.operation_in_progress()
-        if operation is not None:
-            raise GitError(
-                f"a git {operation} is in progress in the workspace; feedbackd records nothing"
-                " until it is finished",
-                hint=f"finish it with `git {operation} --continue`, or undo it with"
-                f" `git {operation} --abort`; what waited is recorded then",
-            )
+        return self._git.rev(ref)
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         """True when `newer` already contains `older`."""
-        status, _, err = self._exec(["merge-base", "--is-ancestor", _rev(older), _rev(newer)])
+        args = ["merge-base", "--is-ancestor", revision(older), revision(newer)]
+        status, _, err = self._git.exec(args)
         if status > 1:
-            raise GitError(f"git merge-base failed: {_first_line(err)}", hint=_hint_for(err))
+            raise GitError(f"git merge-base failed: {first_line(err)}", hint=hint_for(err))
         return status == 0
 
     def count_commits(self, since: str | None, until: str) -> int:
         """How many commits `until` has that `since` lacks (all of them when since is None)."""
-        spec = [_rev(until), *([f"^{_rev(since)}"] if since else [])]
-        return int(self._run(["rev-list", "--count", *spec]).decode().strip() or 0)
+        spec = [revision(until), *([f"^{revision(since)}"] if since else [])]
+        return int(self._git.run(["rev-list", "--count", *spec]).decode().strip() or 0)
 
     def paths_changed(self, old: str | None, new: str) -> list[str]:
         """Paths that differ between two commits (every path of `new` when old is None)."""
         args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id"]
-        out = self._run([*args, old or self._tree_of(None), _rev(new)])
+        out = self._git.run([*args, old or self._git.tree_of(None), revision(new)])
         return sorted(name for name in out.decode("utf-8", "surrogateescape").split("\0") if name)
 
-    def fetch_branch(self, remote: str, branch: str, *, timeout: float) -> str | None:
-        """Fetch `branch` from `remote`: its commit there, or None when the remote lacks it.
+    # --- the parts behind the door ---------------------------------------------------------------
+    @property
+    def remote(self) -> GitRemote:
+        """Fetch, push and rebase for this repository (edges/gitremote.py)."""
+        return GitRemote(self._git, self.committer, self._clear_index_lock)
 
-        A named remote's tracking ref follows too, so `git status` tells the user the truth.
-        """
-        private = f"refs/feedbackd/remote/{_branch(branch)}"
-        specs = [f"+refs/heads/{branch}:{private}"]
-        if self._config(f"remote.{_remote(remote)}.url"):
-            specs.append(f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
-        args = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", remote, *specs]
-        status, _, err = self._exec(args, timeout=timeout)
-        if status == 0:
-            return self.rev(private)
-        if _MISSING_REMOTE_BRANCH in err:
-            return None
-        raise RemoteUnreachable(
-            f"could not fetch {branch} from {remote}: {_first_line(err) or f'exit {status}'}",
-            hint="check the network and git.remote; feedbackd tries again with backoff",
-        )
+    @property
+    def _commits(self) -> CommitWriter:
+        return CommitWriter(self._git, self.root, self.committer, self._clear_index_lock)
 
-    def push_branch(self, remote: str, commit: str, branch: str, *, timeout: float) -> bool:
-        """Push `commit` as the remote's `branch`; False when the remote refused (not a
-        fast-forward: someone pushed first, or a rule there); RemoteUnreachable when offline."""
-        target = f"refs/heads/{_branch(branch)}"
-        args = ["push", "--porcelain", _remote(remote), f"{_rev(commit)}:{target}"]
-        status, out, err = self._exec(args, timeout=timeout)
-        if status == 0:
-            self._run(["update-ref", f"refs/feedbackd/remote/{branch}", commit])
-            return True
-        if any(line.startswith("!") for line in out.decode(errors="replace").splitlines()):
-            return False
-        raise RemoteUnreachable(
-            f"could not push {branch} to {remote}: {_first_line(err) or f'exit {status}'}",
-            hint="check the network and git.remote; feedbackd tries again with backoff",
-        )
+    @property
+    def _git(self) -> GitRunner:
+        if self._runner is None:
+            raise RuntimeError("GitRepo is used outside its `with` block")
+        return self._runner
 
-    def rebase_onto(
-        self, upstream: str, local: str, config: Mapping[str, str] | None = None
-    ) -> RebaseOutcome:
-        """Replay the commits of `local` that `upstream` lacks onto it, in a temporary worktree.
-
-        The user's working tree, index and branches are not touched; `config` adds settings for
-        this rebase only (the merge driver, attributes).
-        """
-        settings = {**_QUIET_REBASE, **(config or {})}
-        with self._temporary_worktree(local) as (folder, env):
-            args = [*_config_args(settings), "rebase", "--quiet", _rev(upstream)]
-            status, out, err = self._exec(args, env=env, cwd=folder)
-            if status == 0:
-                tip = self._run(["rev-parse", "HEAD"], env=env, cwd=folder).decode().strip()
-                return RebaseOutcome(tip)
-            listed = self._exec(
-                ["diff", "--name-only", "-z", "--diff-filter=U"], env=env, cwd=folder
-            )
-            names = listed[1].decode("utf-8", "surrogateescape").split("\0")
-            detail = _first_line(err) or _first_line(out.decode(errors="replace"))
-            return RebaseOutcome(None, tuple(sorted(n for n in names if n)), detail)
-
-    def fast_forward_files(self, old: str | None, new: str | None) -> None:
-        """Bring the user's index and files from `old` to `new`, only where those two differ.
-
-        Every other change of the user's stays: git refuses, changing nothing, when one of
-        their modified, staged or untracked files would be overwritten.
-        """
-        empty = self._tree_of(None)
-        args = ["read-tree", "-m", "-u", _rev(old or empty), _rev(new or empty)]
-        self._clear_index_lock()
-        try:
-            self._refresh_index()
-            self._run(args)
-        except _IndexLockBusy:
-            self._clear_index_lock()
-            self._refresh_index()
-            self._run(args)
-
-    def _refresh_index(self) -> None:
-        # Commits update index entries without their file stat data (cheaper); read-tree -m
-        # would take such entries for modified files, so their stat data is refreshed first.
-        # This changes no content of the user's index.
-        self._exec(["update-index", "-q", "--refresh"])
-
-    def move_branch(self, branch: str, new: str, old: str | None) -> bool:
-        """Point `branch` at `new` if it still is `old`; False when something moved it meanwhile."""
-        expected = old or "0" * len(new)
-        ref = f"refs/heads/{_branch(branch)}"
-        status, _, _ = self._exec(["update-ref", "-m", "feedbackd: sync", ref, _rev(new), expected])
-        return status == 0
-
-    def remove_sync_leftovers(self) -> list[Path]:
-        """Remove temporary worktrees that a killed sync left behind (never mid-rebase again)."""
-        folder = self._git_dir / SYNC_DIR
-        leftovers = sorted(folder.glob("wt-*")) if folder.is_dir() else []
-        for leftover in leftovers:
-            log.warning("removing a temporary sync worktree left behind: %s", leftover)
-            self._remove_worktree(leftover)
-        return leftovers
-
-    def sync_file(self, name: str) -> Path:
-        """A file feedbackd keeps for sync under `.git/feedbackd-sync/` (never committed)."""
-        folder = self._git_dir / SYNC_DIR
-        folder.mkdir(exist_ok=True)
-        return folder / name
-
-    @contextmanager
-    def _temporary_worktree(self, commit: str) -> Iterator[tuple[Path, dict[str, str]]]:
-        folder = self._git_dir / SYNC_DIR / f"wt-{os.getpid()}-{secrets.token_hex(4)}"
-        folder.parent.mkdir(exist_ok=True)
-        admin = self._git_dir / "worktrees" / folder.name
-        env = {
-            "GIT_DIR": str(admin),
-            "GIT_WORK_TREE": str(folder),
-            # `worktree add` hands its environment to the checkout it runs: this index must be
-            # the new worktree's own, never the user's.
-            "GIT_INDEX_FILE": str(admin / "index"),
-            "GIT_EDITOR": "true",
-            **_identity_env("COMMITTER", self.committer),
-        }
-        try:
-            add = ["worktree", "add", "--detach", "--quiet", str(folder), _rev(commit)]
-            self._run(
-                [*_config_args(_QUIET_REBASE), *add], env={"GIT_INDEX_FILE": env["GIT_INDEX_FILE"]}
-            )
-            yield folder, env
-        finally:
-            self._remove_worktree(folder)
-
-    def _remove_worktree(self, folder: Path) -> None:
-        self._exec(["worktree", "remove", "--force", "--force", str(folder)])
-        if folder.exists():
-            shutil.rmtree(folder, ignore_errors=True)
-        self._exec(["worktree", "prune"])
-
-    # --- the index lock -----------------------------------------------------------------------
     @property
     def _git_dir(self) -> Path:
-        return Path(self._require_repo().git_dir)
+        return self._git.git_dir
 
     def _clear_index_lock(self) -> None:
-        """Remove a stale `.git/index.lock`; wait (with backoff) for a live one to go away."""
-        lock = self._git_dir / "index.lock"
-        deadline = time.monotonic() + self.lock_wait_s
-        delay = 0.02
-        while True:
-            try:
-                seen = lock.stat()
-            except FileNotFoundError:
-                return
-            live = git_process_in([self.root, self._git_dir])
-            if lock_verdict(live, time.time() - seen.st_mtime, self.stale_lock_s) == "remove":
-                self._remove_stale_lock(lock, seen, live)
-                continue
-            if time.monotonic() >= deadline:
-                raise GitError(
-                    f"{lock} is held by a running git command",
-                    hint="finish that command (a commit waiting for its editor?), or remove the"
-                    " lock file if no git program is running",
-                )
-            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
-            delay = min(delay * 2, 1.0)
-
-    def _remove_stale_lock(self, lock: Path, seen: os.stat_result, live: bool | None) -> None:
-        try:
-            now = lock.stat()
-            if (now.st_ino, now.st_mtime_ns) != (seen.st_ino, seen.st_mtime_ns):
-                return  # a new lock replaced the one we judged; look again
-            lock.unlink()
-        except FileNotFoundError:
-            return
-        why = "no git process works here" if live is False else f"older than {self.stale_lock_s}s"
-        log.warning("removed a stale %s (%s)", lock, why)
-
-    # --- running git --------------------------------------------------------------------------
-    def _require_repo(self) -> Repo:
-        if self._repo is None:
-            raise RuntimeError("GitRepo is used outside its `with` block")
-        return self._repo
-
-    @contextmanager
-    def _temporary_index(self) -> Iterator[dict[str, str]]:
-        index = self._git_dir / f"feedbackd-index-{os.getpid()}-{secrets.token_hex(4)}"
-        try:
-            yield {"GIT_INDEX_FILE": str(index)}
-        finally:
-            for leftover in (index, index.with_name(index.name + ".lock")):
-                leftover.unlink(missing_ok=True)
-
-    def _config(self, key: str) -> str | None:
-        status, out, _ = self._exec(["config", "--get", key])
-        value = out.decode("utf-8", errors="replace").strip()
-        return value if status == 0 and value else None
+        clear_index_lock(
+            self.root, self._git_dir, stale_after_s=self.stale_lock_s, wait_s=self.lock_wait_s
+        )
 
     def _blob(self, rev: str, rel: str) -> bytes | None:
-        sha = self._blob_id(rev, rel)
-        return self._run(["cat-file", "blob", sha]) if sha else None
-
-    def _run(
-        self,
-        args: list[str],
-        *,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-        cwd: Path | None = None,
-    ) -> bytes:
-        """Run git; its stdout as bytes, or GitError naming the command and git's complaint."""
-        status, out, err = self._exec(args, env=env, stdin=stdin, cwd=cwd)
-        if status == 0:
-            return out
-        if any(marker in err for marker in _LOCK_BUSY_MARKERS):
-            raise _IndexLockBusy(_first_line(err), hint=_hint_for(err))
-        command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
-        raise GitError(
-            f"git {command} failed: {_first_line(err) or f'exit status {status}'}",
-            hint=_hint_for(err),
-        )
-
-    def _exec(
-        self,
-        args: list[str],
-        *,
-        env: Mapping[str, str] | None = None,
-        stdin: bytes | None = None,
-        cwd: Path | None = None,
-        timeout: float | None = None,
-    ) -> tuple[int, bytes, str]:
-        """Run git in the workspace (or in `cwd`, a temporary worktree); kill it after timeout."""
-        repo = self._require_repo()
-        runner = repo.git if cwd is None else Git(str(cwd))
-        full_env = {**_BASE_ENV, **self._pinned_env(repo), **(env or {})}
-        with _input_file(stdin) as source:
-            status, out, err = runner.execute(
-                [Git.GIT_PYTHON_GIT_EXECUTABLE or "git", *args],
-                istream=source,
-                kill_after_timeout=timeout,
-                with_extended_output=True,
-                with_exceptions=False,
-                stdout_as_string=False,
-                strip_newline_in_stdout=False,
-                env=full_env,
-            )
-        return status, out, err
-
-    def _pinned_env(self, repo: Repo) -> dict[str, str]:
-        """This repository's folders and index, so that a GIT_DIR or GIT_INDEX_FILE inherited
-        from a hook or a shell can never point feedbackd at another repository or index."""
-        return {
-            "GIT_DIR": str(self._git_dir),
-            "GIT_WORK_TREE": str(repo.working_tree_dir),
-            "GIT_INDEX_FILE": str(self._git_dir / "index"),
-        }
+        sha = self._git.blob_id(rev, rel)
+        return self._git.run(["cat-file", "blob", sha]) if sha else None
 
 
-@contextmanager
-def _input_file(data: bytes | None) -> Iterator[BinaryIO | None]:
-    """A temporary file holding `data`, open at its start, for git to read as standard input."""
-    if data is None:
-        yield None
-        return
-    with tempfile.TemporaryFile() as source:
-        source.write(data)
-        source.seek(0)
-        yield cast(BinaryIO, source)
-
-
-def _identity_env(role: str, person: Person) -> dict[str, str]:
-    return {f"GIT_{role}_NAME": person.name, f"GIT_{role}_EMAIL": person.email}
-
-
-def _rel(path: str) -> str:
-    """A clean workspace-relative path in git's spelling; anything that could escape is refused."""
-    text = os.fspath(path)
-    pure = PurePosixPath(text.replace(os.sep, "/"))
-    if (
-        not text
-        or "\0" in text
-        or pure.is_absolute()
-        or ".." in pure.parts
-        or pure.parts[:1] in ((), (".git",))
-    ):
-        raise WorkspaceError(
-            f"{text!r} is not a path inside the workspace",
-            hint="give a path relative to the workspace folder, without '..'",
-        )
-    return pure.as_posix()
-
-
-def _config_args(settings: Mapping[str, str]) -> list[str]:
-    return [arg for key, value in settings.items() for arg in ("-c", f"{key}={value}")]
-
-
-_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)(?!.*//)[A-Za-z0-9._/-]{1,200}(?<!\.lock)(?<![./])$")
-_REMOTE = re.compile(r"^(?!-)[^\s\0]{1,1000}$")
-
-
-def _branch(name: str) -> str:
-    """A branch name git accepts, that no option or odd ref can hide in."""
-    if not isinstance(name, str) or not _BRANCH.fullmatch(name) or name.startswith("/"):
-        raise GitError(f"{name!r} is not a usable branch name", hint="set git.branch, e.g. main")
-    return name
-
-
-def _remote(name: str) -> str:
-    """A remote name, path or URL; never something git would read as an option."""
-    if not isinstance(name, str) or not _REMOTE.fullmatch(name):
-        raise GitError(
-            f"{name!r} is not a usable remote",
-            hint="set git.remote to a remote name (e.g. origin), a URL or a path",
-        )
-    return name
-
-
-def _rev(commit: str) -> str:
-    """A revision as given, unless it could be taken for an option or is not one at all."""
-    if not isinstance(commit, str) or not _REVISION.fullmatch(commit):
-        raise GitError(f"{commit!r} is not a commit", hint="give a commit sha, e.g. from git log")
-    return commit
-
-
-def _literal_pattern(value: str) -> str:
-    """`value` as an extended regular expression that matches exactly that text."""
-    return re.sub(r"([\\.^$|?*+()\[\]{}])", r"\\\1", one_line(value, 1000))
-
-
-def _within(name: str, rel: str) -> bool:
-    return name == rel or name.startswith(rel.rstrip("/") + "/")
-
-
-def _first_line(error: object) -> str:
-    for line in str(error).splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def _hint_for(stderr: str) -> str:
-    if "ignored by one of your .gitignore" in stderr:
-        return "the path is git-ignored; remove it from .gitignore"
-    if ".lock': File exists" in stderr or "index.lock" in stderr:
-        return "another git command is running here; wait for it, or remove the .lock file it names"
-        " if no git program is running"
-    if "not a git repository" in stderr:
-        return "run `feedbackd init` in the workspace"
-    return "run the same git command in the workspace to see the whole message"
+def _executable() -> str:
+    """The git program: GitPython's choice ($GIT_PYTHON_GIT_EXECUTABLE), else `git`."""
+    return Git.GIT_PYTHON_GIT_EXECUTABLE or "git"

@@ -15,7 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from feedbackd.edges.files import remove_leftovers
-from feedbackd.edges.git import GitRepo, git_process_in, lock_verdict
+from feedbackd.edges.git import GitRepo
+from feedbackd.edges.gitlocks import git_process_in, lock_verdict
 from feedbackd.edges.instance import WriteLock
 from feedbackd.loop.runtime import Runtime
 

@@ -34,7 +34,8 @@ from feedbackd.core.errors import FeedbackdError, GitError
 from feedbackd.core.merging import ATTRIBUTES, DRIVER_NAME
 from feedbackd.core.timeutil import iso_ms, parse_iso
 from feedbackd.edges.files import atomic_write_json, atomic_write_text
-from feedbackd.edges.git import GitRepo, RemoteUnreachable
+from feedbackd.edges.git import GitRepo
+from feedbackd.edges.gitremote import RemoteUnreachable
 from feedbackd.loop.locking import pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.repo import open_repo
@@ -207,7 +208,7 @@ class Syncer:
 
     def _round(self, repo: GitRepo, branch: str, result: SyncResult) -> bool:
         """Fetch, integrate, push; True when done (synced or stopped), False to go again."""
-        remote_head = repo.fetch_branch(self.remote, branch, timeout=NETWORK_TIMEOUT_S)
+        remote_head = repo.remote.fetch_branch(self.remote, branch, timeout=NETWORK_TIMEOUT_S)
         try:
             with pipeline_lock(self.runtime):
                 if not self._integrate(repo, branch, remote_head, result):
@@ -220,7 +221,7 @@ class Syncer:
             return True
         if remote_head is not None and repo.is_ancestor(local, remote_head):
             return True
-        if repo.push_branch(self.remote, local, branch, timeout=NETWORK_TIMEOUT_S):
+        if repo.remote.push_branch(self.remote, local, branch, timeout=NETWORK_TIMEOUT_S):
             result.pushed += repo.count_commits(remote_head, local)
             result.message = f"{self.remote}/{branch} is up to date"
             return True
@@ -233,7 +234,7 @@ class Syncer:
         self, repo: GitRepo, branch: str, remote_head: str | None, result: SyncResult
     ) -> bool:
         """Bring the remote's commits into the local branch; False when syncing must stop."""
-        repo.remove_sync_leftovers()
+        repo.remote.remove_sync_leftovers()
         local = repo.rev(f"refs/heads/{branch}")
         if remote_head is None or local == remote_head:
             return True
@@ -256,7 +257,7 @@ class Syncer:
     ) -> tuple[str, Conflict | None]:
         if local is None or repo.is_ancestor(local, remote_head):
             return remote_head, None  # a fast-forward: nothing to replay
-        outcome = repo.rebase_onto(remote_head, local, self._merge_config(repo))
+        outcome = repo.remote.rebase_onto(remote_head, local, self._merge_config(repo))
         if outcome.commit is not None:
             return outcome.commit, None
         conflict = self._rebase_conflict(branch, outcome.conflicts, outcome.detail)
@@ -265,22 +266,22 @@ class Syncer:
     def _move(self, repo: GitRepo, branch: str, local: str | None, new: str) -> Conflict | None:
         """Point the branch at `new`; the user's files follow only where the pull changed them."""
         if repo.current_branch() != branch:
-            if not repo.move_branch(branch, new, local):
+            if not repo.remote.move_branch(branch, new, local):
                 raise _BranchMoved
             return None
         clash = overlapping(repo.paths_changed(local, new), repo.changed_paths("."))
         if clash:
             return self._local_changes_conflict(clash, local)
-        repo.fast_forward_files(local, new)
-        if not repo.move_branch(branch, new, local):
-            repo.fast_forward_files(new, local)  # put the files back as they were
+        repo.remote.fast_forward_files(local, new)
+        if not repo.remote.move_branch(branch, new, local):
+            repo.remote.fast_forward_files(new, local)  # put the files back as they were
             raise _BranchMoved
         return None
 
     def _merge_config(self, repo: GitRepo) -> dict[str, str]:
         """Git settings for the rebase: the driver merges feedback files and ledgers, and takes
         either side of a generated snippet, which the pipeline regenerates after the pull."""
-        attributes = repo.sync_file("attributes")
+        attributes = repo.remote.sync_file("attributes")
         text = "\n".join(ATTRIBUTES) + "\n"
         if not attributes.exists() or attributes.read_text(encoding="utf-8") != text:
             atomic_write_text(attributes, text)

@@ -1,0 +1,37 @@
+"""Helpers for the tests of the git edge (tests/test_git*.py): files, messages, counts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from feedbackd.core.commitmsg import Person, build_message
+from tests.conftest import git
+
+ADA = Person("Ada Curator", "ada@example.org")
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def message(event: str = "draft", agent: str = "writer", summary: str = "qi-1") -> str:
+    return build_message(event, agent, summary, trailers=[("Feedback-Item", "qi-1")])
+
+
+def commit_count(root: Path) -> int:
+    return int(git(root, "rev-list", "--count", "HEAD"))
+
+
+def committed_names(root: Path, rev: str = "HEAD") -> list[str]:
+    return git(root, "show", "--name-only", "--format=", rev).split()
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)

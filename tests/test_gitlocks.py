@@ -1,0 +1,176 @@
+"""Stale git locks: a lock a killed git left is removed, one a live git holds is waited for.
+
+Real git processes stand in for the user's: one waiting on its input, like a commit waiting for
+its editor.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from feedbackd.core.errors import GitError
+from feedbackd.edges.git import GitRepo
+from feedbackd.edges.gitlocks import git_process_in, lock_verdict
+from tests.conftest import git
+from tests.git_kit import ADA, commit_count, message, wait_until, write
+
+
+@pytest.fixture
+def repo(git_repo: Path) -> Iterator[GitRepo]:
+    with GitRepo(git_repo, lock_wait_s=2) as opened:
+        yield opened
+
+
+def test_a_stale_empty_index_lock_is_removed_with_a_warning(
+    repo: GitRepo, git_repo: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lock = git_repo / ".git/index.lock"
+    leave_stale_lock(lock)
+    write(git_repo, "f.json", "[]\n")
+    with caplog.at_level(logging.WARNING, logger="feedbackd"):
+        sha = repo.commit_paths(["f.json"], message(), ADA)
+    assert sha is not None
+    assert not lock.exists()
+    assert "stale" in caplog.text
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
+def leave_stale_lock(lock: Path) -> None:
+    """What a `kill -9` during `git add` leaves behind: an empty lock, here a minute old."""
+    lock.touch()
+    old = time.time() - 60
+    os.utime(lock, (old, old))
+
+
+@pytest.fixture
+def live_git(git_repo: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real git process working in the repository (waiting on its input, like an editor)."""
+    process = subprocess.Popen(
+        ["git", "hash-object", "--stdin"],
+        cwd=git_repo,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    with process:  # closes its pipes (ending it) and waits for it
+        wait_until(lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git")
+        yield process
+
+
+def test_a_live_git_process_is_found_by_its_working_folder(
+    live_git: subprocess.Popen[bytes], git_repo: Path, tmp_path: Path
+) -> None:
+    assert git_process_in([git_repo]) is True
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert git_process_in([elsewhere]) is False
+
+
+def test_a_git_pointed_at_the_repository_from_elsewhere_is_found(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    command = ["git", f"--git-dir={git_repo / '.git'}", "hash-object", "--stdin"]
+    with subprocess.Popen(command, cwd=elsewhere, stdin=subprocess.PIPE) as process:
+        wait_until(lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git")
+        assert git_process_in([git_repo, git_repo / ".git"]) is True
+
+
+def test_a_young_lock_is_given_a_moment_even_with_no_git_in_sight(git_repo: Path) -> None:
+    lock = git_repo / ".git/index.lock"
+    lock.touch()
+    write(git_repo, "f.json", "[]\n")
+    with GitRepo(git_repo, lock_wait_s=0.1) as repo, pytest.raises(GitError, match="held"):
+        repo.commit_paths(["f.json"], message(), ADA)
+    assert lock.exists()
+
+
+def test_a_lock_held_by_a_live_git_is_waited_for_then_refused(
+    live_git: subprocess.Popen[bytes], git_repo: Path
+) -> None:
+    lock = git_repo / ".git/index.lock"
+    leave_stale_lock(lock)  # old, but a git still works here: not stale
+    write(git_repo, "f.json", "[]\n")
+    started = time.monotonic()
+    with GitRepo(git_repo, lock_wait_s=0.3) as repo, pytest.raises(GitError) as caught:
+        repo.commit_paths(["f.json"], message(), ADA)
+    assert time.monotonic() - started >= 0.3
+    assert "held by a running git command" in caught.value.message
+    assert "editor" in caught.value.hint
+    assert lock.exists()
+    assert commit_count(git_repo) == 1
+
+
+def test_a_commit_goes_through_once_the_live_lock_is_released(
+    live_git: subprocess.Popen[bytes], git_repo: Path
+) -> None:
+    lock = git_repo / ".git/index.lock"
+    lock.touch()
+    write(git_repo, "f.json", "[]\n")
+    assert live_git.stdin is not None
+    live_git.stdin.close()
+    live_git.wait(timeout=10)
+    lock.unlink()  # what the user's git does when it ends
+    with GitRepo(git_repo, lock_wait_s=5) as repo:
+        assert repo.commit_paths(["f.json"], message(), ADA) is not None
+
+
+def test_a_lock_that_appears_after_the_commit_is_cleared_and_the_index_updated(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    # The last step, updating the user's index, meets a lock left by a git killed meanwhile.
+    write(git_repo, "f.json", "[]\n")
+    sha = repo.commit_paths(["f.json"], message(), ADA)
+    assert sha is not None
+    git(git_repo, "rm", "-q", "--cached", "f.json")
+    leave_stale_lock(git_repo / ".git/index.lock")
+    repo._commits.sync_user_index(sha, ["f.json"])
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
+def test_an_index_that_stays_locked_after_the_commit_keeps_the_commit_and_warns(
+    live_git: subprocess.Popen[bytes], git_repo: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write(git_repo, "f.json", "[]\n")
+    with GitRepo(git_repo, lock_wait_s=0.1) as repo:
+        sha = repo.commit_paths(["f.json"], message(), ADA)
+        assert sha is not None
+        leave_stale_lock(git_repo / ".git/index.lock")
+        with caplog.at_level(logging.WARNING, logger="feedbackd"):
+            repo._commits.sync_user_index(sha, ["f.json"])
+    assert "git reset -q HEAD -- f.json" in caplog.text
+    assert repo_head(git_repo) == sha
+
+
+def repo_head(root: Path) -> str:
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize(
+    ("live", "age_s", "verdict"),
+    [
+        (False, 5.0, "remove"),  # no git works here: stale
+        (False, 1.0, "wait"),  # so young it may be a git we cannot see: give it a moment
+        (True, 3600.0, "wait"),  # a live git (an editor open for an hour) is always waited for
+        (None, 31.0, "remove"),  # processes unknown: only the age can tell
+        (None, 30.0, "wait"),
+        (None, 1.0, "wait"),
+    ],
+)
+def test_lock_verdict_falls_back_to_the_locks_age(
+    live: bool | None, age_s: float, verdict: str
+) -> None:
+    assert lock_verdict(live, age_s, stale_after_s=30) == verdict
+
+
+def test_processes_cannot_be_inspected_without_proc(tmp_path: Path) -> None:
+    assert git_process_in([tmp_path], proc=tmp_path / "no-proc") is None
+    (tmp_path / "empty-proc").mkdir()
+    assert git_process_in([tmp_path], proc=tmp_path / "empty-proc") is None
