@@ -35,7 +35,6 @@ from feedbackd.core.timeutil import parse_iso
 FileKind = Literal["feedback", "jsonl", "generated"]
 KEY_FIELDS = ("id", "transaction_id")
 TIME_FIELDS = ("at", "createdAt", "timestamp")
-DEFAULT_CAP = 200
 # The .gitattributes lines that hand these files to the driver: `init` writes them into the
 # workspace, and sync's rebase uses them whatever the workspace's own file holds.
 ATTRIBUTES = (
