@@ -5,18 +5,17 @@ under the workspace write lock, so a CLI command can slip in between agents and 
 never holds up the others. The main thread does all the work; a watcher thread only hands over
 batches, and a sync thread pulls and pushes (when `git.remote` is set) so a slow network never
 holds up a decision. The watcher, the sync thread and the signal handlers wake the main thread
-through a self-pipe (also the interpreter's signal wake-up fd), so no lock is ever taken inside a
-signal handler and a signal delivered to another thread still wakes the loop at once. Timers
+through a self-pipe (loop/wakeup.py; also the interpreter's signal wake-up fd), so no lock is
+ever taken inside a signal handler and a signal delivered to another thread still wakes the loop
+at once. Timers
 (files still settling, retries after failures, the watchdog, the next sync, a watcher restart)
 are the wait's timeout.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import select
 import signal
 import threading
 import time
@@ -37,6 +36,7 @@ from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.statusfile import LastEvent, write_status
 from feedbackd.loop.sync import Syncer, SyncResult, problem_line
+from feedbackd.loop.wakeup import Wakeup, signals_handled
 
 log = logging.getLogger("feedbackd")
 
@@ -74,30 +74,6 @@ class Dirty:
 
     def __bool__(self) -> bool:
         return self.everything or self.inbox or bool(self.agents)
-
-
-class Wakeup:
-    """A non-blocking self-pipe: any thread, or a signal, pokes it; the main loop waits on it."""
-
-    def __init__(self) -> None:
-        self.read_fd, self.write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-
-    def poke(self) -> None:
-        # A full pipe already holds a wake-up; nothing is lost by dropping this one.
-        with contextlib.suppress(BlockingIOError, OSError):
-            os.write(self.write_fd, b"\0")
-
-    def wait(self, timeout: float) -> None:
-        """Return when poked (or a signal arrived), or after timeout seconds."""
-        readable, _, _ = select.select([self.read_fd], [], [], max(0.0, timeout))
-        if readable:
-            with contextlib.suppress(BlockingIOError):
-                while os.read(self.read_fd, 4096):
-                    pass
-
-    def close(self) -> None:
-        os.close(self.read_fd)
-        os.close(self.write_fd)
 
 
 @dataclass
@@ -178,13 +154,14 @@ class Daemon:
         """Serve until SIGTERM or SIGINT; 0 on a clean stop. Raises Locked for a second daemon."""
         state_dir = self.runtime.workspace.state_dir
         state_dir.mkdir(parents=True, exist_ok=True)
+        handlers = {
+            signal.SIGTERM: self._on_stop,
+            signal.SIGINT: self._on_stop,
+            signal.SIGHUP: self._on_reload,
+        }
         try:
-            with InstanceLock(state_dir) as self.instance:
-                previous = self._install_signals()
-                try:
-                    return self._serve()
-                finally:
-                    self._restore_signals(previous)
+            with InstanceLock(state_dir) as self.instance, signals_handled(handlers, self.wakeup):
+                return self._serve()
         finally:
             self.wakeup.close()
 
@@ -223,26 +200,6 @@ class Daemon:
         if self.sync_thread is not None:
             self.sync_thread.join(SYNC_GRACE_S)  # safe to abandon: it rebases in a worktree
         self._write_status()
-
-    def _install_signals(self) -> dict[int, object]:
-        previous: dict[int, object] = {}
-        for number, handler in (
-            (signal.SIGTERM, self._on_stop),
-            (signal.SIGINT, self._on_stop),
-            (signal.SIGHUP, self._on_reload),
-        ):
-            previous[number] = signal.signal(number, handler)
-        # The interpreter writes to this fd the moment a signal arrives, in whichever thread, so
-        # the main loop's select() returns and the Python handler below runs without delay.
-        previous[-1] = signal.set_wakeup_fd(self.wakeup.write_fd, warn_on_full_buffer=False)
-        return previous
-
-    def _restore_signals(self, previous: dict[int, object]) -> None:
-        for number, handler in previous.items():
-            if number == -1:
-                signal.set_wakeup_fd(handler)  # type: ignore[arg-type]
-            else:
-                signal.signal(number, handler)  # type: ignore[arg-type]
 
     # Signal handlers run in the main thread between two statements of a pass: they only set
     # flags (Event.set takes a lock the main thread never holds), and the pass checks them.
