@@ -7,9 +7,9 @@ batches, and a sync thread pulls and pushes (when `git.remote` is set) so a slow
 holds up a decision. The watcher, the sync thread and the signal handlers wake the main thread
 through a self-pipe (loop/wakeup.py; also the interpreter's signal wake-up fd), so no lock is
 ever taken inside a signal handler and a signal delivered to another thread still wakes the loop
-at once. Timers
-(files still settling, retries after failures, the watchdog, the next sync, a watcher restart)
-are the wait's timeout.
+at once. Timers (files still settling and retries after failures in loop/agentbook.py, the full
+pass and the watchdog in loop/timers.py, the next sync, a watcher restart) are the wait's
+timeout.
 """
 
 from __future__ import annotations
@@ -30,27 +30,19 @@ from feedbackd.core.timeutil import utcnow
 from feedbackd.edges.instance import InstanceLock
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes, watch_agents
+from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, backoff, name_of
 from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
-from feedbackd.loop.problems import Problem
 from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.statusfile import LastEvent, write_status
 from feedbackd.loop.sync import Syncer, SyncResult, problem_line
+from feedbackd.loop.timers import FullPassClock, Heartbeat
 from feedbackd.loop.wakeup import Wakeup, signals_handled
 
 log = logging.getLogger("feedbackd")
 
-RETRY_MIN_S, RETRY_MAX_S = 1.0, 60.0
 # Wake up now and then even when nothing happens, to look after the watcher thread.
 IDLE_WAKE_S = 30.0
-# A full pass this often, whatever the watcher says: a safety net for events the kernel dropped.
-# A pass that finds nothing to do writes nothing, so this costs a few git reads per agent.
-FULL_PASS_S = 3600.0
-# Past a file's settle time, look again this much later, so it is judged settled at once.
-SETTLE_MARGIN_S = 0.05
-# Keys of retries and states that are not agents (no agent id can start with these).
-EVERY_AGENT = "*"
-RATINGS = ":ratings"
 SYNC_GRACE_S = 10.0  # at shutdown, how long a sync in flight may take to finish
 
 
@@ -67,6 +59,15 @@ class Dirty:
         self.inbox |= changes.inbox or changes.everything
         self.agents |= changes.agents
 
+    def mark(self, key: str) -> None:
+        """A key of the agent book whose time to look again has come."""
+        if key == EVERY_AGENT:
+            self.everything = True
+        elif key == RATINGS:
+            self.inbox = True
+        else:
+            self.agents.add(key)
+
     def take(self) -> tuple[bool, bool, set[str]]:
         taken = (self.everything, self.inbox or self.everything, self.agents)
         self.everything, self.inbox, self.agents = False, False, set()
@@ -74,16 +75,6 @@ class Dirty:
 
     def __bool__(self) -> bool:
         return self.everything or self.inbox or bool(self.agents)
-
-
-@dataclass
-class AgentState:
-    """What the last pass over one agent left behind, for `status`."""
-
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    failure: str | None = None
-    failures: int = 0
 
 
 class Watcher:
@@ -140,10 +131,9 @@ class Daemon:
         self.started_at = utcnow()
         self.counts: Counter[str] = Counter()
         self.last_event: LastEvent | None = None
-        self.agents: dict[str, AgentState] = {}
-        self.retry_at: dict[str, float] = {}  # agent (or EVERY_AGENT) → when to look again
-        self.next_ping = 0.0
-        self.next_full_pass = time.monotonic() + FULL_PASS_S
+        self.book = AgentBook()
+        self.full_pass = FullPassClock()
+        self.heartbeat = Heartbeat(self.notifier)
         self.syncer = Syncer(runtime)
         self.exit_code = 0
         self.sync_thread: threading.Thread | None = None
@@ -241,7 +231,7 @@ class Daemon:
             lived = now - self.watcher.started
             self.watcher = None
             self.watcher_restarts = 1 if lived > RETRY_MAX_S else self.watcher_restarts + 1
-            self.watcher_due = now + _backoff(self.watcher_restarts)
+            self.watcher_due = now + backoff(self.watcher_restarts)
         if now < self.watcher_due:
             return
         debounce = max(self.runtime.settings.daemon.debounce_ms, 50)
@@ -252,7 +242,7 @@ class Daemon:
             self.wakeup.wait(self._next_timeout())
         self._take_batches()
         self._due_timers()
-        self._heartbeat()
+        self.heartbeat.beat()
         self._keep_instance_lock()
 
     def _keep_instance_lock(self) -> None:
@@ -273,50 +263,34 @@ class Daemon:
             self.dirty.add(changes)
 
     def _next_timeout(self) -> float:
+        if self.dirty or self.reload_requested:
+            return 0.0
         now_wall, now = time.time(), time.monotonic()
-        waits = [IDLE_WAKE_S, self.next_full_pass - now]
-        waits += [at - now_wall for at in self.retry_at.values()]
-        if self.notifier.watchdog_interval():
-            waits.append(self.next_ping - now)
-        if self.watcher is None:
-            waits.append(self.watcher_due - now)
-        sync_wait = self._sync_wait()
-        if sync_wait is not None:
-            waits.append(sync_wait)
-        return max(0.01, min(waits)) if not self.dirty and not self.reload_requested else 0.0
+        waits = [
+            IDLE_WAKE_S,
+            self.full_pass.seconds_until_due(now),
+            self.book.seconds_until_due(now_wall),
+            self.heartbeat.seconds_until_due(now),
+            self.watcher_due - now if self.watcher is None else None,
+            self._sync_wait(),
+        ]
+        return max(0.01, min(wait for wait in waits if wait is not None))
 
     def _due_timers(self) -> None:
-        now = time.time()
-        for agent, at in list(self.retry_at.items()):
-            if at <= now:
-                del self.retry_at[agent]
-                if agent == EVERY_AGENT:
-                    self.dirty.everything = True
-                elif agent == RATINGS:
-                    self.dirty.inbox = True
-                else:
-                    self.dirty.agents.add(agent)
-        if time.monotonic() >= self.next_full_pass:
+        for key in self.book.take_due(time.time()):
+            self.dirty.mark(key)
+        if self.full_pass.due():
             self.dirty.everything = True
 
-    def _heartbeat(self) -> None:
-        """Ping systemd's watchdog when due; called between decisions too, so a long pass that
-        makes progress is never taken for a hang."""
-        interval = self.notifier.watchdog_interval()
-        now = time.monotonic()
-        if interval and now >= self.next_ping:
-            self.notifier.watchdog()
-            self.next_ping = now + interval
-
     def _keep_going(self) -> bool:
-        self._heartbeat()
+        self.heartbeat.beat()
         return not self.stop.is_set()
 
     # --- passes -------------------------------------------------------------------------------
     def _pass(self) -> None:
         everything, inbox, agents = self.dirty.take()
         if everything:
-            self.next_full_pass = time.monotonic() + FULL_PASS_S
+            self.full_pass.started()
             chosen = self._agents_on_disk()
         else:
             chosen = sorted(agents)
@@ -334,17 +308,14 @@ class Daemon:
             found = self.runtime.workspace.agent_ids()
         except OSError as error:
             log.error("cannot list %s: %s", self.runtime.workspace.agents_dir, error)
-            self.retry_at[EVERY_AGENT] = time.time() + RETRY_MAX_S
-            return sorted(self.agents)
-        for gone in set(self.agents) - set(found) - {RATINGS}:
-            del self.agents[gone]  # renamed or removed: its problems went with it
-            self.retry_at.pop(gone, None)
+            self.book.look_again_in(EVERY_AGENT, RETRY_MAX_S)
+            return self.book.known()
+        self.book.keep_only(found)
         return found
 
     def _pass_agent(self, agent: str) -> None:
         if not self.runtime.workspace.agent(agent).root.is_dir():
-            self.agents.pop(agent, None)  # moved away or removed: nothing left to report
-            self.retry_at.pop(agent, None)
+            self.book.forget(agent)  # moved away or removed: nothing left to report
             return
         self._reconcile(
             agent, lambda: reconcile_all(self.runtime, [agent], keep_going=self._keep_going)
@@ -352,37 +323,21 @@ class Daemon:
 
     def _reconcile(self, key: str, work: Callable[[], Report]) -> None:
         """One agent (or the ratings) under the write lock; a failure is retried with backoff."""
-        state = self.agents.setdefault(key, AgentState())
+        state = self.book.state(key)
         try:
             with pipeline_lock(self.runtime):
                 if state.failures and self.runtime.git_enabled:
                     clear_stale_git_locks(self.runtime)  # left by a git that was killed?
                 report = work()
         except FeedbackdError as error:
-            self._failed(key, state, str(error))
+            self.book.failed(key, str(error))
             return
         except Exception as error:  # a bug must not take the daemon (and every agent) down
-            log.exception("internal error while reconciling %s", _name(key))
-            self._failed(key, state, f"internal error: {error!r}")
+            log.exception("internal error while reconciling %s", name_of(key))
+            self.book.failed(key, f"internal error: {error!r}")
             return
-        state.failure, state.failures = None, 0
-        self._record(key, state, report)
-
-    def _failed(self, agent: str, state: AgentState, message: str) -> None:
-        state.failures += 1
-        state.failure = message
-        delay = _backoff(state.failures)
-        log.error("%s: pass failed (%s); trying again in %.0f s", _name(agent), message, delay)
-        self.retry_at[agent] = time.time() + delay
-
-    def _record(self, agent: str, state: AgentState, report: Report) -> None:
         self._count(report)
-        state.problems, state.warnings = report.problems, report.warnings
-        waiting = report.next_retry()
-        if waiting is not None:
-            self.retry_at[agent] = waiting + SETTLE_MARGIN_S  # a file is still being written
-        else:
-            self.retry_at.pop(agent, None)
+        self.book.passed(key, report)
 
     def _count(self, report: Report) -> None:
         for event in report.events:
@@ -422,16 +377,9 @@ class Daemon:
         return self.syncer.seconds_until_due(time.time())
 
     # --- reporting ----------------------------------------------------------------------------
-    def _pending(self) -> int:
-        return sum(len([p for p in s.problems if not p.settled]) for s in self.agents.values())
-
     def _problems(self) -> list[str]:
         lines: list[str] = [self.config_problem] if self.config_problem else []
-        for agent, state in sorted(self.agents.items()):
-            lines += [problem.line() for problem in state.problems if problem.settled]
-            lines += state.warnings
-            if state.failure is not None:
-                lines.append(f"{_name(agent)}: last pass failed: {state.failure}")
+        lines += self.book.problem_lines()
         sync_problem = problem_line(self.syncer.status())
         return lines + ([sync_problem] if sync_problem else [])
 
@@ -439,7 +387,7 @@ class Daemon:
         last = self.last_event
         text = f"last: {last.event}({last.agent}) {last.summary}" if last else "idle"
         recorded = sum(self.counts.values())
-        self.notifier.status(f"{recorded} recorded; {self._pending()} pending; {text}")
+        self.notifier.status(f"{recorded} recorded; {self.book.pending()} pending; {text}")
 
     def _write_status(self) -> None:
         try:
@@ -449,16 +397,8 @@ class Daemon:
                 started_at=self.started_at,
                 last_event=self.last_event,
                 counts=dict(self.counts),
-                pending=self._pending(),
+                pending=self.book.pending(),
                 problems=self._problems(),
             )
         except OSError as error:  # a full disk must not stop the work itself
             log.error("cannot write the status file: %s", error)
-
-
-def _name(key: str) -> str:
-    return "ratings" if key == RATINGS else key
-
-
-def _backoff(failures: int) -> float:
-    return float(min(RETRY_MAX_S, RETRY_MIN_S * 2 ** max(0, failures - 1)))
