@@ -2,14 +2,14 @@
 
 Events are only hints; every pass is the same reconcile as `run --once`, one agent at a time
 under the workspace write lock, so a CLI command can slip in between agents and one broken agent
-never holds up the others. The main thread does all the work; a watcher thread only hands over
-batches, and a sync thread pulls and pushes (when `git.remote` is set) so a slow network never
-holds up a decision. The watcher, the sync thread and the signal handlers wake the main thread
-through a self-pipe (loop/wakeup.py; also the interpreter's signal wake-up fd), so no lock is
-ever taken inside a signal handler and a signal delivered to another thread still wakes the loop
-at once. Timers (files still settling and retries after failures in loop/agentbook.py, the full
-pass and the watchdog in loop/timers.py, the next sync, a watcher restart) are the wait's
-timeout.
+never holds up the others. The main thread does all the work, in the shape of a supervisor's
+loop: start up, then one step for each wake-up (look after the helper threads, wait, reload,
+pass), then shut down. A watcher thread only hands over batches (loop/watching.py), and a sync
+thread pulls and pushes when `git.remote` is set (loop/syncthread.py), so a slow network never
+holds up a decision. Both, and the signal handlers, wake the main thread through a self-pipe
+(loop/wakeup.py), so every wait ends the moment there is work and a stop request is seen at once.
+Timers (files still settling and retries after failures in loop/agentbook.py, the full pass and
+the watchdog in loop/timers.py, the next sync, a watcher restart) are the wait's timeout.
 """
 
 from __future__ import annotations
@@ -19,25 +19,26 @@ import os
 import signal
 import threading
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.timeutil import utcnow
 from feedbackd.edges.instance import InstanceLock
 from feedbackd.edges.notify import Notifier
-from feedbackd.edges.watcher import Changes, watch_agents
-from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, backoff, name_of
+from feedbackd.edges.watcher import Changes
+from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
 from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.statusfile import LastEvent, write_status
-from feedbackd.loop.sync import Syncer, SyncResult, problem_line
+from feedbackd.loop.sync import Syncer, problem_line
+from feedbackd.loop.syncthread import SyncThread
 from feedbackd.loop.timers import FullPassClock, Heartbeat
 from feedbackd.loop.wakeup import Wakeup, signals_handled
+from feedbackd.loop.watching import WatcherKeeper
 
 log = logging.getLogger("feedbackd")
 
@@ -77,42 +78,6 @@ class Dirty:
         return self.everything or self.inbox or bool(self.agents)
 
 
-class Watcher:
-    """The watcher thread: batches of file events go into a deque, then the loop is woken."""
-
-    def __init__(self, data_dir: Path, debounce_ms: int, wakeup: Wakeup) -> None:
-        self.data_dir = data_dir
-        self.debounce_ms = debounce_ms
-        self.wakeup = wakeup
-        self.batches: deque[Changes] = deque()  # append and popleft are thread-safe
-        self.stop = threading.Event()
-        self.started = time.monotonic()
-        self.thread = threading.Thread(target=self._run, name="feedbackd-watch", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            for changes in watch_agents(self.data_dir, self.stop, debounce_ms=self.debounce_ms):
-                self.batches.append(changes)
-                self.wakeup.poke()
-        except Exception:
-            log.exception("the file watcher failed; it is restarted shortly")
-        finally:
-            self.wakeup.poke()  # let the loop notice that this thread has ended
-
-    def drain(self) -> Iterator[Changes]:
-        while self.batches:
-            yield self.batches.popleft()
-
-    @property
-    def alive(self) -> bool:
-        return self.thread.is_alive()
-
-    def close(self, timeout: float = 5.0) -> None:
-        self.stop.set()
-        self.thread.join(timeout)
-
-
 class Daemon:
     """`feedbackd run`: one daemon per workspace, reconciling whatever its watcher points at."""
 
@@ -124,9 +89,7 @@ class Daemon:
         self.reload_requested = False
         self.config_problem: str | None = None  # a reload refused: the old settings stand
         self.wakeup = Wakeup()
-        self.watcher: Watcher | None = None
-        self.watcher_restarts = 0
-        self.watcher_due = 0.0
+        self.watching = WatcherKeeper(self.wakeup)
         self.dirty = Dirty(everything=True)
         self.started_at = utcnow()
         self.counts: Counter[str] = Counter()
@@ -135,11 +98,10 @@ class Daemon:
         self.full_pass = FullPassClock()
         self.heartbeat = Heartbeat(self.notifier)
         self.syncer = Syncer(runtime)
+        self.sync = SyncThread(self.syncer, self.wakeup)
         self.exit_code = 0
-        self.sync_thread: threading.Thread | None = None
-        self.sync_result: SyncResult | None = None
 
-    # --- life cycle ---------------------------------------------------------------------------
+    # --- life cycle -----------------------------------------------------------------------------
     def run(self) -> int:
         """Serve until SIGTERM or SIGINT; 0 on a clean stop. Raises Locked for a second daemon."""
         state_dir = self.runtime.workspace.state_dir
@@ -156,22 +118,29 @@ class Daemon:
             self.wakeup.close()
 
     def _serve(self) -> int:
+        """The loop template: start up, one step for each wake-up until asked to stop, shut down."""
+        self._start_up()
+        while not self.stop.is_set():
+            self._step()
+        self._shut_down()
+        return self.exit_code
+
+    def _start_up(self) -> None:
         log.info("feedbackd %d started in %s", os.getpid(), self.runtime.workspace.root)
         self._clean_up_after_a_crash()
         self._pass()
         if not self.stop.is_set():
             self.notifier.ready()  # after the start-up pass: everything pending is recorded
             log.info("ready; watching %s", self.runtime.workspace.data)
-        while not self.stop.is_set():
-            self._look_after_watcher()
-            self._look_after_sync()
-            self._wait_for_work()
-            if self.reload_requested:
-                self._reload()
-            if self.dirty and not self.stop.is_set():
-                self._pass()
-        self._shut_down()
-        return self.exit_code
+
+    def _step(self) -> None:
+        self._look_after_watcher()
+        self._look_after_sync()
+        self._wait_for_work()
+        if self.reload_requested:
+            self._reload()
+        if self.dirty and not self.stop.is_set():
+            self._pass()
 
     def _clean_up_after_a_crash(self) -> None:
         """Temporary files, stale git locks, a lagging index: what a killed writer left."""
@@ -185,10 +154,8 @@ class Daemon:
         self.notifier.stopping()
         name = signal.Signals(self.stop_signal).name if self.stop_signal else "a request"
         log.info("feedbackd stopping on %s", name)
-        if self.watcher is not None:
-            self.watcher.close()
-        if self.sync_thread is not None:
-            self.sync_thread.join(SYNC_GRACE_S)  # safe to abandon: it rebases in a worktree
+        self.watching.close()
+        self.sync.join(SYNC_GRACE_S)
         self._write_status()
 
     # Signal handlers run in the main thread between two statements of a pass: they only set
@@ -215,32 +182,20 @@ class Daemon:
             self.config_problem = None
             self.syncer.runtime = self.runtime  # read when the next sync starts
             self.dirty.everything = True  # settings change what a snippet says
-            if self.runtime.workspace.data != old_data and self.watcher is not None:
-                self.watcher.close()  # watch the new data folder instead
+            if self.runtime.workspace.data != old_data:
+                self.watching.close()  # watch the new data folder instead
         self.notifier.ready()
 
     # --- waiting ------------------------------------------------------------------------------
     def _look_after_watcher(self) -> None:
-        """Start the watcher, or restart it with backoff after it failed; its first batch is
-        everything, so nothing that happened while no one watched is missed."""
-        if self.watcher is not None and self.watcher.alive:
-            return
-        now = time.monotonic()
-        if self.watcher is not None:
-            self._take_batches()
-            lived = now - self.watcher.started
-            self.watcher = None
-            self.watcher_restarts = 1 if lived > RETRY_MAX_S else self.watcher_restarts + 1
-            self.watcher_due = now + backoff(self.watcher_restarts)
-        if now < self.watcher_due:
-            return
-        debounce = max(self.runtime.settings.daemon.debounce_ms, 50)
-        self.watcher = Watcher(self.runtime.workspace.data, debounce, self.wakeup)
+        debounce_ms = self.runtime.settings.daemon.debounce_ms
+        self.watching.look_after(self.runtime.workspace.data, debounce_ms)
 
     def _wait_for_work(self) -> None:
-        if not self._has_batches():
+        if not self.watching.has_batches():
             self.wakeup.wait(self._next_timeout())
-        self._take_batches()
+        for changes in self.watching.drain():
+            self.dirty.add(changes)
         self._due_timers()
         self.heartbeat.beat()
         self._keep_instance_lock()
@@ -253,15 +208,6 @@ class Daemon:
             self.exit_code = 1
             self.stop.set()
 
-    def _has_batches(self) -> bool:
-        return self.watcher is not None and bool(self.watcher.batches)
-
-    def _take_batches(self) -> None:
-        if self.watcher is None:
-            return
-        for changes in self.watcher.drain():
-            self.dirty.add(changes)
-
     def _next_timeout(self) -> float:
         if self.dirty or self.reload_requested:
             return 0.0
@@ -271,8 +217,8 @@ class Daemon:
             self.full_pass.seconds_until_due(now),
             self.book.seconds_until_due(now_wall),
             self.heartbeat.seconds_until_due(now),
-            self.watcher_due - now if self.watcher is None else None,
-            self._sync_wait(),
+            self.watching.seconds_until_restart(now),
+            self.sync.seconds_until_due(now_wall),
         ]
         return max(0.01, min(wait for wait in waits if wait is not None))
 
@@ -348,33 +294,13 @@ class Daemon:
 
     # --- remote sync --------------------------------------------------------------------------
     def _look_after_sync(self) -> None:
-        """Collect a finished sync; start one when due. Syncs run in a thread of their own: a
-        slow network never holds up decisions or the watchdog (the sync takes the write lock
-        only for its local steps)."""
-        if self.sync_thread is not None and not self.sync_thread.is_alive():
-            self.sync_thread = None
-            if self.sync_result is not None:
-                self._count(self.sync_result.report)
-                self._write_status()
-        if self.sync_thread is None and not self.stop.is_set() and self.syncer.due(time.time()):
-            self.sync_thread = threading.Thread(
-                target=self._sync, name="feedbackd-sync", daemon=True
-            )
-            self.sync_thread.start()
-
-    def _sync(self) -> None:
-        self.sync_result = None
-        try:
-            self.sync_result = self.syncer.sync()
-        except Exception:
-            log.exception("sync failed unexpectedly; trying again later")
-        finally:
-            self.wakeup.poke()
-
-    def _sync_wait(self) -> float | None:
-        if self.sync_thread is not None:
-            return None  # it pokes the loop when done
-        return self.syncer.seconds_until_due(time.time())
+        """Count what a finished sync did; start the next one when due."""
+        finished = self.sync.collect()
+        if finished is not None:
+            self._count(finished.report)
+            self._write_status()
+        if not self.stop.is_set():
+            self.sync.start_if_due()
 
     # --- reporting ----------------------------------------------------------------------------
     def _problems(self) -> list[str]:
