@@ -1,5 +1,6 @@
 """The daemon's parts on their own: signal handlers installed and put back, the agent book's
-backoff and retries, the dirty set, the timers. tests/test_daemon.py runs the whole daemon."""
+backoff and retries, the dirty set, the timers, one pass in this process. tests/test_daemon.py
+runs the whole daemon."""
 
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ from types import FrameType
 
 import pytest
 
+from feedbackd.core.workspace import Workspace
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, AgentBook, backoff
-from feedbackd.loop.daemon import Dirty
+from feedbackd.loop.daemon import Daemon, Dirty
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.reconcile import Report
 from feedbackd.loop.timers import Heartbeat
 from feedbackd.loop.wakeup import Wakeup, signals_handled
+from tests.workspace_kit import Site, draft
 
 
 # --- signals and the wake-up pipe -----------------------------------------------------------
@@ -150,3 +153,26 @@ def test_the_heartbeat_pings_only_when_a_watchdog_is_set_and_due() -> None:
     heartbeat.beat()  # not due again yet
     assert notifier.pings == 1
     assert heartbeat.seconds_until_due(time.monotonic()) == pytest.approx(10, abs=1)
+
+
+# --- a pass ------------------------------------------------------------------------------------
+def test_a_failed_listing_of_agents_retries_the_agents_it_knows_and_not_the_ratings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = Site(tmp_path / "ws")
+    site.write("writer", "qi-1.json", draft({"title": "A"}))
+    daemon = Daemon(site.runtime())
+    try:
+        daemon._pass()  # the start-up pass: the rating inbox and the one agent
+        assert sorted(daemon.book.states) == sorted([RATINGS, "writer"])
+
+        def unreadable(self: Workspace) -> list[str]:
+            raise PermissionError(13, "Permission denied", str(self.agents_dir))
+
+        monkeypatch.setattr(Workspace, "agent_ids", unreadable)
+        daemon.dirty.everything = True
+        assert daemon._agents_on_disk() == ["writer"]
+        assert EVERY_AGENT in daemon.book.retry_at
+        daemon._pass()  # does not take ":ratings" for an agent id
+    finally:
+        daemon.wakeup.close()

@@ -78,8 +78,9 @@ class AgentBook:
         for gone in set(self.states) - set(agents) - {RATINGS}:
             self.forget(gone)
 
-    def known(self) -> list[str]:
-        return sorted(self.states)
+    def known_agents(self) -> list[str]:
+        """The agents (not the rating inbox) that a pass has looked at, sorted."""
+        return sorted(set(self.states) - {RATINGS})
 
     # --- when -----------------------------------------------------------------------------------
     def take_due(self, now: float) -> list[str]:

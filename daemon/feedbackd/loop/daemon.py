@@ -255,7 +255,7 @@ class Daemon:
         except OSError as error:
             log.error("cannot list %s: %s", self.runtime.workspace.agents_dir, error)
             self.book.look_again_in(EVERY_AGENT, RETRY_MAX_S)
-            return self.book.known()
+            return self.book.known_agents()
         self.book.keep_only(found)
         return found
 
