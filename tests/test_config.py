@@ -11,7 +11,8 @@ from pydantic import BaseModel
 
 from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import ConfigError
-from feedbackd.loop.runtime import config_path, load_settings
+from feedbackd.loop.configfile import config_path
+from feedbackd.loop.runtime import load_settings
 
 DOCUMENTED = Path(__file__).resolve().parents[1] / "config" / "feedbackd.yaml"
 SOURCE = "ws/feedbackd.yaml"

@@ -6,16 +6,21 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from feedbackd.core.errors import InvalidFeedback
-from feedbackd.core.feedback import (
+from feedbackd.core.feedback import FeedbackEntry, merge_new, new_entry, parse_feedback
+from feedbackd.core.feedbackjson import (
+    FIELDS,
     LEGACY_CREATED_AT,
+    entry_problem,
     legacy_id,
-    merge_new,
-    new_entry,
-    parse_feedback,
+    stored_shape,
 )
 from feedbackd.loop.agentfiles import read_feedback, write_feedback
 
@@ -107,3 +112,65 @@ def test_not_utf8_is_refused(tmp_path: Path) -> None:
     path.write_bytes(b'[{"original": "\xff"}]')
     with pytest.raises(InvalidFeedback, match="not UTF-8"):
         read_feedback(path)
+
+
+# --- the plain rules (core/feedbackjson.py) and the model agree -------------------------------
+values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-2, 2),
+    st.floats(allow_nan=False),
+    st.sampled_from(["", "edit", "correction", "rejection", "praise", "qi-1", "Edit"]),
+    st.text(max_size=3),
+    st.lists(st.none(), max_size=1),
+    st.dictionaries(st.sampled_from(["a", "b"]), st.none(), max_size=2),
+)
+names = st.sampled_from([*FIELDS, "reviewer", "score"])
+valid_entries = st.fixed_dictionaries(
+    {
+        "id": st.text(min_size=1, max_size=3),
+        "type": st.sampled_from(["correction", "rejection", "edit"]),
+        "createdAt": st.text(max_size=3),
+    },
+    optional={name: values for name in [*FIELDS[2:-1], "reviewer", "score"]},
+)
+# Valid entries, some with a field or two changed to any value, or left out.
+entries = st.builds(
+    lambda entry, changes, dropped: {
+        name: value for name, value in {**entry, **changes}.items() if name not in dropped
+    },
+    valid_entries,
+    st.dictionaries(names, values, max_size=2) | st.just({}),
+    st.sets(names, max_size=1) | st.just(set()),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=entries)
+def test_the_plain_rules_accept_what_the_model_accepts_and_say_the_same(
+    value: dict[str, Any],
+) -> None:
+    """The merge driver checks entries without the model (core/feedbackjson.py): for any entry,
+    it refuses exactly what FeedbackEntry refuses, naming the same field with the same words,
+    and stores an accepted one exactly as the model does."""
+    try:
+        model = FeedbackEntry.model_validate(value)
+    except ValidationError as error:
+        first = error.errors()[0]
+        assert entry_problem(value) == (str(first["loc"][0]), first["msg"])
+    else:
+        assert entry_problem(value) is None
+        assert stored_shape(value) == model.as_json()
+        assert list(stored_shape(value)) == list(model.as_json())
+
+
+def test_the_plain_rules_catch_each_kind_of_problem() -> None:
+    good = {"id": "fb-1", "type": "edit", "createdAt": LEGACY_CREATED_AT}
+    assert entry_problem(good) is None
+    assert entry_problem({**good, "id": ""}) == ("id", "String should have at least 1 character")
+    assert entry_problem({**good, "type": "praise"}) == (
+        "type",
+        "Input should be 'correction', 'rejection' or 'edit'",
+    )
+    assert entry_problem({**good, "notes": 3}) == ("notes", "Input should be a valid string")
+    assert entry_problem({"id": "fb-1", "type": "edit"}) == ("createdAt", "Field required")

@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedbackd.cli.merge_driver import main
+from feedbackd.core.config import parse_settings
 from feedbackd.core.errors import MergeRefused
+from feedbackd.core.feedbackcap import written_max_entries
 from feedbackd.core.merging import (
     kind_of,
     merge_feedback,
@@ -336,6 +338,70 @@ def test_a_broken_config_falls_back_to_the_default_cap_and_says_so(tmp_path: Pat
 
 
 @pytest.mark.parametrize(
+    ("config", "cap"),
+    [
+        ("", 200),
+        ("# feedback:\n#   max_entries: 5\n", 200),
+        ("feedback:\n  max_entries: 7\n", 7),
+        ("feedback:\n", 200),
+        ("feedback: {max_entries: 100000}\n", 100000),
+        ("git:\n  enabled: false\nfeedback:\n  max_entries: 3\n", 3),
+        # What only the full settings can judge: they accept it, or explain what is wrong.
+        ('feedback:\n  max_entries: "3"\n', None),
+        ("feedback:\n  max_entries: 2.0\n", None),
+        ("feedback:\n  max_entries: 0\n", None),
+        ("feedback:\n  max_entries: 100001\n", None),
+        ("feedback:\n  max_entries: true\n", None),
+        ("feedback:\n  max_entrys: 2\n", None),
+        ("feedback: 5\n", None),
+        ("feedback:\n  max_entries: [\n", None),
+        ("defaults: &d\n  max_entries: 3\nfeedback: *d\n", None),
+        ("- feedback\n", None),
+    ],
+)
+def test_the_quick_reading_of_the_cap(config: str, cap: int | None) -> None:
+    """The cap as written, where the full settings would read the same; else None."""
+    assert written_max_entries(config) == cap
+    if cap is not None:
+        assert parse_settings(config, "feedbackd.yaml").feedback.max_entries == cap
+
+
+def test_the_full_settings_decide_what_the_quick_reading_cannot(tmp_path: Path) -> None:
+    (tmp_path / "feedbackd.yaml").write_text('feedback:\n  max_entries: "2"\n')
+    base, ours, theirs = versions(tmp_path, b"", doc(entry(1), entry(3)), doc(entry(2)))
+    done = driver(base, ours, theirs, "x/feedback.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ids(ours.read_bytes()) == ["fb-0002", "fb-0003"] and done.stderr == ""
+
+
+def test_a_missing_config_named_by_the_environment_means_the_default_cap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FEEDBACKD_CONFIG", str(tmp_path / "gone.yaml"))
+    base, ours, theirs = versions(tmp_path, b"", doc(entry(1)), doc(entry(2)))
+    done = driver(base, ours, theirs, "a/feedback.json")
+    assert done.returncode == 0 and "default cap of 200" in done.stderr
+    assert ids(ours.read_bytes()) == ["fb-0001", "fb-0002"]
+
+
+def test_the_driver_merges_without_importing_pydantic(tmp_path: Path) -> None:
+    """git starts the driver once per merged file: the settings model stays out of it."""
+    (tmp_path / "feedbackd.yaml").write_text("feedback:\n  max_entries: 2\n")
+    legacy = json.dumps([{"original": "a", "corrected": "b"}]).encode()
+    files = versions(tmp_path, b"", legacy, doc(entry(1)))
+    script = (
+        "import sys; from feedbackd.cli.launch import main; "
+        "code = main(sys.argv[1:]); "
+        "assert not [m for m in sys.modules if m.startswith(('pydantic', 'typer'))], 'imported'; "
+        "sys.exit(code)"
+    )
+    argv = [sys.executable, "-c", script, "merge-driver", *map(str, files), "a/feedback.json"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert [value["type"] for value in json.loads(files[1].read_bytes())] == ["correction"] * 2
+
+
+@pytest.mark.parametrize(
     ("path", "ours", "says"),
     [
         ("a/feedback.json", b"[{", "ours: feedback.json is not valid JSON"),
@@ -394,4 +460,28 @@ def test_git_merges_feedback_of_two_branches_with_the_registered_driver(tmp_path
     assert ids((agent / "feedback.json").read_bytes()) == ["fb-0001", "fb-0002", "fb-0003"]
     ledger = [json.loads(x)["id"] for x in (agent / "decisions.jsonl").read_text().splitlines()]
     assert ledger == ["d-1", "d-3", "d-2"]
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_git_merges_with_the_cap_of_the_workspace_config(tmp_path: Path) -> None:
+    """git runs the driver in the workspace's top folder: its feedbackd.yaml sets the cap."""
+    root = tmp_path / "ws"
+    init_workspace(root)
+    with open(root / "feedbackd.yaml", "a") as config:
+        config.write("feedback:\n  max_entries: 3\n")
+    agent = root / "_data" / "agents" / "w"
+    agent.mkdir(parents=True)
+    legacy = {"original": "Old title", "corrected": "New title"}
+    (agent / "feedback.json").write_text(json.dumps([legacy, entry(1)]))
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    git(root, "switch", "-qc", "other")
+    (agent / "feedback.json").write_text(json.dumps([legacy, entry(1), entry(2), entry(4)]))
+    git(root, "commit", "-qam", "other")
+    git(root, "switch", "-q", "main")
+    (agent / "feedback.json").write_text(json.dumps([legacy, entry(1), entry(3)]))
+    git(root, "commit", "-qam", "main")
+    (agent.parent / "sub").mkdir()
+    git(agent.parent / "sub", "merge", "-q", "--no-edit", "other")  # from a subfolder, too
+    assert ids((agent / "feedback.json").read_bytes()) == ["fb-0002", "fb-0003", "fb-0004"]
     assert git(root, "status", "--porcelain") == ""

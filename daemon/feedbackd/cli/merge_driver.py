@@ -1,8 +1,10 @@
 """`feedbackd merge-driver BASE OURS THEIRS [PATH]`, the command git runs once for every merged
 feedback file (`python -m feedbackd.cli.merge_driver`, registered by `init` and by sync).
 
-It imports only the merge itself and the configuration, so that a merge of many files stays
-quick: git starts one process per file.
+git starts one process per file, so a merge of many files stays quick only if each starts
+quickly: the driver imports the merge on plain JSON values and reads the cap alone from
+feedbackd.yaml (core/feedbackcap.py). The settings model, pydantic with it, is imported only
+when the file says something that the quick reading cannot vouch for.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ import sys
 from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError, MergeRefused
-from feedbackd.core.merging import DEFAULT_CAP, FileKind, kind_of, merge_bytes
+from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, written_max_entries
+from feedbackd.core.merging import FileKind, kind_of, merge_bytes
 from feedbackd.edges.files import atomic_write_bytes
-from feedbackd.loop.runtime import config_path, load_settings
+from feedbackd.loop.configfile import config_path, read_config
 
 
 def run_merge_driver(
@@ -55,15 +58,26 @@ def _read(file: Path, side: str) -> bytes:
 
 def configured_cap() -> int:
     """feedback.max_entries of the workspace git runs the driver in (its top folder)."""
-
     try:
-        return load_settings(config_path(None, Path.cwd())).feedback.max_entries
+        path = config_path(None, Path.cwd())
+        if path is None:
+            return DEFAULT_MAX_ENTRIES
+        text = read_config(path)
+        cap = written_max_entries(text)
+        return cap if cap is not None else validated_max_entries(text, path)
     except FeedbackdError as error:
         sys.stderr.write(
             f"feedbackd merge-driver: {error.message}; merging with the default cap of "
-            f"{DEFAULT_CAP}\n"
+            f"{DEFAULT_MAX_ENTRIES}\n"
         )
-        return DEFAULT_CAP
+        return DEFAULT_MAX_ENTRIES
+
+
+def validated_max_entries(text: str, path: Path) -> int:
+    """The cap as the full settings read it; ConfigError saying what is wrong with the file."""
+    from feedbackd.core.config import parse_settings  # pydantic: only for an unusual file
+
+    return parse_settings(text, str(path)).feedback.max_entries
 
 
 def report_refusal(path: str | None, error: FeedbackdError) -> None:

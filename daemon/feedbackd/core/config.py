@@ -20,6 +20,7 @@ from pydantic import (
 from feedbackd.core import yamlio
 from feedbackd.core.commitmsg import FEEDBACKD_PERSON
 from feedbackd.core.errors import ConfigError, UsageError
+from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, MAX_ENTRIES_LIMIT
 from feedbackd.core.ids import ID_PATTERN
 from feedbackd.core.ratings import CostValue, Quality
 from feedbackd.core.timeutil import parse_duration
@@ -40,7 +41,7 @@ def _duration(value: str) -> str:
 
 class FeedbackSettings(BaseModel):
     model_config = _STRICT
-    max_entries: int = Field(200, ge=1, le=100_000)
+    max_entries: int = Field(DEFAULT_MAX_ENTRIES, ge=1, le=MAX_ENTRIES_LIMIT)
 
 
 class PromptSettings(BaseModel):

@@ -28,13 +28,13 @@ from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from feedbackd.core.errors import FeedbackdError, MergeRefused
-from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
+from feedbackd.core.feedbackjson import read_entries, stored_shape
+from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import parse_iso
 
 FileKind = Literal["feedback", "jsonl", "generated"]
 KEY_FIELDS = ("id", "transaction_id")
 TIME_FIELDS = ("at", "createdAt", "timestamp")
-DEFAULT_CAP = 200
 # The .gitattributes lines that hand these files to the driver: `init` writes them into the
 # workspace, and sync's rebase uses them whatever the workspace's own file holds.
 ATTRIBUTES = (
@@ -81,8 +81,8 @@ def merge_feedback(base: bytes, ours: bytes, theirs: bytes, cap: int) -> bytes:
     sides = [_feedback_records(data, side) for data, side in ((ours, "ours"), (theirs, "theirs"))]
     base_records = _lenient(lambda: _feedback_records(base, "base"))
     merged = _union(base_records, sides[0], sides[1])[-cap:]
-    entries = [FeedbackEntry.model_validate_json(record.text) for record in merged]
-    return dump_feedback(entries).encode("utf-8")
+    # Versions are compared as canonical (sorted) text; the file puts the contract's fields first.
+    return dumps_json([stored_shape(json.loads(record.text)) for record in merged]).encode("utf-8")
 
 
 def merge_jsonl(base: bytes, ours: bytes, theirs: bytes) -> bytes:
@@ -149,13 +149,14 @@ def _text(data: bytes, side: str) -> str:
 
 def _feedback_records(data: bytes, side: str) -> list[Record]:
     try:
-        entries = parse_feedback(_text(data, side))
+        entries = read_entries(_text(data, side))
     except MergeRefused:
         raise
     except FeedbackdError as error:
         raise MergeRefused(f"{side}: {error.message}", hint=error.hint) from None
     return [
-        Record(entry.id, _moment(entry.createdAt), _canonical(entry.as_json())) for entry in entries
+        Record(entry["id"], _moment(entry["createdAt"]), _canonical(stored_shape(entry)))
+        for entry in entries
     ]
 
 

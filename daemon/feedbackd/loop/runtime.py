@@ -8,9 +8,9 @@ from pathlib import Path
 
 from feedbackd.core.commitmsg import FEEDBACKD_PERSON, Person
 from feedbackd.core.config import Settings, parse_settings
-from feedbackd.core.errors import ConfigError, InvalidItem, WorkspaceError
+from feedbackd.core.errors import InvalidItem, WorkspaceError
 from feedbackd.core.workspace import Workspace
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.loop.configfile import config_path, read_config
 
 
 @dataclass(frozen=True)
@@ -76,30 +76,10 @@ def choose_author(
     return workspace_user or FEEDBACKD_PERSON
 
 
-def config_path(explicit: str | None, workspace_root: Path | None) -> Path | None:
-    """The file that configures this run, or None for built-in defaults."""
-    chosen = explicit or os.environ.get("FEEDBACKD_CONFIG")
-    if chosen:
-        path = Path(chosen).expanduser()
-        if not path.is_file():
-            origin = "--config" if explicit else "$FEEDBACKD_CONFIG"
-            raise ConfigError(
-                f"config file {path} does not exist", hint=f"check {origin} or create the file"
-            )
-        return path
-    if workspace_root is not None and (workspace_root / "feedbackd.yaml").is_file():
-        return workspace_root / "feedbackd.yaml"
-    return None
-
-
 def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
-    try:
-        text = read_file_bytes(path).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    return parse_settings(text, str(path))
+    return parse_settings(read_config(path), str(path))
 
 
 def discover_root(explicit: str | None, cwd: Path | None = None) -> Path:
