@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from feedbackd.core import decisions, items
-from feedbackd.core.commitmsg import FIELDS_KEY, ITEM_KEY, Person, fields_trailer, one_line
+from feedbackd.core import commitmsg, decisions, items
+from feedbackd.core.commitmsg import Person
 from feedbackd.core.decisions import DecisionRecord, State
 from feedbackd.core.errors import (
     FeedbackdError,
@@ -49,8 +49,6 @@ log = logging.getLogger("feedbackd")
 
 # Each agent's decisions.jsonl as this process last committed it: (inode, size, mtime in ns).
 _COMMITTED_LEDGERS: dict[Path, tuple[int, int, int]] = {}
-
-EVENT_OF_STATE: dict[str, str] = {"approved": "approve", "rejected": "reject", "queued": "draft"}
 
 
 @dataclass
@@ -269,19 +267,13 @@ class AgentReconciler:
             return self.report
         write_feedback(self.agent.feedback, stored)
         self._write_snippet(stored)
-        trailers = [(ITEM_KEY, entry.queueItemId)] if entry.queueItemId else []
-        if entry.field:
-            trailers.append((FIELDS_KEY, fields_trailer([entry.field])))
-        summary = entry.type + (f" of {entry.field}" if entry.field else "")
-        summary += f" ({entry.queueItemId})" if entry.queueItemId else ""
-        body = _entry_body(entry)
         self._commit(
             "record",
-            summary,
+            commitmsg.record_summary(entry),
             [self.agent.feedback, self.agent.prompt],
             author,
-            body=body,
-            trailers=trailers,
+            body=commitmsg.entry_body(entry),
+            trailers=commitmsg.record_trailers(entry),
             item=entry.queueItemId,
         )
         return self.report
@@ -361,7 +353,7 @@ class AgentReconciler:
                 append_record(self.agent.decisions, record)
             paths = [f.path for f in new] + [self.agent.decisions] * bool(requeued)
             paths += [path for record in requeued for path in self._decided_path(record)]
-            summary = _drafts_summary([f.item_id for f in new], [r.item for r in requeued])
+            summary = commitmsg.drafts_summary([f.item_id for f in new], [r.item for r in requeued])
             self._commit("draft", summary, paths, None, trailers=())
         # Snapshots last: a draft whose commit failed is still new on the next pass.
         for item_file in readable:
@@ -490,15 +482,17 @@ class AgentReconciler:
         record = self._record(decision, added)
         append_record(self.agent.decisions, record)
         self.ledger.append(record)
-        event, summary = _decision_summary(decision)
+        item = decision.item
+        state, corrections = decision.file.folder, decision.corrections
+        event, summary = commitmsg.decision_summary(item.item_id, state, corrections)
         self._commit(
             event,
             summary,
             self._decision_paths(decision.file),
             decision.author,
-            body=_decision_body(decision),
-            trailers=_decision_trailers(decision),
-            item=decision.item.item_id,
+            body=commitmsg.decision_body(state, item.rejection_feedback, corrections),
+            trailers=commitmsg.decision_trailers(item.item_id, corrections),
+            item=item.item_id,
         )
         return stored
 
@@ -568,14 +562,14 @@ class AgentReconciler:
             paths.extend(self._decided_path(record))
             paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
         last = pending[-1]
-        event = EVENT_OF_STATE[last.state]
-        summary = (
-            ", ".join(record.item for record in pending) + " (completed after an interruption)"
+        self._commit(
+            commitmsg.EVENT_OF_STATE[last.state],
+            commitmsg.interrupted_summary([record.item for record in pending]),
+            paths,
+            _curator_of(last),
+            trailers=commitmsg.interrupted_trailers(last.item, last.fields),
+            item=last.item,
         )
-        trailers = [(ITEM_KEY, last.item)]
-        if last.fields:
-            trailers.append((FIELDS_KEY, fields_trailer(last.fields)))
-        self._commit(event, summary, paths, _curator_of(last), trailers=trailers, item=last.item)
 
     # --- git ----------------------------------------------------------------------------------
     def _commit(
@@ -638,15 +632,6 @@ def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Repor
         return reconciler.record(entry, author)
 
 
-def _entry_body(entry: FeedbackEntry) -> list[str]:
-    if entry.original is not None and entry.corrected is not None:
-        name = one_line(entry.field or "value")
-        return [f'- {name}: "{one_line(entry.original)}" → "{one_line(entry.corrected)}"']
-    if entry.notes is not None:
-        return [f'- notes: "{one_line(entry.notes)}"']
-    return []
-
-
 def _file_state(path: Path) -> tuple[int, int, int] | None:
     try:
         info = path.stat()
@@ -698,40 +683,3 @@ def _in_both_folders(decided: list[ItemFile]) -> set[str]:
 
 def _suffixes_starting_with(first: str) -> list[str]:
     return [first, *(suffix for suffix in ITEM_SUFFIXES if suffix != first)]
-
-
-def _drafts_summary(new: list[str], requeued: list[str]) -> str:
-    parts = []
-    if new:
-        noun = "draft" if len(new) == 1 else "drafts"
-        parts.append(f"{len(new)} new {noun} ({', '.join(new)})")
-    if requeued:
-        parts.append(f"back in queue: {', '.join(requeued)}")
-    return "; ".join(parts)
-
-
-def _decision_summary(decision: Decision) -> tuple[str, str]:
-    item_id = decision.item.item_id
-    if decision.file.folder == "rejected":
-        return "reject", item_id
-    fields = [c.field for c in decision.corrections]
-    if not fields:
-        return "approve", f"{item_id}, no corrections"
-    noun = "correction" if len(fields) == 1 else "corrections"
-    return "approve", f"{item_id}, {len(fields)} {noun} ({', '.join(fields)})"
-
-
-def _decision_body(decision: Decision) -> list[str]:
-    if decision.file.folder == "rejected":
-        return [f'- notes: "{one_line(decision.item.rejection_feedback or "")}"']
-    return [
-        f'- {one_line(c.field)}: "{one_line(c.original)}" → "{one_line(c.corrected)}"'
-        for c in decision.corrections
-    ]
-
-
-def _decision_trailers(decision: Decision) -> list[tuple[str, str]]:
-    trailers = [(ITEM_KEY, decision.item.item_id)]
-    if decision.corrections:
-        trailers.append((FIELDS_KEY, fields_trailer(c.field for c in decision.corrections)))
-    return trailers

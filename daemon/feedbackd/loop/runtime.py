@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from feedbackd.core.commitmsg import Person
+from feedbackd.core.commitmsg import Person, parse_person
 from feedbackd.core.config import Settings, parse_settings
-from feedbackd.core.errors import ConfigError, InvalidItem, WorkspaceError
+from feedbackd.core.errors import ConfigError, WorkspaceError
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.files import read_file_bytes
 
@@ -52,16 +52,6 @@ class Runtime:
     @property
     def committer(self) -> Person:
         return parse_person(self.settings.git.committer, "git.committer")
-
-
-def parse_person(text: str, source: str) -> Person:
-    try:
-        return Person.parse(text)
-    except ValueError:
-        raise InvalidItem(
-            f"{source}: {text!r} is not `Name <email>`",
-            hint='write it like "Ada Curator <ada@example.org>"',
-        ) from None
 
 
 def choose_author(
