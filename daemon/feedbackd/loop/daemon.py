@@ -34,6 +34,7 @@ from feedbackd.edges.watcher import Changes, watch_agents
 from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
+from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.statusfile import LastEvent, write_status
 from feedbackd.loop.sync import Syncer, SyncResult, problem_line
@@ -169,6 +170,7 @@ class Daemon:
         self.next_ping = 0.0
         self.next_full_pass = time.monotonic() + FULL_PASS_S
         self.syncer = Syncer(runtime)
+        self.ledgers = CommittedLedgers()  # the decision ledgers this daemon committed
         self.exit_code = 0
         self.sync_thread: threading.Thread | None = None
         self.sync_result: SyncResult | None = None
@@ -390,7 +392,10 @@ class Daemon:
             self.retry_at.pop(agent, None)
             return
         self._reconcile(
-            agent, lambda: reconcile_all(self.runtime, [agent], keep_going=self._keep_going)
+            agent,
+            lambda: reconcile_all(
+                self.runtime, [agent], keep_going=self._keep_going, ledgers=self.ledgers
+            ),
         )
 
     def _reconcile(self, key: str, work: Callable[[], Report]) -> None:

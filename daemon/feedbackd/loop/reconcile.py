@@ -32,7 +32,7 @@ from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, is_valid_id
 from feedbackd.edges.files import TMP_SUFFIX, atomic_write_bytes, atomic_write_text, read_file_bytes
 from feedbackd.edges.git import GitRepo
-from feedbackd.loop import problems, rentals
+from feedbackd.loop import problems, recovery, rentals
 from feedbackd.loop.agentfiles import (
     append_record,
     read_feedback,
@@ -41,14 +41,12 @@ from feedbackd.loop.agentfiles import (
     write_feedback,
 )
 from feedbackd.loop.problems import Problem
-from feedbackd.loop.recording import Change, Event, commit_change
+from feedbackd.loop.recording import Change, Event
+from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.repo import open_repo, open_repo_for_writing
 from feedbackd.loop.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
-
-# Each agent's decisions.jsonl as this process last committed it: (inode, size, mtime in ns).
-_COMMITTED_LEDGERS: dict[Path, tuple[int, int, int]] = {}
 
 
 @dataclass
@@ -102,12 +100,14 @@ def reconcile_all(
     *,
     keep_going: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ledgers: CommittedLedgers | None = None,
 ) -> Report:
     """Reconcile the chosen agents (all by default).
 
     keep_going is asked before each agent and each decision: the daemon answers False once it
     was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
-    progress, when given, hears (agents done, agents in all) for a progress bar.
+    progress, when given, hears (agents done, agents in all) for a progress bar. ledgers is the
+    daemon's memory of the ledgers it committed (a command starts with an empty one).
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -115,6 +115,7 @@ def reconcile_all(
     feedback.json, a file named prompt, a full disk) as a problem of that agent alone.
     """
     report = Report()
+    ledgers = ledgers if ledgers is not None else CommittedLedgers()
     chosen = runtime.workspace.agent_ids() if agents is None else agents
     full_pass = agents is None
     with open_repo(runtime) as repo:
@@ -126,7 +127,8 @@ def reconcile_all(
             if keep_going is not None and not keep_going():
                 break
             try:
-                report.extend(AgentReconciler(runtime, repo, agent_id, keep_going).run())
+                reconciler = AgentReconciler(runtime, repo, agent_id, ledgers, keep_going)
+                report.extend(reconciler.run())
             except OSError as error:
                 unusable = _unusable(runtime, error)
                 if not full_pass:
@@ -228,10 +230,12 @@ class AgentReconciler:
         runtime: Runtime,
         repo: GitRepo | None,
         agent_id: str,
+        ledgers: CommittedLedgers,
         keep_going: Callable[[], bool] | None = None,
     ) -> None:
         self.runtime = runtime
         self.repo = repo
+        self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
         self.report = Report()
@@ -548,28 +552,42 @@ class AgentReconciler:
     # --- recovery -----------------------------------------------------------------------------
     def _commit_recovered(self) -> None:
         """Commit ledger lines that a killed pass wrote but never committed."""
-        if self.repo is None or not self.ledger or self._ledger_committed():
+        if self.repo is None or not self.ledger or self.ledgers.unchanged(self.agent.decisions):
             return
-        committed = self.repo.file_at_head(self.rel(self.agent.decisions))
-        known = {
-            r.id for r in decisions.parse_ledger((committed or b"").decode("utf-8", "replace"))
-        }
-        pending = [record for record in self.ledger if record.id not in known]
-        if not pending:
-            return
-        paths = [*self._managed_paths()]
-        for record in pending:
-            paths.extend(self._decided_path(record))
-            paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
-        last = pending[-1]
-        self._commit(
-            commitmsg.EVENT_OF_STATE[last.state],
-            commitmsg.interrupted_summary([record.item for record in pending]),
-            paths,
-            _curator_of(last),
-            trailers=commitmsg.interrupted_trailers(last.item, last.fields),
-            item=last.item,
+        pending = recovery.not_in_head(
+            self.repo,
+            self.runtime.workspace,
+            self.agent.decisions,
+            self.ledger,
+            head_ids=_ledger_ids,
+            id_of=lambda record: record.id,
         )
+
+        def completed(waiting: dict[Path, list[DecisionRecord]]) -> Change:
+            records = waiting[self.agent.decisions]
+            paths = [*self._managed_paths()]
+            for record in records:
+                paths.extend(self._decided_path(record))
+                paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
+            last = records[-1]
+            return self._change(
+                commitmsg.EVENT_OF_STATE[last.state],
+                commitmsg.interrupted_summary([record.item for record in records]),
+                paths,
+                _curator_of(last),
+                trailers=commitmsg.interrupted_trailers(last.item, last.fields),
+                item=last.item,
+            )
+
+        event = recovery.commit_uncommitted(
+            self.runtime,
+            self.repo,
+            {self.agent.decisions: pending},
+            completed,
+            ledgers=self.ledgers,
+        )
+        if event is not None:
+            self.report.events.append(event)
 
     # --- git ----------------------------------------------------------------------------------
     def _commit(
@@ -583,7 +601,25 @@ class AgentReconciler:
         trailers: Sequence[tuple[str, str]] = (),
         item: str | None = None,
     ) -> None:
-        change = Change(
+        change = self._change(
+            event, summary, paths, author, body=body, trailers=trailers, item=item
+        )
+        recorded = self.ledgers.commit(self.runtime, self.repo, change, [self.agent.decisions])
+        if recorded is not None:
+            self.report.events.append(recorded)
+
+    def _change(
+        self,
+        event: str,
+        summary: str,
+        paths: Sequence[Path],
+        author: Person | None,
+        *,
+        body: Sequence[str] = (),
+        trailers: Sequence[tuple[str, str]] = (),
+        item: str | None = None,
+    ) -> Change:
+        return Change(
             event,
             self.agent.agent_id,
             summary,
@@ -593,25 +629,6 @@ class AgentReconciler:
             body=body,
             trailers=trailers,
         )
-        ledger = (
-            _file_state(self.agent.decisions)
-            if self.repo is not None and self.agent.decisions in paths
-            else None
-        )
-        recorded = commit_change(self.runtime, self.repo, change)
-        if ledger is not None:
-            _COMMITTED_LEDGERS[self.agent.decisions] = ledger
-        if recorded is not None:
-            self.report.events.append(recorded)
-
-    def _ledger_committed(self) -> bool:
-        """True when the ledger is as this process last committed it: nothing to recover.
-
-        Saves reading the committed ledger back from git on every pass. Any other writer (a
-        killed pass of another process, a pull, a checkout) changes its size, inode or time.
-        """
-        state = _file_state(self.agent.decisions)
-        return state is not None and _COMMITTED_LEDGERS.get(self.agent.decisions) == state
 
     def _workspace_user(self) -> Person | None:
         return self.repo.user_identity() if self.repo is not None else None
@@ -627,17 +644,13 @@ class AgentReconciler:
 
 def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Report:
     with open_repo_for_writing(runtime) as repo:
-        reconciler = AgentReconciler(runtime, repo, agent_id)
+        reconciler = AgentReconciler(runtime, repo, agent_id, CommittedLedgers())
         author = choose_author(None, runtime, reconciler._workspace_user())
         return reconciler.record(entry, author)
 
 
-def _file_state(path: Path) -> tuple[int, int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
+def _ledger_ids(text: str) -> list[str]:
+    return [record.id for record in decisions.parse_ledger(text)]
 
 
 def _curator_of(record: DecisionRecord) -> Person | None:
