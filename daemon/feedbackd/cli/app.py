@@ -97,8 +97,8 @@ def record(
     curator: Annotated[str | None, typer.Option(help='Who recorded it: "Name <email>".')] = None,
 ) -> None:
     """Record one feedback entry programmatically."""
+    from feedbackd.loop.agentpass import record_entry
     from feedbackd.loop.locking import pipeline_lock
-    from feedbackd.loop.reconcile import record_entry
 
     runtime = GLOBALS.runtime().with_curator(curator)
     entry = actions.build_record_entry(actions.parse_record(payload))
