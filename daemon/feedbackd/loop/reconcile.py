@@ -17,7 +17,7 @@ from feedbackd.core.errors import GitError, WorkspaceError
 from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import rentals
-from feedbackd.loop.agentpass import AgentReconciler
+from feedbackd.loop.agentpass import AgentPass
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.repo import open_repo, open_repo_for_writing
@@ -61,20 +61,25 @@ def reconcile_all(
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
-            try:
-                reconciler = AgentReconciler(runtime, repo, agent_id, ledgers, keep_going)
-                report.extend(reconciler.run())
-            except OSError as error:
-                unusable = _unusable(runtime, error)
-                if not full_pass:
-                    raise unusable from error
-                log.error("%s: %s; its decisions wait", agent_id, unusable.message)
-                report.problems.append(
-                    Problem(unusable.path, unusable.what, unusable.hint, True, 0.0)
-                )
+            agent_pass = AgentPass(runtime, repo, agent_id, ledgers, keep_going)
+            report.extend(_run(agent_pass, full_pass))
             if progress is not None:
                 progress(done, len(chosen))
     return report
+
+
+def _run(agent_pass: AgentPass, full_pass: bool) -> Report:
+    """The agent's pass; an agent folder that cannot be used is a problem of that agent alone
+    in a full pass, and the reason a pass over chosen agents fails."""
+    try:
+        return agent_pass.run()
+    except OSError as error:
+        unusable = _unusable(agent_pass.runtime, error)
+        if not full_pass:
+            raise unusable from error
+        log.error("%s: %s; its decisions wait", agent_pass.agent.agent_id, unusable.message)
+        problem = Problem(unusable.path, unusable.what, unusable.hint, True, 0.0)
+        return Report(problems=[problem])
 
 
 def _may_write(runtime: Runtime, repo: GitRepo | None, report: Report, full_pass: bool) -> bool:
