@@ -14,12 +14,25 @@ from feedbackd.core.commitmsg import (
     LogEntry,
     Person,
     build_message,
+    decision_body,
+    decision_summary,
+    decision_trailers,
+    drafts_summary,
+    entry_body,
     fields_trailer,
+    interrupted_summary,
+    interrupted_trailers,
     log_entry,
     one_line,
+    parse_person,
     parse_trailers,
+    record_summary,
+    record_trailers,
 )
 from feedbackd.core.config import Settings
+from feedbackd.core.errors import InvalidItem
+from feedbackd.core.feedback import FeedbackEntry
+from feedbackd.core.items import Correction
 from feedbackd.core.workspace import Workspace
 from feedbackd.loop.runtime import Runtime, choose_author
 
@@ -283,3 +296,71 @@ def test_log_entry_leaves_absent_values_empty() -> None:
 
 def test_commits_without_a_feedback_event_are_not_log_entries() -> None:
     assert log_entry("c", "2026-01-01T00:00:00Z", "A <a@b>", "fix typo\n\nSigned-off-by: A") is None
+
+
+# --- what the curation commits say --------------------------------------------------------------
+TITLE = Correction("title", "Old\ntitle", "New title")
+
+
+def test_an_approval_names_its_corrected_fields() -> None:
+    excerpt = Correction("excerpt", "a", "b")
+    assert decision_summary("qi-1", "approved", [TITLE, excerpt]) == (
+        "approve",
+        "qi-1, 2 corrections (title, excerpt)",
+    )
+    assert decision_summary("qi-1", "approved", [TITLE]) == (
+        "approve",
+        "qi-1, 1 correction (title)",
+    )
+    assert decision_summary("qi-1", "approved", []) == ("approve", "qi-1, no corrections")
+    assert decision_body("approved", None, [TITLE]) == ['- title: "Old⏎title" → "New title"']
+    assert decision_trailers("qi-1", [TITLE, excerpt]) == [
+        ("Feedback-Item", "qi-1"),
+        ("Feedback-Fields", "title, excerpt"),
+    ]
+    assert decision_trailers("qi-1", []) == [("Feedback-Item", "qi-1")]
+
+
+def test_a_rejection_carries_its_note_even_an_empty_one() -> None:
+    assert decision_summary("qi-2", "rejected", []) == ("reject", "qi-2")
+    assert decision_body("rejected", "Too\ndry", []) == ['- notes: "Too⏎dry"']
+    assert decision_body("rejected", None, []) == ['- notes: ""']
+
+
+def test_drafts_and_interrupted_commits_list_their_items() -> None:
+    assert drafts_summary(["a"], []) == "1 new draft (a)"
+    assert drafts_summary(["a", "b"], ["c"]) == "2 new drafts (a, b); back in queue: c"
+    assert drafts_summary([], ["c", "d"]) == "back in queue: c, d"
+    assert interrupted_summary(["a", "b"]) == "a, b (completed after an interruption)"
+    assert interrupted_trailers("b", ["t", "u"]) == [
+        ("Feedback-Item", "b"),
+        ("Feedback-Fields", "t, u"),
+    ]
+    assert interrupted_trailers("b", None) == [("Feedback-Item", "b")]
+
+
+def test_a_recorded_entry_says_what_it_is() -> None:
+    edit = FeedbackEntry(
+        id="fb-1",
+        type="edit",
+        queueItemId="qi-1",
+        field="title",
+        original="a",
+        corrected="b",
+        createdAt="2026-01-01T00:00:00.000Z",
+    )
+    assert record_summary(edit) == "edit of title (qi-1)"
+    assert record_trailers(edit) == [("Feedback-Item", "qi-1"), ("Feedback-Fields", "title")]
+    assert entry_body(edit) == ['- title: "a" → "b"']
+    note = FeedbackEntry(id="fb-2", type="rejection", notes="no", createdAt="x")
+    assert (record_summary(note), record_trailers(note), entry_body(note)) == (
+        "rejection",
+        [],
+        ['- notes: "no"'],
+    )
+
+
+def test_a_person_from_a_setting_is_refused_naming_the_setting() -> None:
+    assert parse_person("Ada <ada@example.org>", "curator") == Person("Ada", "ada@example.org")
+    with pytest.raises(InvalidItem, match="--curator: 'Ada' is not `Name <email>`"):
+        parse_person("Ada", "--curator")

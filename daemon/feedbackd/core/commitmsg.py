@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from feedbackd.core.errors import InvalidItem
+from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.timeutil import iso_ms, parse_iso
 
 EVENTS = ("draft", "approve", "reject", "record", "rating", "pricing", "optimize", "sync")
@@ -75,6 +77,18 @@ class Person:
 # feedbackd itself: the committer unless `git.committer` names another, and the author of a change
 # when no curator is known (not in the item, --curator, $FEEDBACKD_CURATOR or git's user).
 FEEDBACKD_PERSON = Person("feedbackd", "feedbackd@localhost")
+
+
+def parse_person(text: str, source: str) -> Person:
+    """`Name <email>` from `source` (a file's `curator`, `--curator`, a setting), else a refusal
+    naming where it came from."""
+    try:
+        return Person.parse(text)
+    except ValueError:
+        raise InvalidItem(
+            f"{source}: {text!r} is not `Name <email>`",
+            hint='write it like "Ada Curator <ada@example.org>"',
+        ) from None
 
 
 def one_line(text: str, limit: int = LINE_LIMIT) -> str:
@@ -249,3 +263,96 @@ def _iso_date(text: str) -> str:
         return iso_ms(parse_iso(text))
     except ValueError:
         return text.strip()
+
+
+# --- what the curation commits say ---------------------------------------------------------------
+class FieldChange(Protocol):
+    """One corrected field of an approval (core.items.Correction)."""
+
+    @property
+    def field(self) -> str: ...
+
+    @property
+    def original(self) -> str: ...
+
+    @property
+    def corrected(self) -> str: ...
+
+
+# The event of a commit that records a ledger line of this state.
+EVENT_OF_STATE: dict[str, str] = {"approved": "approve", "rejected": "reject", "queued": "draft"}
+
+
+def decision_summary(
+    item_id: str, state: str, corrections: Sequence[FieldChange]
+) -> tuple[str, str]:
+    """(event, summary) of a decision: `reject`, `qi-1`; `approve`, `qi-1, 1 correction (t)`."""
+    if state == "rejected":
+        return "reject", item_id
+    fields = [c.field for c in corrections]
+    if not fields:
+        return "approve", f"{item_id}, no corrections"
+    noun = "correction" if len(fields) == 1 else "corrections"
+    return "approve", f"{item_id}, {len(fields)} {noun} ({', '.join(fields)})"
+
+
+def decision_body(state: str, notes: str | None, corrections: Sequence[FieldChange]) -> list[str]:
+    """A rejection's note, or one line per correction: `- title: "old" → "new"`."""
+    if state == "rejected":
+        return [f'- notes: "{one_line(notes or "")}"']
+    return [
+        f'- {one_line(c.field)}: "{one_line(c.original)}" → "{one_line(c.corrected)}"'
+        for c in corrections
+    ]
+
+
+def decision_trailers(item_id: str, corrections: Sequence[FieldChange]) -> list[tuple[str, str]]:
+    trailers = [(ITEM_KEY, item_id)]
+    if corrections:
+        trailers.append((FIELDS_KEY, fields_trailer(c.field for c in corrections)))
+    return trailers
+
+
+def drafts_summary(new: Sequence[str], requeued: Sequence[str]) -> str:
+    """`2 new drafts (qi-1, qi-2); back in queue: qi-3`."""
+    parts = []
+    if new:
+        noun = "draft" if len(new) == 1 else "drafts"
+        parts.append(f"{len(new)} new {noun} ({', '.join(new)})")
+    if requeued:
+        parts.append(f"back in queue: {', '.join(requeued)}")
+    return "; ".join(parts)
+
+
+def interrupted_summary(items: Sequence[str]) -> str:
+    """The commit of ledger lines that a killed pass wrote but never committed."""
+    return ", ".join(items) + " (completed after an interruption)"
+
+
+def interrupted_trailers(item_id: str, fields: Sequence[str] | None) -> list[tuple[str, str]]:
+    trailers = [(ITEM_KEY, item_id)]
+    if fields:
+        trailers.append((FIELDS_KEY, fields_trailer(fields)))
+    return trailers
+
+
+def record_summary(entry: FeedbackEntry) -> str:
+    """`edit of title (qi-1)`: what `feedbackd record` recorded."""
+    summary = entry.type + (f" of {entry.field}" if entry.field else "")
+    return summary + (f" ({entry.queueItemId})" if entry.queueItemId else "")
+
+
+def record_trailers(entry: FeedbackEntry) -> list[tuple[str, str]]:
+    trailers = [(ITEM_KEY, entry.queueItemId)] if entry.queueItemId else []
+    if entry.field:
+        trailers.append((FIELDS_KEY, fields_trailer([entry.field])))
+    return trailers
+
+
+def entry_body(entry: FeedbackEntry) -> list[str]:
+    if entry.original is not None and entry.corrected is not None:
+        name = one_line(entry.field or "value")
+        return [f'- {name}: "{one_line(entry.original)}" → "{one_line(entry.corrected)}"']
+    if entry.notes is not None:
+        return [f'- notes: "{one_line(entry.notes)}"']
+    return []

@@ -23,8 +23,9 @@ from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import read_item, set_content_fields, set_rejection_feedback
+from feedbackd.loop.agentpass import record_entry
 from feedbackd.loop.locking import pipeline_lock
-from feedbackd.loop.reconcile import Report, reconcile_all, record_entry
+from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.recording import Event
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime

@@ -32,6 +32,7 @@ from feedbackd.edges.watcher import Changes
 from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
 from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
+from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.statusfile import LastEvent, write_status
 from feedbackd.loop.sync import Syncer, problem_line
@@ -99,6 +100,7 @@ class Daemon:
         self.heartbeat = Heartbeat(self.notifier)
         self.syncer = Syncer(runtime)
         self.sync = SyncThread(self.syncer, self.wakeup)
+        self.ledgers = CommittedLedgers()  # the decision ledgers this daemon committed
         self.exit_code = 0
 
     # --- life cycle -----------------------------------------------------------------------------
@@ -264,7 +266,10 @@ class Daemon:
             self.book.forget(agent)  # moved away or removed: nothing left to report
             return
         self._reconcile(
-            agent, lambda: reconcile_all(self.runtime, [agent], keep_going=self._keep_going)
+            agent,
+            lambda: reconcile_all(
+                self.runtime, [agent], keep_going=self._keep_going, ledgers=self.ledgers
+            ),
         )
 
     def _reconcile(self, key: str, work: Callable[[], Report]) -> None:

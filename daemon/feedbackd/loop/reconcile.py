@@ -1,103 +1,32 @@
-"""Level-triggered reconcile of one agent: look at disk and the ledger, do what is missing.
+"""Level-triggered reconcile: look at disk and the ledger, do what is missing.
 
 The daemon, `run --once` and the writing commands all come through here; file events only say
-which agent to look at. Every step is idempotent, so a pass killed at any line is finished by the
-next one: feedback entries are de-duplicated, the ledger says what is decided, and ledger lines
-that never reached a commit are committed by the next pass.
+which agent to look at. Each agent is one pass (agentpass.py); this module chooses the agents,
+keeps a user's rebase or merge safe from writes, and turns what stops one agent into a problem
+of that agent alone.
 """
 
 from __future__ import annotations
 
 import errno
 import logging
-import stat
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from feedbackd.core import decisions, items
-from feedbackd.core.commitmsg import FIELDS_KEY, ITEM_KEY, Person, fields_trailer, one_line
-from feedbackd.core.decisions import DecisionRecord, State
-from feedbackd.core.errors import (
-    FeedbackdError,
-    GitError,
-    InvalidFeedback,
-    InvalidItem,
-    WorkspaceError,
-)
-from feedbackd.core.feedback import FeedbackEntry, merge_new, new_entry
-from feedbackd.core.ids import is_valid_id
-from feedbackd.core.items import Correction, Item
-from feedbackd.core.prompts import render_snippet
-from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
-from feedbackd.edges.files import TMP_SUFFIX, atomic_write_bytes, atomic_write_text, read_file_bytes
+from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.git import GitRepo
-from feedbackd.loop import problems, rentals
-from feedbackd.loop.agentfiles import (
-    append_record,
-    read_feedback,
-    read_item,
-    read_ledger,
-    write_feedback,
-)
+from feedbackd.loop import rentals
+from feedbackd.loop.agentpass import AgentPass
 from feedbackd.loop.problems import Problem
-from feedbackd.loop.recording import CommitRequest as Change
-from feedbackd.loop.recording import Event, commit_change
+from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.repo import open_repo, open_repo_for_writing
-from feedbackd.loop.runtime import Runtime, choose_author
+from feedbackd.loop.report import Report
+from feedbackd.loop.runtime import Runtime
+
+__all__ = ["AgentFolderUnusable", "Report", "reconcile_all", "reconcile_ratings"]
 
 log = logging.getLogger("feedbackd")
-
-# Each agent's decisions.jsonl as this process last committed it: (inode, size, mtime in ns).
-_COMMITTED_LEDGERS: dict[Path, tuple[int, int, int]] = {}
-
-EVENT_OF_STATE: dict[str, str] = {"approved": "approve", "rejected": "reject", "queued": "draft"}
-
-
-@dataclass
-class Report:
-    """The outcome of one or more reconciles."""
-
-    events: list[Event] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def extend(self, other: Report) -> None:
-        self.events.extend(other.events)
-        self.problems.extend(other.problems)
-        self.warnings.extend(other.warnings)
-
-    def followed_by(self, later: Report) -> Report:
-        """This report and a later pass's: events and warnings add up, while the problems are
-        the later pass's alone, because it looked at the files again."""
-        return Report(self.events + later.events, later.problems, self.warnings + later.warnings)
-
-    @property
-    def unsettled(self) -> list[Problem]:
-        return [problem for problem in self.problems if not problem.settled]
-
-    def next_retry(self) -> float | None:
-        waiting = [problem.retry_at for problem in self.unsettled]
-        return min(waiting) if waiting else None
-
-
-@dataclass(frozen=True)
-class ItemFile:
-    folder: str
-    item_id: str
-    path: Path
-
-
-@dataclass(frozen=True)
-class Decision:
-    """A decided item turned into feedback entries and the text of its commit."""
-
-    file: ItemFile
-    item: Item
-    entries: list[FeedbackEntry]
-    corrections: list[Correction]
-    author: Person
 
 
 def reconcile_all(
@@ -106,12 +35,14 @@ def reconcile_all(
     *,
     keep_going: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    ledgers: CommittedLedgers | None = None,
 ) -> Report:
     """Reconcile the chosen agents (all by default).
 
     keep_going is asked before each agent and each decision: the daemon answers False once it
     was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
-    progress, when given, hears (agents done, agents in all) for a progress bar.
+    progress, when given, hears (agents done, agents in all) for a progress bar. ledgers is the
+    daemon's memory of the ledgers it committed (a command starts with an empty one).
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -119,6 +50,7 @@ def reconcile_all(
     feedback.json, a file named prompt, a full disk) as a problem of that agent alone.
     """
     report = Report()
+    ledgers = ledgers if ledgers is not None else CommittedLedgers()
     chosen = runtime.workspace.agent_ids() if agents is None else agents
     full_pass = agents is None
     with open_repo(runtime) as repo:
@@ -129,19 +61,25 @@ def reconcile_all(
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
-            try:
-                report.extend(AgentReconciler(runtime, repo, agent_id, keep_going).run())
-            except OSError as error:
-                unusable = _unusable(runtime, error)
-                if not full_pass:
-                    raise unusable from error
-                log.error("%s: %s; its decisions wait", agent_id, unusable.message)
-                report.problems.append(
-                    Problem(unusable.path, unusable.what, unusable.hint, True, 0.0)
-                )
+            agent_pass = AgentPass(runtime, repo, agent_id, ledgers, keep_going)
+            report.extend(_run(agent_pass, full_pass))
             if progress is not None:
                 progress(done, len(chosen))
     return report
+
+
+def _run(agent_pass: AgentPass, full_pass: bool) -> Report:
+    """The agent's pass; an agent folder that cannot be used is a problem of that agent alone
+    in a full pass, and the reason a pass over chosen agents fails."""
+    try:
+        return agent_pass.run()
+    except OSError as error:
+        unusable = _unusable(agent_pass.runtime, error)
+        if not full_pass:
+            raise unusable from error
+        log.error("%s: %s; its decisions wait", agent_pass.agent.agent_id, unusable.message)
+        problem = Problem(unusable.path, unusable.what, unusable.hint, True, 0.0)
+        return Report(problems=[problem])
 
 
 def _may_write(runtime: Runtime, repo: GitRepo | None, report: Report, full_pass: bool) -> bool:
@@ -222,517 +160,3 @@ def _reconcile_ratings(runtime: Runtime, repo: GitRepo | None, report: Report) -
     events, found = rentals.ingest_inbox(runtime, repo)
     report.events.extend(events)
     report.problems.extend(found)
-
-
-class AgentReconciler:
-    """One pass over one agent folder."""
-
-    def __init__(
-        self,
-        runtime: Runtime,
-        repo: GitRepo | None,
-        agent_id: str,
-        keep_going: Callable[[], bool] | None = None,
-    ) -> None:
-        self.runtime = runtime
-        self.repo = repo
-        self.keep_going = keep_going or (lambda: True)
-        self.agent = runtime.workspace.agent(agent_id)
-        self.report = Report()
-        self.ledger = read_ledger(self.agent.decisions)
-
-    # --- the pass -----------------------------------------------------------------------------
-    def run(self) -> Report:
-        if not self.agent.root.is_dir():
-            return self.report
-        self._commit_recovered()
-        files = self._scan()
-        self._take_new_drafts(files)
-        feedback = self._read_feedback()
-        if feedback is not None:
-            for item_file in self._undecided(files):
-                if not self.keep_going():
-                    break  # stopping: the next pass decides the rest
-                feedback = self._decide(item_file, feedback)
-            self._sync_snippet(feedback)
-        return self.report
-
-    def record(self, entry: FeedbackEntry, author: Person | None) -> Report:
-        """Append one programmatic entry (`feedbackd record`) and commit it, unless present."""
-        feedback = self._read_feedback()
-        if feedback is None:
-            raise InvalidFeedback(
-                f"{self.rel(self.agent.feedback)} is corrupt; nothing was recorded",
-                hint="run `feedbackd doctor` to see the last good version in git",
-            )
-        stored, added = merge_new(feedback, [entry], self.runtime.settings.feedback.max_entries)
-        if not added:
-            self._warn("the same entry is already recorded; nothing changed")
-            return self.report
-        write_feedback(self.agent.feedback, stored)
-        self._write_snippet(stored)
-        trailers = [(ITEM_KEY, entry.queueItemId)] if entry.queueItemId else []
-        if entry.field:
-            trailers.append((FIELDS_KEY, fields_trailer([entry.field])))
-        summary = entry.type + (f" of {entry.field}" if entry.field else "")
-        summary += f" ({entry.queueItemId})" if entry.queueItemId else ""
-        body = _entry_body(entry)
-        self._commit(
-            "record",
-            summary,
-            [self.agent.feedback, self.agent.prompt],
-            author,
-            body=body,
-            trailers=trailers,
-            item=entry.queueItemId,
-        )
-        return self.report
-
-    # --- looking at disk ----------------------------------------------------------------------
-    def _scan(self) -> list[ItemFile]:
-        found: list[ItemFile] = []
-        for folder in ("queue", *DECISION_FOLDERS):
-            directory = self.agent.folder(folder)
-            problems.clear_orphans(directory)
-            if directory.is_dir():
-                found.extend(self._scan_folder(folder, directory))
-        return found
-
-    def _scan_folder(self, folder: str, directory: Path) -> Iterator[ItemFile]:
-        for path in sorted(directory.iterdir()):
-            if path.name.startswith(".") or path.suffix not in ITEM_SUFFIXES:
-                continue
-            not_an_item = _not_an_item(path)
-            if not_an_item is not None:
-                self._warn(f"{self.rel(path)}: {not_an_item}; ignored")
-                continue
-            if path.is_symlink() and not self.runtime.workspace.is_inside(path):
-                self._warn(f"{self.rel(path)}: symbolic link leads outside the workspace; ignored")
-                continue
-            if not path.is_file():
-                continue  # removed since the folder was listed
-            if not is_valid_id(path.stem):
-                message, hint = _bad_name(path.stem)
-                self._problem(path, InvalidItem(message, hint=hint))
-                continue
-            yield ItemFile(folder, path.stem, path)
-
-    def _read(self, item_file: ItemFile) -> Item | None:
-        try:
-            item = read_item(item_file.path)
-        except FeedbackdError as error:
-            self._problem(item_file.path, error)
-            return None
-        problems.clear(item_file.path)
-        return item
-
-    def _problem(self, path: Path, error: FeedbackdError) -> None:
-        problem = problems.judge(path, error, self.runtime.settings.daemon.settle_ms)
-        self.report.problems.append(problem)
-        if problem.settled:
-            log.warning("%s: %s", self.rel(path), error.message)
-
-    def _read_feedback(self) -> list[FeedbackEntry] | None:
-        """The agent's feedback, or None when feedback.json is corrupt (decisions then wait)."""
-        try:
-            entries = read_feedback(self.agent.feedback)
-        except FeedbackdError as error:
-            problems.explain(self.agent.feedback, error)
-            self.report.problems.append(
-                Problem(self.agent.feedback, error.message, error.hint, True, 0.0)
-            )
-            log.error("%s: %s; decisions wait", self.rel(self.agent.feedback), error.message)
-            return None
-        problems.clear(self.agent.feedback)
-        return entries
-
-    # --- drafts -------------------------------------------------------------------------------
-    def _take_new_drafts(self, files: list[ItemFile]) -> None:
-        decided_now = {f.item_id for f in files if f.folder in DECISION_FOLDERS}
-        unseen = [
-            f
-            for f in files
-            if f.folder == "queue" and f.item_id not in decided_now and self._is_new_draft(f)
-        ]
-        readable = [f for f in unseen if self._read(f) is not None]
-        snapshots = self._first_versions(readable)
-        requeued = self._requeued(files, decided_now)
-        new = [f for f in readable if snapshots[f] is None]
-        if new or requeued:
-            for record in requeued:
-                append_record(self.agent.decisions, record)
-            paths = [f.path for f in new] + [self.agent.decisions] * bool(requeued)
-            paths += [path for record in requeued for path in self._decided_path(record)]
-            summary = _drafts_summary([f.item_id for f in new], [r.item for r in requeued])
-            self._commit("draft", summary, paths, None, trailers=())
-        # Snapshots last: a draft whose commit failed is still new on the next pass.
-        for item_file in readable:
-            data = snapshots[item_file] or item_file.path.read_bytes()
-            atomic_write_bytes(self._snapshot_path(item_file), data)
-
-    def _is_new_draft(self, item_file: ItemFile) -> bool:
-        return not self._snapshot_path(item_file).exists()
-
-    def _first_versions(self, drafts: list[ItemFile]) -> dict[ItemFile, bytes | None]:
-        """For drafts git already holds (a fresh clone), the version first committed; None for
-        drafts that are new. The snapshot then never holds a curator's edits."""
-        if not drafts or self.repo is None:
-            return {f: None for f in drafts}
-        untracked = set(self.repo.untracked_paths(self.rel(self.agent.queue)))
-        return {
-            f: None
-            if self.rel(f.path) in untracked
-            else self.repo.file_at_first_add(self.rel(f.path))
-            for f in drafts
-        }
-
-    def _snapshot_path(self, item_file: ItemFile) -> Path:
-        return self.runtime.workspace.snapshot(self.agent.agent_id, item_file.path.name)
-
-    def _requeued(self, files: list[ItemFile], decided_now: set[str]) -> list[DecisionRecord]:
-        latest = decisions.latest_states(self.ledger)
-        queued = {f.item_id for f in files if f.folder == "queue"} - decided_now
-        records = []
-        for item_id in sorted(queued):
-            previous = latest.get(item_id)
-            if previous is not None and previous.state != "queued":
-                record = decisions.new_record(item_id, "queued", utcnow(), file=previous.file)
-                self.ledger.append(record)
-                records.append(record)
-        return records
-
-    def _decided_path(self, record: DecisionRecord) -> list[Path]:
-        """Where the ledger says the item was decided (none for a hand-written record)."""
-        return [self.runtime.workspace.root / record.file] if record.file else []
-
-    # --- decisions ----------------------------------------------------------------------------
-    def _undecided(self, files: list[ItemFile]) -> list[ItemFile]:
-        latest = decisions.latest_states(self.ledger)
-        decided = [f for f in files if f.folder in DECISION_FOLDERS]
-        both = _in_both_folders(decided)
-        for item_id in sorted(both):
-            self._warn(
-                f"{self.agent.agent_id}/{item_id} is in both approved/ and rejected/: keep one"
-            )
-        return [
-            f
-            for f in decided
-            if f.item_id not in both
-            and (f.item_id not in latest or latest[f.item_id].state != f.folder)
-        ]
-
-    def _decide(self, item_file: ItemFile, feedback: list[FeedbackEntry]) -> list[FeedbackEntry]:
-        item = self._read(item_file)
-        if item is None:
-            return feedback
-        try:
-            decision = self._judge(item_file, item)
-        except FeedbackdError as error:
-            self._problem(item_file.path, error)
-            return feedback
-        return self._apply(decision, feedback)
-
-    def _judge(self, item_file: ItemFile, item: Item) -> Decision:
-        author = choose_author(item.curator, self.runtime, self._workspace_user())
-        now = utcnow()
-        if item_file.folder == "rejected":
-            notes = item.rejection_feedback or ""
-            if not notes:
-                self._warn(f"{self.rel(item_file.path)}: rejected without rejectionFeedback")
-            entry = new_entry(now, type="rejection", queueItemId=item.item_id, notes=notes)
-            return Decision(item_file, item, [entry], [], author)
-        corrections = self._corrections(item_file, item)
-        entries = [
-            new_entry(
-                now,
-                type="correction",
-                queueItemId=item.item_id,
-                field=c.field,
-                original=c.original,
-                corrected=c.corrected,
-            )
-            for c in corrections
-        ]
-        return Decision(item_file, item, entries, corrections, author)
-
-    def _corrections(self, item_file: ItemFile, item: Item) -> list[Correction]:
-        original = item.original if item.original is not None else self._first_seen(item_file)
-        if original is None:
-            self._warn(
-                f"{self.rel(item_file.path)}: never seen in queue/ and no originalContentData;"
-                " approved with no corrections"
-            )
-            return []
-        return items.diff_content(original, item.content)
-
-    def _first_seen(self, item_file: ItemFile) -> dict[str, object] | None:
-        """The draft as first seen in queue/: the local snapshot, else its draft commit (an
-        item decided before this machine saw it in queue/)."""
-        for suffix in _suffixes_starting_with(item_file.path.suffix):
-            queue_path = self.agent.queue / (item_file.item_id + suffix)
-            snapshot = self._snapshot_path(ItemFile("queue", item_file.item_id, queue_path))
-            data = snapshot.read_bytes() if snapshot.exists() else None
-            if data is None and self.repo is not None:
-                data = self.repo.file_at_first_add(self.rel(queue_path))
-            if data is not None:
-                try:
-                    return items.parse_item(data, suffix, item_file.item_id).content
-                except FeedbackdError:
-                    continue
-        return None
-
-    def _apply(self, decision: Decision, feedback: list[FeedbackEntry]) -> list[FeedbackEntry]:
-        stored, added = merge_new(
-            feedback, decision.entries, self.runtime.settings.feedback.max_entries
-        )
-        if added or not self.agent.feedback.exists():
-            write_feedback(self.agent.feedback, stored)
-        self._write_snippet(stored)
-        record = self._record(decision, added)
-        append_record(self.agent.decisions, record)
-        self.ledger.append(record)
-        event, summary = _decision_summary(decision)
-        self._commit(
-            event,
-            summary,
-            self._decision_paths(decision.file),
-            decision.author,
-            body=_decision_body(decision),
-            trailers=_decision_trailers(decision),
-            item=decision.item.item_id,
-        )
-        return stored
-
-    def _record(self, decision: Decision, added: list[FeedbackEntry]) -> DecisionRecord:
-        state: State = "approved" if decision.file.folder == "approved" else "rejected"
-        return decisions.new_record(
-            decision.item.item_id,
-            state,
-            utcnow(),
-            file=self.rel(decision.file.path),
-            curator=str(decision.author),
-            fields=[c.field for c in decision.corrections] or None,
-            entries=[entry.id for entry in added] or None,
-        )
-
-    def _decision_paths(self, item_file: ItemFile) -> list[Path]:
-        # Where the item came from is part of its move: queue/, or the other decision folder
-        # when the curator changed their mind (an item in both is never decided).
-        sources = [
-            self.agent.folder(folder) / (item_file.item_id + suffix)
-            for folder in ("queue", *DECISION_FOLDERS)
-            for suffix in ITEM_SUFFIXES
-        ]
-        return [*sources, item_file.path, *self._managed_paths()]
-
-    def _managed_paths(self) -> list[Path]:
-        return [self.agent.feedback, self.agent.decisions, self.agent.prompt]
-
-    # --- snippet ------------------------------------------------------------------------------
-    def _write_snippet(self, entries: Sequence[FeedbackEntry]) -> bool:
-        text = render_snippet(entries, self.runtime.settings.prompt)
-        # Generated text: whatever stands there unreadable (bytes that are not UTF-8) is
-        # simply written anew.
-        current = (
-            read_file_bytes(self.agent.prompt).decode("utf-8", errors="replace")
-            if self.agent.prompt.exists()
-            else None
-        )
-        if current == text:
-            return False
-        atomic_write_text(self.agent.prompt, text)
-        return True
-
-    def _sync_snippet(self, feedback: list[FeedbackEntry]) -> None:
-        """Regenerate a snippet that no longer matches feedback.json (settings changed, a pull)."""
-        if not self.agent.feedback.exists() and not self.agent.prompt.exists():
-            return
-        if self._write_snippet(feedback):
-            self._commit(
-                "sync", "regenerate prompt snippet", [self.agent.prompt], None, trailers=()
-            )
-
-    # --- recovery -----------------------------------------------------------------------------
-    def _commit_recovered(self) -> None:
-        """Commit ledger lines that a killed pass wrote but never committed."""
-        if self.repo is None or not self.ledger or self._ledger_committed():
-            return
-        committed = self.repo.file_at_head(self.rel(self.agent.decisions))
-        known = {
-            r.id for r in decisions.parse_ledger((committed or b"").decode("utf-8", "replace"))
-        }
-        pending = [record for record in self.ledger if record.id not in known]
-        if not pending:
-            return
-        paths = [*self._managed_paths()]
-        for record in pending:
-            paths.extend(self._decided_path(record))
-            paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
-        last = pending[-1]
-        event = EVENT_OF_STATE[last.state]
-        summary = (
-            ", ".join(record.item for record in pending) + " (completed after an interruption)"
-        )
-        trailers = [(ITEM_KEY, last.item)]
-        if last.fields:
-            trailers.append((FIELDS_KEY, fields_trailer(last.fields)))
-        self._commit(event, summary, paths, _curator_of(last), trailers=trailers, item=last.item)
-
-    # --- git ----------------------------------------------------------------------------------
-    def _commit(
-        self,
-        event: str,
-        summary: str,
-        paths: Sequence[Path],
-        author: Person | None,
-        *,
-        body: Sequence[str] = (),
-        trailers: Sequence[tuple[str, str]] = (),
-        item: str | None = None,
-    ) -> None:
-        change = Change(
-            event,
-            self.agent.agent_id,
-            summary,
-            paths,
-            author or self._workspace_user(),
-            item=item,
-            body=body,
-            trailers=trailers,
-        )
-        ledger = (
-            _file_state(self.agent.decisions)
-            if self.repo is not None and self.agent.decisions in paths
-            else None
-        )
-        recorded = commit_change(self.runtime, self.repo, change)
-        if ledger is not None:
-            _COMMITTED_LEDGERS[self.agent.decisions] = ledger
-        if recorded is not None:
-            self.report.events.append(recorded)
-
-    def _ledger_committed(self) -> bool:
-        """True when the ledger is as this process last committed it: nothing to recover.
-
-        Saves reading the committed ledger back from git on every pass. Any other writer (a
-        killed pass of another process, a pull, a checkout) changes its size, inode or time.
-        """
-        state = _file_state(self.agent.decisions)
-        return state is not None and _COMMITTED_LEDGERS.get(self.agent.decisions) == state
-
-    def _workspace_user(self) -> Person | None:
-        return self.repo.user_identity() if self.repo is not None else None
-
-    # --- helpers ------------------------------------------------------------------------------
-    def rel(self, path: Path) -> str:
-        return self.runtime.workspace.relative(path)
-
-    def _warn(self, message: str) -> None:
-        self.report.warnings.append(message)
-        log.warning("%s", message)
-
-
-def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Report:
-    with open_repo_for_writing(runtime) as repo:
-        reconciler = AgentReconciler(runtime, repo, agent_id)
-        author = choose_author(None, runtime, reconciler._workspace_user())
-        return reconciler.record(entry, author)
-
-
-def _entry_body(entry: FeedbackEntry) -> list[str]:
-    if entry.original is not None and entry.corrected is not None:
-        name = one_line(entry.field or "value")
-        return [f'- {name}: "{one_line(entry.original)}" → "{one_line(entry.corrected)}"']
-    if entry.notes is not None:
-        return [f'- notes: "{one_line(entry.notes)}"']
-    return []
-
-
-def _file_state(path: Path) -> tuple[int, int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _curator_of(record: DecisionRecord) -> Person | None:
-    try:
-        return Person.parse(record.curator) if record.curator else None
-    except ValueError:
-        return None  # a hand-edited ledger line: the workspace's identity stands in
-
-
-def _not_an_item(path: Path) -> str | None:
-    """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
-
-    A curator who made a folder `qi-1.json` in approved/ hears why nothing happens, and a pipe
-    is never opened (reading it would wait for a writer forever).
-    """
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return "symbolic link to nothing" if path.is_symlink() else None
-    except OSError as error:  # a loop of symbolic links, a folder that cannot be searched
-        return f"cannot be read ({error.strerror})"
-    if stat.S_ISDIR(mode):
-        return "a folder, not an item file"
-    if not stat.S_ISREG(mode):
-        return "not a plain file (a pipe, socket or device)"
-    return None
-
-
-def _bad_name(stem: str) -> tuple[str, str]:
-    return (
-        f"item id {stem!r} (the file name) is not a valid id",
-        "rename the file to 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter"
-        " or digit",
-    )
-
-
-def _in_both_folders(decided: list[ItemFile]) -> set[str]:
-    folders: dict[str, set[str]] = {}
-    for item_file in decided:
-        folders.setdefault(item_file.item_id, set()).add(item_file.folder)
-    return {item_id for item_id, where in folders.items() if len(where) > 1}
-
-
-def _suffixes_starting_with(first: str) -> list[str]:
-    return [first, *(suffix for suffix in ITEM_SUFFIXES if suffix != first)]
-
-
-def _drafts_summary(new: list[str], requeued: list[str]) -> str:
-    parts = []
-    if new:
-        noun = "draft" if len(new) == 1 else "drafts"
-        parts.append(f"{len(new)} new {noun} ({', '.join(new)})")
-    if requeued:
-        parts.append(f"back in queue: {', '.join(requeued)}")
-    return "; ".join(parts)
-
-
-def _decision_summary(decision: Decision) -> tuple[str, str]:
-    item_id = decision.item.item_id
-    if decision.file.folder == "rejected":
-        return "reject", item_id
-    fields = [c.field for c in decision.corrections]
-    if not fields:
-        return "approve", f"{item_id}, no corrections"
-    noun = "correction" if len(fields) == 1 else "corrections"
-    return "approve", f"{item_id}, {len(fields)} {noun} ({', '.join(fields)})"
-
-
-def _decision_body(decision: Decision) -> list[str]:
-    if decision.file.folder == "rejected":
-        return [f'- notes: "{one_line(decision.item.rejection_feedback or "")}"']
-    return [
-        f'- {one_line(c.field)}: "{one_line(c.original)}" → "{one_line(c.corrected)}"'
-        for c in decision.corrections
-    ]
-
-
-def _decision_trailers(decision: Decision) -> list[tuple[str, str]]:
-    trailers = [(ITEM_KEY, decision.item.item_id)]
-    if decision.corrections:
-        trailers.append((FIELDS_KEY, fields_trailer(c.field for c in decision.corrections)))
-    return trailers

@@ -19,7 +19,7 @@ from feedbackd.core.timeutil import parse_duration, utcnow
 from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop import problems
+from feedbackd.loop import problems, recovery
 from feedbackd.loop.agentfiles import write_rental_memories
 from feedbackd.loop.optimize import rules_hook
 from feedbackd.loop.recording import CommitRequest, Event, commit_change
@@ -181,29 +181,21 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     """
     if repo is None or not runtime.workspace.agents_dir.is_dir():
         return []
-    root = runtime.workspace.root
-    changed = repo.changed_paths(runtime.workspace.relative(runtime.workspace.agents_dir))
-    appended = [
-        root / rel for rel in changed if _is_rental_log(rel) and _only_appended(repo, root, rel)
-    ]
-    if not appended:
-        return []
-    agent = appended[0].relative_to(runtime.workspace.agents_dir).parts[0]
-    noun = "file" if len(appended) == 1 else "files"
-    summary = f"{len(appended)} {noun} completed after an interruption"
-    event = commit_change(runtime, repo, CommitRequest("rating", agent, summary, appended))
+    workspace = runtime.workspace
+    changed = repo.changed_paths(workspace.relative(workspace.agents_dir))
+    logs = [workspace.root / rel for rel in changed if _is_rental_log(rel)]
+    pending = {log: recovery.appended_since_head(repo, workspace, log) for log in logs}
+
+    def completed(appended: dict[Path, list[str]]) -> CommitRequest:
+        agent = next(iter(appended)).relative_to(workspace.agents_dir).parts[0]
+        noun = "file" if len(appended) == 1 else "files"
+        summary = f"{len(appended)} {noun} completed after an interruption"
+        return CommitRequest("rating", agent, summary, list(appended))
+
+    event = recovery.commit_uncommitted(runtime, repo, pending, completed)
     return [event] if event else []
 
 
 def _is_rental_log(rel: str) -> bool:
     parts = rel.split("/")
     return rel.endswith(".jsonl") and ("ratings" in parts or "memory" in parts)
-
-
-def _only_appended(repo: GitRepo, root: Path, rel: str) -> bool:
-    try:
-        current = (root / rel).read_bytes()
-    except OSError:
-        return False
-    committed = repo.file_at_head(rel) or b""
-    return current.startswith(committed) and current.endswith(b"\n")

@@ -6,9 +6,9 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from feedbackd.core.commitmsg import FEEDBACKD_PERSON, Person
+from feedbackd.core.commitmsg import FEEDBACKD_PERSON, Person, parse_person
 from feedbackd.core.config import Settings, parse_settings
-from feedbackd.core.errors import InvalidItem, WorkspaceError
+from feedbackd.core.errors import WorkspaceError
 from feedbackd.core.workspace import Workspace
 from feedbackd.loop.configfile import config_path, read_config
 
@@ -50,16 +50,6 @@ class Runtime:
     @property
     def committer(self) -> Person:
         return parse_person(self.settings.git.committer, "git.committer")
-
-
-def parse_person(text: str, source: str) -> Person:
-    try:
-        return Person.parse(text)
-    except ValueError:
-        raise InvalidItem(
-            f"{source}: {text!r} is not `Name <email>`",
-            hint='write it like "Ada Curator <ada@example.org>"',
-        ) from None
 
 
 def choose_author(

@@ -1,0 +1,426 @@
+"""The agent pass as a pure plan: given what was read from one agent folder, what is missing.
+
+A pass reads one agent folder (its item files in queue/, approved/ and rejected/, the decision
+ledger, feedback.json, the snippet) and asks `plan_agent` what that calls for. The answer is a
+Plan that the loop applies in order: ledger lines for items moved back to queue/ and a commit of
+the new drafts; then one step per decision (feedback.json, the snippet, its ledger line, one
+commit of exactly its paths); then the snippet, when it no longer matches feedback.json. Nothing
+here touches the disk, git or the clock: `now` comes in (new entries and ledger lines still get
+random ids).
+
+Each decision is recorded exactly once because the plan follows the ledger: an item in approved/
+or rejected/ is decided unless the ledger's latest line for it says so already. A plan applied in
+part (a crash) is planned again by the next pass: a decision whose ledger line was written is
+done; one whose line was not is decided again, and the entries it adds are in feedback.json
+already, so none is written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from feedbackd.core import commitmsg, decisions, items
+from feedbackd.core.commitmsg import Person, parse_person
+from feedbackd.core.config import Settings
+from feedbackd.core.decisions import DecisionRecord, State
+from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.feedback import FeedbackEntry, dump_feedback, merge_new, new_entry
+from feedbackd.core.items import Correction, Item
+from feedbackd.core.prompts import render_snippet
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+
+
+# --- what was read ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ItemFile:
+    """An item file in `folder` (queue, approved or rejected); its name is the item's id."""
+
+    folder: str
+    item_id: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class ReadItem:
+    """An item file and what reading it gave: the item, or the error that keeps it waiting."""
+
+    file: ItemFile
+    item: Item | None = None
+    error: FeedbackdError | None = None
+    # A draft that git holds already (a fresh clone): the version its first commit added.
+    first_version: bytes | None = None
+    # An approved item without originalContentData: its content as first seen in queue/.
+    first_seen: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What a pass read from one agent folder."""
+
+    agent: AgentPaths
+    root: Path  # the workspace's root: ledger lines name files relative to it
+    files: Sequence[ItemFile]  # every item file in queue/, approved/ and rejected/
+    ledger: Sequence[DecisionRecord]
+    drafts: Sequence[ReadItem] = ()  # the `queued_drafts` without a snapshot yet, read
+    undecided: Sequence[ReadItem] = ()  # the files `to_decide` names, read
+    feedback: Sequence[FeedbackEntry] | FeedbackdError = ()  # an error: feedback.json is corrupt
+    feedback_exists: bool = False
+    snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
+    author: Person | FeedbackdError | None = None  # decides an item that names no curator
+
+
+# --- the plan -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Write:
+    """A whole file to write (atomically)."""
+
+    path: Path
+    text: str
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit of exactly `paths`, and what its message says."""
+
+    event: str
+    summary: str
+    paths: tuple[Path, ...]
+    author: Person | None = None  # None: the workspace's own identity
+    body: tuple[str, ...] = ()
+    trailers: tuple[tuple[str, str], ...] = ()
+    item: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """Write these files, append these ledger lines, then make the commit: in this order."""
+
+    commit: Commit
+    writes: tuple[Write, ...] = ()
+    ledger: tuple[DecisionRecord, ...] = ()
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A draft to remember as first seen: its first committed version, else the file as is."""
+
+    file: ItemFile
+    first_version: bytes | None
+
+
+@dataclass(frozen=True)
+class BadFile:
+    """A file the pass cannot use. An item may still be being written: it is explained beside
+    it once it stayed bad for daemon.settle_ms (`settles`); a corrupt feedback.json at once."""
+
+    path: Path
+    error: FeedbackdError
+    settles: bool = True
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """What one pass does, in order: `drafts`, then `snapshots`, each of `decisions`, then
+    `snippet_refresh` (a snippet that no longer matches feedback.json)."""
+
+    drafts: Step | None = None
+    snapshots: tuple[Snapshot, ...] = ()
+    decisions: tuple[Step, ...] = ()
+    snippet_refresh: Step | None = None
+    problems: tuple[BadFile, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def steps(self) -> list[Step]:
+        """Every step, in the order it is applied."""
+        return [
+            step
+            for step in (self.drafts, *self.decisions, self.snippet_refresh)
+            if step is not None
+        ]
+
+
+# --- what to read -------------------------------------------------------------------------------
+def queued_drafts(files: Iterable[ItemFile]) -> list[ItemFile]:
+    """The drafts in queue/ whose id is in neither approved/ nor rejected/ (a pass reads those
+    it has no snapshot of: drafts seen for the first time)."""
+    files = list(files)
+    decided_now = _decided_ids(files)
+    return [f for f in files if f.folder == "queue" and f.item_id not in decided_now]
+
+
+def to_decide(files: Iterable[ItemFile], ledger: Iterable[DecisionRecord]) -> list[ItemFile]:
+    """The files in approved/ or rejected/ that the ledger does not record there yet; an item in
+    both folders waits until the curator keeps one."""
+    latest = decisions.latest_states(ledger)
+    decided = [f for f in files if f.folder in DECISION_FOLDERS]
+    both = in_both_folders(decided)
+    return [
+        f
+        for f in decided
+        if f.item_id not in both
+        and (f.item_id not in latest or latest[f.item_id].state != f.folder)
+    ]
+
+
+def in_both_folders(files: Iterable[ItemFile]) -> list[str]:
+    folders: dict[str, set[str]] = {}
+    for item_file in files:
+        if item_file.folder in DECISION_FOLDERS:
+            folders.setdefault(item_file.item_id, set()).add(item_file.folder)
+    return sorted(item_id for item_id, where in folders.items() if len(where) > 1)
+
+
+# --- planning -----------------------------------------------------------------------------------
+@dataclass
+class _Notes:
+    """What the plan has to say besides its steps."""
+
+    problems: list[BadFile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """feedback.json and the snippet as the steps planned so far leave them."""
+
+    feedback: tuple[FeedbackEntry, ...]
+    feedback_exists: bool
+    snippet: str | None
+
+
+def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
+    """What the pass over this agent folder does, given what it read (see the module's notes)."""
+    notes = _Notes()
+    drafts, snapshots = _plan_drafts(view, now, notes)
+    if isinstance(view.feedback, FeedbackdError):
+        notes.problems.append(BadFile(view.agent.feedback, view.feedback, settles=False))
+        return AgentPlan(drafts, snapshots, problems=tuple(notes.problems))
+    for item_id in in_both_folders(view.files):
+        notes.warnings.append(
+            f"{view.agent.agent_id}/{item_id} is in both approved/ and rejected/: keep one"
+        )
+    folder = _Folder(tuple(view.feedback), view.feedback_exists, view.snippet)
+    steps = []
+    for read in view.undecided:
+        decision = _judge(view, read, notes)
+        if decision is not None:
+            step, folder = _plan_decision(view, decision, folder, settings, now)
+            steps.append(step)
+    snippet_refresh = _plan_snippet_refresh(view.agent, folder, settings)
+    return AgentPlan(
+        drafts,
+        snapshots,
+        tuple(steps),
+        snippet_refresh,
+        tuple(notes.problems),
+        tuple(notes.warnings),
+    )
+
+
+def _plan_drafts(
+    view: AgentView, now: datetime, notes: _Notes
+) -> tuple[Step | None, tuple[Snapshot, ...]]:
+    """New drafts (git does not hold them yet) and items back in queue/: one `draft` commit.
+
+    Snapshots come after it: a draft whose commit failed is still new on the next pass.
+    """
+    notes.problems.extend(BadFile(d.file.path, d.error) for d in view.drafts if d.error)
+    readable = [d for d in view.drafts if d.item is not None]
+    new = [d.file for d in readable if d.first_version is None]
+    requeued = _requeued(view.files, view.ledger, now)
+    snapshots = tuple(Snapshot(d.file, d.first_version) for d in readable)
+    if not new and not requeued:
+        return None, snapshots
+    paths = [f.path for f in new] + [view.agent.decisions] * bool(requeued)
+    paths += [path for record in requeued for path in _decided_path(view.root, record)]
+    summary = commitmsg.drafts_summary([f.item_id for f in new], [r.item for r in requeued])
+    return Step(Commit("draft", summary, tuple(paths)), ledger=tuple(requeued)), snapshots
+
+
+def _requeued(
+    files: Sequence[ItemFile], ledger: Sequence[DecisionRecord], now: datetime
+) -> list[DecisionRecord]:
+    """A `queued` line for each draft the ledger says was decided: it is a draft again."""
+    latest = decisions.latest_states(ledger)
+    queued = {f.item_id for f in queued_drafts(files)}
+    return [
+        decisions.new_record(item_id, "queued", now, file=latest[item_id].file)
+        for item_id in sorted(queued)
+        if item_id in latest and latest[item_id].state != "queued"
+    ]
+
+
+def _decided_path(root: Path, record: DecisionRecord) -> list[Path]:
+    """Where the ledger says the item was decided (none for a hand-written record)."""
+    return [root / record.file] if record.file else []
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """An item in approved/ or rejected/, judged: who decided, what they corrected."""
+
+    file: ItemFile
+    item: Item
+    state: State
+    author: Person
+    corrections: list[Correction]
+
+
+def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
+    """The decision a read item stands for; None when it must wait (a problem says why)."""
+    if read.item is None:
+        if read.error is not None:
+            notes.problems.append(BadFile(read.file.path, read.error))
+        return None
+    try:
+        author = _author(read.item, view.author)
+    except FeedbackdError as error:
+        notes.problems.append(BadFile(read.file.path, error))
+        return None
+    where = _relative(view, read.file.path)
+    if read.file.folder == "rejected":
+        if not read.item.rejection_feedback:
+            notes.warnings.append(f"{where}: rejected without rejectionFeedback")
+        return _Decision(read.file, read.item, "rejected", author, [])
+    original = read.item.original if read.item.original is not None else read.first_seen
+    if original is None:
+        notes.warnings.append(
+            f"{where}: never seen in queue/ and no originalContentData;"
+            " approved with no corrections"
+        )
+        return _Decision(read.file, read.item, "approved", author, [])
+    corrections = items.diff_content(original, read.item.content)
+    return _Decision(read.file, read.item, "approved", author, corrections)
+
+
+def _author(item: Item, fallback: Person | FeedbackdError | None) -> Person:
+    """The curator: the item's `curator`, else whoever decides items that name none."""
+    if item.curator:
+        return parse_person(item.curator, "curator")
+    if isinstance(fallback, FeedbackdError):
+        raise fallback
+    if fallback is None:
+        raise ValueError("AgentView.author is needed to decide an item that names no curator")
+    return fallback
+
+
+def _plan_decision(
+    view: AgentView, decision: _Decision, folder: _Folder, settings: Settings, now: datetime
+) -> tuple[Step, _Folder]:
+    """The step that records one decision, and the folder as it leaves it."""
+    entries = _entries(decision, now)
+    stored, added = merge_new(folder.feedback, entries, settings.feedback.max_entries)
+    writes = []
+    if added or not folder.feedback_exists:
+        writes.append(Write(view.agent.feedback, dump_feedback(stored)))
+    snippet = render_snippet(stored, settings.prompt)
+    if snippet != folder.snippet:
+        writes.append(Write(view.agent.prompt, snippet))
+    record = decisions.new_record(
+        decision.item.item_id,
+        decision.state,
+        now,
+        file=_relative(view, decision.file.path),
+        curator=str(decision.author),
+        fields=[c.field for c in decision.corrections] or None,
+        entries=[entry.id for entry in added] or None,
+    )
+    step = Step(_decision_commit(view.agent, decision), tuple(writes), (record,))
+    return step, _Folder(tuple(stored), True, snippet)
+
+
+def _entries(decision: _Decision, now: datetime) -> list[FeedbackEntry]:
+    item_id = decision.item.item_id
+    if decision.state == "rejected":
+        notes = decision.item.rejection_feedback or ""
+        return [new_entry(now, type="rejection", queueItemId=item_id, notes=notes)]
+    return [
+        new_entry(
+            now,
+            type="correction",
+            queueItemId=item_id,
+            field=c.field,
+            original=c.original,
+            corrected=c.corrected,
+        )
+        for c in decision.corrections
+    ]
+
+
+def _decision_commit(agent: AgentPaths, decision: _Decision) -> Commit:
+    item, state, corrections = decision.item, decision.state, decision.corrections
+    event, summary = commitmsg.decision_summary(item.item_id, state, corrections)
+    return Commit(
+        event,
+        summary,
+        tuple(decision_paths(agent, decision.file)),
+        decision.author,
+        tuple(commitmsg.decision_body(state, item.rejection_feedback, corrections)),
+        tuple(commitmsg.decision_trailers(item.item_id, corrections)),
+        item.item_id,
+    )
+
+
+def decision_paths(agent: AgentPaths, item_file: ItemFile) -> list[Path]:
+    """The paths of a decision's commit. Where the item came from is part of its move: queue/,
+    or the other decision folder when the curator changed their mind."""
+    sources = [
+        agent.folder(folder) / (item_file.item_id + suffix)
+        for folder in ("queue", *DECISION_FOLDERS)
+        for suffix in ITEM_SUFFIXES
+    ]
+    return [*sources, item_file.path, agent.feedback, agent.decisions, agent.prompt]
+
+
+def _plan_snippet_refresh(agent: AgentPaths, folder: _Folder, settings: Settings) -> Step | None:
+    """Regenerate a snippet that no longer matches feedback.json (settings changed, a pull)."""
+    if not folder.feedback_exists and folder.snippet is None:
+        return None
+    text = render_snippet(folder.feedback, settings.prompt)
+    if text == folder.snippet:
+        return None
+    commit = Commit("sync", "regenerate prompt snippet", (agent.prompt,))
+    return Step(commit, (Write(agent.prompt, text),))
+
+
+def _relative(view: AgentView, path: Path) -> str:
+    """The path as git names it: relative to the workspace, with forward slashes."""
+    return path.relative_to(view.root).as_posix()
+
+
+def _decided_ids(files: Iterable[ItemFile]) -> set[str]:
+    return {f.item_id for f in files if f.folder in DECISION_FOLDERS}
+
+
+def plan_record(
+    agent: AgentPaths,
+    entry: FeedbackEntry,
+    feedback: Sequence[FeedbackEntry],
+    snippet: str | None,
+    settings: Settings,
+    author: Person,
+) -> Step | None:
+    """`feedbackd record`: the entry added to feedback.json, the snippet, one `record` commit;
+    None when an entry with the same identity is recorded already."""
+    stored, added = merge_new(feedback, [entry], settings.feedback.max_entries)
+    if not added:
+        return None
+    writes = [Write(agent.feedback, dump_feedback(stored))]
+    text = render_snippet(stored, settings.prompt)
+    if text != snippet:
+        writes.append(Write(agent.prompt, text))
+    commit = Commit(
+        "record",
+        commitmsg.record_summary(entry),
+        (agent.feedback, agent.prompt),
+        author,
+        tuple(commitmsg.entry_body(entry)),
+        tuple(commitmsg.record_trailers(entry)),
+        entry.queueItemId,
+    )
+    return Step(commit, tuple(writes))

@@ -1,0 +1,205 @@
+"""One pass over one agent folder: read it, ask the planner what is missing, apply the plan.
+
+Applying is small on purpose: each step of the plan writes its files atomically, appends its
+ledger lines and makes one commit of exactly its paths. Every step is idempotent, so a pass
+killed at any line is finished by the next one: feedback entries are de-duplicated, the ledger
+says what is decided, and ledger lines that never reached a commit are committed first thing
+by the next pass.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from feedbackd.core import agentplan, commitmsg, decisions
+from feedbackd.core.agentplan import AgentPlan, BadFile, Step
+from feedbackd.core.commitmsg import Person
+from feedbackd.core.decisions import DecisionRecord
+from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.feedback import FeedbackEntry
+from feedbackd.core.timeutil import utcnow
+from feedbackd.core.workspace import ITEM_SUFFIXES
+from feedbackd.edges.files import atomic_write_text
+from feedbackd.edges.git import GitRepo
+from feedbackd.loop import problems, recovery
+from feedbackd.loop.agentfiles import append_record, read_ledger
+from feedbackd.loop.agentread import AgentReader, remember_draft
+from feedbackd.loop.problems import Problem
+from feedbackd.loop.recording import CommitRequest
+from feedbackd.loop.recovery import CommittedLedgers
+from feedbackd.loop.repo import open_repo_for_writing
+from feedbackd.loop.report import Report
+from feedbackd.loop.runtime import Runtime, choose_author
+
+log = logging.getLogger("feedbackd")
+
+
+class AgentPass:
+    """One pass over one agent folder."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        repo: GitRepo | None,
+        agent_id: str,
+        ledgers: CommittedLedgers,
+        keep_going: Callable[[], bool] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.repo = repo
+        self.ledgers = ledgers
+        self.keep_going = keep_going or (lambda: True)
+        self.agent = runtime.workspace.agent(agent_id)
+        self.reader = AgentReader(runtime, repo, self.agent)
+        self.report = Report()
+
+    def run(self) -> Report:
+        """The pass; OSError when the agent folder cannot be used (the ledger cannot be read,
+        a file stands where a folder must be, the disk is full)."""
+        ledger = read_ledger(self.agent.decisions)
+        if not self.agent.root.is_dir():
+            return self.report
+        self._commit_recovered(ledger)
+        view, scan = self.reader.read(ledger)
+        plan = agentplan.plan_agent(view, self.runtime.settings, utcnow())
+        self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
+        self._apply(plan)
+        return self.report
+
+    def record(self, entry: FeedbackEntry, author: Person) -> Report:
+        """Append one programmatic entry (`feedbackd record`) and commit it, unless present."""
+        feedback = self.reader.feedback()
+        if not isinstance(feedback, list):
+            self._tell([BadFile(self.agent.feedback, feedback, settles=False)], [])
+            raise InvalidFeedback(
+                f"{self.rel(self.agent.feedback)} is corrupt; nothing was recorded",
+                hint="run `feedbackd doctor` to see the last good version in git",
+            )
+        snippet = self.reader.snippet()
+        settings = self.runtime.settings
+        step = agentplan.plan_record(self.agent, entry, feedback, snippet, settings, author)
+        if step is None:
+            self._tell([], ["the same entry is already recorded; nothing changed"])
+        else:
+            self.apply(step)
+        return self.report
+
+    # --- applying the plan --------------------------------------------------------------------
+    def _apply(self, plan: AgentPlan) -> None:
+        if plan.drafts is not None:
+            self.apply(plan.drafts)
+        for snapshot in plan.snapshots:
+            remember_draft(self.runtime, self.agent, snapshot)
+        for step in plan.decisions:
+            if not self.keep_going():
+                return  # stopping: the next pass decides the rest
+            self.apply(step)
+        if plan.snippet_refresh is not None:
+            self.apply(plan.snippet_refresh)
+
+    def apply(self, step: Step) -> None:
+        """Write the step's files, append its ledger lines, make its commit."""
+        for write in step.writes:
+            atomic_write_text(write.path, write.text)
+        for record in step.ledger:
+            append_record(self.agent.decisions, record)
+        commit = step.commit
+        self._commit(
+            CommitRequest(
+                commit.event,
+                self.agent.agent_id,
+                commit.summary,
+                commit.paths,
+                commit.author or self.reader.workspace_user(),
+                item=commit.item,
+                body=commit.body,
+                trailers=commit.trailers,
+            )
+        )
+
+    def _commit(self, change: CommitRequest) -> None:
+        recorded = self.ledgers.commit(self.runtime, self.repo, change, [self.agent.decisions])
+        if recorded is not None:
+            self.report.events.append(recorded)
+
+    # --- recovery -----------------------------------------------------------------------------
+    def _commit_recovered(self, ledger: Sequence[DecisionRecord]) -> None:
+        """Commit ledger lines that a killed pass wrote but never committed."""
+        if self.repo is None or not ledger or self.ledgers.unchanged(self.agent.decisions):
+            return
+        pending = recovery.not_in_head(
+            self.repo,
+            self.runtime.workspace,
+            self.agent.decisions,
+            ledger,
+            head_ids=_ledger_ids,
+            id_of=lambda record: record.id,
+        )
+        event = recovery.commit_uncommitted(
+            self.runtime,
+            self.repo,
+            {self.agent.decisions: pending},
+            lambda waiting: self._recovered(waiting[self.agent.decisions]),
+            ledgers=self.ledgers,
+        )
+        if event is not None:
+            self.report.events.append(event)
+
+    def _recovered(self, records: Sequence[DecisionRecord]) -> CommitRequest:
+        """The commit of decisions whose ledger lines were never committed: the ledger, the
+        files it names, and feedback.json and the snippet as they are now."""
+        paths = [self.agent.feedback, self.agent.decisions, self.agent.prompt]
+        for record in records:
+            paths.extend([self.runtime.workspace.root / record.file] if record.file else [])
+            paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
+        last = records[-1]
+        return CommitRequest(
+            commitmsg.EVENT_OF_STATE[last.state],
+            self.agent.agent_id,
+            commitmsg.interrupted_summary([record.item for record in records]),
+            paths,
+            _curator_of(last) or self.reader.workspace_user(),
+            item=last.item,
+            trailers=commitmsg.interrupted_trailers(last.item, last.fields),
+        )
+
+    # --- telling ------------------------------------------------------------------------------
+    def _tell(self, bad_files: Sequence[BadFile], warnings: Sequence[str]) -> None:
+        """Report what waits (explained beside each file) and what the pass warns about."""
+        settle_ms = self.runtime.settings.daemon.settle_ms
+        for bad in bad_files:
+            if bad.settles:
+                problem = problems.judge(bad.path, bad.error, settle_ms)
+                if problem.settled:
+                    log.warning("%s: %s", self.rel(bad.path), bad.error.message)
+            else:
+                problems.explain(bad.path, bad.error)
+                problem = Problem(bad.path, bad.error.message, bad.error.hint, True, 0.0)
+                log.error("%s: %s; decisions wait", self.rel(bad.path), bad.error.message)
+            self.report.problems.append(problem)
+        for warning in warnings:
+            self.report.warnings.append(warning)
+            log.warning("%s", warning)
+
+    def rel(self, path: Path) -> str:
+        return self.runtime.workspace.relative(path)
+
+
+def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Report:
+    with open_repo_for_writing(runtime) as repo:
+        recorder = AgentPass(runtime, repo, agent_id, CommittedLedgers())
+        author = choose_author(None, runtime, recorder.reader.workspace_user())
+        return recorder.record(entry, author)
+
+
+def _ledger_ids(text: str) -> list[str]:
+    return [record.id for record in decisions.parse_ledger(text)]
+
+
+def _curator_of(record: DecisionRecord) -> Person | None:
+    try:
+        return Person.parse(record.curator) if record.curator else None
+    except ValueError:
+        return None  # a hand-edited ledger line: the workspace's identity stands in

@@ -1,0 +1,228 @@
+"""What a pass reads from one agent folder, for the planner: items, drafts' first versions,
+feedback.json, the snippet, and who decides.
+
+Reading explains nothing and writes nothing but this: an item or feedback.json that reads again
+loses its `.error` file, and `.error` files whose file is gone are removed. What cannot be read
+is handed to the planner as an error; the pass explains it beside the file.
+
+The drafts' snapshots (the version first seen in queue/, which an approval is diffed against)
+are local state in `.feedbackd/snapshots/{agent}/`; `remember_draft` writes one.
+"""
+
+from __future__ import annotations
+
+import logging
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from feedbackd.core import agentplan, items
+from feedbackd.core.agentplan import AgentView, BadFile, ItemFile, ReadItem
+from feedbackd.core.commitmsg import Person
+from feedbackd.core.decisions import DecisionRecord
+from feedbackd.core.errors import FeedbackdError, InvalidItem
+from feedbackd.core.feedback import FeedbackEntry
+from feedbackd.core.ids import is_valid_id
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.files import atomic_write_bytes, read_file_bytes
+from feedbackd.edges.git import GitRepo
+from feedbackd.loop import problems
+from feedbackd.loop.agentfiles import read_feedback, read_item
+from feedbackd.loop.runtime import Runtime, choose_author
+
+log = logging.getLogger("feedbackd")
+
+
+@dataclass
+class Scan:
+    """The item files of an agent folder, and the entries named like items that are not."""
+
+    files: list[ItemFile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    problems: list[BadFile] = field(default_factory=list)
+
+
+class AgentReader:
+    """Reads one agent folder for one pass."""
+
+    def __init__(self, runtime: Runtime, repo: GitRepo | None, agent: AgentPaths) -> None:
+        self.runtime = runtime
+        self.repo = repo
+        self.agent = agent
+
+    def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
+        """Everything the planner needs; items to decide only while feedback.json is usable."""
+        scan = self.scan()
+        drafts = [f for f in agentplan.queued_drafts(scan.files) if not self._snapshotted(f)]
+        feedback = self.feedback()
+        undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
+        view = AgentView(
+            agent=self.agent,
+            root=self.runtime.workspace.root,
+            files=scan.files,
+            ledger=ledger,
+            drafts=self._with_first_versions(self._read_items(drafts)),
+            undecided=[self._with_first_seen(read) for read in self._read_items(undecided)],
+            feedback=feedback,
+            feedback_exists=self.agent.feedback.exists(),
+            snippet=self.snippet(),
+            author=self._author() if undecided else None,
+        )
+        return view, scan
+
+    # --- item files ---------------------------------------------------------------------------
+    def scan(self) -> Scan:
+        scan = Scan()
+        for folder in ("queue", *DECISION_FOLDERS):
+            directory = self.agent.folder(folder)
+            problems.clear_orphans(directory)
+            if directory.is_dir():
+                scan.files.extend(self._scan_folder(folder, directory, scan))
+        return scan
+
+    def _scan_folder(self, folder: str, directory: Path, scan: Scan) -> Iterator[ItemFile]:
+        for path in sorted(directory.iterdir()):
+            if path.name.startswith(".") or path.suffix not in ITEM_SUFFIXES:
+                continue
+            not_an_item = _not_an_item(path)
+            if not_an_item is not None:
+                scan.warnings.append(f"{self.rel(path)}: {not_an_item}; ignored")
+                continue
+            if path.is_symlink() and not self.runtime.workspace.is_inside(path):
+                scan.warnings.append(
+                    f"{self.rel(path)}: symbolic link leads outside the workspace; ignored"
+                )
+                continue
+            if not path.is_file():
+                continue  # removed since the folder was listed
+            if not is_valid_id(path.stem):
+                message, hint = _bad_name(path.stem)
+                scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
+                continue
+            yield ItemFile(folder, path.stem, path)
+
+    def _read_items(self, files: Sequence[ItemFile]) -> list[ReadItem]:
+        found = []
+        for item_file in files:
+            try:
+                item = read_item(item_file.path)
+            except FeedbackdError as error:
+                found.append(ReadItem(item_file, error=error))
+                continue
+            problems.clear(item_file.path)
+            found.append(ReadItem(item_file, item))
+        return found
+
+    # --- drafts and originals -----------------------------------------------------------------
+    def _snapshotted(self, item_file: ItemFile) -> bool:
+        return snapshot_path(self.runtime, self.agent, item_file.path.name).exists()
+
+    def _with_first_versions(self, drafts: list[ReadItem]) -> list[ReadItem]:
+        """For drafts git already holds (a fresh clone), the version first committed; drafts
+        that are new keep none. The snapshot then never holds a curator's edits."""
+        if self.repo is None or all(read.item is None for read in drafts):
+            return drafts
+        untracked = set(self.repo.untracked_paths(self.rel(self.agent.queue)))
+        return [self._with_first_version(self.repo, read, untracked) for read in drafts]
+
+    def _with_first_version(self, repo: GitRepo, read: ReadItem, untracked: set[str]) -> ReadItem:
+        rel = self.rel(read.file.path)
+        if read.item is None or rel in untracked:
+            return read
+        return replace(read, first_version=repo.file_at_first_add(rel))
+
+    def _with_first_seen(self, read: ReadItem) -> ReadItem:
+        """An approved item without originalContentData gets its content as first seen."""
+        if read.item is None or read.item.original is not None or read.file.folder != "approved":
+            return read
+        return replace(read, first_seen=self._first_seen(read.file))
+
+    def _first_seen(self, item_file: ItemFile) -> dict[str, Any] | None:
+        """The draft as first seen in queue/: the local snapshot, else its draft commit (an
+        item decided before this machine saw it in queue/)."""
+        for suffix in _suffixes_starting_with(item_file.path.suffix):
+            queue_path = self.agent.queue / (item_file.item_id + suffix)
+            snapshot = snapshot_path(self.runtime, self.agent, queue_path.name)
+            data = snapshot.read_bytes() if snapshot.exists() else None
+            if data is None and self.repo is not None:
+                data = self.repo.file_at_first_add(self.rel(queue_path))
+            if data is not None:
+                try:
+                    return items.parse_item(data, suffix, item_file.item_id).content
+                except FeedbackdError:
+                    continue
+        return None
+
+    # --- feedback, snippet, curator -----------------------------------------------------------
+    def feedback(self) -> list[FeedbackEntry] | FeedbackdError:
+        """The agent's feedback, or why feedback.json cannot be used (decisions then wait)."""
+        try:
+            entries = read_feedback(self.agent.feedback)
+        except FeedbackdError as error:
+            return error
+        problems.clear(self.agent.feedback)
+        return entries
+
+    def snippet(self) -> str | None:
+        """The snippet as it stands. Generated text: bytes that are not UTF-8 are simply
+        written anew."""
+        if not self.agent.prompt.exists():
+            return None
+        return read_file_bytes(self.agent.prompt).decode("utf-8", errors="replace")
+
+    def _author(self) -> Person | FeedbackdError:
+        """Who decides an item that names no curator (--curator, $FEEDBACKD_CURATOR, git's)."""
+        try:
+            return choose_author(None, self.runtime, self.workspace_user())
+        except FeedbackdError as error:
+            return error
+
+    def workspace_user(self) -> Person | None:
+        return self.repo.user_identity() if self.repo is not None else None
+
+    def rel(self, path: Path) -> str:
+        return self.runtime.workspace.relative(path)
+
+
+def snapshot_path(runtime: Runtime, agent: AgentPaths, name: str) -> Path:
+    return runtime.workspace.snapshot(agent.agent_id, name)
+
+
+def remember_draft(runtime: Runtime, agent: AgentPaths, snapshot: agentplan.Snapshot) -> None:
+    """Keep the draft as first seen: its first committed version, else the file as it is."""
+    path = snapshot.file.path
+    data = snapshot.first_version or path.read_bytes()
+    atomic_write_bytes(snapshot_path(runtime, agent, path.name), data)
+
+
+def _not_an_item(path: Path) -> str | None:
+    """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
+
+    A curator who made a folder `qi-1.json` in approved/ hears why nothing happens, and a pipe
+    is never opened (reading it would wait for a writer forever).
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "symbolic link to nothing" if path.is_symlink() else None
+    except OSError as error:  # a loop of symbolic links, a folder that cannot be searched
+        return f"cannot be read ({error.strerror})"
+    if stat.S_ISDIR(mode):
+        return "a folder, not an item file"
+    if not stat.S_ISREG(mode):
+        return "not a plain file (a pipe, socket or device)"
+    return None
+
+
+def _bad_name(stem: str) -> tuple[str, str]:
+    return (
+        f"item id {stem!r} (the file name) is not a valid id",
+        "rename the file to 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter"
+        " or digit",
+    )
+
+
+def _suffixes_starting_with(first: str) -> list[str]:
+    return [first, *(suffix for suffix in ITEM_SUFFIXES if suffix != first)]
