@@ -64,3 +64,34 @@ def test_only_the_command_line_defers_its_imports() -> None:
         for hit in _imports_inside_functions(path)
     ]
     assert deferred == []
+
+
+MAX_FUNCTION_LINES = 50
+MAX_CLASS_LINES = 350
+
+
+def _oversized(path: Path, root: Path = PACKAGE) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            limit = MAX_FUNCTION_LINES
+        elif isinstance(node, ast.ClassDef):
+            limit = MAX_CLASS_LINES
+        else:
+            continue
+        size = (node.end_lineno or node.lineno) - node.lineno + 1
+        if size > limit:
+            found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}: {size} lines")
+    return found
+
+
+def test_functions_and_classes_stay_readable() -> None:
+    """No function over 50 lines and no class over 350: a reader holds each in their head."""
+    assert [hit for path in sorted(PACKAGE.rglob("*.py")) for hit in _oversized(path)] == []
+
+
+def test_the_size_check_sees_a_long_function(tmp_path: Path) -> None:
+    body = "\n".join(f"    x{n} = {n}" for n in range(MAX_FUNCTION_LINES))
+    (tmp_path / "sample.py").write_text(f"def long() -> None:\n{body}\n")
+    assert _oversized(tmp_path / "sample.py", tmp_path) == ["sample.py:1 long: 51 lines"]
