@@ -63,6 +63,7 @@ from feedbackd.core.soul import format_price, set_description, set_price
 from feedbackd.core.timeutil import parse_duration, parse_iso
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.loop import recovery
 from feedbackd.loop.agentfiles import (
     append_memory,
     append_price_record,
@@ -221,19 +222,23 @@ class SkillPass:
         return [r for r in read_price_ledger(self.agent) if r.skill == self.skill]
 
     def _finish_interrupted(self) -> None:
-        """Commit price changes whose ledger line was written but never committed."""
+        """Complete a price change whose ledger line was written but never committed."""
         ledger = self.agent.price_ledger
         if self.repo is None or not ledger.exists():
             return
-        committed = self.repo.file_at_head(self.runtime.workspace.relative(ledger))
-        known = {r.id for r in parse_price_ledger((committed or b"").decode("utf-8", "replace"))}
-        pending = [r for r in self._ledger() if r.id not in known]
+        pending = recovery.not_in_head(
+            self.repo,
+            self.runtime.workspace,
+            ledger,
+            self._ledger(),
+            head_ids=lambda text: [record.id for record in parse_price_ledger(text)],
+            id_of=lambda record: record.id,
+        )
         soul = read_soul(self.agent)
         if not pending or soul is None or soul[1].skill(self.skill) is None:
             return
-        record = pending[-1]
         log.info("%s/%s: completing an interrupted price change", self.agent.agent_id, self.skill)
-        self._complete_price_change(record, soul[0])
+        self._complete_price_change(pending[-1], soul[0])
 
     # --- quality ------------------------------------------------------------------------------
     def _quality_rule(self, ratings: list[Rating]) -> None:
