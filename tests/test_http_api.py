@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.web_kit import Server
 from tests.workspace_kit import Site, draft
 
@@ -316,3 +317,22 @@ def test_a_port_in_use_is_a_clear_error(site: Site, server: Server) -> None:
 
 def test_sigterm_stops_the_server_with_status_0(server: Server) -> None:
     assert server.stop() == 0
+
+
+def test_metrics_show_the_running_daemons_passes(site: Site, server: Server) -> None:
+    """The daemon and the server side by side, as their two units run them: a decision made by
+    moving a file shows in /metrics as an event and a pass."""
+    listener = NotifyListener(site.root.parent)
+    daemon = DaemonProcess(site, listener)
+    try:
+        daemon.wait_ready()
+        site.move("writer", "qi-2.json", "approved")
+        wait_for(lambda: 'feedbackd_events_total{event="approve"} 1' in server.get("/metrics").text,
+                 what="the approval in /metrics")  # fmt: skip
+        text = server.get("/metrics").text
+        assert "feedbackd_daemon_running 1" in text
+        passes = [line for line in text.splitlines() if line.startswith("feedbackd_passes_total")]
+        assert passes and int(passes[0].split()[1]) >= 2  # the start-up pass and the approval's
+    finally:
+        assert daemon.stop() == 0
+        listener.close()

@@ -16,7 +16,9 @@ from feedbackd.edges.instance import InstanceLock
 from feedbackd.loop.statusfile import (
     STATUS_FILE,
     LastEvent,
+    PassTimes,
     describe,
+    pass_times,
     read_status,
     status_path,
     write_status,
@@ -65,6 +67,7 @@ def test_written_file_is_indented_json_with_every_field(state_dir: Path) -> None
         "counts": {"approve": 3, "reject": 1},
         "pending": 2,
         "problems": ["_data/agents/a/queue/x.json: not valid JSON (line 3, column 1)"],
+        "passes": {"count": 0, "seconds_total": 0.0, "last_s": 0.0, "longest_s": 0.0},
     }
     assert read_status(state_dir) == json.loads(text)
     assert [p.name for p in state_dir.iterdir()] == [STATUS_FILE]  # no temporary file left
@@ -79,7 +82,22 @@ def test_minimal_status_before_any_event(state_dir: Path) -> None:
         "counts": {},
         "pending": 0,
         "problems": [],
+        "passes": {"count": 0, "seconds_total": 0.0, "last_s": 0.0, "longest_s": 0.0},
     }
+
+
+def test_pass_times_are_read_back_while_the_daemon_runs(state_dir: Path) -> None:
+    times = PassTimes()
+    for seconds in (0.25, 1.5, 0.5):
+        times.add(seconds)
+    write_status(state_dir, pid=os.getpid(), started_at=STARTED, passes=times)
+    assert pass_times(state_dir) is None  # no daemon holds the workspace
+    with InstanceLock(state_dir):
+        assert pass_times(state_dir) == PassTimes(3, 2.25, 0.5, 1.5)
+        recorded = json.loads(status_path(state_dir).read_text())
+        recorded["passes"]["count"] = "three"  # a damaged file reads as zero, not as a crash
+        status_path(state_dir).write_text(json.dumps(recorded))
+        assert pass_times(state_dir) == PassTimes(0, 2.25, 0.5, 1.5)
 
 
 def test_running_daemon_is_described_with_uptime(state_dir: Path) -> None:

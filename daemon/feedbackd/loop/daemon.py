@@ -34,7 +34,7 @@ from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipel
 from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
 from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.statusfile import LastEvent, write_status
+from feedbackd.loop.statusfile import LastEvent, PassTimes, write_status
 from feedbackd.loop.sync import Syncer, problem_line
 from feedbackd.loop.syncthread import SyncThread
 from feedbackd.loop.timers import FullPassClock, Heartbeat
@@ -94,6 +94,7 @@ class Daemon:
         self.dirty = Dirty(everything=True)
         self.started_at = utcnow()
         self.counts: Counter[str] = Counter()
+        self.pass_times = PassTimes()
         self.last_event: LastEvent | None = None
         self.book = AgentBook()
         self.full_pass = FullPassClock()
@@ -236,6 +237,7 @@ class Daemon:
 
     # --- passes -------------------------------------------------------------------------------
     def _pass(self) -> None:
+        started = time.monotonic()
         everything, inbox, agents = self.dirty.take()
         if everything:
             self.full_pass.started()
@@ -248,6 +250,7 @@ class Daemon:
             if not self._keep_going():
                 break
             self._pass_agent(agent)
+        self.pass_times.add(time.monotonic() - started)
         self._write_status()
         self._announce()
 
@@ -330,6 +333,7 @@ class Daemon:
                 counts=dict(self.counts),
                 pending=self.book.pending(),
                 problems=self._problems(),
+                passes=self.pass_times,
             )
         except OSError as error:  # a full disk must not stop the work itself
             log.error("cannot write the status file: %s", error)

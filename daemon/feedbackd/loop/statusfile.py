@@ -42,6 +42,44 @@ class LastEvent:
         }
 
 
+@dataclass
+class PassTimes:
+    """How many passes the daemon made and how long they took, in seconds."""
+
+    count: int = 0
+    seconds_total: float = 0.0
+    last_s: float = 0.0
+    longest_s: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.count += 1
+        self.seconds_total += seconds
+        self.last_s = seconds
+        self.longest_s = max(self.longest_s, seconds)
+
+    def to_json(self) -> dict[str, float]:
+        return {
+            "count": self.count,
+            "seconds_total": round(self.seconds_total, 6),
+            "last_s": round(self.last_s, 6),
+            "longest_s": round(self.longest_s, 6),
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any]) -> PassTimes:
+        """What the status file holds; a damaged number reads as 0."""
+
+        def number(key: str) -> float:
+            found = value.get(key)
+            if isinstance(found, bool) or not isinstance(found, int | float):
+                return 0.0
+            return float(found)
+
+        return cls(
+            int(number("count")), number("seconds_total"), number("last_s"), number("longest_s")
+        )
+
+
 def status_path(state_dir: Path) -> Path:
     return state_dir / STATUS_FILE
 
@@ -55,6 +93,7 @@ def write_status(
     counts: Mapping[str, int] | None = None,
     pending: int = 0,
     problems: Sequence[str] = (),
+    passes: PassTimes | None = None,
 ) -> None:
     """Replace the status file with the daemon's current state."""
     atomic_write_json(
@@ -66,8 +105,16 @@ def write_status(
             "counts": dict(sorted((counts or {}).items())),
             "pending": pending,
             "problems": list(problems),
+            "passes": (passes or PassTimes()).to_json(),
         },
     )
+
+
+def pass_times(state_dir: Path) -> PassTimes | None:
+    """The running daemon's pass durations (for /metrics); None when no daemon runs."""
+    recorded = read_status(state_dir) if daemon_running(state_dir) else None
+    value = (recorded or {}).get("passes")
+    return PassTimes.from_json(value) if isinstance(value, dict) else None
 
 
 def add_run(

@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from feedbackd.cli.web.guard import ASGIApp, Receive, Scope, Send
+from feedbackd.loop.statusfile import PassTimes
 
 
 class RequestCounter:
@@ -67,6 +68,26 @@ class RequestCounter:
             for (m, r), t in sorted(seconds.items())
         ]
         return out
+
+
+def pass_lines(passes: PassTimes | None) -> list[str]:
+    """The running daemon's passes (none while no daemon runs)."""
+    if passes is None:
+        return []
+    return [
+        "# HELP feedbackd_passes_total Passes the running daemon made over changed agents.",
+        "# TYPE feedbackd_passes_total counter",
+        f"feedbackd_passes_total {passes.count}",
+        "# HELP feedbackd_pass_seconds_total Time those passes took.",
+        "# TYPE feedbackd_pass_seconds_total counter",
+        f"feedbackd_pass_seconds_total {passes.seconds_total:.6f}",
+        "# HELP feedbackd_pass_last_seconds How long the last pass took.",
+        "# TYPE feedbackd_pass_last_seconds gauge",
+        f"feedbackd_pass_last_seconds {passes.last_s:.6f}",
+        "# HELP feedbackd_pass_longest_seconds The longest pass since the daemon started.",
+        "# TYPE feedbackd_pass_longest_seconds gauge",
+        f"feedbackd_pass_longest_seconds {passes.longest_s:.6f}",
+    ]
 
 
 def status_lines(state: dict[str, Any]) -> list[str]:

@@ -25,11 +25,12 @@ from starlette.routing import Route
 
 from feedbackd.cli.web import api, panel
 from feedbackd.cli.web.guard import Guard
-from feedbackd.cli.web.metrics import RequestCounter, status_lines
+from feedbackd.cli.web.metrics import RequestCounter, pass_lines, status_lines
 from feedbackd.core.errors import ConfigError, FeedbackdError
 from feedbackd.core.websafety import ListenAddress, parse_listen
 from feedbackd.loop import queries
 from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.statusfile import pass_times
 
 log = logging.getLogger("feedbackd")
 TOKEN_ENV = "FEEDBACKD_HTTP_TOKEN"
@@ -121,7 +122,8 @@ def build_app(site: api.Site, listen: ListenAddress, token: str | None) -> Guard
     async def metrics(request: Request) -> Response:
         runtime = await api.work(site.runtime)
         state = await api.work(lambda: queries.workspace_status(runtime, []))
-        text = "\n".join([*status_lines(state), *counter.lines()]) + "\n"
+        passes = await api.work(lambda: pass_times(runtime.workspace.state_dir))
+        text = "\n".join([*status_lines(state), *pass_lines(passes), *counter.lines()]) + "\n"
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def refused(request: Request, error: Exception) -> Response:
