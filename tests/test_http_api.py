@@ -336,3 +336,16 @@ def test_metrics_show_the_running_daemons_passes(site: Site, server: Server) -> 
     finally:
         assert daemon.stop() == 0
         listener.close()
+
+
+def test_an_edited_configuration_counts_at_the_next_request(site: Site, server: Server) -> None:
+    for n in range(3):
+        edit = {"type": "edit", "field": "title", "original": f"a{n}", "corrected": f"b{n}"}
+        assert server.post("/api/cms/agents/writer/feedback", edit).status == 200
+    assert server.get("/api/agents/writer").json()["examples_injected"] == 3
+    site.configure("prompt:\n  max_examples: 2\n")
+    assert server.get("/api/agents/writer").json()["examples_injected"] == 2
+    site.configure("prompt:\n  max_exampels: 2\n")
+    broken = server.get("/api/agents/writer")
+    assert broken.status == 500 and broken.json()["error"] == "config_error"
+    assert "max_examples" in broken.json()["message"]  # the closest key is suggested

@@ -9,7 +9,9 @@ command prints with --json.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -22,6 +24,7 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import iso_ms, utcnow
 from feedbackd.loop import actions, queries
+from feedbackd.loop.configfile import config_path
 from feedbackd.loop.reconcile import Report
 from feedbackd.loop.runtime import Runtime
 
@@ -30,15 +33,36 @@ MAX_LIMIT = 100
 
 
 class Site:
-    """The workspace a server answers for; settings are read afresh for every request, so an
-    edited feedbackd.yaml counts at once, as it does for the daemon and the commands."""
+    """The workspace a server answers for. Settings are read again whenever the configuration
+    file changes (or appears, or goes), so an edited feedbackd.yaml counts at the next request,
+    as it does for the daemon and the commands; an unchanged one is not parsed again."""
 
     def __init__(self, workspace: str, config: str | None) -> None:
         self.workspace = workspace
         self.config = config
+        self._lock = threading.Lock()
+        self._seen: tuple[object, ...] | None = None
+        self._runtime: Runtime | None = None
 
     def runtime(self, curator: str | None = None) -> Runtime:
-        return Runtime.open(self.workspace, self.config).with_curator(curator)
+        with self._lock:
+            root = Path(self.workspace)
+            seen = _file_state(config_path(self.config, root))
+            if self._runtime is None or seen != self._seen:
+                self._runtime = Runtime.open(self.workspace, self.config)
+                self._seen = seen
+            runtime = self._runtime
+        return runtime.with_curator(curator)
+
+
+def _file_state(path: Path | None) -> tuple[object, ...]:
+    if path is None:
+        return (None,)
+    try:
+        info = path.stat()
+    except OSError:
+        return (str(path), None)
+    return (str(path), info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 async def work(function: Callable[[], T]) -> T:
