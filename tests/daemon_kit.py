@@ -85,6 +85,24 @@ class NotifyListener:
     def wait(self, message: str, *, count: int = 1, timeout: float = DEADLINE_S) -> None:
         wait_for(lambda: self.count(message) >= count, timeout, f"{count} x {message!r}")
 
+    def stop_reading(self) -> int:
+        """Go deaf, as a supervisor that reads READY=1 and nothing after it, and fill the socket's
+        queue so that the next datagram finds no room; how many this took."""
+        self._closed.set()
+        self._thread.join(1)
+        filler = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        address = "\0" + self.address[1:] if self.address.startswith("@") else self.address
+        sent = 0
+        try:
+            while sent < 100_000:
+                filler.sendto(b"FILLER=1", socket.MSG_DONTWAIT, address)
+                sent += 1
+        except BlockingIOError:
+            return sent  # the queue is full
+        finally:
+            filler.close()
+        raise AssertionError("the notify socket never filled up")
+
     def close(self) -> None:
         self._closed.set()
         self._thread.join(1)

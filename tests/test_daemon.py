@@ -108,6 +108,22 @@ def test_ready_comes_after_the_start_up_pass_and_the_watchdog_keeps_pinging(
     assert status_lines and "3 recorded" in status_lines[-1]
 
 
+def test_a_supervisor_that_stops_reading_never_stops_the_work(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """systemd reads its socket, but another supervisor may read READY=1 and nothing more: a
+    full socket must cost a STATUS= or WATCHDOG=1 line, never a decision."""
+    names = drafts(site, "w", 5)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    assert listener.stop_reading() > 0
+    for name in names:
+        edit_and_approve(site, "w", name)
+    wait_for(lambda: len(decided(site, "w")) == 5, what="5 decisions with a deaf supervisor")
+    assert daemon.stop() == 0
+    assert "cannot notify systemd" in daemon.log()
+
+
 def test_status_while_running_and_after_a_clean_sigterm(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

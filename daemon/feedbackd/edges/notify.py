@@ -62,22 +62,28 @@ class Notifier:
         if self._address is None:
             return
         # A socket per message, as libsystemd does: nothing to close, safe from any thread, and
-        # a manager that restarts is reached again.
+        # a manager that restarts is reached again. Never waiting: a supervisor that stopped
+        # reading leaves its socket full, and a datagram sent then would block the daemon's
+        # loop (and every decision after it) until it read again. Such a message is dropped.
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-                sock.sendto(message.encode("utf-8"), self._address)
+                sock.sendto(message.encode("utf-8"), socket.MSG_DONTWAIT, self._address)
+        except BlockingIOError as error:
+            self._report_failure(message, error, "its socket is full; dropped")
         except OSError as error:
-            self._report_failure(message, error)
+            self._report_failure(message, error, "")
 
-    def _report_failure(self, message: str, error: OSError) -> None:
-        # A manager that went away would otherwise flood the log with one line per ping.
+    def _report_failure(self, message: str, error: OSError, why: str) -> None:
+        # A manager that went away, or stopped reading, would otherwise flood the log with one
+        # line per ping.
         first_line = message.splitlines()[0]
+        reason = why or str(error)
         if self._failed:
-            log.debug("systemd notify %s failed again: %s", first_line, error)
+            log.debug("systemd notify %s failed again: %s", first_line, reason)
             return
         self._failed = True
         log.warning(
-            "cannot notify systemd (%s): %s; further failures are not logged", first_line, error
+            "cannot notify systemd (%s): %s; further failures are not logged", first_line, reason
         )
 
 
