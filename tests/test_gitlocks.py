@@ -131,7 +131,7 @@ def test_a_lock_that_appears_after_the_commit_is_cleared_and_the_index_updated(
     assert sha is not None
     git(git_repo, "rm", "-q", "--cached", "f.json")
     leave_stale_lock(git_repo / ".git/index.lock")
-    repo._commits.sync_user_index(sha, ["f.json"])
+    repo._commits.update_user_index(sha, ["f.json"])
     assert git(git_repo, "status", "--porcelain") == ""
 
 
@@ -144,7 +144,7 @@ def test_an_index_that_stays_locked_after_the_commit_keeps_the_commit_and_warns(
         assert sha is not None
         leave_stale_lock(git_repo / ".git/index.lock")
         with caplog.at_level(logging.WARNING, logger="feedbackd"):
-            repo._commits.sync_user_index(sha, ["f.json"])
+            repo._commits.update_user_index(sha, ["f.json"])
     assert "git reset -q HEAD -- f.json" in caplog.text
     assert repo_head(git_repo) == sha
 

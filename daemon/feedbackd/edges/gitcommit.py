@@ -101,7 +101,7 @@ class CommitWriter:
                     return None
                 if self._move_head(new, head, message, attempt):
                     self._keep_index(env, new)
-                    self.sync_user_index(new, rels)
+                    self.update_user_index(new, rels)
                     return new
         raise AssertionError("unreachable: _move_head raises on the last attempt")
 
@@ -191,7 +191,7 @@ class CommitWriter:
         log.info("HEAD moved while committing (%s); trying again", first_line(err))
         return False
 
-    def sync_user_index(self, new: str, rels: list[str]) -> None:
+    def update_user_index(self, new: str, rels: list[str]) -> None:
         """Make the user's index entries for `rels` match the new commit, and nothing else."""
         # reset refreshes the stat data afterwards: without it these entries look modified to
         # commands that need a clean index (the read-tree -m -u of a sync after a pull).
@@ -216,7 +216,7 @@ class CommitWriter:
     def heal_index(self, depth: int = 20) -> list[str]:
         """Bring index entries that lag behind recent commits back in line; the paths fixed.
 
-        A crash between moving HEAD and `sync_user_index` leaves the index showing that commit's
+        A crash between moving HEAD and `update_user_index` leaves the index showing that commit's
         changes undone (a later `git commit` by the user would revert them). Only paths of the
         last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
         change differs from HEAD in the work tree too, and stays as it is.
