@@ -251,6 +251,30 @@ def test_file_at_first_add_is_the_draft_as_first_committed(repo: GitRepo, git_re
     assert repo.file_at_first_add(rel) == b'{"title": "back in the queue"}\n'
 
 
+def test_files_at_last_add_answers_as_file_at_first_add_for_many(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    names = ["queue/qi-1.json", "queue/qi-2.yaml", "queue/qi 3.md", "queue/qi-4.json"]
+    for number, rel in enumerate(names[:3]):
+        write(git_repo, rel, f"draft {number}\n" + "x" * number * 1000)
+        repo.commit_paths([rel], message(), ADA)
+    write(git_repo, names[0], "edited\n")
+    repo.commit_paths([names[0]], message(), ADA)
+    (git_repo / names[1]).unlink()
+    repo.commit_paths([names[1]], message(), ADA)
+    write(git_repo, names[1], "back in the queue\n")
+    repo.commit_paths([names[1]], message(), ADA)
+    write(git_repo, "other/qi-1.json", "elsewhere\n")
+    repo.commit_paths(["other/qi-1.json"], message(), ADA)
+    found = repo.files_at_last_add("queue", [*names, "other/qi-1.json"])
+    assert found == {
+        rel: one for rel in names if (one := repo.file_at_first_add(rel)) is not None
+    }  # fmt: skip
+    assert found[names[0]] == b"draft 0\n" and found[names[1]] == b"back in the queue\n"
+    assert names[3] not in found and "other/qi-1.json" not in found  # never added below queue/
+    assert repo.files_at_last_add("queue", []) == {}
+
+
 def test_commits_touching_a_file_and_its_content_in_each(repo: GitRepo, git_repo: Path) -> None:
     rel = "_data/agents/w/feedback.json"
     assert repo.commits_touching(rel) == []

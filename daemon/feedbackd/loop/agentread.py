@@ -125,13 +125,18 @@ class AgentReader:
         if self.repo is None or all(read.item is None for read in drafts):
             return drafts
         untracked = set(self.repo.untracked_paths(self.rel(self.agent.queue)))
-        return [self._with_first_version(self.repo, read, untracked) for read in drafts]
-
-    def _with_first_version(self, repo: GitRepo, read: ReadItem, untracked: set[str]) -> ReadItem:
-        rel = self.rel(read.file.path)
-        if read.item is None or rel in untracked:
-            return read
-        return replace(read, first_version=repo.file_at_first_add(rel))
+        tracked = [
+            self.rel(read.file.path)
+            for read in drafts
+            if read.item is not None and self.rel(read.file.path) not in untracked
+        ]
+        first = self.repo.files_at_last_add(self.rel(self.agent.queue), tracked)
+        return [
+            replace(read, first_version=first.get(self.rel(read.file.path)))
+            if read.item is not None
+            else read
+            for read in drafts
+        ]
 
     def _with_first_seen(self, read: ReadItem) -> ReadItem:
         """An approved item without originalContentData gets its content as first seen."""
