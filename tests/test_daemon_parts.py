@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import time
 from pathlib import Path
 from types import FrameType
@@ -20,7 +21,7 @@ from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, AgentBook, backoff
 from feedbackd.loop.daemon import Daemon, Dirty
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.reconcile import Report
-from feedbackd.loop.timers import Heartbeat
+from feedbackd.loop.timers import CatchUp, Heartbeat
 from feedbackd.loop.wakeup import Wakeup, signals_handled
 from tests.workspace_kit import Site, draft
 
@@ -176,3 +177,24 @@ def test_a_failed_listing_of_agents_retries_the_agents_it_knows_and_not_the_rati
         daemon._pass()  # does not take ":ratings" for an agent id
     finally:
         daemon.wakeup.close()
+
+
+def test_a_long_start_up_asks_systemd_for_more_time_and_says_how_far(tmp_path: Path) -> None:
+    path = tmp_path / "notify.sock"
+    manager = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    manager.bind(str(path))
+    manager.settimeout(5)
+    now = [100.0]
+    catch_up = CatchUp(Notifier({"NOTIFY_SOCKET": str(path)}), clock=lambda: now[0])
+    try:
+        catch_up.progress(1, 20_000)  # under two seconds in: nothing said yet
+        now[0] += CatchUp.REPORT_S
+        catch_up.progress(1_200, 20_000)
+        assert manager.recv(4096) == b"EXTEND_TIMEOUT_USEC=30000000"
+        assert manager.recv(4096) == b"STATUS=catching up: 1,200 of 20,000 agents"
+        catch_up.progress(1_300, 20_000)  # the same instant: not again
+        now[0] += CatchUp.REPORT_S
+        catch_up.progress(2_000, 20_000)
+        assert manager.recv(4096) == b"EXTEND_TIMEOUT_USEC=30000000"
+    finally:
+        manager.close()

@@ -50,6 +50,10 @@ class Notifier:
         monotonic_usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
         self._send(f"RELOADING=1\nMONOTONIC_USEC={monotonic_usec}")
 
+    def extend_timeout(self, seconds: float) -> None:
+        """Start-up (or shutdown) needs longer: systemd's timeout now ends `seconds` from now."""
+        self._send(f"EXTEND_TIMEOUT_USEC={int(seconds * 1_000_000)}")
+
     def stopping(self) -> None:
         """Shutdown begins: systemd stops expecting watchdog pings."""
         self._send("STOPPING=1")

@@ -37,7 +37,7 @@ from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.statusfile import LastEvent, PassTimes, write_status
 from feedbackd.loop.sync import Syncer, problem_line
 from feedbackd.loop.syncthread import SyncThread
-from feedbackd.loop.timers import FullPassClock, Heartbeat
+from feedbackd.loop.timers import CatchUp, FullPassClock, Heartbeat
 from feedbackd.loop.wakeup import Wakeup, signals_handled
 from feedbackd.loop.watching import WatcherKeeper
 
@@ -102,6 +102,7 @@ class Daemon:
         self.syncer = Syncer(runtime)
         self.sync = SyncThread(self.syncer, self.wakeup)
         self.ledgers = CommittedLedgers()  # the decision ledgers this daemon committed
+        self.catch_up: CatchUp | None = None
         self.exit_code = 0
 
     # --- life cycle -----------------------------------------------------------------------------
@@ -130,8 +131,10 @@ class Daemon:
 
     def _start_up(self) -> None:
         log.info("feedbackd %d started in %s", os.getpid(), self.runtime.workspace.root)
+        self.catch_up = CatchUp(self.notifier)
         self._clean_up_after_a_crash()
         self._pass()
+        self.catch_up = None  # only the start-up pass keeps systemd waiting
         if not self.stop.is_set():
             self.notifier.ready()  # after the start-up pass: everything pending is recorded
             log.info("ready; watching %s", self.runtime.workspace.data)
@@ -246,10 +249,12 @@ class Daemon:
             chosen = sorted(agents)
         if inbox and self._keep_going():
             self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime))
-        for agent in chosen:
+        for done, agent in enumerate(chosen, start=1):
             if not self._keep_going():
                 break
             self._pass_agent(agent)
+            if self.catch_up is not None:
+                self.catch_up.progress(done, len(chosen))
         self.pass_times.add(time.monotonic() - started)
         self._write_status()
         self._announce()

@@ -1,10 +1,12 @@
 """The daemon's own clocks, apart from retries (loop/agentbook.py), the watcher's restart and
-the next sync: the hourly full pass, and the systemd watchdog ping. All on time.monotonic().
+the next sync: the hourly full pass, the systemd watchdog ping, and the start-up pass's
+reports. All on time.monotonic().
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from feedbackd.edges.notify import Notifier
 
@@ -48,3 +50,26 @@ class Heartbeat:
     def seconds_until_due(self, now: float) -> float | None:
         """None when no watchdog is set."""
         return self.next_ping - now if self.notifier.watchdog_interval() else None
+
+
+class CatchUp:
+    """Reports of a long start-up pass to systemd. Its start timeout (90 s by default) would
+    otherwise fail a big site's first start, restart it and hit the start limit: every
+    REPORT_S of the pass asks for EXTEND_S more and says how far it got in a STATUS= line."""
+
+    REPORT_S = 2.0
+    EXTEND_S = 30.0
+
+    def __init__(self, notifier: Notifier, clock: Callable[[], float] = time.monotonic) -> None:
+        self.notifier = notifier
+        self.clock = clock
+        self.next_report = clock() + self.REPORT_S
+
+    def progress(self, done: int, total: int) -> None:
+        """`done` of `total` agents are through the pass."""
+        now = self.clock()
+        if now < self.next_report:
+            return
+        self.next_report = now + self.REPORT_S
+        self.notifier.extend_timeout(self.EXTEND_S)
+        self.notifier.status(f"catching up: {done:,} of {total:,} agents")
