@@ -124,6 +124,25 @@ def test_a_supervisor_that_stops_reading_never_stops_the_work(
     assert "cannot notify systemd" in daemon.log()
 
 
+def test_a_command_waits_for_one_decision_not_for_a_whole_pass(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """A burst of decisions for one agent: a command that writes meanwhile gets the lock after
+    the decision in hand, not after the whole burst."""
+    names = drafts(site, "w", 80)
+    for name in names:
+        edit_and_approve(site, "w", name)
+    daemon = start(site, listener)  # its start-up pass decides the 80 approvals
+    wait_for(lambda: len(decided(site, "w")) >= 1, what="the first decision")
+    note = {"type": "edit", "field": "title", "original": "a", "corrected": "b"}
+    done = site.cli("record", "w", "--json", json.dumps(note))
+    assert done.returncode == 0, done.stderr
+    assert len(decided(site, "w")) < len(names)  # the burst was not over yet
+    daemon.wait_ready()
+    wait_for(lambda: sorted(decided(site, "w")) == names, what="all 80 decisions")
+    assert [e["type"] for e in site.feedback("w")].count("edit") == 1
+
+
 def test_status_while_running_and_after_a_clean_sigterm(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

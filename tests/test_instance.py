@@ -22,7 +22,9 @@ from feedbackd.edges.instance import (
     daemon_running,
     holder_pid,
     pid_alive,
+    writers_waiting,
 )
+from tests.daemon_kit import wait_for
 
 # A stand-in for another feedbackd process: takes a lock, says so, and holds it until stdin closes.
 HOLDER = """
@@ -240,3 +242,27 @@ def test_write_lock_excludes_other_threads(state_dir: Path) -> None:
     thread.start()
     thread.join(timeout=10)
     assert outcome[1] is None
+
+
+def test_a_writer_waiting_for_the_lock_is_seen_and_a_dead_ones_marker_removed(
+    tmp_path: Path,
+) -> None:
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    script = (
+        "import sys; from pathlib import Path; from feedbackd.edges.instance import WriteLock\n"
+        "with WriteLock(Path(sys.argv[1]), timeout=30): print('got it', flush=True)\n"
+    )
+    with WriteLock(state_dir):
+        assert not writers_waiting(state_dir)
+        waiter = subprocess.Popen(
+            [sys.executable, "-c", script, str(state_dir)], stdout=subprocess.PIPE, text=True
+        )
+        wait_for(lambda: writers_waiting(state_dir), what="the waiting writer's marker")
+    assert waiter.communicate(timeout=30)[0] == "got it\n"
+    assert not writers_waiting(state_dir) and not list(state_dir.glob("write.lock.waiting.*"))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+    (state_dir / f"write.lock.waiting.{dead}.1").touch()
+    assert not writers_waiting(state_dir)
+    assert not list(state_dir.glob("write.lock.waiting.*"))

@@ -24,6 +24,7 @@ from feedbackd.core.errors import Locked, WorkspaceError
 
 DAEMON_LOCK = "daemon.lock"
 WRITE_LOCK = "write.lock"
+WAITING = ".waiting."  # `write.lock.waiting.{pid}.{thread}`: a writer waits for the lock
 # How long a second daemon keeps trying when the lock looks held by a process that is not running
 # (a brief `holder_pid` probe holds it shared for a moment).
 _PROBE_GRACE_S = 0.5
@@ -172,8 +173,26 @@ class WriteLock:
 
 
 def _wait_for_lock(path: Path, timeout: float) -> int:
-    """Open and flock path, retrying with backoff until timeout; the pid goes into the file."""
+    """Open and flock path, retrying with backoff until timeout; the pid goes into the file.
+
+    While it waits, a marker beside the lock says a writer is waiting: the daemon, between two
+    decisions, lets it go first (writers_waiting)."""
     fd = _open_lock_file(path)
+    if _try_flock(fd, fcntl.LOCK_EX):
+        _record_pid(fd)
+        return fd
+    marker = path.with_name(f"{path.name}{WAITING}{os.getpid()}.{threading.get_ident()}")
+    try:
+        marker.touch()
+        _wait_for_flock(fd, path, timeout)
+    finally:
+        with contextlib.suppress(OSError):
+            marker.unlink()
+    _record_pid(fd)
+    return fd
+
+
+def _wait_for_flock(fd: int, path: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     pause = 0.005
     while not _try_flock(fd, fcntl.LOCK_EX):
@@ -185,8 +204,20 @@ def _wait_for_lock(path: Path, timeout: float) -> int:
         # flock(2) has no timeout of its own; short naps keep the wait cheap and responsive.
         time.sleep(min(pause, remaining))
         pause = min(pause * 2, 0.1)
-    _record_pid(fd)
-    return fd
+
+
+def writers_waiting(state_dir: Path) -> bool:
+    """True while another process waits for the write lock (markers of dead ones are removed)."""
+    waiting = False
+    for marker in state_dir.glob(f"{WRITE_LOCK}{WAITING}*"):
+        pid_text = marker.name.removeprefix(f"{WRITE_LOCK}{WAITING}").split(".")[0]
+        pid = int(pid_text) if pid_text.isdigit() else None
+        if pid is not None and pid != os.getpid() and pid_alive(pid):
+            waiting = True
+        elif pid is None or not pid_alive(pid):
+            with contextlib.suppress(OSError):
+                marker.unlink()  # left by a writer that was killed while waiting
+    return waiting
 
 
 def _busy_error(timeout: float, holder: int | None) -> Locked:

@@ -26,7 +26,7 @@ from types import FrameType
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.timeutil import utcnow
-from feedbackd.edges.instance import InstanceLock
+from feedbackd.edges.instance import InstanceLock, writers_waiting
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
@@ -46,6 +46,7 @@ log = logging.getLogger("feedbackd")
 # Wake up now and then even when nothing happens, to look after the watcher thread.
 IDLE_WAKE_S = 30.0
 SYNC_GRACE_S = 10.0  # at shutdown, how long a sync in flight may take to finish
+WRITERS_FIRST_MAX_S = 10.0  # how long a pass gives way to commands waiting for the lock
 
 
 @dataclass
@@ -134,6 +135,8 @@ class Daemon:
         self.catch_up = CatchUp(self.notifier)
         self._clean_up_after_a_crash()
         self._pass()
+        while self.dirty and not self.stop.is_set():
+            self._pass()  # what the first pass left to a command that went first
         self.catch_up = None  # only the start-up pass keeps systemd waiting
         if not self.stop.is_set():
             self.notifier.ready()  # after the start-up pass: everything pending is recorded
@@ -273,12 +276,36 @@ class Daemon:
         if not self.runtime.workspace.agent(agent).root.is_dir():
             self.book.forget(agent)  # moved away or removed: nothing left to report
             return
+        state_dir = self.runtime.workspace.state_dir
+        gave_way = False
+
+        def keep_going() -> bool:
+            # A command waiting for the write lock goes first after the decision in hand; the
+            # agent's pass goes on right after it.
+            nonlocal gave_way
+            if writers_waiting(state_dir):
+                gave_way = True
+                return False
+            return self._keep_going()
+
         self._reconcile(
             agent,
             lambda: reconcile_all(
-                self.runtime, [agent], keep_going=self._keep_going, ledgers=self.ledgers
+                self.runtime, [agent], keep_going=keep_going, ledgers=self.ledgers
             ),
         )
+        if gave_way and not self.stop.is_set():
+            self._let_writers_go_first()
+            self.dirty.mark(agent)
+
+    def _let_writers_go_first(self) -> None:
+        """Wait (a few seconds at most) until no command waits for the write lock any more."""
+        deadline = time.monotonic() + WRITERS_FIRST_MAX_S
+        state_dir = self.runtime.workspace.state_dir
+        while writers_waiting(state_dir) and time.monotonic() < deadline:
+            if self.stop.wait(0.01):
+                return
+            self.heartbeat.beat()
 
     def _reconcile(self, key: str, work: Callable[[], Report]) -> None:
         """One agent (or the ratings) under the write lock; a failure is retried with backoff."""
