@@ -42,13 +42,7 @@ def with_rejection_feedback(data: bytes, path: Path, notes: str) -> bytes:
         new_text = dumps_json(expected)
     else:
         new_text = _edited_yaml_text(data, item, notes, expected)
-    new_data = (BOM if data.startswith(BOM) else b"") + new_text.encode("utf-8")
-    if len(new_data) > MAX_ITEM_BYTES:
-        raise ItemError(
-            f"with these notes the item would be {len(new_data):,} bytes, over the 1 MiB limit",
-            hint="shorten the rejection notes",
-        )
-    return new_data
+    return _encoded(data, new_text, "with these notes", "shorten the rejection notes")
 
 
 def _edited_yaml_text(data: bytes, item: Item, notes: str, expected: dict[str, Any]) -> str:
@@ -121,7 +115,7 @@ def with_content_edits(data: bytes, path: Path, edits: Mapping[str, str]) -> byt
         for field, value in edits.items():
             _set_field(content, field, value)
         text = dumps_json(document) if item.format == "json" else yamlio.dump(document)
-    return _encoded(data, text)
+    return _encoded(data, text, "edited", "shorten the text")
 
 
 def _check_edits(item: Item, edits: Mapping[str, str]) -> None:
@@ -162,11 +156,11 @@ def _edited_markdown(text: str, item: Item, edits: Mapping[str, str]) -> str:
     return text[: bounds.start] + yamlio.dump(front_fields) + text[bounds.end : bounds.body] + body
 
 
-def _encoded(data: bytes, text: str) -> bytes:
+def _encoded(data: bytes, text: str, how: str, hint: str) -> bytes:
+    """The new text as the file's bytes (keeping a byte-order mark); refused over 1 MiB."""
     new_data = (BOM if data.startswith(BOM) else b"") + text.encode("utf-8")
     if len(new_data) > MAX_ITEM_BYTES:
         raise ItemError(
-            f"edited, the item would be {len(new_data):,} bytes, over the 1 MiB limit",
-            hint="shorten the text",
+            f"{how}, the item would be {len(new_data):,} bytes, over the 1 MiB limit", hint=hint
         )
     return new_data

@@ -222,32 +222,42 @@ def _agent_routes(site: Site) -> list[Route]:
 
 def _approve(site: Site) -> Callable[[Request], Any]:
     async def approve(request: Request) -> Response:
-        agent, item = request.path_params["agent"], request.path_params["item"]
         data = await json_object(request)
         edits = data.get("edits") or {}
         if not isinstance(edits, dict) or not all(isinstance(v, str) for v in edits.values()):
             raise InvalidFeedback('edits must be an object of text fields: {"title": "..."}')
-        runtime = await work(lambda: site.runtime(optional_string(data, "curator")))
-        await work(lambda: queries.existing_agent(runtime, agent))
-        report = await work(lambda: actions.approve(runtime, agent, item, edits))
-        return JSONResponse(report_json(report))
+        return await _decide(site, request, data, lambda rt, a, i: actions.approve(rt, a, i, edits))
 
     return approve
 
 
 def _reject(site: Site) -> Callable[[Request], Any]:
     async def reject(request: Request) -> Response:
-        agent, item = request.path_params["agent"], request.path_params["item"]
         data = await json_object(request)
         notes = optional_string(data, "notes")
         if not notes or not notes.strip():
             raise InvalidFeedback("notes are required: say why the draft is rejected")
-        runtime = await work(lambda: site.runtime(optional_string(data, "curator")))
-        await work(lambda: queries.existing_agent(runtime, agent))
-        report = await work(lambda: actions.reject(runtime, agent, item, notes))
-        return JSONResponse(report_json(report))
+        return await _decide(site, request, data, lambda rt, a, i: actions.reject(rt, a, i, notes))
 
     return reject
+
+
+async def _decide(
+    site: Site,
+    request: Request,
+    data: dict[str, Any],
+    decide: Callable[[Runtime, str, str], Report],
+) -> Response:
+    """A decision on the queued item the path names, by the body's curator: what the command
+    prints with --json."""
+    agent, item = request.path_params["agent"], request.path_params["item"]
+    runtime = await work(lambda: site.runtime(optional_string(data, "curator")))
+
+    def checked_decision() -> Report:
+        queries.existing_agent(runtime, agent)
+        return decide(runtime, agent, item)
+
+    return JSONResponse(report_json(await work(checked_decision)))
 
 
 # --- the workspace ------------------------------------------------------------------------------

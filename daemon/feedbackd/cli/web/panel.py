@@ -26,7 +26,7 @@ from feedbackd.loop import queries
 
 RECENT = 5
 STATIC = {"panel.css": "text/css", "panel.js": "text/javascript"}
-TYPE_NAMES = {"correction": "correction", "edit": "edit", "rejection": "rejection"}
+ENTRY_TYPES = frozenset({"correction", "edit", "rejection"})  # each has a badge colour
 
 
 def routes(site: Site, token: str | None) -> list[Route]:
@@ -160,7 +160,7 @@ def _recent_card(recent: dict[str, Any], summary: dict[str, Any], max_examples: 
 
 
 def _entry(entry: dict[str, Any]) -> str:
-    kind = TYPE_NAMES.get(entry.get("type", ""), "other")
+    kind = entry.get("type", "") if entry.get("type") in ENTRY_TYPES else "other"
     field = f'<code class="field">{e(entry["field"])}</code>' if entry.get("field") else ""
     when = entry.get("createdAt", "")
     if kind == "rejection":
