@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,3 +36,16 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.005)
+
+
+def counting_git(folder: Path) -> tuple[Path, Path]:
+    """A git that appends its arguments to a log, one line per process, then runs git; point
+    $GIT_PYTHON_GIT_EXECUTABLE (which feedbackd honours) at it to count git processes."""
+    folder.mkdir()
+    log = folder / "git-calls.log"
+    wrapper = folder / "git"
+    real = shutil.which("git")
+    assert real is not None
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, log

@@ -195,14 +195,19 @@ def test_paths_outside_the_workspace_are_refused(repo: GitRepo, bad: str) -> Non
 
 
 def test_a_git_failure_says_what_failed_and_how_to_fix_it(repo: GitRepo, git_repo: Path) -> None:
-    write(git_repo, ".gitignore", "*.error\n")
-    write(git_repo, "x.json.error", "feedbackd: bad\n")
+    """A branch lock left by a git that is still running (or crashed): the commit cannot move
+    HEAD, and says which lock to wait for."""
+    write(git_repo, "x.json", "{}\n")
+    branch = git(git_repo, "symbolic-ref", "HEAD").strip()
+    (git_repo / ".git" / f"{branch}.lock").write_text("")
+    before = git(git_repo, "rev-parse", "HEAD")
     with pytest.raises(GitError) as caught:
-        repo.commit_paths(["x.json.error"], message(), ADA)
+        repo.commit_paths(["x.json"], message(), ADA)
     assert caught.value.code == "git_error"
-    assert "git add failed" in caught.value.message
-    assert "ignored" in caught.value.message
-    assert "gitignore" in caught.value.hint
+    assert "could not move HEAD" in caught.value.message
+    assert ".lock" in caught.value.message
+    assert "remove the .lock file" in caught.value.hint
+    assert git(git_repo, "rev-parse", "HEAD") == before
 
 
 def test_a_folder_that_is_not_a_repository_is_refused(tmp_path: Path) -> None:

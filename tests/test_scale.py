@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,21 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
+from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft
 
 pytestmark = pytest.mark.slow
-
-
-def counting_git(folder: Path) -> tuple[Path, Path]:
-    """A git that appends its arguments to a log, one line per process, then runs git."""
-    folder.mkdir()
-    log = folder / "git-calls.log"
-    wrapper = folder / "git"
-    real = shutil.which("git")
-    assert real is not None
-    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    wrapper.chmod(0o755)
-    return wrapper, log
 
 
 def fresh_clone_start_up(tmp_path: Path, drafts: int) -> list[str]:

@@ -35,6 +35,7 @@ from feedbackd.core.commitmsg import (
 )
 from feedbackd.core.errors import GitError
 from feedbackd.core.timeutil import parse_iso
+from feedbackd.edges.gitbatch import GitBatch, KeptBatch
 from feedbackd.edges.gitcommit import CommitWriter, operation_in_progress, refuse_during_operation
 from feedbackd.edges.gitlocks import clear_index_lock
 from feedbackd.edges.gitremote import GitRemote
@@ -65,12 +66,17 @@ class GitRepo:
         stale_lock_s: float = 30,
         committer: Person = FEEDBACKD_PERSON,
         lock_wait_s: float = 30,
+        kept: KeptBatch | None = None,
     ) -> None:
         self.root = Path(root)
         self.stale_lock_s = stale_lock_s
         self.committer = committer
         self.lock_wait_s = lock_wait_s
         self._runner: GitRunner | None = None
+        self._kept = kept
+        self._batch: GitBatch | None = None
+        self._own_batch = False
+        self._writer: CommitWriter | None = None
 
     # --- opening ------------------------------------------------------------------------------
     def __enter__(self) -> GitRepo:
@@ -85,13 +91,24 @@ class GitRepo:
         self._runner = GitRunner(work_tree, git_dir, executable=_executable())
         return self
 
+    @staticmethod
+    def holds_repository(root: Path) -> bool:
+        """True when `root` has a repository of its own (`.git` there), found without git."""
+        try:
+            with Repo(root):
+                return True
+        except (InvalidGitRepositoryError, NoSuchPathError):
+            return False
+
     def __exit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._runner = None
+        if self._own_batch and self._batch is not None:
+            self._batch.close()
+        self._runner = self._batch = self._writer = None
 
     @staticmethod
     def init(root: Path) -> None:
@@ -330,7 +347,23 @@ class GitRepo:
 
     @property
     def _commits(self) -> CommitWriter:
-        return CommitWriter(self._git, self.root, self.committer, self._clear_index_lock)
+        # One writer while the repository is open: the trees it read stay parsed between commits.
+        if self._writer is None:
+            self._writer = CommitWriter(
+                self._git, self._objects, self.committer, self._clear_index_lock
+            )
+        return self._writer
+
+    @property
+    def _objects(self) -> GitBatch:
+        """The long-lived git helpers: kept by the caller's KeptBatch, else this unit's own."""
+        if self._batch is None:
+            where = (self._git.work_tree, self._git.git_dir, self._git.executable)
+            if self._kept is not None:
+                self._batch = self._kept.batch_for(*where)
+            else:
+                self._batch, self._own_batch = GitBatch(*where), True
+        return self._batch
 
     @property
     def _git(self) -> GitRunner:

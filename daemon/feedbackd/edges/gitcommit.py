@@ -1,23 +1,25 @@
 """Committing exactly the paths of one change, without touching what the user has staged.
 
-The change is built in a temporary index seeded from HEAD (or from the index our last commit was
-written from), committed with `commit-tree`, HEAD is moved with a compare-and-swap `update-ref`,
-and only then are the user's index entries for exactly those paths brought in line with the new
-commit. heal_index finishes that last step when a crash interrupted it. Nothing is committed while
-the user is in the middle of a rebase or merge.
+The change is built without any index: the changed files are stored as blobs and only the trees
+on their way are written anew (edges/gittree.py), through long-lived git helpers
+(edges/gitbatch.py). The commit is made with `commit-tree`, HEAD is moved with a
+compare-and-swap `update-ref`, and only then are the user's index entries for exactly those
+paths brought in line with the new commit. heal_index finishes that last step when a crash
+interrupted it. Nothing is committed while the user is in the middle of a rebase or merge.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+import stat
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.errors import GitError
+from feedbackd.edges.gitbatch import GitBatch
 from feedbackd.edges.gitrunner import (
     GitRunner,
     IndexLockBusy,
@@ -26,12 +28,11 @@ from feedbackd.edges.gitrunner import (
     identity_env,
     rel_path,
 )
+from feedbackd.edges.gittree import TREE_MODE, Entry, TreeEditor, split_path
 
 log = logging.getLogger("feedbackd")
 
 _COMMIT_ATTEMPTS = 3
-# The temporary index of the last commit, named after that commit; it seeds the next one.
-_KEPT_INDEX = "feedbackd-index."
 _OPERATIONS = {
     "rebase-merge": "rebase",
     "rebase-apply": "rebase",
@@ -66,18 +67,31 @@ def refuse_during_operation(git_dir: Path) -> None:
         )
 
 
+@dataclass
+class WorkTreeChange:
+    """What the work tree holds at the paths of one change, as new tree entries."""
+
+    entries: dict[tuple[bytes, ...], Entry | None] = field(default_factory=dict)
+    # path → (inode, size, modification time) when its blob was stored; None: not on disk
+    seen: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    # False when a folder was named: the index is then updated the slow, general way
+    files_only: bool = True
+
+
 class CommitWriter:
     """Commits of exactly the given paths, in a repository open in `git` (see GitRepo)."""
 
     def __init__(
         self,
         git: GitRunner,
-        root: Path,
+        batch: GitBatch,
         committer: Person,
         clear_index_lock: Callable[[], None],
     ) -> None:
         self._git = git
-        self._root = root
+        self._batch = batch
+        self._trees = TreeEditor(batch)
+        self._root = git.work_tree
         self._committer = committer
         self._clear_index_lock = clear_index_lock
 
@@ -91,85 +105,85 @@ class CommitWriter:
         if not rels:
             return None
         refuse_during_operation(self._git.git_dir)
+        # A git holding the index lock (a commit waiting for its editor) is about to move HEAD
+        # itself: wait for it rather than make its commit fail.
         self._clear_index_lock()
         for attempt in range(1, _COMMIT_ATTEMPTS + 1):
             head, head_tree = self._head_and_tree()
-            with self._temporary_index() as env:
-                new = self._write_commit(head, head_tree, rels, message, author, env)
-                if new is None:
-                    self._keep_index(env, head)  # it still holds exactly HEAD's tree
-                    return None
-                if self._move_head(new, head, message, attempt):
-                    self._keep_index(env, new)
-                    self.update_user_index(new, rels)
-                    return new
+            change = self._work_tree_change(rels, head_tree)
+            tree = self._trees.edit(head_tree, change.entries)
+            if tree == head_tree:  # (None and None: nothing to put in a first commit)
+                return None
+            tree = tree or self._batch.store_tree(b"")  # everything deleted
+            new = self._commit_tree(tree, head, message, author)
+            if self._move_head(new, head, message, attempt):
+                self.update_user_index(new, rels, change)
+                return new
         raise AssertionError("unreachable: _move_head raises on the last attempt")
 
-    def _head_and_tree(self) -> tuple[str | None, str]:
-        """HEAD and its tree in one git command; None and the empty tree before a first commit."""
-        status, out, _ = self._git.exec(["rev-parse", "HEAD", "HEAD^{tree}", "--"])
-        lines = out.decode().split()
-        if status != 0 or len(lines) < 2:
-            return None, self._git.tree_of(None)
-        return lines[0], lines[1]
+    def _head_and_tree(self) -> tuple[str | None, str | None]:
+        """HEAD and its tree, read afresh; (None, None) before a first commit."""
+        head = self._batch.read("HEAD")
+        if head is None or head.kind != "commit":
+            return None, None
+        first_line = head.content.split(b"\n", 1)[0]  # a commit starts `tree <sha>`
+        return head.sha, first_line.removeprefix(b"tree ").decode()
 
-    def _write_commit(
-        self,
-        head: str | None,
-        head_tree: str,
-        rels: list[str],
-        message: str,
-        author: Person,
-        env: Mapping[str, str],
-    ) -> str | None:
-        """The new commit (not yet on any branch), built in the temporary index `env` names."""
-        self._seed_index(head, env)
-        present = self._present(rels, env)
-        if not present:
-            return None
-        self._git.run(["add", "-A", "--", *present], env=env)
-        tree = self._git.run(["write-tree"], env=env).decode().strip()
-        if tree == head_tree:
-            return None
+    def _commit_tree(self, tree: str, head: str | None, message: str, author: Person) -> str:
         parents = ["-p", head] if head else []
         people = {**identity_env("AUTHOR", author), **identity_env("COMMITTER", self._committer)}
         args = ["commit-tree", "--no-gpg-sign", tree, *parents]
         return self._git.run(args, env=people, stdin=message.encode()).decode().strip()
 
-    def _seed_index(self, head: str | None, env: Mapping[str, str]) -> None:
-        """Start the temporary index as HEAD's tree: the index our last commit was written from
-        when HEAD is still that commit (taken with a rename, so two writers never share it),
-        else HEAD read afresh. It keeps git's stat data, so unchanged files are not re-read.
-        """
-        if head is None:
-            return
-        try:
-            os.replace(self._git.git_dir / f"{_KEPT_INDEX}{head}", env["GIT_INDEX_FILE"])
-        except FileNotFoundError:
-            self._git.run(["read-tree", head], env=env)
+    # --- what the work tree holds ---------------------------------------------------------------
+    def _work_tree_change(self, rels: list[str], head_tree: str | None) -> WorkTreeChange:
+        """The entries the new tree gets at `rels`: each file stored as a blob (through git's
+        filters), each missing path deleted, each folder as `git add -A` would take it."""
+        change = WorkTreeChange()
+        regular: dict[str, bytes] = {}  # path → its mode, for the files to store
+        for rel in rels:
+            info = _lstat(self._root / rel)
+            if info is None:
+                change.entries[split_path(rel)] = None
+                change.seen[rel] = None
+                old = self._trees.entry_at(head_tree, split_path(rel))
+                change.files_only &= old is None or old.mode != TREE_MODE
+            elif stat.S_ISDIR(info.st_mode):
+                change.files_only = False
+                self._add_folder(rel, change, regular)
+            else:
+                self._add_file(rel, info, change, regular)
+        stored = self._batch.store_files(list(regular))
+        for (rel, mode), sha in zip(regular.items(), stored, strict=True):
+            change.entries[split_path(rel)] = Entry(mode, sha)
+        return change
 
-    def _keep_index(self, env: Mapping[str, str], commit: str | None) -> None:
-        """Keep the temporary index, which holds exactly `commit`'s tree, for the next commit."""
-        if commit is None:
-            return
-        kept = self._git.git_dir / f"{_KEPT_INDEX}{commit}"
-        try:
-            os.replace(env["GIT_INDEX_FILE"], kept)
-        except FileNotFoundError:
-            return
-        for older in self._git.git_dir.glob(f"{_KEPT_INDEX}*"):
-            if older != kept:
-                older.unlink(missing_ok=True)
+    def _add_file(
+        self,
+        rel: str,
+        info: os.stat_result,
+        change: WorkTreeChange,
+        regular: dict[str, bytes],
+    ) -> None:
+        change.seen[rel] = (info.st_ino, info.st_size, info.st_mtime_ns)
+        if stat.S_ISLNK(info.st_mode):
+            target = os.fsencode(os.readlink(self._root / rel))
+            sha = self._git.run(["hash-object", "-w", "--stdin"], stdin=target).decode().strip()
+            change.entries[split_path(rel)] = Entry(b"120000", sha)
+        elif stat.S_ISREG(info.st_mode):
+            regular[rel] = b"100755" if info.st_mode & stat.S_IXUSR else b"100644"
 
-    def _present(self, rels: list[str], env: Mapping[str, str]) -> list[str]:
-        """The paths that exist on disk or are tracked; git refuses any others."""
-        missing = [rel for rel in rels if not os.path.lexists(self._root / rel)]
-        if not missing:
-            return rels
-        listed = self._git.run(["ls-files", "-z", "--", *missing], env=env)
-        names = listed.decode("utf-8", errors="surrogateescape").split("\0")
-        tracked = {rel for rel in missing if any(_within(name, rel) for name in names if name)}
-        return [rel for rel in rels if rel not in missing or rel in tracked]
+    def _add_folder(self, rel: str, change: WorkTreeChange, regular: dict[str, bytes]) -> None:
+        """Every file below `rel` that git tracks or would add (ignored files stay out), and
+        the deletion of those that are gone."""
+        args = ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel]
+        listed = self._git.run(args).decode("utf-8", errors="surrogateescape").split("\0")
+        for name in dict.fromkeys(name for name in listed if name):
+            info = _lstat(self._root / name)
+            if info is None:
+                change.entries[split_path(name)] = None
+            else:
+                self._add_file(name, info, change, regular)
 
     def _move_head(self, new: str, old: str | None, message: str, attempt: int) -> bool:
         """Point HEAD at `new` if it still is `old`; False (retry) when someone moved it."""
@@ -191,13 +205,29 @@ class CommitWriter:
         log.info("HEAD moved while committing (%s); trying again", first_line(err))
         return False
 
-    def update_user_index(self, new: str, rels: list[str]) -> None:
-        """Make the user's index entries for `rels` match the new commit, and nothing else."""
+    def update_user_index(
+        self, new: str, rels: list[str], change: WorkTreeChange | None = None
+    ) -> None:
+        """Make the user's index entries for `rels` match the new commit, and nothing else.
+
+        When the change named only files, `update-index` takes them from the work tree, which
+        holds what was committed unless a file changed since it was stored: those few (and any
+        change that named a folder) go through `reset`, which reads the whole index afresh.
+        """
+        if change is not None and change.files_only:
+            self._index_command(["update-index", "--add", "--remove", "--", *rels], rels)
+            rels = [rel for rel in rels if _signature(self._root / rel) != change.seen.get(rel)]
+            if not rels:
+                return
         # reset refreshes the stat data afterwards: without it these entries look modified to
         # commands that need a clean index (the read-tree -m -u of a sync after a pull).
-        args = ["reset", "-q", new, "--", *rels]
+        self._index_command(["reset", "-q", new, "--", *rels], rels)
+
+    def _index_command(self, args: list[str], rels: list[str]) -> None:
+        """Run a git command that writes the user's index; a failure is logged, not raised."""
         try:
             try:
+                self._clear_index_lock()
                 self._git.run(args)
             except IndexLockBusy:
                 self._clear_index_lock()
@@ -205,9 +235,8 @@ class CommitWriter:
         except GitError as error:
             # The commit exists; only the index view of these paths lags behind it.
             log.warning(
-                "committed %s, but could not update the git index for %s (%s); run: git reset -q"
+                "committed, but could not update the git index for %s (%s); run: git reset -q"
                 " HEAD -- %s",
-                new[:12],
                 ", ".join(rels),
                 error,
                 " ".join(rels),
@@ -221,6 +250,8 @@ class CommitWriter:
         last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
         change differs from HEAD in the work tree too, and stays as it is.
         """
+        for leftover in self._git.git_dir.glob("feedbackd-index*"):  # of an older feedbackd
+            leftover.unlink(missing_ok=True)
         head = self._git.rev("HEAD")
         if head is None:
             return []
@@ -249,15 +280,14 @@ class CommitWriter:
             return None
         return self._git.run(["hash-object", "--", str(self._root / rel)]).decode().strip()
 
-    @contextmanager
-    def _temporary_index(self) -> Iterator[dict[str, str]]:
-        index = self._git.git_dir / f"feedbackd-index-{os.getpid()}-{secrets.token_hex(4)}"
-        try:
-            yield {"GIT_INDEX_FILE": str(index)}
-        finally:
-            for leftover in (index, index.with_name(index.name + ".lock")):
-                leftover.unlink(missing_ok=True)
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
-def _within(name: str, rel: str) -> bool:
-    return name == rel or name.startswith(rel.rstrip("/") + "/")
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    info = _lstat(path)
+    return None if info is None else (info.st_ino, info.st_size, info.st_mtime_ns)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from feedbackd.core.errors import GitError
+from feedbackd.edges.gitbatch import HELPER_COMMANDS
 
 log = logging.getLogger("feedbackd")
 
@@ -54,7 +55,7 @@ def git_process_in(folders: Sequence[Path], proc: Path = Path("/proc")) -> bool 
     unknown = False
     for entry in entries:
         argv = _git_argv(entry) if int(entry.name) != os.getpid() else None
-        if argv is None:
+        if argv is None or _our_helper(entry, argv):
             continue
         try:
             cwd = Path(os.readlink(entry / "cwd"))
@@ -78,6 +79,18 @@ def _git_argv(entry: Path) -> list[str] | None:
         return None
     name = os.path.basename(argv[0])
     return argv if name == "git" or name.startswith("git-") or comm == "git" else None
+
+
+def _our_helper(entry: Path, argv: list[str]) -> bool:
+    """One of this process's own long-lived git helpers, which never lock the index."""
+    if tuple(arg for arg in argv[1:] if arg) not in HELPER_COMMANDS:
+        return False
+    try:
+        # /proc/PID/stat: `pid (comm) state ppid ...`; comm may hold spaces, so split after it
+        fields = (entry / "stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return int(fields[1]) == os.getpid()
 
 
 def _inside(path: Path, root: Path) -> bool:

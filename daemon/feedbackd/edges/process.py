@@ -2,18 +2,24 @@
 command) runs through run_process, with no shell and, where a command may hang, a deadline after
 which it is stopped together with its children.
 
-run_command is the text face of the same runner, for the user's own commands.
+run_command is the text face of the same runner, for the user's own commands. Coprocess is a
+long-lived helper spoken to over its standard input and output (`git cat-file --batch`), each
+answer awaited with a deadline.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import select
 import signal
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, NoReturn
 
 log = logging.getLogger("feedbackd")
 
@@ -126,3 +132,128 @@ def _exit_reason(code: int) -> str:
 
 def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+class CoprocessGone(Exception):
+    """A coprocess exited, stopped answering before its deadline, or could not start."""
+
+
+class Coprocess:
+    """A long-lived process answering requests on its stdout, one after another.
+
+    Reads and writes never block past the deadline given: a helper that hangs is killed and
+    CoprocessGone raised, and the caller starts a new one. What the process says on stderr is
+    kept (its last few KiB) to explain why it went away.
+    """
+
+    def __init__(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> None:
+        try:
+            self._process = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env={**os.environ, **env},
+            )
+        except OSError as exc:
+            raise CoprocessGone(_start_failure(argv[0], exc)) from exc
+        self._name = " ".join(argv[:2])
+        self._buffer = bytearray()
+        self._stderr = bytearray()
+        self._closed = False
+        self._readable = select.poll()  # (a poll object holds no file descriptor of its own)
+        for pipe in (self._process.stdin, self._process.stdout, self._process.stderr):
+            assert pipe is not None
+            os.set_blocking(pipe.fileno(), False)
+        self._readable.register(self._out.fileno(), select.POLLIN)
+        self._readable.register(self._err.fileno(), select.POLLIN)
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def send(self, data: bytes, timeout: float) -> None:
+        """Write all of `data` to the process's stdin, reading its answers meanwhile."""
+        deadline = time.monotonic() + timeout
+        view = memoryview(data)
+        stdin = self._process.stdin
+        assert stdin is not None
+        writable = select.poll()
+        writable.register(stdin.fileno(), select.POLLOUT)
+        while view:
+            if not writable.poll(self._left_ms(deadline)):
+                self._give_up(f"did not take its input within {timeout:g}s")
+            try:
+                written = os.write(stdin.fileno(), view)
+            except BrokenPipeError:
+                self._give_up("exited")
+            view = view[written:]
+
+    def read_line(self, timeout: float) -> bytes:
+        """The next line of output, without its newline."""
+        deadline = time.monotonic() + timeout
+        while (end := self._buffer.find(b"\n")) < 0:
+            self._fill(deadline)
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return line
+
+    def read_exact(self, size: int, timeout: float) -> bytes:
+        """The next `size` bytes of output."""
+        deadline = time.monotonic() + timeout
+        while len(self._buffer) < size:
+            self._fill(deadline)
+        data = bytes(self._buffer[:size])
+        del self._buffer[:size]
+        return data
+
+    def close(self) -> None:
+        """End the process: close its input (it exits on end of input), kill it if it lingers."""
+        if self._closed:
+            return
+        self._closed = True
+        for pipe in (self._process.stdin, self._process.stdout, self._process.stderr):
+            if pipe is not None:
+                pipe.close()
+        try:
+            self._process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+    @property
+    def _out(self) -> IO[bytes]:
+        assert self._process.stdout is not None
+        return self._process.stdout
+
+    @property
+    def _err(self) -> IO[bytes]:
+        assert self._process.stderr is not None
+        return self._process.stderr
+
+    def _fill(self, deadline: float) -> None:
+        """Read what the process has written so far; CoprocessGone at the deadline or its end."""
+        events = self._readable.poll(self._left_ms(deadline))
+        if not events:
+            self._give_up("did not answer in time")
+        for fd, _ in events:
+            chunk = os.read(fd, 65536)
+            if fd == self._err.fileno():
+                self._stderr = (self._stderr + chunk)[-4096:]
+            elif chunk:
+                self._buffer += chunk
+            else:
+                self._give_up("exited")
+
+    def _left_ms(self, deadline: float) -> int:
+        return max(0, round((deadline - time.monotonic()) * 1000))
+
+    def _give_up(self, what: str) -> NoReturn:
+        with contextlib.suppress(OSError):  # what it said last, if it said it before going
+            while chunk := os.read(self._err.fileno(), 65536):
+                self._stderr = (self._stderr + chunk)[-4096:]
+        self.close()
+        said = self._stderr.decode("utf-8", errors="replace").strip().splitlines()
+        reason = f"{self._name} {what}" + (f": {said[-1]}" if said else "")
+        raise CoprocessGone(reason)

@@ -16,13 +16,16 @@ def open_repo(runtime: Runtime) -> Iterator[GitRepo | None]:
         yield None
         return
     root = runtime.workspace.root
-    if not GitRepo.is_repo(root):
+    if not GitRepo.holds_repository(root):
         raise WorkspaceError(
             f"{root} is not a git repository",
             hint="run `feedbackd init` there, or set git.enabled: false",
         )
     with GitRepo(
-        root, stale_lock_s=runtime.settings.git.stale_lock_s, committer=runtime.committer
+        root,
+        stale_lock_s=runtime.settings.git.stale_lock_s,
+        committer=runtime.committer,
+        kept=runtime.git_helpers,
     ) as repo:
         yield repo
 

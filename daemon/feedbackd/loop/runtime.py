@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from feedbackd.core.commitmsg import FEEDBACKD_PERSON, Person, parse_person
 from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import WorkspaceError
 from feedbackd.core.workspace import Workspace
+from feedbackd.edges.gitbatch import KeptBatch
 from feedbackd.loop.configfile import config_path, read_config
 
 
@@ -19,6 +20,8 @@ class Runtime:
     settings: Settings
     config_file: Path | None = None
     curator: str | None = None  # --curator for this command
+    # git's long-lived helpers, kept from one pass (or request) to the next
+    git_helpers: KeptBatch = field(default_factory=KeptBatch, compare=False, repr=False)
 
     @classmethod
     def open(cls, workspace: str | None, config: str | None) -> Runtime:

@@ -1,0 +1,205 @@
+"""Git's object store through three long-lived git processes, so a commit starts almost none.
+
+  `git cat-file --batch`              reads commits and trees (and resolves HEAD, afresh each time)
+  `git hash-object -w --stdin-paths`  stores files as blobs, through the repository's filters
+  `git mktree --batch -z`             stores trees
+
+Each is started on first use and kept for the next commit: starting git and reading the index
+is most of what a small commit costs on a big site. They are restarted when the repository's
+configuration or attributes change (they read them once), and after any failure. All are ended
+by close(); a process whose owner dies exits on the end of its input.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple, TypeVar
+
+from feedbackd.core.errors import GitError
+from feedbackd.edges.gitrunner import BASE_ENV
+from feedbackd.edges.process import Coprocess, CoprocessGone
+
+# Generous: a helper answers in microseconds, unless the machine is swapping.
+_ANSWER_S = 60.0
+# hash-object answers a line per path; this many paths are sent before their answers are read.
+_PATHS_AT_ONCE = 256
+
+_T = TypeVar("_T")
+
+_CAT_FILE = ("cat-file", "--batch")
+_HASH_OBJECT = ("hash-object", "-w", "--stdin-paths")
+_MKTREE = ("mktree", "--batch", "-z")
+# None of them ever takes `.git/index.lock` (edges/gitlocks.py does not wait for them).
+HELPER_COMMANDS = frozenset({_CAT_FILE, _HASH_OBJECT, _MKTREE})
+
+
+class GitObject(NamedTuple):
+    sha: str
+    kind: str  # commit, tree, blob or tag
+    content: bytes
+
+
+class GitBatch:
+    """The long-lived helpers of one repository; safe to share between threads."""
+
+    def __init__(self, work_tree: Path, git_dir: Path, executable: str = "git") -> None:
+        self.work_tree = work_tree
+        self.git_dir = git_dir
+        self._executable = executable
+        self._env = {
+            **BASE_ENV,
+            "GIT_DIR": str(git_dir),
+            "GIT_WORK_TREE": str(work_tree),
+            "GIT_INDEX_FILE": str(git_dir / "index"),
+        }
+        self._helpers: dict[tuple[str, ...], Coprocess] = {}
+        self._settings = _settings_stamp(work_tree, git_dir)
+        self._lock = threading.Lock()
+
+    def serves(self, work_tree: Path, git_dir: Path) -> bool:
+        return (work_tree, git_dir) == (self.work_tree, self.git_dir)
+
+    # --- reading ------------------------------------------------------------------------------
+    def read(self, name: str) -> GitObject | None:
+        """The object `name` (a sha, `HEAD`, `sha:path`) names; None when there is none."""
+        if "\n" in name:
+            raise GitError(f"not an object name: {name!r}")
+
+        def ask(helper: Coprocess) -> GitObject | None:
+            helper.send(f"{name}\n".encode(), _ANSWER_S)
+            header = helper.read_line(_ANSWER_S).split()
+            if len(header) != 3:  # `<name> missing`, `<name> ambiguous`
+                return None
+            content = helper.read_exact(int(header[2]) + 1, _ANSWER_S)
+            return GitObject(header[0].decode(), header[1].decode(), content[:-1])
+
+        return self._ask(_CAT_FILE, ask)
+
+    # --- writing ------------------------------------------------------------------------------
+    def store_files(self, rels: Sequence[str]) -> list[str]:
+        """Store the work-tree files `rels` as blobs, as `git add` would; their object ids."""
+        if any("\n" in rel for rel in rels):
+            raise GitError("a path with a line break cannot be stored through hash-object")
+        ids: list[str] = []
+        for start in range(0, len(rels), _PATHS_AT_ONCE):
+            chunk = rels[start : start + _PATHS_AT_ONCE]
+
+            def ask(helper: Coprocess, chunk: Sequence[str] = chunk) -> list[str]:
+                helper.send("".join(f"{rel}\n" for rel in chunk).encode(), _ANSWER_S)
+                return [helper.read_line(_ANSWER_S).decode() for _ in chunk]
+
+            ids += self._ask(_HASH_OBJECT, ask)
+        return ids
+
+    def store_tree(self, listing: bytes) -> str:
+        """Store a tree from `git mktree -z` input (entries, each ending in NUL); its id."""
+
+        def ask(helper: Coprocess) -> str:
+            helper.send(listing + b"\0", _ANSWER_S)
+            return helper.read_line(_ANSWER_S).decode()
+
+        return self._ask(_MKTREE, ask)
+
+    def close(self) -> None:
+        with self._lock:
+            for helper in self._helpers.values():
+                helper.close()
+            self._helpers.clear()
+
+    # --- the helpers --------------------------------------------------------------------------
+    def _ask(self, command: tuple[str, ...], ask: Callable[[Coprocess], _T]) -> _T:
+        """Put one request to the helper running `command`, started (again) when needed.
+
+        Every request is safe to repeat (a read, or storing an object that may already be
+        stored), so one that meets a helper gone since its last answer is put to a new one.
+        """
+        with self._lock:
+            self._restart_on_new_settings()
+            for attempt in (1, 2):
+                helper = self._helper(command)
+                try:
+                    return ask(helper)
+                except CoprocessGone as gone:
+                    self._helpers.pop(command, None)
+                    helper.close()
+                    if attempt == 2:
+                        raise GitError(f"git {command[0]} failed: {gone}") from gone
+        raise AssertionError("unreachable")
+
+    def _helper(self, command: tuple[str, ...]) -> Coprocess:
+        helper = self._helpers.get(command)
+        if helper is not None and helper.alive:
+            return helper
+        if helper is not None:
+            helper.close()  # killed, or ended by itself
+        helper = self._helpers[command] = self._start(command)
+        return helper
+
+    def _start(self, command: tuple[str, ...]) -> Coprocess:
+        try:
+            return Coprocess([self._executable, *command], cwd=self.work_tree, env=self._env)
+        except CoprocessGone as gone:
+            hint = "install git, or put it on the PATH of feedbackd"
+            raise GitError(str(gone), hint=hint) from gone
+
+    def _restart_on_new_settings(self) -> None:
+        stamp = _settings_stamp(self.work_tree, self.git_dir)
+        if stamp != self._settings:
+            self._settings = stamp
+            for helper in self._helpers.values():
+                helper.close()
+            self._helpers.clear()
+
+
+def _settings_stamp(work_tree: Path, git_dir: Path) -> Mapping[str, tuple[int, int, int]]:
+    """When each file that git reads once per process last changed: its settings, attributes
+    (filters, line endings), and the object folder (a repository replaced under us)."""
+    files = {
+        "config": git_dir / "config",
+        "attributes": work_tree / ".gitattributes",
+        "info": git_dir / "info" / "attributes",
+        "objects": git_dir / "objects",
+        "global": Path(os.environ.get("GIT_CONFIG_GLOBAL") or Path.home() / ".gitconfig"),
+    }
+    stamp = {}
+    for name, path in files.items():
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        # (new objects change the object folder's time; only its replacement matters here)
+        changed = (0, 0) if name == "objects" else (info.st_mtime_ns, info.st_size)
+        stamp[name] = (info.st_ino, *changed)
+    return stamp
+
+
+class KeptBatch:
+    """The GitBatch of a long-running program (the daemon, the web server, a command), kept
+    from one unit of work to the next; its helpers end with it, or at exit."""
+
+    def __init__(self) -> None:
+        self._held: list[GitBatch] = []
+        self._lock = threading.Lock()
+        weakref.finalize(self, _close_all, self._held)
+
+    def batch_for(self, work_tree: Path, git_dir: Path, executable: str) -> GitBatch:
+        with self._lock:
+            if self._held and self._held[0].serves(work_tree, git_dir):
+                return self._held[0]
+            _close_all(self._held)
+            self._held.append(GitBatch(work_tree, git_dir, executable))
+            return self._held[0]
+
+    def close(self) -> None:
+        with self._lock:
+            _close_all(self._held)
+
+
+def _close_all(held: list[GitBatch]) -> None:
+    for batch in held:
+        batch.close()
+    held.clear()

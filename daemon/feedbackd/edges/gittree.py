@@ -1,0 +1,116 @@
+"""A new tree from an old one and a few changed paths, without an index.
+
+Only the folders on the way to a changed path are read and written again; every other folder
+keeps its tree as it is. This is what `git add` + `git write-tree` do in an index, minus reading
+and writing an index of every file in the repository.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from feedbackd.core.errors import GitError
+from feedbackd.edges.gitbatch import GitBatch
+
+TREE_MODE = b"40000"
+_TYPES = {TREE_MODE: b"tree", b"160000": b"commit"}  # every other mode is a blob's
+# Trees kept parsed: a decision looks up the same few folders once per path it names, and the
+# next decision walks the same way again. An object id names one content forever, so a kept
+# tree is never out of date; the bound keeps a big site's memory flat.
+_TREES_KEPT = 512
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A tree entry: git's octal mode (`100644`, `100755`, `120000`, `40000`) and object id."""
+
+    mode: bytes
+    sha: str
+
+
+# path (split at `/`) → its new entry, or None to delete it (a whole folder, if it is one)
+Changes = Mapping[tuple[bytes, ...], Entry | None]
+
+
+def split_path(rel: str) -> tuple[bytes, ...]:
+    return tuple(rel.encode("utf-8", "surrogateescape").split(b"/"))
+
+
+def parse_tree(raw: bytes, id_size: int = 20) -> dict[bytes, Entry]:
+    """The entries of a tree object's content: `mode name\\0`, then the object id in `id_size`
+    bytes (20 with SHA-1, 32 with SHA-256)."""
+    entries: dict[bytes, Entry] = {}
+    position, size = 0, id_size
+    while position < len(raw):
+        space = raw.index(b" ", position)
+        nul = raw.index(b"\0", space)
+        sha = raw[nul + 1 : nul + 1 + size].hex()
+        entries[raw[space + 1 : nul]] = Entry(raw[position:space], sha)
+        position = nul + 1 + size
+    return entries
+
+
+def tree_listing(entries: Mapping[bytes, Entry]) -> bytes:
+    """`git mktree -z` input for these entries (mktree sorts them as git does)."""
+    return b"".join(
+        b"%s %s %s\t%s\0" % (e.mode, _TYPES.get(e.mode, b"blob"), e.sha.encode(), name)
+        for name, e in entries.items()
+    )
+
+
+class TreeEditor:
+    """Writes the trees of one change, reading the old ones through a GitBatch."""
+
+    def __init__(self, batch: GitBatch) -> None:
+        self._batch = batch
+        self._parsed: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
+
+    def entry_at(self, tree: str | None, path: tuple[bytes, ...]) -> Entry | None:
+        """The entry at `path` in `tree` (None when there is none)."""
+        entry = None
+        for name in path:
+            if tree is None:
+                return None
+            entry = self.read_tree(tree).get(name)
+            tree = entry.sha if entry is not None and entry.mode == TREE_MODE else None
+        return entry
+
+    def edit(self, tree: str | None, changes: Changes) -> str | None:
+        """The id of `tree` with `changes` made; None when nothing is left in it."""
+        entries = dict(self.read_tree(tree)) if tree is not None else {}
+        before = dict(entries)
+        below: dict[bytes, dict[tuple[bytes, ...], Entry | None]] = {}
+        for path, entry in changes.items():
+            if len(path) > 1:
+                below.setdefault(path[0], {})[path[1:]] = entry
+            elif entry is None:
+                entries.pop(path[0], None)
+            else:
+                entries[path[0]] = entry
+        for name, inner in below.items():
+            current = entries.get(name)
+            subtree = current.sha if current is not None and current.mode == TREE_MODE else None
+            edited = self.edit(subtree, inner)
+            if edited is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = Entry(TREE_MODE, edited)
+        if entries == before and tree is not None:
+            return tree
+        return self._batch.store_tree(tree_listing(entries)) if entries else None
+
+    def read_tree(self, tree: str) -> Mapping[bytes, Entry]:
+        """The entries of `tree` (read once, then kept: do not change them)."""
+        entries = self._parsed.get(tree)
+        if entries is not None:
+            self._parsed.move_to_end(tree)
+            return entries
+        found = self._batch.read(tree)
+        if found is None or found.kind != "tree":
+            raise GitError(f"the repository has no tree {tree}", hint="run `git fsck`")
+        entries = self._parsed[tree] = parse_tree(found.content, id_size=len(tree) // 2)
+        if len(self._parsed) > _TREES_KEPT:
+            self._parsed.popitem(last=False)
+        return entries

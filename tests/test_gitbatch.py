@@ -1,0 +1,242 @@
+"""Commits built without an index, through git's long-lived helpers (edges/gitbatch.py,
+edges/gittree.py): the same trees `git add` + `git commit` make, a handful of git processes per
+commit whatever the size of the repository, and helpers that survive what users do to git.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from feedbackd.edges.git import GitRepo
+from feedbackd.edges.gitbatch import GitBatch, GitObject, KeptBatch
+from feedbackd.edges.gittree import Entry, parse_tree, tree_listing
+from tests.conftest import git
+from tests.git_kit import ADA, counting_git, message, write
+
+
+def reference_tree(tmp_path: Path, source: Path, paths: list[str]) -> str:
+    """The tree git itself makes of the same change: `git add -A -- paths` in a copy."""
+    copy = tmp_path / "reference"
+    shutil.copytree(source, copy, symlinks=True)
+    git(copy, "add", "-A", "--", *[rel for rel in paths if os.path.lexists(source / rel)])
+    git(copy, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", "_data/agents/old")
+    git(copy, "rm", "-q", "--cached", "--ignore-unmatch", "--", "_data/agents/w/queue/a.json")
+    return git(copy, "write-tree").strip()
+
+
+def test_the_tree_is_the_one_git_add_makes(tmp_path: Path, git_repo: Path) -> None:
+    write(git_repo, ".gitignore", "*.error\n")
+    write(git_repo, "_data/agents/w/queue/a.json", "{}\n")
+    write(git_repo, "_data/agents/w/queue/b.json", "{}\n")
+    write(git_repo, "_data/agents/old/feedback.json", "[]\n")
+    write(git_repo, "notes/item", "a file, soon a folder\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "start")
+    # every kind of change at once
+    os.rename(git_repo / "_data/agents/w/queue/a.json", git_repo / "_data/agents/w/a.json")
+    write(git_repo, "_data/agents/w/queue/b.json", '{"edited": true}\n')
+    write(git_repo, "_data/agents/w/approved/deep/new.json", "{}\n")
+    shutil.rmtree(git_repo / "_data/agents/old")
+    write(git_repo, "tool.sh", "#!/bin/sh\n")
+    (git_repo / "tool.sh").chmod(0o755)
+    os.symlink("tool.sh", git_repo / "link")
+    (git_repo / "notes/item").unlink()
+    write(git_repo, "notes/item/inside.md", "now a folder\n")
+    write(git_repo, "folder/kept.json", "{}\n")
+    write(git_repo, "folder/skipped.json.error", "ignored\n")
+    paths = [
+        "_data/agents/w/queue/a.json",
+        "_data/agents/w/a.json",
+        "_data/agents/w/queue/b.json",
+        "_data/agents/w/approved/deep/new.json",
+        "_data/agents/old",
+        "tool.sh",
+        "link",
+        "notes/item",
+        "folder",
+        "never-existed.json",
+    ]
+    expected = reference_tree(tmp_path, git_repo, paths)
+
+    with GitRepo(git_repo) as repo:
+        repo.commit_paths(paths, message(), ADA)
+
+    assert git(git_repo, "rev-parse", "HEAD^{tree}").strip() == expected
+    assert git(git_repo, "status", "--porcelain") == ""
+    assert git(git_repo, "fsck", "--strict") == ""
+
+
+def test_committed_paths_need_no_refresh_in_the_users_index(git_repo: Path) -> None:
+    """The index entries of the committed files carry their stat data: commands that trust the
+    index without refreshing it (`diff-files`, a sync's `read-tree -m -u`) see no change."""
+    write(git_repo, "_data/agents/w/feedback.json", "[]\n")
+    with GitRepo(git_repo) as repo:
+        repo.commit_paths(["_data/agents/w/feedback.json"], message(), ADA)
+        write(git_repo, "_data/agents/w/feedback.json", '[{"n": 1}]\n')
+        repo.commit_paths(["_data/agents/w/feedback.json"], message(), ADA)
+    assert git(git_repo, "diff-files", "--name-only") == ""
+    assert git(git_repo, "diff", "--cached", "--name-only") == ""
+
+
+def test_a_file_changed_after_it_was_stored_stays_unstaged(git_repo: Path) -> None:
+    """If a curator saves a file again between its commit and the index update, the index holds
+    what was committed, and the new save shows as an unstaged change."""
+    rel = "_data/agents/w/approved/a.json"
+    write(git_repo, rel, '{"v": 1}\n')
+    with GitRepo(git_repo) as repo:
+        sha = repo.commit_paths([rel], message(), ADA)
+        assert sha is not None
+        commits = repo._commits  # the step after the commit, with the file saved again meanwhile
+        write(git_repo, rel, '{"v": 2, "saved": "again"}\n')
+        change = commits._work_tree_change([rel], None)
+        write(git_repo, rel, '{"v": 3, "saved": "once more"}\n')
+        commits.update_user_index(sha, [rel], change)
+    assert git(git_repo, "show", f":{rel}") == '{"v": 1}\n'
+    assert git(git_repo, "diff", "--name-only") == f"{rel}\n"
+
+
+def test_filters_of_gitattributes_apply_as_with_git_add(git_repo: Path) -> None:
+    write(git_repo, ".gitattributes", "*.md text eol=lf\n")
+    (git_repo / "a.md").write_bytes(b"line one\r\nline two\r\n")
+    with GitRepo(git_repo, kept=(kept := KeptBatch())) as repo:
+        repo.commit_paths([".gitattributes", "a.md"], message(), ADA)
+    assert git(git_repo, "cat-file", "blob", "HEAD:a.md") == "line one\nline two\n"
+    # Changed attributes are read again by the helpers kept from the last commit.
+    write(git_repo, ".gitattributes", "*.md -text\n")
+    (git_repo / "b.md").write_bytes(b"kept\r\n")
+    with GitRepo(git_repo, kept=kept) as repo:
+        repo.commit_paths([".gitattributes", "b.md"], message(), ADA)
+    out = subprocess.run(
+        ["git", "cat-file", "blob", "HEAD:b.md"], cwd=git_repo, capture_output=True, check=True
+    )
+    assert out.stdout == b"kept\r\n"
+    kept.close()
+
+
+def test_a_commit_starts_a_handful_of_git_processes(tmp_path: Path, git_repo: Path) -> None:
+    """Three short git commands per commit (commit-tree, update-ref, update-index), the three
+    helpers once, whatever the number of commits or files."""
+    wrapper, log = counting_git(tmp_path / "bin")
+    for number in range(300):
+        write(git_repo, f"docs/d{number:03d}/note.json", "{}\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "300 files")
+    kept = KeptBatch()
+    env = {"GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        patch.setattr("feedbackd.edges.git.Git.GIT_PYTHON_GIT_EXECUTABLE", str(wrapper))
+        for number in range(10):
+            write(git_repo, f"_data/agents/w/approved/d{number}.json", "{}\n")
+            write(git_repo, "_data/agents/w/feedback.json", f'[{{"n": {number}}}]\n')
+            with GitRepo(git_repo, kept=kept) as repo:
+                paths = [f"_data/agents/w/approved/d{number}.json", "_data/agents/w/feedback.json"]
+                assert repo.commit_paths(paths, message(), ADA) is not None
+    kept.close()
+    commands = [line.split()[0] for line in log.read_text().splitlines()]
+    helpers = [name for name in commands if name in ("cat-file", "hash-object", "mktree")]
+    assert sorted(helpers) == ["cat-file", "hash-object", "mktree"]
+    assert len(commands) - len(helpers) == 10 * 3, commands
+    assert git(git_repo, "log", "--format=%s", "-11").splitlines()[-1] == "300 files"
+
+
+def test_each_folder_is_read_once_per_commit(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decision names every form its item may take (`x.json`, `x.yaml`, ...), mostly absent:
+    the folders on their way are read once, not once per name."""
+    write(git_repo, "_data/agents/w/queue/x.json", "{}\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "a draft")
+    os.renames(
+        git_repo / "_data/agents/w/queue/x.json", git_repo / "_data/agents/w/approved/x.json"
+    )
+    names = [
+        f"_data/agents/w/{folder}/x{suffix}"
+        for folder in ("queue", "approved", "rejected")
+        for suffix in (".json", ".yaml", ".yml", ".md")
+    ]
+    asked: list[str] = []
+    original = GitBatch.read
+
+    def counted(batch: GitBatch, name: str) -> GitObject | None:
+        asked.append(name)
+        return original(batch, name)
+
+    monkeypatch.setattr(GitBatch, "read", counted)
+    with GitRepo(git_repo) as repo:
+        assert repo.commit_paths(names, message(), ADA) is not None
+    assert sorted(asked) == sorted(set(asked)), asked
+    assert git(git_repo, "ls-tree", "-r", "--name-only", "HEAD", "_data").split() == [
+        "_data/agents/w/approved/x.json"
+    ]
+
+
+def test_a_helper_killed_under_us_is_started_again(git_repo: Path) -> None:
+    kept = KeptBatch()
+    for number in range(3):
+        write(git_repo, f"f{number}.json", "{}\n")
+        with GitRepo(git_repo, kept=kept) as repo:
+            assert repo.commit_paths([f"f{number}.json"], message(), ADA) is not None
+        for pid in helper_pids():
+            os.kill(pid, signal.SIGKILL)
+    kept.close()
+    names = git(git_repo, "ls-tree", "--name-only", "HEAD").split()
+    assert [name for name in names if name.startswith("f")] == ["f0.json", "f1.json", "f2.json"]
+
+
+def test_a_commit_follows_a_head_the_user_moved(git_repo: Path) -> None:
+    kept = KeptBatch()
+    write(git_repo, "ours.json", "{}\n")
+    with GitRepo(git_repo, kept=kept) as repo:
+        repo.commit_paths(["ours.json"], message(), ADA)
+    write(git_repo, "theirs.txt", "the user's own commit\n")
+    git(git_repo, "add", "theirs.txt")
+    git(git_repo, "commit", "-q", "-m", "by hand")
+    git(git_repo, "pack-refs", "--all")  # and the branch moved into packed-refs
+    write(git_repo, "ours.json", '{"again": 1}\n')
+    with GitRepo(git_repo, kept=kept) as repo:
+        repo.commit_paths(["ours.json"], message(), ADA)
+    kept.close()
+    assert git(git_repo, "log", "--format=%s", "-3").splitlines()[1] == "by hand"
+    assert "theirs.txt" in git(git_repo, "ls-tree", "--name-only", "HEAD").split()
+
+
+def test_tree_entries_read_back_as_written() -> None:
+    entries = {
+        b"b.json": Entry(b"100644", "a" * 40),
+        b"a folder": Entry(b"40000", "b" * 40),
+        b"run.sh": Entry(b"100755", "c" * 40),
+    }
+    raw = b"".join(
+        b"%s %s\0%s" % (entry.mode, name, bytes.fromhex(entry.sha))
+        for name, entry in entries.items()
+    )
+    assert parse_tree(raw) == entries
+    assert tree_listing({b"a folder": entries[b"a folder"]}) == (
+        b"40000 tree " + b"b" * 40 + b"\ta folder\0"
+    )
+
+
+# --- helpers ------------------------------------------------------------------------------------
+def helper_pids() -> list[int]:
+    """This test process's long-lived git helpers."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == os.getpid() and len(argv) > 1 and argv[1] in (b"cat-file", b"mktree"):
+            found.append(int(entry.name))
+    return found
