@@ -26,6 +26,7 @@ from tests.daemon_kit import (
     subjects,
     wait_for,
 )
+from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft
 
 pytestmark = pytest.mark.slow
@@ -280,6 +281,37 @@ def test_whole_agent_folders_moved_in_and_renamed(
     site.move("writer", "qi-000.json", "approved")
     wait_for(lambda: committed(site, "approve(writer): qi-000, 1 correction"), what="writer")
     assert decided(site, "writer") == ["qi-000"]
+
+
+def test_a_decision_starts_three_short_git_processes(
+    tmp_path: Path,
+    site: Site,
+    listener: NotifyListener,
+    start: type[DaemonProcess],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """commit-tree, update-ref, update-index: nothing per decision reads settings or the index
+    again (the helpers and the curator's identity are kept while nothing changes)."""
+    wrapper, calls = counting_git(tmp_path / "bin")
+    monkeypatch.setenv("GIT_PYTHON_GIT_EXECUTABLE", str(wrapper))
+    for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "FEEDBACKD_CURATOR"):
+        monkeypatch.delenv(variable, raising=False)  # the curator is git's user.name/email
+    site.git("config", "user.name", "Ada Curator")
+    site.git("config", "user.email", "ada@example.org")
+    names = drafts(site, "w", 6)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    edit_and_approve(site, "w", names[0])  # warm-up: starts the helpers, reads the identity
+    wait_for(lambda: decided(site, "w") == names[:1], what="the first decision")
+    idle(daemon, quiet_s=0.5)
+    calls.write_text("")
+    for count, name in enumerate(names[1:], start=2):
+        edit_and_approve(site, "w", name)
+        wait_for(lambda count=count: len(decided(site, "w")) == count, what=name)
+        idle(daemon, quiet_s=0.3)
+    commands = [line.split()[0] for line in calls.read_text().splitlines()]
+    assert sorted(commands) == sorted(["commit-tree", "update-ref", "update-index"] * 5)
+    assert site.git("log", "-1", "--format=%an <%ae>").strip() == "Ada Curator <ada@example.org>"
 
 
 def test_two_hundred_approvals_at_once(

@@ -149,7 +149,11 @@ class GitRepo:
             return None
 
     def _user_config(self) -> tuple[str | None, str | None]:
-        """`user.name` and `user.email`, read with one git command."""
+        """`user.name` and `user.email`: read with one git command, then again only after a
+        settings file changed (a decision asks for them each time)."""
+        return self._objects.remembered("user", self._read_user_config)
+
+    def _read_user_config(self) -> tuple[str | None, str | None]:
         _, out, _ = self._git.exec(["config", "-z", "--get-regexp", r"^user\.(name|email)$"])
         found: dict[str, str] = {}
         for entry in out.decode("utf-8", errors="replace").split("\0"):

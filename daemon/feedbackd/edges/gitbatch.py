@@ -17,7 +17,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar, cast
 
 from feedbackd.core.errors import GitError
 from feedbackd.edges.gitrunner import BASE_ENV
@@ -58,6 +58,7 @@ class GitBatch:
         }
         self._helpers: dict[tuple[str, ...], Coprocess] = {}
         self._settings = _settings_stamp(work_tree, git_dir)
+        self._remembered: dict[str, object] = {}
         self._lock = threading.Lock()
 
     def serves(self, work_tree: Path, git_dir: Path) -> bool:
@@ -110,6 +111,15 @@ class GitBatch:
                 helper.close()
             self._helpers.clear()
 
+    def remembered(self, key: str, compute: Callable[[], _T]) -> _T:
+        """A value that comes from git's settings (the user's identity): computed once, and
+        again only after one of the files it comes from changed."""
+        with self._lock:
+            self._restart_on_new_settings()
+            if key not in self._remembered:
+                self._remembered[key] = compute()
+            return cast(_T, self._remembered[key])
+
     # --- the helpers --------------------------------------------------------------------------
     def _ask(self, command: tuple[str, ...], ask: Callable[[Coprocess], _T]) -> _T:
         """Put one request to the helper running `command`, started (again) when needed.
@@ -150,6 +160,7 @@ class GitBatch:
         stamp = _settings_stamp(self.work_tree, self.git_dir)
         if stamp != self._settings:
             self._settings = stamp
+            self._remembered.clear()
             for helper in self._helpers.values():
                 helper.close()
             self._helpers.clear()
@@ -164,6 +175,8 @@ def _settings_stamp(work_tree: Path, git_dir: Path) -> Mapping[str, tuple[int, i
         "info": git_dir / "info" / "attributes",
         "objects": git_dir / "objects",
         "global": Path(os.environ.get("GIT_CONFIG_GLOBAL") or Path.home() / ".gitconfig"),
+        "xdg": Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git/config",
+        "system": Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"),
     }
     stamp = {}
     for name, path in files.items():
