@@ -1,7 +1,7 @@
 """Benchmark of the running daemon: approve-to-commit latency against the bare git floor.
 
-Run: `python -m tests.bench.bench_daemon [--files 2000] [--samples 30] [--burst 400]
-[--idle 10] [--keep DIR]`.
+Run: `python -m tests.bench.bench_daemon [--files 2000 [100000 ...]] [--samples 30]
+[--burst 400] [--idle 10] [--chart PNG] [--keep DIR]`.
 
 One workspace (made by `feedbackd init`) holds `--files` tracked files: drafts of many agents and
 other files. `feedbackd run` is started on it, then, in the same run and on the same repository:
@@ -13,7 +13,9 @@ other files. `feedbackd run` is started on it, then, in the same run and on the 
   the history that each was committed alone (one Feedback-Item per approve commit, all distinct);
 - the idle daemon afterwards: CPU over `--idle` seconds (/proc utime+stime, children included)
   and its resident memory.
-Prints medians, p90, ratios and whether each target is met; exits 1 when one is missed.
+Prints medians, p90, ratios and whether each target is met; exits 1 when one is missed. With
+several `--files` sizes, each gets a workspace and a daemon of its own, and `--chart` draws the
+medians of both against the size (PNG through chromium, else SVG).
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.bench.chart import Chart, Series, write_chart
+
 SINGLE_AGENT = "bench-single"
 BURST_AGENTS = 4
 FILLER_AGENTS = 10
 POLL_S = 0.001  # how often the branch is looked at while a commit is awaited
 TIMEOUT_S = 120.0
-TARGET_RATIO, TARGET_CPU_PCT, TARGET_RSS_MB = 5.0, 1.0, 150.0
+TARGET_RATIO, TARGET_CPU_PCT, TARGET_RSS_MB = 1.5, 1.0, 150.0
 
 
 @dataclass
@@ -360,10 +364,10 @@ def rows(results: Results, args: argparse.Namespace) -> list[Row]:
     ]
 
 
-def report(results: Results, args: argparse.Namespace) -> bool:
+def report(results: Results, args: argparse.Namespace, files: int) -> bool:
     """Print the table; True when every target is met."""
     table = rows(results, args)
-    print(f"\nfeedbackd daemon: {args.files} tracked files, {args.samples} samples,", end=" ")
+    print(f"\nfeedbackd daemon: {files:,} tracked files, {args.samples} samples,", end=" ")
     print(f"{os.cpu_count()} CPUs, git {git_version()}")
     print(f"{'measure':<28} {'value':<30} {'target':<22} met")
     for name, value, target, met in table:
@@ -385,18 +389,30 @@ def ms(seconds: float) -> str:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.bench_daemon", description=__doc__)
-    parser.add_argument("--files", type=int, default=2000, help="tracked files in the workspace")
+    parser.add_argument(
+        "--files", type=int, nargs="+", default=[2000], help="tracked files (one run per size)"
+    )
     parser.add_argument("--samples", type=int, default=30, help="single approvals (and floors)")
     parser.add_argument("--burst", type=int, default=400, help="approvals moved at once")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of idle measured")
-    parser.add_argument("--keep", type=Path, help="build the workspace here and keep it")
+    parser.add_argument("--chart", type=Path, help="draw latency and floor by size (PNG)")
+    parser.add_argument("--keep", type=Path, help="build the workspaces here and keep them")
     return parser.parse_args(argv)
 
 
 def run(args: argparse.Namespace, work: Path) -> bool:
+    """Every size in turn; True when each met every target."""
+    measured = [(files, run_size(args, work / f"files-{files}", files)) for files in args.files]
+    met = [report(results, args, files) for files, results in measured]
+    if args.chart is not None:
+        print(f"chart: {write_chart(chart_of(measured), args.chart)}")
+    return all(met)
+
+
+def run_size(args: argparse.Namespace, work: Path, files: int) -> Results:
     root = work / "workspace"
-    print(f"building a workspace of {args.files} tracked files in {root}", flush=True)
-    build_workspace(root, args.files, args.samples, args.burst)
+    print(f"building a workspace of {files:,} tracked files in {root}", flush=True)
+    build_workspace(root, files, args.samples, args.burst)
     results = Results()
     daemon = RunningDaemon(root)
     try:
@@ -411,7 +427,23 @@ def run(args: argparse.Namespace, work: Path) -> bool:
         errors = daemon.stop()
     if any(word in errors for word in ("ERROR", "Traceback")):
         print(f"the daemon logged errors:\n{errors}", file=sys.stderr)
-    return report(results, args)
+    return results
+
+
+def chart_of(measured: list[tuple[int, Results]]) -> Chart:
+    def medians(of: Callable[[Results], list[float]]) -> list[float]:
+        return [round(statistics.median(of(results)) * 1000, 1) for _, results in measured]
+
+    return Chart(
+        title="approve → commit, median (2 cores)",
+        x_label="tracked files in the repository",
+        y_label="milliseconds",
+        xs=[files for files, _ in measured],
+        series=[
+            Series("feedbackd: move to approved/ → commit", medians(lambda r: r.latency_s)),
+            Series("git add + git commit by hand (floor)", medians(lambda r: r.floor_s), True),
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
