@@ -283,15 +283,15 @@ def test_whole_agent_folders_moved_in_and_renamed(
     assert decided(site, "writer") == ["qi-000"]
 
 
-def test_a_decision_starts_three_short_git_processes(
+def test_a_decision_starts_two_short_git_processes(
     tmp_path: Path,
     site: Site,
     listener: NotifyListener,
     start: type[DaemonProcess],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """commit-tree, update-ref, update-index: nothing per decision reads settings or the index
-    again (the helpers and the curator's identity are kept while nothing changes)."""
+    """update-ref and update-index: nothing per decision starts git to store objects, read
+    settings or the index (the helpers and the curator's identity are kept)."""
     wrapper, calls = counting_git(tmp_path / "bin")
     monkeypatch.setenv("GIT_PYTHON_GIT_EXECUTABLE", str(wrapper))
     for variable in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "FEEDBACKD_CURATOR"):
@@ -310,7 +310,7 @@ def test_a_decision_starts_three_short_git_processes(
         wait_for(lambda count=count: len(decided(site, "w")) == count, what=name)
         idle(daemon, quiet_s=0.3)
     commands = [line.split()[0] for line in calls.read_text().splitlines()]
-    assert sorted(commands) == sorted(["commit-tree", "update-ref", "update-index"] * 5)
+    assert sorted(commands) == sorted(["update-ref", "update-index"] * 5)
     assert site.git("log", "-1", "--format=%an <%ae>").strip() == "Ada Curator <ada@example.org>"
 
 

@@ -9,13 +9,15 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
+from feedbackd.core.commitmsg import FEEDBACKD_PERSON
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.gitbatch import GitBatch, GitObject, KeptBatch
-from feedbackd.edges.gittree import Entry, parse_tree, tree_listing
+from feedbackd.edges.gittree import Entry, commit_object, parse_tree, tree_listing
 from tests.conftest import git
 from tests.git_kit import ADA, counting_git, message, write
 
@@ -120,8 +122,8 @@ def test_filters_of_gitattributes_apply_as_with_git_add(git_repo: Path) -> None:
 
 
 def test_a_commit_starts_a_handful_of_git_processes(tmp_path: Path, git_repo: Path) -> None:
-    """Three short git commands per commit (commit-tree, update-ref, update-index), the three
-    helpers once, whatever the number of commits or files."""
+    """Two short git commands per commit (update-ref, update-index), the four helpers once,
+    whatever the number of commits or files."""
     wrapper, log = counting_git(tmp_path / "bin")
     for number in range(300):
         write(git_repo, f"docs/d{number:03d}/note.json", "{}\n")
@@ -142,8 +144,9 @@ def test_a_commit_starts_a_handful_of_git_processes(tmp_path: Path, git_repo: Pa
     kept.close()
     commands = [line.split()[0] for line in log.read_text().splitlines()]
     helpers = [name for name in commands if name in ("cat-file", "hash-object", "mktree")]
-    assert sorted(helpers) == ["cat-file", "hash-object", "mktree"]
-    assert len(commands) - len(helpers) == 10 * 3, commands
+    assert sorted(helpers) == ["cat-file", "hash-object", "hash-object", "mktree"]
+    assert sorted(set(commands) - set(helpers)) == ["update-index", "update-ref"]
+    assert len(commands) - len(helpers) == 10 * 2, commands
     assert git(git_repo, "log", "--format=%s", "-11").splitlines()[-1] == "300 files"
 
 
@@ -207,6 +210,36 @@ def test_a_commit_follows_a_head_the_user_moved(git_repo: Path) -> None:
     kept.close()
     assert git(git_repo, "log", "--format=%s", "-3").splitlines()[1] == "by hand"
     assert "theirs.txt" in git(git_repo, "ls-tree", "--name-only", "HEAD").split()
+
+
+def test_a_commit_object_is_the_one_commit_tree_makes(git_repo: Path) -> None:
+    tree = git(git_repo, "write-tree").strip()
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    when = 1_796_277_600.7
+    text = message("approve", "w", "qi-1, 1 correction (title)")
+    content = commit_object(tree, [head], ADA, FEEDBACKD_PERSON, text, when)
+    batch = GitBatch(git_repo, git_repo / ".git")
+    try:
+        ours = batch.store_commit(content)
+    finally:
+        batch.close()
+    stamp = time.strftime("%s %z", time.localtime(when))
+    env = {
+        "GIT_AUTHOR_NAME": ADA.name,
+        "GIT_AUTHOR_EMAIL": ADA.email,
+        "GIT_AUTHOR_DATE": stamp,
+        "GIT_COMMITTER_NAME": FEEDBACKD_PERSON.name,
+        "GIT_COMMITTER_EMAIL": FEEDBACKD_PERSON.email,
+        "GIT_COMMITTER_DATE": stamp,
+    }
+    theirs = subprocess.run(
+        ["git", "commit-tree", "--no-gpg-sign", tree, "-p", head],
+        cwd=git_repo, input=text.encode(), capture_output=True, check=True,
+        env={**os.environ, **env},
+    ).stdout.decode().strip()  # fmt: skip
+    assert ours == theirs
+    assert git(git_repo, "cat-file", "-t", ours).strip() == "commit"
+    assert not list((git_repo / ".git").glob("feedbackd-commit-*"))  # the handover is gone
 
 
 def test_tree_entries_read_back_as_written() -> None:

@@ -33,8 +33,12 @@ _T = TypeVar("_T")
 _CAT_FILE = ("cat-file", "--batch")
 _HASH_OBJECT = ("hash-object", "-w", "--stdin-paths")
 _MKTREE = ("mktree", "--batch", "-z")
+# A commit object is checked by git as `commit-tree` would, then stored; it is handed over in a
+# file because hash-object reads objects of other kinds than blobs only from paths or stdin.
+_HASH_COMMIT = ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths")
+COMMIT_FILE_PREFIX = "feedbackd-commit-"
 # None of them ever takes `.git/index.lock` (edges/gitlocks.py does not wait for them).
-HELPER_COMMANDS = frozenset({_CAT_FILE, _HASH_OBJECT, _MKTREE})
+HELPER_COMMANDS = frozenset({_CAT_FILE, _HASH_OBJECT, _MKTREE, _HASH_COMMIT})
 
 
 class GitObject(NamedTuple):
@@ -104,6 +108,20 @@ class GitBatch:
             return helper.read_line(_ANSWER_S).decode()
 
         return self._ask(_MKTREE, ask)
+
+    def store_commit(self, content: bytes) -> str:
+        """Store a commit object (`tree ...`, `parent ...`, people, message); its id."""
+        handover = self.git_dir / f"{COMMIT_FILE_PREFIX}{os.getpid()}-{threading.get_ident()}"
+
+        def ask(helper: Coprocess) -> str:
+            helper.send(f"{handover}\n".encode(), _ANSWER_S)
+            return helper.read_line(_ANSWER_S).decode()
+
+        handover.write_bytes(content)
+        try:
+            return self._ask(_HASH_COMMIT, ask)
+        finally:
+            handover.unlink(missing_ok=True)
 
     def close(self) -> None:
         with self._lock:

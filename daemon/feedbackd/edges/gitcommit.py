@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import stat
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.errors import GitError
-from feedbackd.edges.gitbatch import GitBatch
+from feedbackd.edges.gitbatch import COMMIT_FILE_PREFIX, GitBatch
 from feedbackd.edges.gitrunner import (
     GitRunner,
     IndexLockBusy,
@@ -28,11 +29,12 @@ from feedbackd.edges.gitrunner import (
     identity_env,
     rel_path,
 )
-from feedbackd.edges.gittree import TREE_MODE, Entry, TreeEditor, split_path
+from feedbackd.edges.gittree import TREE_MODE, Entry, TreeEditor, commit_object, split_path
 
 log = logging.getLogger("feedbackd")
 
 _COMMIT_ATTEMPTS = 3
+_DATES = frozenset({"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"})
 _OPERATIONS = {
     "rebase-merge": "rebase",
     "rebase-apply": "rebase",
@@ -130,9 +132,13 @@ class CommitWriter:
         return head.sha, first_line.removeprefix(b"tree ").decode()
 
     def _commit_tree(self, tree: str, head: str | None, message: str, author: Person) -> str:
-        parents = ["-p", head] if head else []
+        parents = [head] if head else []
+        if _DATES.isdisjoint(os.environ) and "\n" not in str(self._git.git_dir):
+            content = commit_object(tree, parents, author, self._committer, message, time.time())
+            return self._batch.store_commit(content)
+        # Dates given in git's own formats: git reads them.
         people = {**identity_env("AUTHOR", author), **identity_env("COMMITTER", self._committer)}
-        args = ["commit-tree", "--no-gpg-sign", tree, *parents]
+        args = ["commit-tree", "--no-gpg-sign", tree, *(f"-p{parent}" for parent in parents)]
         return self._git.run(args, env=people, stdin=message.encode()).decode().strip()
 
     # --- what the work tree holds ---------------------------------------------------------------
@@ -250,8 +256,9 @@ class CommitWriter:
         last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
         change differs from HEAD in the work tree too, and stays as it is.
         """
-        for leftover in self._git.git_dir.glob("feedbackd-index*"):  # of an older feedbackd
-            leftover.unlink(missing_ok=True)
+        for pattern in ("feedbackd-index*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
+            for leftover in self._git.git_dir.glob(pattern):
+                leftover.unlink(missing_ok=True)
         head = self._git.rev("HEAD")
         if head is None:
             return []

@@ -7,10 +7,12 @@ and writing an index of every file in the repository.
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from feedbackd.core.commitmsg import Person
 from feedbackd.core.errors import GitError
 from feedbackd.edges.gitbatch import GitBatch
 
@@ -32,6 +34,19 @@ class Entry:
 
 # path (split at `/`) → its new entry, or None to delete it (a whole folder, if it is one)
 Changes = Mapping[tuple[bytes, ...], Entry | None]
+
+
+def commit_object(
+    tree: str, parents: list[str], author: Person, committer: Person, message: str, when: float
+) -> bytes:
+    """A commit object's content, as `git commit-tree` writes it (no signature, UTF-8)."""
+    offset = round(time.localtime(when).tm_gmtoff / 60)
+    sign = "-" if offset < 0 else "+"
+    stamp = f"{int(when)} {sign}{abs(offset) // 60:02d}{abs(offset) % 60:02d}"
+    lines = [f"tree {tree}", *(f"parent {parent}" for parent in parents)]
+    lines += [f"author {author.name} <{author.email}> {stamp}"]
+    lines += [f"committer {committer.name} <{committer.email}> {stamp}"]
+    return ("\n".join(lines) + "\n\n" + message).encode("utf-8")
 
 
 def split_path(rel: str) -> tuple[bytes, ...]:
