@@ -208,7 +208,8 @@ def test_an_item_moved_back_to_queue_is_a_draft_again() -> None:
     [record] = p.drafts.ledger
     assert (record.item, record.state, record.file) == ("qi-1", "queued", decided.file)
     assert p.drafts.commit.summary == "back in queue: qi-1"
-    assert p.drafts.commit.paths == (AGENT.decisions, ROOT / decided.file)
+    queued = item_file("qi-1").path
+    assert p.drafts.commit.paths == (AGENT.decisions, ROOT / decided.file, queued)
     again = plan(view(files=[item_file("qi-1")], ledger=[decided, record]))
     assert again.drafts is None
 

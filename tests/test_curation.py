@@ -181,6 +181,21 @@ def test_a_fresh_clone_diffs_against_the_committed_draft(site: Site, tmp_path: P
     ]
 
 
+def test_a_draft_moved_back_to_queue_is_committed_there(site: Site) -> None:
+    """`git clean`, a fresh clone or another machine keeps the draft back in queue/."""
+    site.write("w", "d1.json", draft({"t": "drafted"}))
+    site.reconcile()
+    site.move("w", "d1.json", "approved")
+    site.reconcile()
+    site.move("w", "d1.json", "queue", source="approved")
+    site.reconcile()
+    assert site.git("show", "--name-status", "--format=%s", "HEAD").split("\n")[0] == (
+        "draft(w): back in queue: d1"
+    )
+    assert site.git("ls-files", "_data/agents/w/queue") == "_data/agents/w/queue/d1.json\n"
+    assert site.git("status", "--porcelain", "--", "_data") == ""
+
+
 def test_moved_back_to_queue_then_decided_again(site: Site) -> None:
     site.write("w", "qi-1.json", draft({"t": "new"}, {"t": "old"}), folder="approved")
     site.reconcile()

@@ -238,6 +238,8 @@ def _plan_drafts(
         return None, snapshots
     paths = [f.path for f in new] + [view.agent.decisions] * bool(requeued)
     paths += [path for record in requeued for path in _decided_path(view.root, record)]
+    back = {f.item_id: f.path for f in queued_drafts(view.files)}
+    paths += [back[record.item] for record in requeued]  # the draft itself, in queue/ again
     summary = commitmsg.drafts_summary([f.item_id for f in new], [r.item for r in requeued])
     return Step(Commit("draft", summary, tuple(paths)), ledger=tuple(requeued)), snapshots
 
