@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import pytest
@@ -356,3 +357,20 @@ def test_a_decision_written_but_never_committed_is_committed_by_the_next_pass(
     trailers = site.trailers()
     assert trailers["Feedback-Item"] == ["qi-1"] and trailers["Feedback-Fields"] == ["t"]
     assert len(site.feedback("w")) == 1
+
+
+def test_a_rewritten_file_keeps_its_mode(site: Site) -> None:
+    """A curator's `chmod 444 feedback.json` stays: the new entries land, the mode is kept."""
+    for name in ("qi-1", "qi-2"):
+        site.write("w", f"{name}.json", draft({"t": "drafted"}))
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"t": "edited once"}))
+    site.move("w", "qi-1.json", "approved")
+    site.reconcile()
+    feedback = site.root / "_data/agents/w/feedback.json"
+    feedback.chmod(0o444)
+    site.write("w", "qi-2.json", draft({"t": "edited twice"}))
+    site.move("w", "qi-2.json", "approved")
+    site.reconcile()
+    assert [e["corrected"] for e in site.feedback("w")] == ["edited once", "edited twice"]
+    assert stat.S_IMODE(feedback.stat().st_mode) == 0o444

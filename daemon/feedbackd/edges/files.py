@@ -25,10 +25,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     # Cut a long name so the temporary one stays within the file system's 255-byte limit.
     tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    mode = _mode_of(path)
     try:
         with open(tmp, "wb") as handle:
             handle.write(data)
             handle.flush()
+            if mode is not None:  # the user's chmod of the file outlives its rewrites
+                os.fchmod(handle.fileno(), mode)
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -36,6 +39,13 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             tmp.unlink()
         raise
     _fsync_dir(path.parent)
+
+
+def _mode_of(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return None
 
 
 def atomic_write_text(path: Path, text: str) -> None:
