@@ -187,6 +187,17 @@ def test_doctor_reads_every_kind_of_file(site: Site) -> None:
     assert human.returncode == 1 and "4 problem(s)" in human.stdout
 
 
+def test_doctor_fails_on_an_item_in_both_approved_and_rejected(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "a"}), folder="approved")
+    site.write("w", "qi-1.md", "---\ntitle: a\n---\nbody\n", folder="rejected")
+    done = site.cli("doctor", "--json")
+    assert done.returncode == 1
+    found = {p["path"]: p for p in json.loads(done.stdout)["problems"]}
+    problem = found["_data/agents/w/rejected/qi-1.md"]
+    assert "both approved/ and rejected/" in problem["message"]
+    assert "keep one" in problem["hint"]
+
+
 def test_doctor_names_a_file_where_a_folder_belongs_and_a_missing_repository(
     tmp_path: Path,
 ) -> None:

@@ -69,9 +69,9 @@ def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callabl
             yield directory, _not_a_folder(directory)
         if folder not in ("queue", *DECISION_FOLDERS) or not directory.is_dir():
             continue
-        for path in sorted(directory.iterdir()):
-            if path.suffix in ITEM_SUFFIXES and not path.name.startswith("."):
-                yield path, _item_check(path)
+        for path in _items_in(directory):
+            yield path, _item_check(path)
+    yield from _decided_twice(agent)
     if agent.feedback.exists():
         yield agent.feedback, _feedback_check(runtime, agent)
     if agent.soul.exists():
@@ -81,6 +81,30 @@ def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callabl
     for path in logs:
         if path.is_file():
             yield path, _lines_check(path, _line_checker(agent, path))
+
+
+def _decided_twice(agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
+    """An item in both approved/ and rejected/ waits undecided until the curator keeps one."""
+    approved = {p.stem for p in _items_in(agent.folder("approved"))}
+    for path in _items_in(agent.folder("rejected")):
+        if path.stem in approved:
+            yield path, _in_both_folders(path.stem)
+
+
+def _items_in(folder: Path) -> list[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in ITEM_SUFFIXES and p.name[0] != ".")
+
+
+def _in_both_folders(item_id: str) -> Callable[[], None]:
+    def check() -> None:
+        raise FeedbackdError(
+            f"{item_id} is in both approved/ and rejected/; it is not decided until one goes",
+            hint=f"keep one: remove {item_id} from the folder that is wrong",
+        )
+
+    return check
 
 
 def inbox_checks(runtime: Runtime) -> Iterator[tuple[Path, Callable[[], None]]]:
