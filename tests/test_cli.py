@@ -72,6 +72,7 @@ def test_approve_and_reject_commands(site: Site) -> None:
 
 
 def test_errors_have_codes_and_exit_1(site: Site) -> None:
+    (site.agent("w") / "queue").mkdir(parents=True)
     missing = site.cli("approve", "w", "qi-404")
     assert missing.returncode == 1
     assert missing.stderr.startswith("error: not_found: no draft qi-404")
@@ -107,6 +108,7 @@ def test_no_workspace_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_record_appends_an_edit_once(site: Site) -> None:
+    site.agent("w").mkdir(parents=True)
     payload = json.dumps({"type": "edit", "field": "alt", "original": "a", "corrected": "b"})
     first = site.cli("record", "w", "--json", payload)
     assert first.returncode == 0, first.stderr
@@ -226,3 +228,32 @@ def test_status_after_scheduled_runs_tells_what_they_did(site: Site) -> None:
     assert state["counts"] == {"approve": 1, "reject": 1}
     assert state["last_event"]["event"] == "reject"
     assert state["last_event"]["summary"] == "qi-2"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["recent", "content-writr"],
+        ["prompt", "content-writr"],
+        ["approve", "content-writr", "qi-1"],
+        ["reject", "content-writr", "qi-1", "--notes", "too long"],
+        [
+            "record",
+            "content-writr",
+            "--json",
+            '{"type": "edit", "original": "a", "corrected": "b"}',
+        ],
+    ],
+)
+def test_an_agent_without_a_folder_is_not_found_with_the_closest_name(
+    site: Site, command: list[str]
+) -> None:
+    site.write("content-writer", "qi-1.json", draft({"t": "a"}))
+    site.reconcile()
+    head = site.git("rev-parse", "HEAD")
+    done = site.cli(*command)
+    assert done.returncode == 1, done.stdout
+    assert done.stderr.startswith("error: not_found: no agent content-writr"), done.stderr
+    assert "did you mean content-writer? (a new agent starts with its folder" in done.stderr
+    assert not (site.data / "agents" / "content-writr").exists()
+    assert site.git("rev-parse", "HEAD") == head  # nothing committed

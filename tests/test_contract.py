@@ -215,12 +215,16 @@ def test_decision_entries_snippet_and_python_api_agree(site: Site) -> None:
 
 
 def test_recent_json_is_entries_newest_first_and_a_total(site: Site) -> None:
+    site.agent("w").mkdir()
     for notes in ("one", "two", "three"):
         site.ok("record", "w", "--json", json.dumps({"type": "rejection", "notes": notes}))
     out = site.json("recent", "w", "--limit", "2", "--json")
     assert set(out) == {"entries", "total"} and out["total"] == 3
     assert [entry["notes"] for entry in out["entries"]] == ["three", "two"]
-    assert site.json("recent", "nobody-yet", "--json") == {"entries": [], "total": 0}
+    site.agent("no-feedback-yet").mkdir()
+    assert site.json("recent", "no-feedback-yet", "--json") == {"entries": [], "total": 0}
+    unknown = site.run("recent", "nobody", "--json")
+    assert unknown.returncode == 1 and json.loads(unknown.stderr)["error"] == "not_found"
 
 
 # --- §6 ratings, reputation, pricing ------------------------------------------------------------
@@ -282,6 +286,8 @@ def test_a_price_cut_edits_one_line_and_commits_the_prices(site: Site) -> None:
 
 
 def test_log_json_keys_and_filters(site: Site) -> None:
+    site.agent("a").mkdir()
+    site.agent("b").mkdir()
     site.ok("record", "a", "--json", json.dumps({"type": "rejection", "notes": "n"}))
     site.ok(
         "record", "b", "--json", json.dumps({"type": "edit", "original": "x", "corrected": "y"})
@@ -347,6 +353,7 @@ def test_version_quiet_and_no_decoration_off_a_terminal(site: Site) -> None:
 
 
 def test_text_from_files_is_shown_never_interpreted(site: Site) -> None:
+    site.agent("w").mkdir()
     notes = "[/] broke [bold]this[/bold] [link=x]"
     site.ok("record", "w", "--json", json.dumps({"type": "rejection", "notes": notes}))
     site.ok(

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from feedbackd.cli.output import console, print_json
 from feedbackd.core.feedback import FeedbackEntry
-from feedbackd.loop.agentfiles import read_feedback
+from feedbackd.loop.agentfiles import existing_agent, read_feedback
 from feedbackd.loop.queries import learning_log, log_json, recent_feedback
 from feedbackd.loop.runtime import Runtime
 
@@ -18,7 +18,7 @@ def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> N
     if as_json:
         print_json(recent_feedback(runtime, agent_id, limit))
         return
-    entries = read_feedback(runtime.workspace.agent(agent_id).feedback)
+    entries = read_feedback(existing_agent(runtime, agent_id).feedback)
     newest = list(reversed(entries))[:limit]
     out = console()
     if not newest:

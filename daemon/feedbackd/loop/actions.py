@@ -22,7 +22,12 @@ from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.loop import rentals
-from feedbackd.loop.agentfiles import read_item, set_content_fields, set_rejection_feedback
+from feedbackd.loop.agentfiles import (
+    existing_agent,
+    read_item,
+    set_content_fields,
+    set_rejection_feedback,
+)
 from feedbackd.loop.agentpass import record_entry
 from feedbackd.loop.locking import pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all
@@ -93,7 +98,7 @@ def approve(
 
 
 def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str]) -> Report:
-    agent = runtime.workspace.agent(agent_id)
+    agent = existing_agent(runtime, agent_id)
     source = find_queued(agent, item_id)
     target = move_target(source, agent.approved)
     read_item(source)  # refuse an unreadable draft before moving anything
@@ -115,7 +120,7 @@ def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
 
 
 def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
-    agent = runtime.workspace.agent(agent_id)
+    agent = existing_agent(runtime, agent_id)
     source = find_queued(agent, item_id)
     target = move_target(source, agent.rejected)  # before the notes change the draft
     read_item(source)
@@ -176,7 +181,7 @@ def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEnt
     """Record one programmatic entry (checked with check_record) and commit it."""
     entry = build_record_entry(data)
     with pipeline_lock(runtime):
-        record_entry(runtime, runtime.workspace.agent(agent_id).agent_id, entry)
+        record_entry(runtime, existing_agent(runtime, agent_id).agent_id, entry)
     return entry
 
 

@@ -7,6 +7,7 @@ atomically, through the file-system edge.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from typing import Any
 from feedbackd.core.decisions import DecisionRecord, parse_ledger
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
-from feedbackd.core.ids import is_valid_id
+from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.itemedits import with_content_edits, with_rejection_feedback
 from feedbackd.core.items import (
     MAX_ITEM_BYTES,
@@ -48,9 +49,23 @@ from feedbackd.edges.files import (
     atomic_write_text,
     read_file_bytes,
 )
-from feedbackd.loop.runtime import discover_root
+from feedbackd.loop.runtime import Runtime, discover_root
 
 log = logging.getLogger("feedbackd")
+
+
+def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
+    """The agent's folder; NotFound (naming the closest agent) when it has none: a command on a
+    mistyped agent must neither look like success nor create a new agent."""
+    agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
+    if agent.root.is_dir():
+        return agent
+    where = runtime.workspace.relative(runtime.workspace.agents_dir)
+    known = runtime.workspace.agent_ids()
+    close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
+    new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
+    hint = f"did you mean {close[0]}? ({new})" if close else f"`ls {where}` lists them; {new}"
+    raise NotFound(f"no agent {agent_id} in {where}/", hint=hint)
 
 
 def read_feedback(path: Path) -> list[FeedbackEntry]:

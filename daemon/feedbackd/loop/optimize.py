@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from feedbackd.core.errors import FeedbackdError, NotFound
+from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import validate_id
 from feedbackd.core.timeutil import utcnow
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop.agentfiles import read_soul
+from feedbackd.loop.agentfiles import existing_agent, read_soul
 from feedbackd.loop.recording import Event
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
@@ -52,7 +52,7 @@ def rules_hook(
 
 def optimize_all(runtime: Runtime, agent: str | None, *, dry_run: bool) -> list[SkillChange]:
     """`feedbackd optimize`: every skill of one agent (or of all agents)."""
-    agents = [_existing_agent(runtime, agent)] if agent is not None else None
+    agents = [existing_agent(runtime, agent).agent_id] if agent is not None else None
     now = utcnow()
     changes: list[SkillChange] = []
     with open_repo(runtime) as repo:
@@ -68,13 +68,3 @@ def skills_of(runtime: Runtime, agent: str) -> list[str]:
     named = [s.skill_id for s in soul[1].skills] if soul is not None else []
     rated = RatingStore(runtime.workspace).skills(agent)
     return list(dict.fromkeys([*named, *rated]))
-
-
-def _existing_agent(runtime: Runtime, agent: str) -> str:
-    paths = runtime.workspace.agent(agent)
-    if not paths.root.is_dir():
-        raise NotFound(
-            f"agent {agent!r} has no folder {runtime.workspace.relative(paths.root)}",
-            hint="check the id with `ls _data/agents`",
-        )
-    return agent

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from feedbackd.core.commitmsg import LogEntry
-from feedbackd.core.errors import FeedbackdError, NotFound, UsageError
+from feedbackd.core.errors import FeedbackdError, UsageError
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.ids import validate_id
 from feedbackd.core.items import diff_content, flatten_strings, parse_item
@@ -20,7 +20,13 @@ from feedbackd.core.soul import Skill, Soul
 from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop.agentfiles import read_feedback, read_item, read_price_ledger, read_soul
+from feedbackd.loop.agentfiles import (
+    existing_agent,
+    read_feedback,
+    read_item,
+    read_price_ledger,
+    read_soul,
+)
 from feedbackd.loop.problems import reported_problems
 from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
@@ -35,17 +41,6 @@ LOG_KEYS = (
 )  # fmt: skip
 
 
-def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
-    """The agent's folder; NotFound when the id is valid but no such folder exists."""
-    agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
-    if not agent.root.is_dir():
-        raise NotFound(
-            f"no agent {agent_id} in {runtime.workspace.relative(runtime.workspace.agents_dir)}/",
-            hint="check the spelling; `ls _data/agents` lists the agents",
-        )
-    return agent
-
-
 def recent_feedback(runtime: Runtime, agent_id: str, limit: int) -> dict[str, Any]:
     """`recent --json`: `{"entries": [...newest first], "total": N}`."""
     entries = _feedback_of(runtime, agent_id)
@@ -54,12 +49,12 @@ def recent_feedback(runtime: Runtime, agent_id: str, limit: int) -> dict[str, An
 
 
 def _feedback_of(runtime: Runtime, agent_id: str) -> list[FeedbackEntry]:
-    return read_feedback(runtime.workspace.agent(agent_id).feedback)
+    return read_feedback(existing_agent(runtime, agent_id).feedback)
 
 
 def prompt_text(runtime: Runtime, agent_id: str) -> str:
     """The snippet file as written; rendered from feedback.json when it was never generated."""
-    agent = runtime.workspace.agent(agent_id)
+    agent = existing_agent(runtime, agent_id)
     if agent.prompt.exists():
         return agent.prompt.read_text(encoding="utf-8")
     text = render_snippet(read_feedback(agent.feedback), runtime.settings.prompt)

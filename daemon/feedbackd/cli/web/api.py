@@ -24,6 +24,7 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import iso_ms, utcnow
 from feedbackd.loop import actions, queries
+from feedbackd.loop.agentfiles import existing_agent
 from feedbackd.loop.configfile import config_path
 from feedbackd.loop.reconcile import Report
 from feedbackd.loop.runtime import Runtime
@@ -126,7 +127,7 @@ def _webhouse_routes(site: Site) -> list[Route]:
     async def recent(request: Request) -> Response:
         agent, limit = request.path_params["agent"], limit_of(request, 10)
         runtime = await work(site.runtime)
-        await work(lambda: queries.existing_agent(runtime, agent))
+        await work(lambda: existing_agent(runtime, agent))
         return JSONResponse(await work(lambda: queries.recent_feedback(runtime, agent, limit)))
 
     async def record(request: Request) -> Response:
@@ -136,7 +137,7 @@ def _webhouse_routes(site: Site) -> list[Route]:
             message = "type must be one of correction, rejection, edit"
             return JSONResponse({"error": message}, status_code=400)
         runtime = await work(site.runtime)
-        await work(lambda: queries.existing_agent(runtime, agent))
+        await work(lambda: existing_agent(runtime, agent))
         entry = await work(lambda: actions.record(runtime, agent, actions.check_record(data)))
         return JSONResponse(entry.as_json())
 
@@ -205,7 +206,7 @@ def _agent_routes(site: Site) -> list[Route]:
     async def prompt(request: Request) -> Response:
         agent_id = request.path_params["agent"]
         runtime = await work(site.runtime)
-        await work(lambda: queries.existing_agent(runtime, agent_id))
+        await work(lambda: existing_agent(runtime, agent_id))
         text = await work(lambda: queries.prompt_text(runtime, agent_id))
         return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
 
@@ -254,7 +255,7 @@ async def _decide(
     runtime = await work(lambda: site.runtime(optional_string(data, "curator")))
 
     def checked_decision() -> Report:
-        queries.existing_agent(runtime, agent)
+        existing_agent(runtime, agent)
         return decide(runtime, agent, item)
 
     return JSONResponse(report_json(await work(checked_decision)))
