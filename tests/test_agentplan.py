@@ -7,6 +7,7 @@ checked (and, for the properties, applied to an in-memory folder one write at a 
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -465,3 +466,13 @@ def test_a_replayed_decision_keeps_one_ledger_line_and_one_entry(crash_at: int) 
     assert [(e.field, e.original, e.corrected) for e in folder.feedback or []] == [
         ("t", "v0", "v1")
     ]
+
+
+def test_a_forgotten_lesson_is_not_learned_again_when_its_decision_is_replayed() -> None:
+    """A decision decided again after a crash (its ledger line lost) adds what was not
+    forgotten; the entry `feedbackd forget` took back stays out."""
+    approved = read("approved", item("qi-1", {"t": "new", "u": "two"}, {"t": "old", "u": "one"}))
+    forgotten = frozenset({("qi-1", "correction", "u", "two", None)})
+    [step] = plan(view(approved, forgotten=forgotten)).decisions
+    [write] = [w for w in step.writes if w.path == AGENT.feedback]
+    assert [entry["field"] for entry in json.loads(write.text)] == ["t"]

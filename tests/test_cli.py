@@ -257,3 +257,62 @@ def test_an_agent_without_a_folder_is_not_found_with_the_closest_name(
     assert "did you mean content-writer? (a new agent starts with its folder" in done.stderr
     assert not (site.data / "agents" / "content-writr").exists()
     assert site.git("rev-parse", "HEAD") == head  # nothing committed
+
+
+def test_json_works_before_the_command_as_after_it(site: Site) -> None:
+    before, after = site.cli("--json", "status"), site.cli("status", "--json")
+    assert before.returncode == after.returncode == 0, before.stderr
+    assert json.loads(before.stdout).keys() == json.loads(after.stdout).keys()
+    missing = site.cli("--json", "recent", "nobody")
+    assert missing.returncode == 1 and json.loads(missing.stderr)["error"] == "not_found"
+
+
+def test_prompt_at_a_revision_or_a_date_is_the_snippet_read_then(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "first"}, {"t": "drafted"}), folder="approved")
+    site.reconcile()
+    then = site.git("rev-parse", "HEAD").strip()
+    first = site.cli("prompt", "w").stdout
+    site.write("w", "qi-2.json", draft({"t": "second"}, {"t": "drafted"}), folder="approved")
+    site.reconcile()
+    assert site.cli("prompt", "w").stdout != first
+    assert site.cli("prompt", "w", "--at", then).stdout == first
+    assert site.cli("prompt", "w", "--at", "HEAD~1").stdout == first
+    assert site.cli("prompt", "w", "--at", "2999-01-01").stdout == site.cli("prompt", "w").stdout
+    before = site.cli("prompt", "w", "--at", "2000-01-01")
+    assert before.returncode == 1 and before.stderr.startswith("error: not_found: no commit")
+    nonsense = site.cli("prompt", "w", "--at", "not a time")
+    assert nonsense.returncode == 2 and "neither a revision nor a date" in nonsense.stderr
+
+
+def test_forget_takes_one_lesson_back_and_nothing_brings_it_back(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "new", "u": "two"}, {"t": "old", "u": "one"}))
+    site.move("w", "qi-1.json", "approved")
+    site.reconcile()
+    slip = next(e for e in site.feedback("w") if e["field"] == "u")
+    done = site.cli("forget", "w", slip["id"], "--reason", "a slip of the curator")
+    assert done.returncode == 0, done.stderr
+    assert [e["field"] for e in site.feedback("w")] == ["t"]
+    assert '"two"' not in site.prompt("w") and "Corrected: new" in site.prompt("w")
+    assert site.git("log", "-1", "--format=%s").strip() == f"forget(w): {slip['id']}"
+    trailers = site.trailers()
+    assert trailers["Feedback-Event"] == ["forget"] and trailers["Feedback-Agent"] == ["w"]
+    assert (site.agent("w") / "approved" / "qi-1.json").exists()  # the decision stays
+    forgotten = (site.agent("w") / "forgotten.jsonl").read_text()
+    assert slip["id"] in forgotten and "a slip of the curator" in forgotten
+    # A merge that brings the entry back (union by id) is undone by the next pass.
+    feedback = site.agent("w") / "feedback.json"
+    feedback.write_text(json.dumps([*site.feedback("w"), slip], indent=2) + "\n")
+    site.git("commit", "-qam", "a merge from a clone that still had it")
+    site.reconcile()
+    assert [e["field"] for e in site.feedback("w")] == ["t"]
+    assert site.git("log", "-1", "--format=%s").startswith("sync(w): drop 1 forgotten entry")
+    assert site.git("status", "--porcelain") == ""
+
+
+def test_forget_an_unknown_entry_is_not_found(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"t": "new"}, {"t": "old"}), folder="approved")
+    site.reconcile()
+    head = site.git("rev-parse", "HEAD")
+    done = site.cli("forget", "w", "fb-nope")
+    assert done.returncode == 1 and done.stderr.startswith("error: not_found: no entry fb-nope")
+    assert site.git("rev-parse", "HEAD") == head

@@ -312,13 +312,35 @@ def test_bad_files_are_explained_and_never_touched(site: Site) -> None:
 
 def test_a_half_written_file_waits_for_the_settle_time(site: Site) -> None:
     site.configure("daemon:\n  settle_ms: 60000\n")
-    path = site.write("w", "qi-1.json", b'{"contentData": {"t": "b"}, "originalConte', "approved")
+    half = b'{"contentData": {"t": "b"}, "originalConte'
+    path = site.write("w", "qi-1.json", half, "approved", fresh=True)
     report = site.reconcile()
     assert not Path(f"{path}.error").exists()
     assert [problem.path for problem in report.unsettled] == [path]
     site.write("w", "qi-1.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
     assert site.reconcile().unsettled == []
     assert [e["corrected"] for e in site.feedback("w")] == ["b"]
+
+
+def test_a_valid_half_written_yaml_waits_for_the_settle_time(site: Site) -> None:
+    """A partial YAML file is often valid YAML: no decision until the file has settled."""
+    site.configure("daemon:\n  settle_ms: 60000\n")
+    drafted = "contentData:\n  title: Drafted title\n  body: Drafted body\n"
+    site.write("y", "y2.yaml", drafted)
+    site.reconcile()
+    site.move("y", "y2.yaml", "approved")
+    edited = "contentData:\n  title: Edited title\n  body: Edited body\n"
+    half = site.write("y", "y2.yaml", edited.split("  body")[0], "approved", fresh=True)
+    report = site.reconcile()
+    assert [problem.path for problem in report.unsettled] == [half]
+    assert site.feedback("y") == [] and not Path(f"{half}.error").exists()
+    assert "approve(y)" not in site.git("log", "--format=%s")
+    site.write("y", "y2.yaml", edited, "approved")
+    assert site.reconcile().unsettled == []
+    assert {e["field"]: e["corrected"] for e in site.feedback("y")} == {
+        "title": "Edited title",
+        "body": "Edited body",
+    }
 
 
 def test_a_fixed_file_loses_its_error_and_is_processed(site: Site) -> None:

@@ -350,6 +350,26 @@ def test_two_hundred_approvals_at_once(
 
 
 # --- settling ---------------------------------------------------------------------------------
+def test_a_slowly_written_yaml_file_is_decided_whole(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """Half a YAML file is valid YAML: the decision waits until the writer is done."""
+    site.configure("daemon:\n  settle_ms: 1500\n")
+    (site.agent("y") / "approved").mkdir(parents=True)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    path = site.agent("y") / "approved" / "y2.yaml"
+    with open(path, "w") as writer:
+        writer.write("originalContentData:\n  title: Drafted\n  body: Drafted body\n")
+        writer.write("contentData:\n  title: Edited\n")
+        writer.flush()
+        wait_for(lambda: status_json(site)["pending"] == 1, what="the file to be pending")
+        writer.write("  body: Edited body\n")
+    wait_for(lambda: committed(site, "approve(y): y2, 2 corrections"), what="the approval")
+    assert site.git("show", "HEAD:_data/agents/y/approved/y2.yaml").endswith("Edited body\n")
+    assert decided(site, "y") == ["y2"] and data_is_clean(site)
+
+
 def test_half_written_file_completed_within_the_settle_time(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

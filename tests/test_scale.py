@@ -58,7 +58,8 @@ def test_a_fresh_clone_remembers_each_draft_as_first_committed(tmp_path: Path) -
     clone = Site.__new__(Site)
     clone.root = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(origin.root), str(clone.root))
-    clone.move("w", "qi-2.json", "approved")
+    moved = clone.move("w", "qi-2.json", "approved")
+    os.utime(moved, (moved.stat().st_mtime - 60,) * 2)  # checked out a minute before the move
     clone.reconcile()
     [entry] = clone.feedback("w")
     assert (entry["original"], entry["corrected"]) == ("Draft 2", "Edited in the queue")

@@ -5,8 +5,9 @@ Run: `python -m tests.bench.bench_daemon [--files 2000 [100000 ...]] [--samples 
 
 One workspace (made by `feedbackd init`) holds `--files` tracked files: drafts of many agents and
 other files. `feedbackd run` is started on it, then, in the same run and on the same repository:
-- single approvals, one at a time: a curator's edit of a draft, then a move queue/ → approved/;
-  the time from the move until the daemon's commit is on the branch;
+- single approvals, one at a time: a curator's edit of each draft in queue/ first (a decision
+  waits until its file has not changed for daemon.settle_ms), then the moves queue/ → approved/;
+  the time from a move until the daemon's commit is on the branch;
 - the floor: `git add <file>` + `git commit -m x` of a similar change, run as subprocesses, the
   same number of times, between the approvals (so both see the same repository and machine);
 - a burst of `--burst` approvals moved at once: the time until all are committed, and a check of
@@ -43,6 +44,7 @@ BURST_AGENTS = 4
 FILLER_AGENTS = 10
 POLL_S = 0.001  # how often the branch is looked at while a commit is awaited
 TIMEOUT_S = 120.0
+SETTLE_S = 2.0  # daemon.settle_ms at its default
 TARGET_RATIO, TARGET_CPU_PCT, TARGET_RSS_MB = 1.5, 1.0, 150.0
 
 
@@ -214,19 +216,26 @@ def wait_until_quiet(root: Path, quiet_s: float = 1.0) -> None:
 
 
 # --- measurements ----------------------------------------------------------------------------
+def edit_drafts(root: Path, samples: int) -> None:
+    """A curator's edits of the single drafts' titles, in queue/, well before they are moved:
+    a decision waits until its file has not changed for daemon.settle_ms (2 s by default)."""
+    for number in range(samples):
+        item = f"single-{number:04d}"
+        doc = draft(item, f"Draft title {number}")
+        doc["contentData"] = {**doc["contentData"], "title": f"Edited title {number}"}  # type: ignore[dict-item]
+        write_json(queue(root, SINGLE_AGENT, item), doc)
+    time.sleep(SETTLE_S + 0.5)  # the edits are old news when the moves start
+
+
 def approve_once(root: Path, number: int) -> float:
-    """Edit a draft's title, move it to approved/; seconds until the daemon's commit is in."""
-    item = f"single-{number:04d}"
-    source = queue(root, SINGLE_AGENT, item)
+    """Move an edited draft to approved/; seconds until the daemon's commit is in."""
+    source = queue(root, SINGLE_AGENT, f"single-{number:04d}")
     target = source.parent.parent / "approved" / source.name
     target.parent.mkdir(exist_ok=True)
-    doc = draft(item, f"Draft title {number}")
-    doc["contentData"] = {**doc["contentData"], "title": f"Edited title {number}"}  # type: ignore[dict-item]
-    write_json(source, doc)
     before, mark = read_branch(root), status_mark(root)
     started = time.perf_counter()
     os.rename(source, target)
-    wait_for(lambda: read_branch(root) != before, f"the commit of {item}")
+    wait_for(lambda: read_branch(root) != before, f"the commit of {source.stem}")
     elapsed = time.perf_counter() - started
     wait_for(lambda: status_mark(root) != mark, "the end of the pass")  # its index update too
     return elapsed
@@ -244,6 +253,7 @@ def floor_once(root: Path, number: int) -> float:
 
 
 def measure_singles(root: Path, samples: int, results: Results) -> None:
+    edit_drafts(root, samples)
     for number in range(samples):
         results.latency_s.append(approve_once(root, number))
         results.floor_s.append(floor_once(root, number))

@@ -44,12 +44,15 @@ def main_options(
     config: Annotated[str | None, typer.Option("--config", help="Configuration file.")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only errors.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON for scripts (before or after the command).")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Show version.")
     ] = False,
 ) -> None:
     GLOBALS.workspace, GLOBALS.config = workspace, config
-    GLOBALS.quiet, GLOBALS.verbose = quiet, verbose
+    GLOBALS.quiet, GLOBALS.verbose, GLOBALS.json = quiet, verbose, as_json
     logsetup.configure(verbose=verbose, quiet=quiet)
 
 
@@ -98,6 +101,24 @@ def record(
 
 @app.command()
 @command
+def forget(
+    agent: AgentArg,
+    entry: Annotated[
+        str, typer.Argument(help="The entry's id (`recent AGENT --json` lists them).")
+    ],
+    reason: Annotated[
+        str, typer.Option(help="Why it is taken back (kept in forgotten.jsonl).")
+    ] = "",
+    curator: Annotated[str | None, typer.Option(help='Who took it back: "Name <email>".')] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Take back one lesson (a curator's slip) without undoing its decision."""
+    runtime = GLOBALS.runtime().with_curator(curator)
+    report_out(actions.forget(runtime, agent, entry, reason), as_json)
+
+
+@app.command()
+@command
 def recent(
     agent: AgentArg,
     limit: Annotated[int, typer.Option(min=1, help="How many entries.")] = 5,
@@ -111,11 +132,17 @@ def recent(
 
 @app.command()
 @command
-def prompt(agent: AgentArg) -> None:
-    """Print the agent's prompt snippet (prompt/feedback.md)."""
+def prompt(
+    agent: AgentArg,
+    at: Annotated[
+        str | None,
+        typer.Option(help="The snippet as it was then: a revision (HEAD~3, a sha) or a date."),
+    ] = None,
+) -> None:
+    """Print the agent's prompt snippet (prompt/feedback.md), now or as it was `--at` a time."""
     from feedbackd.loop.queries import prompt_text
 
-    sys.stdout.write(prompt_text(GLOBALS.runtime(), agent))
+    sys.stdout.write(prompt_text(GLOBALS.runtime(), agent, at))
 
 
 @app.command("log")

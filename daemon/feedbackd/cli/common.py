@@ -30,6 +30,7 @@ class Globals:
     config: str | None = None
     quiet: bool = False
     verbose: bool = False
+    json: bool = False  # `feedbackd --json COMMAND`: as `COMMAND --json`
 
     def runtime(self) -> Runtime:
         return Runtime.open(self.workspace, self.config)
@@ -43,7 +44,9 @@ def command(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        as_json = bool(kwargs.get("as_json"))
+        if GLOBALS.json and "as_json" in kwargs:
+            kwargs["as_json"] = True
+        as_json = bool(kwargs.get("as_json")) or GLOBALS.json
         try:
             return func(*args, **kwargs)
         except typer.Exit:

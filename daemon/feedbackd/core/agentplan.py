@@ -29,6 +29,7 @@ from feedbackd.core.config import Settings
 from feedbackd.core.decisions import DecisionRecord, State
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, merge_new, new_entry
+from feedbackd.core.forgetting import Identity, without_forgotten
 from feedbackd.core.items import Correction, Item
 from feedbackd.core.prompts import render_snippet
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
@@ -71,6 +72,7 @@ class AgentView:
     feedback_exists: bool = False
     snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
+    forgotten: frozenset[Identity] = frozenset()  # lessons taken back (`feedbackd forget`)
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -206,6 +208,10 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         )
     folder = _Folder(tuple(view.feedback), view.feedback_exists, view.snippet)
     steps = []
+    kept = without_forgotten(folder.feedback, view.forgotten)
+    if len(kept) != len(folder.feedback):  # a merge brought a forgotten entry back
+        step, folder = _plan_forgotten_again(view.agent, kept, folder, settings)
+        steps.append(step)
     for read in view.undecided:
         decision = _judge(view, read, notes)
         if decision is not None:
@@ -315,7 +321,7 @@ def _plan_decision(
     view: AgentView, decision: _Decision, folder: _Folder, settings: Settings, now: datetime
 ) -> tuple[Step, _Folder]:
     """The step that records one decision, and the folder as it leaves it."""
-    entries = _entries(decision, now)
+    entries = without_forgotten(_entries(decision, now), view.forgotten)
     stored, added = merge_new(folder.feedback, entries, settings.feedback.max_entries)
     writes = []
     if added or not folder.feedback_exists:
@@ -377,6 +383,49 @@ def decision_paths(agent: AgentPaths, item_file: ItemFile) -> list[Path]:
         for suffix in ITEM_SUFFIXES
     ]
     return [*sources, item_file.path, agent.feedback, agent.decisions, agent.prompt]
+
+
+def _plan_forgotten_again(
+    agent: AgentPaths, kept: list[FeedbackEntry], folder: _Folder, settings: Settings
+) -> tuple[Step, _Folder]:
+    """Drop entries that forgotten.jsonl lists (brought back by a merge), in a `sync` commit."""
+    snippet = render_snippet(kept, settings.prompt)
+    writes = [Write(agent.feedback, dump_feedback(kept))]
+    if snippet != folder.snippet:
+        writes.append(Write(agent.prompt, snippet))
+    dropped = len(folder.feedback) - len(kept)
+    summary = (
+        f"drop {dropped} forgotten {'entry' if dropped == 1 else 'entries'} a merge brought back"
+    )
+    commit = Commit("sync", summary, (agent.feedback, agent.prompt))
+    return Step(commit, tuple(writes)), _Folder(tuple(kept), True, snippet)
+
+
+def plan_forget(
+    agent: AgentPaths,
+    entry: FeedbackEntry,
+    feedback: Sequence[FeedbackEntry],
+    snippet: str | None,
+    settings: Settings,
+    forgetting: tuple[str, Person],  # (the forgotten.jsonl text with the new line, who)
+) -> Step:
+    """`feedbackd forget`: the entry out of feedback.json, the snippet, the forgotten line."""
+    forgotten_text, author = forgetting
+    kept = [other for other in feedback if other.id != entry.id]
+    writes = [Write(agent.feedback, dump_feedback(kept)), Write(agent.forgotten, forgotten_text)]
+    text = render_snippet(kept, settings.prompt)
+    if text != snippet:
+        writes.append(Write(agent.prompt, text))
+    commit = Commit(
+        "forget",
+        entry.id,
+        (agent.feedback, agent.prompt, agent.forgotten),
+        author,
+        tuple(commitmsg.entry_body(entry)),
+        tuple(commitmsg.record_trailers(entry)),
+        entry.queueItemId,
+    )
+    return Step(commit, tuple(writes))
 
 
 def _plan_snippet_refresh(agent: AgentPaths, folder: _Folder, settings: Settings) -> Step | None:

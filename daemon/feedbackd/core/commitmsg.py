@@ -17,7 +17,17 @@ from feedbackd.core.errors import InvalidItem
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.timeutil import iso_ms, parse_iso
 
-EVENTS = ("draft", "approve", "reject", "record", "rating", "pricing", "optimize", "sync")
+EVENTS = (
+    "draft",
+    "approve",
+    "reject",
+    "record",
+    "forget",
+    "rating",
+    "pricing",
+    "optimize",
+    "sync",
+)
 LINE_LIMIT = 120
 # Body lines hold two cut values; trailer values (field lists) may run long too.
 TRAILER_LIMIT = 1000

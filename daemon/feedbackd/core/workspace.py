@@ -41,6 +41,11 @@ class AgentPaths:
         return self.root / "decisions.jsonl"
 
     @property
+    def forgotten(self) -> Path:
+        """The lessons a curator took back (`feedbackd forget`), kept from coming back."""
+        return self.root / "forgotten.jsonl"
+
+    @property
     def price_ledger(self) -> Path:
         """The price changes of the agent's skills, each written before its commit."""
         return self.root / "pricing.jsonl"

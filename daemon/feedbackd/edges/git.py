@@ -169,6 +169,13 @@ class GitRepo:
         """The content of `path` in `commit` (a sha or revision); None when it has no such file."""
         return self._blob(revision(commit), rel_path(path))
 
+    def commit_before(self, moment: datetime) -> str | None:
+        """The newest commit of HEAD made at or before `moment`; None when there is none."""
+        if self.head() is None:
+            return None
+        args = ["rev-list", "-1", f"--before=@{int(moment.timestamp())}", "HEAD"]
+        return self._git.run(args).decode().strip() or None
+
     def commits_touching(self, path: str, *, limit: int = 50) -> list[str]:
         """The shas of the last `limit` commits that changed `path`, newest first."""
         if self.head() is None:

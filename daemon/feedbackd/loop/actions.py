@@ -28,7 +28,7 @@ from feedbackd.loop.agentfiles import (
     set_content_fields,
     set_rejection_feedback,
 )
-from feedbackd.loop.agentpass import record_entry
+from feedbackd.loop.agentpass import forget_entry, record_entry
 from feedbackd.loop.locking import pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.recording import Event
@@ -108,9 +108,9 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
         report = reconcile_all(runtime, [agent_id])
         set_content_fields(source, edits)
         move_item(source, target)
-        return report.followed_by(reconcile_all(runtime, [agent_id]))
+        return report.followed_by(_decide(runtime, agent_id, target))
     move_item(source, target)
-    return reconcile_all(runtime, [agent_id])
+    return _decide(runtime, agent_id, target)
 
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
@@ -126,7 +126,13 @@ def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report
     read_item(source)
     set_rejection_feedback(source, notes)
     move_item(source, target)
-    return reconcile_all(runtime, [agent_id])
+    return _decide(runtime, agent_id, target)
+
+
+def _decide(runtime: Runtime, agent_id: str, moved: Path) -> Report:
+    """The pass that decides an item this command moved: the command read it whole and wrote
+    it in one piece, so it does not wait for the file to settle."""
+    return reconcile_all(runtime, [agent_id], written_whole=frozenset({moved}))
 
 
 def parse_record(payload: str) -> dict[str, Any]:
@@ -183,6 +189,13 @@ def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEnt
     with pipeline_lock(runtime):
         record_entry(runtime, existing_agent(runtime, agent_id).agent_id, entry)
     return entry
+
+
+def forget(runtime: Runtime, agent_id: str, entry_id: str, reason: str) -> Report:
+    """Take back one lesson of an agent without undoing its decision (`feedbackd forget`)."""
+    agent = existing_agent(runtime, agent_id)
+    with pipeline_lock(runtime):
+        return forget_entry(runtime, agent.agent_id, entry_id, reason)
 
 
 def submit_rating(

@@ -97,6 +97,13 @@ def read_ledger(path: Path) -> list[DecisionRecord]:
     return parse_ledger(read_file_bytes(path).decode("utf-8", errors="replace"), str(path))
 
 
+def read_forgotten_text(path: Path) -> str:
+    """`forgotten.jsonl` as it stands ("" when there is none)."""
+    if not path.exists():
+        return ""
+    return read_file_bytes(path).decode("utf-8", errors="replace")
+
+
 def append_record(path: Path, record: DecisionRecord) -> None:
     append_line(path, record.line())
 

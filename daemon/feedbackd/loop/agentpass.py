@@ -17,14 +17,15 @@ from feedbackd.core import agentplan, commitmsg, decisions
 from feedbackd.core.agentplan import AgentPlan, BadFile, Step
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.decisions import DecisionRecord
-from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.errors import InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry
+from feedbackd.core.forgetting import find_entry, forgotten_line
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES
 from feedbackd.edges.files import atomic_write_text
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import problems, recovery
-from feedbackd.loop.agentfiles import append_record, read_ledger
+from feedbackd.loop.agentfiles import append_record, read_forgotten_text, read_ledger
 from feedbackd.loop.agentread import AgentReader, remember_draft
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recording import CommitRequest
@@ -46,13 +47,14 @@ class AgentPass:
         agent_id: str,
         ledgers: CommittedLedgers,
         keep_going: Callable[[], bool] | None = None,
+        written_whole: frozenset[Path] = frozenset(),
     ) -> None:
         self.runtime = runtime
         self.repo = repo
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
-        self.reader = AgentReader(runtime, repo, self.agent)
+        self.reader = AgentReader(runtime, repo, self.agent, written_whole)
         self.report = Report()
 
     def run(self) -> Report:
@@ -65,18 +67,13 @@ class AgentPass:
         view, scan = self.reader.read(ledger)
         plan = agentplan.plan_agent(view, self.runtime.settings, utcnow())
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
+        self.report.problems += [_still_changing(path, at) for path, at in scan.settling]
         self._apply(plan)
         return self.report
 
     def record(self, entry: FeedbackEntry, author: Person) -> Report:
         """Append one programmatic entry (`feedbackd record`) and commit it, unless present."""
-        feedback = self.reader.feedback()
-        if not isinstance(feedback, list):
-            self._tell([BadFile(self.agent.feedback, feedback, settles=False)], [])
-            raise InvalidFeedback(
-                f"{self.rel(self.agent.feedback)} is corrupt; nothing was recorded",
-                hint="run `feedbackd doctor` to see the last good version in git",
-            )
+        feedback = self._usable_feedback()
         snippet = self.reader.snippet()
         settings = self.runtime.settings
         step = agentplan.plan_record(self.agent, entry, feedback, snippet, settings, author)
@@ -85,6 +82,36 @@ class AgentPass:
         else:
             self.apply(step)
         return self.report
+
+    def forget(self, entry_id: str, reason: str, author: Person) -> Report:
+        """Take one lesson back (`feedbackd forget`): out of feedback.json and the snippet, and
+        listed in forgotten.jsonl so that nothing brings it back; its decision stays."""
+        feedback = self._usable_feedback()
+        entry = find_entry(feedback, entry_id)
+        if entry is None:
+            raise NotFound(
+                f"no entry {entry_id} in {self.rel(self.agent.feedback)}",
+                hint=f"`feedbackd recent {self.agent.agent_id} --json` lists the entries' ids",
+            )
+        listed = read_forgotten_text(self.agent.forgotten)
+        line = forgotten_line(entry, utcnow(), reason, str(author))
+        text = (listed if listed.endswith("\n") or not listed else listed + "\n") + line + "\n"
+        snippet, settings = self.reader.snippet(), self.runtime.settings
+        forgetting = (text, author)
+        self.apply(
+            agentplan.plan_forget(self.agent, entry, feedback, snippet, settings, forgetting)
+        )
+        return self.report
+
+    def _usable_feedback(self) -> list[FeedbackEntry]:
+        feedback = self.reader.feedback()
+        if not isinstance(feedback, list):
+            self._tell([BadFile(self.agent.feedback, feedback, settles=False)], [])
+            raise InvalidFeedback(
+                f"{self.rel(self.agent.feedback)} is corrupt; nothing was recorded",
+                hint="run `feedbackd doctor` to see the last good version in git",
+            )
+        return feedback
 
     # --- applying the plan --------------------------------------------------------------------
     def _apply(self, plan: AgentPlan) -> None:
@@ -185,6 +212,20 @@ class AgentPass:
 
     def rel(self, path: Path) -> str:
         return self.runtime.workspace.relative(path)
+
+
+def _still_changing(path: Path, look_again_at: float) -> Problem:
+    hint = "it is decided once it has not changed for daemon.settle_ms"
+    return Problem(
+        path, "changed a moment ago; waiting for it to settle", hint, False, look_again_at
+    )
+
+
+def forget_entry(runtime: Runtime, agent_id: str, entry_id: str, reason: str) -> Report:
+    with open_repo_for_writing(runtime) as repo:
+        forgetter = AgentPass(runtime, repo, agent_id, CommittedLedgers())
+        author = choose_author(None, runtime, forgetter.reader.workspace_user())
+        return forgetter.forget(entry_id, reason, author)
 
 
 def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Report:

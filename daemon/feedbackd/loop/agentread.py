@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import stat
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,12 +25,13 @@ from feedbackd.core.commitmsg import Person
 from feedbackd.core.decisions import DecisionRecord
 from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.feedback import FeedbackEntry
+from feedbackd.core.forgetting import forgotten_identities
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import atomic_write_bytes, read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import problems
-from feedbackd.loop.agentfiles import read_feedback, read_item
+from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
 from feedbackd.loop.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
@@ -42,15 +44,25 @@ class Scan:
     files: list[ItemFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     problems: list[BadFile] = field(default_factory=list)
+    # decided files changed less than daemon.settle_ms ago, and when to look at them again
+    settling: list[tuple[Path, float]] = field(default_factory=list)
 
 
 class AgentReader:
     """Reads one agent folder for one pass."""
 
-    def __init__(self, runtime: Runtime, repo: GitRepo | None, agent: AgentPaths) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        repo: GitRepo | None,
+        agent: AgentPaths,
+        written_whole: frozenset[Path] = frozenset(),
+    ) -> None:
         self.runtime = runtime
         self.repo = repo
         self.agent = agent
+        # files a command of feedbackd wrote in one piece: they need not settle
+        self.written_whole = written_whole
 
     def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
@@ -58,6 +70,7 @@ class AgentReader:
         drafts = [f for f in agentplan.queued_drafts(scan.files) if not self._snapshotted(f)]
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
+        undecided = self._settled(undecided, scan)
         view = AgentView(
             agent=self.agent,
             root=self.runtime.workspace.root,
@@ -69,6 +82,7 @@ class AgentReader:
             feedback_exists=self.agent.feedback.exists(),
             snippet=self.snippet(),
             author=self._author() if undecided else None,
+            forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
         )
         return view, scan
 
@@ -102,6 +116,22 @@ class AgentReader:
                 scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
                 continue
             yield ItemFile(folder, path.stem, path)
+
+    def _settled(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
+        """The files unchanged for daemon.settle_ms; the others wait in `scan.settling`.
+
+        A writer may still be busy with a file that already reads well (half a YAML or Markdown
+        file often does): a decision is only taken once its file has stopped changing.
+        """
+        settle_s = self.runtime.settings.daemon.settle_ms / 1000
+        now, settled = time.time(), []
+        for item_file in files:
+            changed = problems.changed_at(item_file.path, now)
+            if item_file.path in self.written_whole or now >= changed + settle_s:
+                settled.append(item_file)
+            else:
+                scan.settling.append((item_file.path, changed + settle_s))
+        return settled
 
     def _read_items(self, files: Sequence[ItemFile]) -> list[ReadItem]:
         found = []

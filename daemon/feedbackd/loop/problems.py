@@ -48,7 +48,7 @@ def error_text(error: FeedbackdError) -> str:
 def judge(path: Path, error: FeedbackdError, settle_ms: int, now: float | None = None) -> Problem:
     """Write `{file}.error` once the file has stayed bad for settle_ms (by modification time)."""
     now = time.time() if now is None else now
-    changed = _changed_at(path, now)
+    changed = changed_at(path, now)
     retry_at = changed + settle_ms / 1000
     settled = now >= retry_at
     if settled:
@@ -56,7 +56,7 @@ def judge(path: Path, error: FeedbackdError, settle_ms: int, now: float | None =
     return Problem(path, error.message, error.hint, settled, retry_at)
 
 
-def _changed_at(path: Path, now: float) -> float:
+def changed_at(path: Path, now: float) -> float:
     """When path last changed: now when it is gone, the link's own time for a link loop."""
     for look in (path.stat, path.lstat):
         try:

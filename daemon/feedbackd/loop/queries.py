@@ -4,13 +4,20 @@ answers are the same values, built here once, so a script gets the same numbers 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from feedbackd.core.commitmsg import LogEntry
-from feedbackd.core.errors import FeedbackdError, UsageError
+from feedbackd.core.errors import (
+    FeedbackdError,
+    GitError,
+    NotFound,
+    UsageError,
+    WorkspaceError,
+)
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.ids import validate_id
 from feedbackd.core.items import diff_content, flatten_strings, parse_item
@@ -19,6 +26,7 @@ from feedbackd.core.reputation import feedback_list_report, score
 from feedbackd.core.soul import Skill, Soul
 from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.agentfiles import (
     existing_agent,
@@ -52,13 +60,50 @@ def _feedback_of(runtime: Runtime, agent_id: str) -> list[FeedbackEntry]:
     return read_feedback(existing_agent(runtime, agent_id).feedback)
 
 
-def prompt_text(runtime: Runtime, agent_id: str) -> str:
-    """The snippet file as written; rendered from feedback.json when it was never generated."""
+def prompt_text(runtime: Runtime, agent_id: str, at: str | None = None) -> str:
+    """The snippet file as written; rendered from feedback.json when it was never generated.
+    With `at` (a revision or a date), the snippet the agent read then, from git."""
+    if at is not None:
+        return _prompt_at(runtime, agent_id, at)
     agent = existing_agent(runtime, agent_id)
     if agent.prompt.exists():
         return agent.prompt.read_text(encoding="utf-8")
     text = render_snippet(read_feedback(agent.feedback), runtime.settings.prompt)
     return text + "\n" if text and not text.endswith("\n") else text
+
+
+def _prompt_at(runtime: Runtime, agent_id: str, at: str) -> str:
+    agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
+    with open_repo(runtime) as repo:
+        if repo is None:
+            raise WorkspaceError("--at reads git history: the workspace has no git repository")
+        commit = _commit_at(repo, at)
+        text = repo.file_at(commit, runtime.workspace.relative(agent.prompt))
+    if text is None:
+        raise NotFound(
+            f"{agent_id} had no prompt snippet at {at} (commit {commit[:12]})",
+            hint=f"`feedbackd log {agent_id}` shows when it learned",
+        )
+    return text.decode("utf-8", errors="replace")
+
+
+def _commit_at(repo: GitRepo, at: str) -> str:
+    """The commit a revision names, or the last one made by a date (`2026-11-30`, ISO time)."""
+    with contextlib.suppress(GitError):  # not even shaped like a revision
+        commit = repo.rev(at)
+        if commit is not None:
+            return commit
+    try:
+        moment = parse_iso(at)
+    except ValueError:
+        raise UsageError(
+            f"--at {at!r} is neither a revision nor a date",
+            hint="give a commit (e.g. HEAD~3, a sha from `feedbackd log`) or a date (2026-11-30)",
+        ) from None
+    commit = repo.commit_before(moment)
+    if commit is None:
+        raise NotFound(f"no commit was made by {at}", hint="give a later date")
+    return commit
 
 
 def learning_log(runtime: Runtime, agent_id: str | None, since: str | None) -> list[LogEntry]:

@@ -36,6 +36,7 @@ def reconcile_all(
     keep_going: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
     ledgers: CommittedLedgers | None = None,
+    written_whole: frozenset[Path] = frozenset(),
 ) -> Report:
     """Reconcile the chosen agents (all by default).
 
@@ -43,6 +44,8 @@ def reconcile_all(
     was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
     progress, when given, hears (agents done, agents in all) for a progress bar. ledgers is the
     daemon's memory of the ledgers it committed (a command starts with an empty one).
+    written_whole names files a command wrote in one piece: they are decided without waiting
+    for daemon.settle_ms.
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -61,7 +64,7 @@ def reconcile_all(
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
-            agent_pass = AgentPass(runtime, repo, agent_id, ledgers, keep_going)
+            agent_pass = AgentPass(runtime, repo, agent_id, ledgers, keep_going, written_whole)
             report.extend(_run(agent_pass, full_pass))
             if progress is not None:
                 progress(done, len(chosen))
