@@ -392,8 +392,12 @@ class GitRepo:
         )
 
     def _blob(self, rev: str, rel: str) -> bytes | None:
-        sha = self._git.blob_id(rev, rel)
-        return self._git.run(["cat-file", "blob", sha]) if sha else None
+        """The file `rel` at `rev`, through the long-lived cat-file; None for none (a folder)."""
+        if "\n" in rel:  # cannot be named to cat-file --batch
+            sha = self._git.blob_id(rev, rel)
+            return self._git.run(["cat-file", "blob", sha]) if sha else None
+        found = self._objects.read(f"{rev}:{rel}")
+        return found.content if found is not None and found.kind == "blob" else None
 
 
 def _executable() -> str:

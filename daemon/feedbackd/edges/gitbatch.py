@@ -146,7 +146,6 @@ class GitBatch:
         stored), so one that meets a helper gone since its last answer is put to a new one.
         """
         with self._lock:
-            self._restart_on_new_settings()
             for attempt in (1, 2):
                 helper = self._helper(command)
                 try:
@@ -173,6 +172,13 @@ class GitBatch:
         except CoprocessGone as gone:
             hint = "install git, or put it on the PATH of feedbackd"
             raise GitError(str(gone), hint=hint) from gone
+
+    def look_at_settings(self) -> None:
+        """Start the helpers afresh if git's settings or attributes changed since they started.
+        Called when a unit of work (a pass, a command) opens the repository: within one, the
+        settings are taken as they were at its start."""
+        with self._lock:
+            self._restart_on_new_settings()
 
     def _restart_on_new_settings(self) -> None:
         stamp = _settings_stamp(self.work_tree, self.git_dir)
@@ -220,6 +226,7 @@ class KeptBatch:
     def batch_for(self, work_tree: Path, git_dir: Path, executable: str) -> GitBatch:
         with self._lock:
             if self._held and self._held[0].serves(work_tree, git_dir):
+                self._held[0].look_at_settings()
                 return self._held[0]
             _close_all(self._held)
             self._held.append(GitBatch(work_tree, git_dir, executable))
