@@ -331,6 +331,10 @@ def test_drafts_and_interrupted_commits_list_their_items() -> None:
     assert drafts_summary(["a"], []) == "1 new draft (a)"
     assert drafts_summary(["a", "b"], ["c"]) == "2 new drafts (a, b); back in queue: c"
     assert drafts_summary([], ["c", "d"]) == "back in queue: c, d"
+    burst = [f"qi-{n}" for n in range(1600)]
+    assert drafts_summary(burst, []) == (
+        "1600 new drafts (qi-0, qi-1, qi-2, qi-3, qi-4, and 1,595 more)"
+    )
     assert interrupted_summary(["a", "b"]) == "a, b (completed after an interruption)"
     assert interrupted_trailers("b", ["t", "u"]) == [
         ("Feedback-Item", "b"),

@@ -283,6 +283,30 @@ def test_whole_agent_folders_moved_in_and_renamed(
     assert decided(site, "writer") == ["qi-000"]
 
 
+def test_status_shows_a_burst_as_it_goes_in_short_lines(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    names = drafts(site, "w", 300)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    for name in names:
+        site.move("w", f"{name}.json", "approved")
+    seen: list[str] = []
+
+    def shows_progress() -> bool:
+        seen[:] = site.cli("status").stdout.splitlines()
+        return any(line.startswith("working: w, ") for line in seen)
+
+    wait_for(shows_progress, what="a `working:` line in status")
+    working = next(line for line in seen if line.startswith("working: "))
+    done, total = (int(n.replace(",", "")) for n in working[len("working: w, ") :].split()[::2][:2])
+    assert 0 < done < total <= 300
+    assert all(len(line) <= 120 for line in seen), seen
+    wait_for(lambda: len(decided(site, "w")) == 300, 120, "300 decisions")
+    idle(daemon, quiet_s=0.5)
+    assert not any(line.startswith("working: ") for line in site.cli("status").stdout.splitlines())
+
+
 def test_a_decision_starts_two_short_git_processes(
     tmp_path: Path,
     site: Site,

@@ -17,7 +17,9 @@ from feedbackd.loop.statusfile import (
     STATUS_FILE,
     LastEvent,
     PassTimes,
+    Progress,
     describe,
+    in_hand,
     pass_times,
     read_status,
     status_path,
@@ -68,6 +70,7 @@ def test_written_file_is_indented_json_with_every_field(state_dir: Path) -> None
         "pending": 2,
         "problems": ["_data/agents/a/queue/x.json: not valid JSON (line 3, column 1)"],
         "passes": {"count": 0, "seconds_total": 0.0, "last_s": 0.0, "longest_s": 0.0},
+        "progress": None,
     }
     assert read_status(state_dir) == json.loads(text)
     assert [p.name for p in state_dir.iterdir()] == [STATUS_FILE]  # no temporary file left
@@ -83,6 +86,7 @@ def test_minimal_status_before_any_event(state_dir: Path) -> None:
         "pending": 0,
         "problems": [],
         "passes": {"count": 0, "seconds_total": 0.0, "last_s": 0.0, "longest_s": 0.0},
+        "progress": None,
     }
 
 
@@ -232,3 +236,12 @@ def test_leftover_temporary_file_is_not_read(state_dir: Path) -> None:
     state_dir.mkdir()
     (state_dir / f".status.json.1234{TMP_SUFFIX}").write_text('{"pid": 1}')
     assert read_status(state_dir) is None
+
+
+def test_a_burst_in_hand_is_shown_only_while_its_daemon_runs(state_dir: Path) -> None:
+    with InstanceLock(state_dir):
+        write_status(state_dir, pid=os.getpid(), started_at=STARTED, progress=Progress("w", 3, 9))
+        assert in_hand(state_dir) == Progress("w", 3, 9)
+        assert set(describe(state_dir)) == STATUS_KEYS  # `status --json` keeps its keys
+    assert in_hand(state_dir) is None
+    assert Progress("w", 1200, 1600).line() == "working: w, 1,200 of 1,600 decisions"

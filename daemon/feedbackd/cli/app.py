@@ -233,13 +233,14 @@ def status(as_json: JsonOption = False) -> None:
     """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
     from feedbackd.cli.views import show_status
     from feedbackd.loop.queries import workspace_status
+    from feedbackd.loop.statusfile import in_hand
 
     runtime, config_problems = _status_runtime()
     state = workspace_status(runtime, config_problems)
     if as_json:
         print_json(state)
     else:
-        show_status(state)
+        show_status(state, in_hand(runtime.workspace.state_dir))
 
 
 def _status_runtime() -> tuple[Runtime, list[str]]:

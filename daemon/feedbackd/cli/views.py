@@ -10,6 +10,7 @@ from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.loop.agentfiles import existing_agent, read_feedback
 from feedbackd.loop.queries import learning_log, log_json, recent_feedback
 from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.statusfile import Progress
 
 TYPE_STYLE = {"correction": "green", "edit": "blue", "rejection": "red"}
 
@@ -70,21 +71,27 @@ def show_log(runtime: Runtime, agent_id: str | None, since: str | None, as_json:
     console().print(table)
 
 
-def show_status(state: dict[str, object]) -> None:
+SUMMARY_WIDTH = 80  # a status line stays readable whatever a commit's summary holds
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def show_status(state: dict[str, object], progress: Progress | None = None) -> None:
     out = console()
     if state.get("running"):
         out.print(f"[green]running[/] (pid {state['pid']}, up {state['uptime_s']} s)")
     else:
         out.print("[yellow]not running[/]")
+    if progress is not None:
+        out.print(escape(progress.line()))
     last = state.get("last_event")
     if isinstance(last, dict):
         when = str(last.get("time", ""))[:19].replace("T", " ")
-        out.print(
-            escape(
-                f"last event: {last.get('event')}({last.get('agent')}) {last.get('summary')}"
-                f" at {when}"
-            )
-        )
+        summary = _cut(str(last.get("summary")), SUMMARY_WIDTH)
+        what = f"{last.get('event')}({last.get('agent')}) {summary}"
+        out.print(escape(f"last event: {what} at {when}"))
     counts = state.get("counts")
     if isinstance(counts, dict) and counts:
         out.print("recorded: " + ", ".join(f"{n} {event}" for event, n in sorted(counts.items())))

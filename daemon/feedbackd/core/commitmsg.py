@@ -328,15 +328,22 @@ def drafts_summary(new: Sequence[str], requeued: Sequence[str]) -> str:
     parts = []
     if new:
         noun = "draft" if len(new) == 1 else "drafts"
-        parts.append(f"{len(new)} new {noun} ({', '.join(new)})")
+        parts.append(f"{len(new)} new {noun} ({few_ids(new)})")
     if requeued:
-        parts.append(f"back in queue: {', '.join(requeued)}")
+        parts.append(f"back in queue: {few_ids(requeued)}")
     return "; ".join(parts)
+
+
+def few_ids(ids: Sequence[str], shown: int = 5) -> str:
+    """`a, b, c, d, e, and 1,195 more`: a subject line stays short in a burst."""
+    if len(ids) <= shown:
+        return ", ".join(ids)
+    return f"{', '.join(ids[:shown])}, and {len(ids) - shown:,} more"
 
 
 def interrupted_summary(items: Sequence[str]) -> str:
     """The commit of ledger lines that a killed pass wrote but never committed."""
-    return ", ".join(items) + " (completed after an interruption)"
+    return few_ids(items) + " (completed after an interruption)"
 
 
 def interrupted_trailers(item_id: str, fields: Sequence[str] | None) -> list[tuple[str, str]]:

@@ -48,8 +48,10 @@ class AgentPass:
         ledgers: CommittedLedgers,
         keep_going: Callable[[], bool] | None = None,
         written_whole: frozenset[Path] = frozenset(),
+        on_decision: Callable[[int, int], None] | None = None,
     ) -> None:
         self.runtime = runtime
+        self.on_decision = on_decision  # hears (decisions done, decisions found) as they go
         self.repo = repo
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
@@ -119,10 +121,12 @@ class AgentPass:
             self.apply(plan.drafts)
         for snapshot in plan.snapshots:
             remember_draft(self.runtime, self.agent, snapshot)
-        for step in plan.decisions:
+        for done, step in enumerate(plan.decisions, start=1):
             if not self.keep_going():
                 return  # stopping: the next pass decides the rest
             self.apply(step)
+            if self.on_decision is not None:
+                self.on_decision(done, len(plan.decisions))
         if plan.snippet_refresh is not None:
             self.apply(plan.snippet_refresh)
 

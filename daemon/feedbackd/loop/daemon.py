@@ -34,7 +34,7 @@ from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipel
 from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
 from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.statusfile import LastEvent, PassTimes, write_status
+from feedbackd.loop.statusfile import LastEvent, PassTimes, Progress, write_status
 from feedbackd.loop.sync import Syncer, problem_line
 from feedbackd.loop.syncthread import SyncThread
 from feedbackd.loop.timers import CatchUp, FullPassClock, Heartbeat
@@ -47,6 +47,7 @@ log = logging.getLogger("feedbackd")
 IDLE_WAKE_S = 30.0
 SYNC_GRACE_S = 10.0  # at shutdown, how long a sync in flight may take to finish
 WRITERS_FIRST_MAX_S = 10.0  # how long a pass gives way to commands waiting for the lock
+STATUS_EVERY_S = 1.0  # during a burst, how often the status file shows how far it got
 
 
 @dataclass
@@ -97,6 +98,8 @@ class Daemon:
         self.counts: Counter[str] = Counter()
         self.pass_times = PassTimes()
         self.last_event: LastEvent | None = None
+        self.in_hand: Progress | None = None  # the decisions of the agent pass running now
+        self.status_written_at = 0.0
         self.book = AgentBook()
         self.full_pass = FullPassClock()
         self.heartbeat = Heartbeat(self.notifier)
@@ -291,12 +294,23 @@ class Daemon:
         self._reconcile(
             agent,
             lambda: reconcile_all(
-                self.runtime, [agent], keep_going=keep_going, ledgers=self.ledgers
+                self.runtime,
+                [agent],
+                keep_going=keep_going,
+                ledgers=self.ledgers,
+                on_decision=self._decided_one,
             ),
         )
+        self.in_hand = None
         if gave_way and not self.stop.is_set():
             self._let_writers_go_first()
             self.dirty.mark(agent)
+
+    def _decided_one(self, agent: str, done: int, total: int) -> None:
+        """A burst of decisions shows in `status` as it goes, not only once it is over."""
+        self.in_hand = Progress(agent, done, total) if done < total else None
+        if time.monotonic() - self.status_written_at >= STATUS_EVERY_S:
+            self._write_status()
 
     def _let_writers_go_first(self) -> None:
         """Wait (a few seconds at most) until no command waits for the write lock any more."""
@@ -356,6 +370,8 @@ class Daemon:
         self.notifier.status(f"{recorded} recorded; {self.book.pending()} pending; {text}")
 
     def _write_status(self) -> None:
+        self.status_written_at = time.monotonic()
+        to_do = self.in_hand.total - self.in_hand.done if self.in_hand is not None else 0
         try:
             write_status(
                 self.runtime.workspace.state_dir,
@@ -363,9 +379,10 @@ class Daemon:
                 started_at=self.started_at,
                 last_event=self.last_event,
                 counts=dict(self.counts),
-                pending=self.book.pending(),
+                pending=self.book.pending() + to_do,
                 problems=self._problems(),
                 passes=self.pass_times,
+                progress=self.in_hand,
             )
         except OSError as error:  # a full disk must not stop the work itself
             log.error("cannot write the status file: %s", error)

@@ -37,6 +37,7 @@ def reconcile_all(
     progress: Callable[[int, int], None] | None = None,
     ledgers: CommittedLedgers | None = None,
     written_whole: frozenset[Path] = frozenset(),
+    on_decision: Callable[[str, int, int], None] | None = None,
 ) -> Report:
     """Reconcile the chosen agents (all by default).
 
@@ -45,7 +46,8 @@ def reconcile_all(
     progress, when given, hears (agents done, agents in all) for a progress bar. ledgers is the
     daemon's memory of the ledgers it committed (a command starts with an empty one).
     written_whole names files a command wrote in one piece: they are decided without waiting
-    for daemon.settle_ms.
+    for daemon.settle_ms. on_decision hears (agent, decisions done, decisions found) after each
+    decision (the daemon's status shows it during a burst).
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -64,11 +66,22 @@ def reconcile_all(
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
-            agent_pass = AgentPass(runtime, repo, agent_id, ledgers, keep_going, written_whole)
+            heard = _for_agent(on_decision, agent_id)
+            agent_pass = AgentPass(
+                runtime, repo, agent_id, ledgers, keep_going, written_whole, heard
+            )
             report.extend(_run(agent_pass, full_pass))
             if progress is not None:
                 progress(done, len(chosen))
     return report
+
+
+def _for_agent(
+    on_decision: Callable[[str, int, int], None] | None, agent_id: str
+) -> Callable[[int, int], None] | None:
+    if on_decision is None:
+        return None
+    return lambda done, total: on_decision(agent_id, done, total)
 
 
 def _run(agent_pass: AgentPass, full_pass: bool) -> Report:

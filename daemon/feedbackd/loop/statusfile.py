@@ -42,6 +42,21 @@ class LastEvent:
         }
 
 
+@dataclass(frozen=True)
+class Progress:
+    """The decisions of the agent pass in hand: how many are done of how many it found."""
+
+    agent: str
+    done: int
+    total: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"agent": self.agent, "done": self.done, "total": self.total}
+
+    def line(self) -> str:
+        return f"working: {self.agent}, {self.done:,} of {self.total:,} decisions"
+
+
 @dataclass
 class PassTimes:
     """How many passes the daemon made and how long they took, in seconds."""
@@ -94,6 +109,7 @@ def write_status(
     pending: int = 0,
     problems: Sequence[str] = (),
     passes: PassTimes | None = None,
+    progress: Progress | None = None,
 ) -> None:
     """Replace the status file with the daemon's current state."""
     atomic_write_json(
@@ -106,6 +122,7 @@ def write_status(
             "pending": pending,
             "problems": list(problems),
             "passes": (passes or PassTimes()).to_json(),
+            "progress": progress.to_json() if progress is not None else None,
         },
     )
 
@@ -194,6 +211,18 @@ def describe(state_dir: Path, *, now: datetime | None = None) -> dict[str, Any]:
         "pending": _count(recorded.get("pending")),
         "problems": problems,
     }
+
+
+def in_hand(state_dir: Path) -> Progress | None:
+    """The running daemon's burst in hand, if any (`status` shows it as a line of its own)."""
+    recorded = read_status(state_dir) if daemon_running(state_dir) else None
+    value = (recorded or {}).get("progress")
+    if not isinstance(value, dict) or not isinstance(value.get("agent"), str):
+        return None
+    done, total = value.get("done"), value.get("total")
+    if not isinstance(done, int) or not isinstance(total, int):
+        return None
+    return Progress(value["agent"], done, total)
 
 
 def _uptime(started_at: object, now: datetime) -> int | None:
