@@ -396,3 +396,40 @@ def test_a_rewritten_file_keeps_its_mode(site: Site) -> None:
     site.reconcile()
     assert [e["corrected"] for e in site.feedback("w")] == ["edited once", "edited twice"]
     assert stat.S_IMODE(feedback.stat().st_mode) == 0o444
+
+
+@pytest.mark.parametrize("damage", ["deleted", "emptied", "cut"])
+def test_a_lost_ledger_is_restored_from_history_never_decided_again(
+    site: Site, damage: str
+) -> None:
+    """The decision commits in git are the record of truth: ledger lines lost from
+    decisions.jsonl come back from them, and no item gets a second decision commit."""
+    for name in ("qi-1", "qi-2"):
+        site.write("w", f"{name}.json", draft({"t": "drafted"}))
+    site.write("w", "qi-3.json", draft({"t": "drafted"}, rejectionFeedback="No."))
+    site.reconcile()
+    for name, folder in (("qi-1", "approved"), ("qi-2", "approved"), ("qi-3", "rejected")):
+        if folder == "approved":
+            site.write("w", f"{name}.json", draft({"t": f"edited {name}"}))
+        site.move("w", f"{name}.json", folder)
+    site.reconcile()
+    feedback, commits = site.feedback("w"), site.commit_count()
+    ledger = site.agent("w") / "decisions.jsonl"
+    if damage == "deleted":
+        ledger.unlink()
+    elif damage == "emptied":
+        ledger.write_text("")
+    else:
+        ledger.write_text(ledger.read_text().splitlines()[0][:20] + "\n")
+    site.reconcile()
+    site.reconcile()
+    assert site.feedback("w") == feedback
+    states = {
+        json.loads(line)["item"]: json.loads(line)["state"]
+        for line in ledger.read_text().splitlines()
+        if line.startswith("{") and line.endswith("}")
+    }
+    assert states == {"qi-1": "approved", "qi-2": "approved", "qi-3": "rejected"}
+    log = site.git("log", "--format=%s", f"-{site.commit_count() - commits}").splitlines()
+    assert log == ["sync(w): restore 3 decisions from history (qi-1, qi-2, qi-3)"]
+    assert site.git("status", "--porcelain") == ""

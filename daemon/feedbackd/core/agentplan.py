@@ -428,6 +428,14 @@ def plan_forget(
     return Step(commit, tuple(writes))
 
 
+def plan_restore(agent: AgentPaths, records: Sequence[DecisionRecord]) -> Step:
+    """Ledger lines lost from decisions.jsonl, back from their decision commits: one commit."""
+    noun = "decision" if len(records) == 1 else "decisions"
+    items = commitmsg.few_ids([record.item for record in records])
+    summary = f"restore {len(records)} {noun} from history ({items})"
+    return Step(Commit("sync", summary, (agent.decisions,)), ledger=tuple(records))
+
+
 def _plan_snippet_refresh(agent: AgentPaths, folder: _Folder, settings: Settings) -> Step | None:
     """Regenerate a snippet that no longer matches feedback.json (settings changed, a pull)."""
     if not folder.feedback_exists and folder.snippet is None:

@@ -70,6 +70,8 @@ class AgentPass:
         plan = agentplan.plan_agent(view, self.runtime.settings, utcnow())
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]
+        if scan.restored:
+            self.apply(agentplan.plan_restore(self.agent, scan.restored))
         self._apply(plan)
         return self.report
 

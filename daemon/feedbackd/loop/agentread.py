@@ -22,11 +22,12 @@ from typing import Any
 from feedbackd.core import agentplan, items
 from feedbackd.core.agentplan import AgentView, BadFile, ItemFile, ReadItem
 from feedbackd.core.commitmsg import Person
-from feedbackd.core.decisions import DecisionRecord
+from feedbackd.core.decisions import DecisionRecord, State, new_record
 from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.forgetting import forgotten_identities
 from feedbackd.core.ids import is_valid_id
+from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import atomic_write_bytes, read_file_bytes
 from feedbackd.edges.git import GitRepo
@@ -46,6 +47,8 @@ class Scan:
     problems: list[BadFile] = field(default_factory=list)
     # decided files changed less than daemon.settle_ms ago, and when to look at them again
     settling: list[tuple[Path, float]] = field(default_factory=list)
+    # ledger lines lost from decisions.jsonl, as the decision commits in history tell them
+    restored: list[DecisionRecord] = field(default_factory=list)
 
 
 class AgentReader:
@@ -70,7 +73,7 @@ class AgentReader:
         drafts = [f for f in agentplan.queued_drafts(scan.files) if not self._snapshotted(f)]
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
-        undecided = self._settled(undecided, scan)
+        undecided = self._settled(self._not_in_history(undecided, scan), scan)
         view = AgentView(
             agent=self.agent,
             root=self.runtime.workspace.root,
@@ -116,6 +119,41 @@ class AgentReader:
                 scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
                 continue
             yield ItemFile(folder, path.stem, path)
+
+    def _not_in_history(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
+        """The files still to decide; those whose decision commit git holds (their ledger line
+        was lost: decisions.jsonl deleted or damaged) go to `scan.restored` instead.
+
+        Only a file that HEAD holds where it stands can have been decided: a new decision's
+        file has just been moved there, and costs no look at history.
+        """
+        if self.repo is None:
+            return list(files)
+        undecided = []
+        for item_file in files:
+            record = self._decision_in_history(item_file)
+            if record is None:
+                undecided.append(item_file)
+            else:
+                scan.restored.append(record)
+        return undecided
+
+    def _decision_in_history(self, item_file: ItemFile) -> DecisionRecord | None:
+        assert self.repo is not None
+        rel = self.rel(item_file.path)
+        if self.repo.file_at_head(rel) is None:
+            return None
+        event = "approve" if item_file.folder == "approved" else "reject"
+        trailers = {"Feedback-Agent": self.agent.agent_id, "Feedback-Item": item_file.item_id}
+        found = [e for e in self.repo.trailer_log(trailers) if e.event == event]
+        if not found:
+            return None  # committed by hand: decided now, as any other
+        last = found[0]
+        state: State = "approved" if event == "approve" else "rejected"
+        return new_record(
+            item_file.item_id, state, parse_iso(last.date), file=rel,
+            curator=last.curator, fields=last.fields,
+        )  # fmt: skip
 
     def _settled(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
         """The files unchanged for daemon.settle_ms; the others wait in `scan.settling`.
