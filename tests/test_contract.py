@@ -265,8 +265,9 @@ def test_a_price_cut_edits_one_line_and_commits_the_prices(site: Site) -> None:
     site.write("prov", "", "SOUL.md", soul)
     site.git("add", "-A")
     site.git("commit", "-qm", "persona")
-    for _ in range(3):
+    for number in range(3):  # from two buyers: one alone never moves a price
         record = rating(provider_agent="prov", skill_id="code-run", cost_value_ratio="overpriced")
+        record["requester_agent"] = f"buyer-{number % 2}"
         site.ok("feedback", "submit", "--json", json.dumps(record))
     assert (site.agent("prov") / "SOUL.md").read_text() == soul.replace(
         "pricing: 20", "pricing: 19"

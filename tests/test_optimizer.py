@@ -31,7 +31,7 @@ WEEK = timedelta(days=7)
 DEFAULTS = PricingSettings()
 
 
-def rating(minutes_ago: float = 10, **fields: Any) -> Rating:
+def rating(minutes_ago: float = 10, requester: str = "buyer", **fields: Any) -> Rating:
     doc = {
         "transaction_id": str(uuid.uuid4()),
         "provider_agent": "heavylift-chengwen",
@@ -43,11 +43,15 @@ def rating(minutes_ago: float = 10, **fields: Any) -> Rating:
         "timestamp": (NOW - timedelta(minutes=minutes_ago)).isoformat(),
     }
     doc.update(fields)
-    return parse_rating(doc, requester="buyer", now=NOW)
+    return parse_rating(doc, requester=requester, now=NOW)
 
 
-def overpriced(count: int, minutes_ago: float = 10) -> list[Rating]:
-    return [rating(minutes_ago + i, cost_value_ratio="overpriced") for i in range(count)]
+def overpriced(count: int, minutes_ago: float = 10, buyers: int = 0) -> list[Rating]:
+    """`count` ratings that say overpriced, from `buyers` requesters (one each by default)."""
+    return [
+        rating(minutes_ago + i, f"buyer-{i % (buyers or count)}", cost_value_ratio="overpriced")
+        for i in range(count)
+    ]
 
 
 def price(
@@ -68,8 +72,20 @@ def test_three_overpriced_ratings_cut_the_price_by_the_step() -> None:
     change = price(20, overpriced(3))
     assert isinstance(change, PriceChange)
     assert (change.old, change.new, change.direction) == (20, 19, "cut")
-    assert change.summary == "20 → 19 (3 of 3 buyers said overpriced)"
+    assert change.summary == "20 → 19 (3 of 3 ratings from 3 buyers said overpriced)"
     assert change.base == 20 and change.limit == 10
+
+
+def test_one_buyer_alone_never_moves_a_price() -> None:
+    verdict = price(20, overpriced(4, buyers=1))
+    assert isinstance(verdict, NoChange)
+    assert verdict.reason == (
+        "4 of 4 ratings from 1 buyer said overpriced; a cut needs 3 ratings from 2 buyers"
+    )
+    change = price(20, overpriced(4, buyers=2))
+    assert isinstance(change, PriceChange)
+    assert change.summary == "20 → 19 (4 of 4 ratings from 2 buyers said overpriced)"
+    assert isinstance(price(20, overpriced(4, buyers=1), min_requesters=1), PriceChange)
 
 
 def test_cut_rounds_half_up_to_cents() -> None:
@@ -88,7 +104,10 @@ def test_too_few_samples_change_nothing() -> None:
 
 def test_too_few_overpriced_among_enough_samples_change_nothing() -> None:
     verdict = price(20, [*overpriced(2), rating(30), rating(40)])
-    assert isinstance(verdict, NoChange) and "2 of 4 buyers said overpriced" in verdict.reason
+    assert (
+        isinstance(verdict, NoChange)
+        and "2 of 4 ratings from 2 buyers said overpriced" in verdict.reason
+    )
 
 
 def test_only_ratings_after_the_last_change_count() -> None:
@@ -142,7 +161,9 @@ def test_a_price_below_its_floor_is_never_raised_by_a_cut() -> None:
 
 def test_overpriced_threshold_and_samples_are_configurable() -> None:
     ratings = [*overpriced(1), rating(20)]
-    change = price(20, ratings, min_samples=2, overpriced_min_count=1, step_pct=10)
+    change = price(
+        20, ratings, min_samples=2, overpriced_min_count=1, min_requesters=1, step_pct=10
+    )
     assert isinstance(change, PriceChange) and change.new == 18
 
 

@@ -36,9 +36,18 @@ def rating(**changes: Any) -> dict[str, Any]:
     return {**SEED_EXAMPLE, "transaction_id": str(uuid.uuid4()), **changes}
 
 
-def submit(site: Site, doc: dict[str, Any] | str, *extra: str) -> Any:
+def submit(site: Site, doc: dict[str, Any] | str, *extra: str, buyer: str = "genesis-bot") -> Any:
     payload = doc if isinstance(doc, str) else json.dumps(doc)
-    return site.cli("feedback", "submit", "--json", payload, "--as", "genesis-bot", *extra)
+    return site.cli("feedback", "submit", "--json", payload, "--as", buyer, *extra)
+
+
+def overpriced_from_two_buyers(site: Site, count: int = 3) -> list[Any]:
+    """A price moves only when at least two buyers (pricing.min_requesters) say overpriced."""
+    buyers = [f"buyer-{number % 2}" for number in range(count)]
+    return [
+        submit(site, rating(cost_value_ratio="overpriced", requester_agent=b), buyer=b)
+        for b in buyers
+    ]
 
 
 def test_the_seed_example_is_stored_committed_and_remembered(site: Site) -> None:
@@ -175,14 +184,19 @@ def test_buyers_calling_a_skill_overpriced_cut_its_price(site: Site) -> None:
     soul.write_text("# HeavyLift\n\nRuns code.\n\n## Claude Code Run\nRuns it.\npricing: 20\n")
     site.git("add", "-A")
     site.git("commit", "-qm", "soul")
-    outputs = [submit(site, rating(cost_value_ratio="overpriced")) for _ in range(3)]
-    assert all(done.returncode == 0 for done in outputs)
+    alone = [submit(site, rating(cost_value_ratio="overpriced")) for _ in range(3)]
+    assert all(done.returncode == 0 for done in alone)
+    assert "pricing: 20\n" in soul.read_text()  # one buyer alone never moves a price
+    second_buyer = overpriced_from_two_buyers(site, count=1)  # buyer-0: now two buyers
+    assert second_buyer[0].returncode == 0
     assert "pricing: 19\n" in soul.read_text()
-    [change] = json.loads(outputs[-1].stdout)["changes"]
+    [change] = json.loads(second_buyer[0].stdout)["changes"]
     assert change["event"] == "pricing"
     trailers = site.trailers()
     assert trailers["Feedback-Event"] == ["pricing"]
     assert (trailers["Price-Old"], trailers["Price-New"]) == (["20"], ["19"])
+    subject = site.git("log", "-1", "--format=%s").strip()
+    assert subject.endswith(": 20 → 19 (4 of 4 ratings from 2 buyers said overpriced)")
 
 
 def test_a_failing_sync_command_is_shown_by_status_and_is_not_fatal(site: Site) -> None:
@@ -193,7 +207,7 @@ def test_a_failing_sync_command_is_shown_by_status_and_is_not_fatal(site: Site) 
     soul = site.agent(PROVIDER) / "SOUL.md"
     soul.parent.mkdir(parents=True)
     soul.write_text("# HeavyLift\n\n## Claude Code Run\npricing: 10\n")
-    outputs = [submit(site, rating(cost_value_ratio="overpriced")) for _ in range(3)]
+    outputs = overpriced_from_two_buyers(site)
     assert [done.returncode for done in outputs] == [0, 0, 0]
     assert "pricing: 9.5\n" in soul.read_text()
     status = json.loads(site.cli("status", "--json").stdout)

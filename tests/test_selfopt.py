@@ -81,7 +81,7 @@ class Shop:
                 "timestamp": iso_ms(at + timedelta(seconds=i)),
                 **fields,
             }
-            store.append(parse_rating(doc, requester="buyer-bot", now=at))
+            store.append(parse_rating(doc, requester=f"buyer-bot-{i % 2}", now=at))
         self.commit_all(f"{count} ratings")
 
     def run(self, now: datetime, skill: str = SKILL, dry_run: bool = False) -> list[SkillChange]:
@@ -112,12 +112,13 @@ def test_a_cut_edits_one_skill_and_commits_it_with_trailers(tmp_path: Path) -> N
     changes = shop.run(utcnow())
 
     assert [(c.kind, c.summary) for c in changes] == [
-        ("pricing", "20 → 19 (3 of 3 buyers said overpriced)")
+        ("pricing", "20 → 19 (3 of 3 ratings from 2 buyers said overpriced)")
     ]
     assert shop.soul() == SOUL.replace("pricing: 20", "pricing: 19")
     assert shop.site.commit_count() == before + 1
     assert shop.site.git("log", "-1", "--format=%s").strip() == (
-        "pricing(heavylift-chengwen/claude-code-run): 20 → 19 (3 of 3 buyers said overpriced)"
+        "pricing(heavylift-chengwen/claude-code-run): 20 → 19"
+        " (3 of 3 ratings from 2 buyers said overpriced)"
     )
     trailers = shop.site.trailers()
     assert trailers["Feedback-Event"] == ["pricing"]
@@ -127,7 +128,9 @@ def test_a_cut_edits_one_skill_and_commits_it_with_trailers(tmp_path: Path) -> N
     assert shop.site.git("status", "--porcelain").strip() == ""
     memory = [json.loads(line) for line in _lines(shop.site.agent(AGENT) / "memory/patterns.jsonl")]
     assert [(m["category"], m["importance"]) for m in memory] == [("patterns", 0.6)]
-    assert "from 20 to 19 because 3 of 3 buyers said overpriced" in memory[0]["content"]
+    assert (
+        "from 20 to 19 because 3 of 3 ratings from 2 buyers said overpriced" in memory[0]["content"]
+    )
 
 
 def test_a_second_pass_commits_nothing(tmp_path: Path) -> None:
@@ -157,7 +160,9 @@ def test_cooldown_allows_one_change_per_period(tmp_path: Path) -> None:
     shop.rate(3, first + timedelta(hours=1))
     assert shop.run(first + timedelta(days=1)) == []  # within the 7d cooldown
     later = shop.run(first + timedelta(days=8))
-    assert [c.summary for c in later] == ["19 → 18.05 (3 of 3 buyers said overpriced)"]
+    assert [c.summary for c in later] == [
+        "19 → 18.05 (3 of 3 ratings from 2 buyers said overpriced)"
+    ]
     assert "pricing: 18.05\n" in shop.soul()
 
 
@@ -230,14 +235,15 @@ def test_an_interrupted_price_change_is_finished_not_repeated(tmp_path: Path) ->
         "skill": SKILL,
         "priceOld": "20",
         "priceNew": "19",
-        "reason": "3 of 3 buyers said overpriced",
+        "reason": "3 of 3 ratings from 2 buyers said overpriced",
         "createdAt": iso_ms(now),
     }
     ledger.write_text(json.dumps(line) + "\n")
     assert shop.run(now) == []
     assert "pricing: 19\n" in shop.soul()
     assert shop.price_commits() == [
-        "pricing(heavylift-chengwen/claude-code-run): 20 → 19 (3 of 3 buyers said overpriced)"
+        "pricing(heavylift-chengwen/claude-code-run): 20 → 19"
+        " (3 of 3 ratings from 2 buyers said overpriced)"
     ]
     assert shop.site.git("status", "--porcelain").strip() == ""
 

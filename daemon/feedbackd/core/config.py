@@ -117,6 +117,7 @@ class PricingSettings(BaseModel):
     model_config = _STRICT
     min_samples: int = Field(3, ge=1)
     overpriced_min_count: int = Field(3, ge=1)
+    min_requesters: int = Field(2, ge=1)  # distinct buyers: one alone never moves a price
     step_pct: float = Field(5, ge=5, le=10)
     min_price: float = Field(1, ge=0)
     floor_ratio: float = Field(0.5, ge=0, le=1)

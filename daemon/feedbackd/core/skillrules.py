@@ -52,7 +52,7 @@ class PriceChange:
 
     @property
     def summary(self) -> str:
-        """`20 → 19 (3 of 3 buyers said overpriced)`, the commit subject's summary."""
+        """`20 → 19 (3 of 4 ratings from 2 buyers said overpriced)`, the commit's summary."""
         return f"{format_price(self.old)} → {format_price(self.new)} ({self.why})"
 
 
@@ -109,15 +109,19 @@ def decide_price(
             f"{settings.min_samples} needed"
         )
     base = history.base if history.base is not None else price
-    overpriced = sum(r.cost_value_ratio == "overpriced" for r in recent)
-    if overpriced >= settings.overpriced_min_count:
-        return _cut(price, base, recent, overpriced, settings)
-    if settings.allow_increase and overpriced == 0:
+    said = [r for r in recent if r.cost_value_ratio == "overpriced"]
+    buyers = len({r.requester_agent for r in said})
+    why = f"{len(said)} of {len(recent)} ratings from {_buyers(buyers)} said overpriced"
+    if len(said) >= settings.overpriced_min_count and buyers >= settings.min_requesters:
+        return _cut(price, base, recent, why, settings)
+    if settings.allow_increase and not said:
         return _increase(price, base, recent, settings)
-    return NoChange(
-        f"{overpriced} of {len(recent)} buyers said overpriced; a cut needs "
-        f"{settings.overpriced_min_count}"
-    )
+    needs = f"{settings.overpriced_min_count} ratings from {_buyers(settings.min_requesters)}"
+    return NoChange(f"{why}; a cut needs {needs}")
+
+
+def _buyers(count: int) -> str:
+    return f"{count} buyer" if count == 1 else f"{count} buyers"
 
 
 def ratings_since_change(
@@ -150,11 +154,10 @@ def stepped(price: float, step_pct: float, direction: int) -> float:
 
 
 def _cut(
-    price: float, base: float, recent: list[Rating], overpriced: int, settings: PricingSettings
+    price: float, base: float, recent: list[Rating], why: str, settings: PricingSettings
 ) -> PriceChange | NoChange:
     floor = price_floor(base, settings)
     new = max(stepped(price, settings.step_pct, -1), floor)
-    why = f"{overpriced} of {len(recent)} buyers said overpriced"
     if new >= price:
         return NoChange(f"{why}, but the price {format_price(price)} is at its floor")
     if new == floor:
