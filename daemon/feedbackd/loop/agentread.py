@@ -264,9 +264,16 @@ def snapshot_path(runtime: Runtime, agent: AgentPaths, name: str) -> Path:
 
 
 def remember_draft(runtime: Runtime, agent: AgentPaths, snapshot: agentplan.Snapshot) -> None:
-    """Keep the draft as first seen: its first committed version, else the file as it is."""
+    """Keep the draft as first seen: its first committed version, else the file as it is.
+
+    A curator may move the draft on (to approved/) between its draft commit and this moment:
+    then there is nothing to keep here, and the draft commit stands for its first version.
+    """
     path = snapshot.file.path
-    data = snapshot.first_version or path.read_bytes()
+    try:
+        data = snapshot.first_version or path.read_bytes()
+    except FileNotFoundError:
+        return
     atomic_write_bytes(snapshot_path(runtime, agent, path.name), data)
 
 
