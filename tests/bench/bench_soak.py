@@ -207,6 +207,20 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
+def git_at_work(pid: int) -> list[int]:
+    """The daemon's children but its long-lived git helpers (cat-file --batch, ...), which
+    wait for requests the whole time the daemon runs."""
+    return [child for child in children_of(pid) if not _long_lived_helper(child)]
+
+
+def _long_lived_helper(pid: int) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"--batch" in argv or b"--stdin-paths" in argv
+
+
 class Sampler:
     """Samples the daemon every SAMPLE_EVERY_S in a thread of its own, until stopped."""
 
@@ -243,7 +257,7 @@ def wait_quiet(root: Path, daemon: RunningDaemon) -> None:
 
     def quiet() -> bool:
         nonlocal mark, since
-        if status_mark(root) != mark or children_of(daemon.pid):
+        if status_mark(root) != mark or git_at_work(daemon.pid):
             mark, since = status_mark(root), time.monotonic()
         return time.monotonic() - since >= QUIET_S
 
