@@ -98,16 +98,17 @@ class AgentReader:
         with os.scandir(directory) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
         for entry in entries:
-            path = directory / entry.name
-            if entry.name.startswith(".") or path.suffix not in ITEM_SUFFIXES:
+            stem, suffix = os.path.splitext(entry.name)
+            if entry.name.startswith(".") or suffix not in ITEM_SUFFIXES:
                 continue
+            path = directory / entry.name
             if not self._usable(entry, path, scan):
                 continue
-            if not is_valid_id(path.stem):
-                message, hint = _bad_name(path.stem)
+            if not is_valid_id(stem):
+                message, hint = _bad_name(stem)
                 scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
                 continue
-            yield ItemFile(folder, path.stem, path)
+            yield ItemFile(folder, stem, path)
 
     def _usable(self, entry: os.DirEntry[str], path: Path, scan: Scan) -> bool:
         """A plain file, or a symbolic link to one inside the workspace; a warning says why
