@@ -23,7 +23,9 @@ from feedbackd.loop.runtime import Runtime
 
 IN_GIT = ".in-git"  # names of drafts as git first had them (an item id never starts with ".")
 CHUNK = 2000  # drafts whose first versions are read from git at once: bounds the memory held
-SETTLED_S = 1.0  # a file unchanged this long before git listed the untracked files was seen
+# A file unchanged since this long before git listed the untracked files was seen by it: more
+# than the file system's clock lags behind time.time() (one tick of the kernel's coarse clock).
+SETTLED_S = 0.05
 
 
 def snapshot_path(runtime: Runtime, agent: AgentPaths, name: str) -> Path:
