@@ -77,8 +77,11 @@ def test_a_fresh_clone_remembers_each_draft_as_first_committed(tmp_path: Path) -
     assert (entry["original"], entry["corrected"]) == ("Draft 2", "Edited in the queue")
 
 
-def fresh_clone_of_agents(tmp_path: Path, agents: int, drafts_each: int = 3) -> Site:
-    """A fresh clone (no .feedbackd/) of a workspace whose agents' drafts are all committed."""
+def fresh_clone_of_agents(
+    tmp_path: Path, agents: int, drafts_each: int = 3, new_each: int = 0
+) -> Site:
+    """A fresh clone (no .feedbackd/) of a workspace whose agents' drafts are all committed,
+    then `new_each` new drafts written in each agent's queue/ of the clone."""
     origin = Site(tmp_path / f"origin-{agents}")
     for agent in range(agents):
         for number in range(drafts_each):
@@ -88,10 +91,15 @@ def fresh_clone_of_agents(tmp_path: Path, agents: int, drafts_each: int = 3) -> 
     clone = Site.__new__(Site)
     clone.root = tmp_path / f"clone-{agents}"
     git(tmp_path, "clone", "-q", str(origin.root), str(clone.root))
+    for agent in range(agents):
+        for number in range(new_each):
+            item = f"new-{agent:02d}-{number}"
+            clone.write(f"a{agent:02d}", f"{item}.json", draft({"title": f"New {item}"}))
     return clone
 
 
-def git_calls_of_run_once(site: Site, folder: Path) -> list[str]:
+def git_calls_of_run_once(site: Site, folder: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The git command lines `run --once` ran, and the events it reported."""
     wrapper, log = counting_git(folder)
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
     done = subprocess.run(
@@ -99,21 +107,34 @@ def git_calls_of_run_once(site: Site, folder: Path) -> list[str]:
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["events"] == []
-    return log.read_text().splitlines()
+    return log.read_text().splitlines(), json.loads(done.stdout)["events"]
 
 
 def test_a_fresh_clone_asks_git_about_many_agents_drafts_at_once(tmp_path: Path) -> None:
     """The first versions of the drafts of all agents come from one listing, one history walk
     and one cat-file: the git processes of a fresh clone's first pass do not grow with the
     agents. Each draft is then remembered without a file of its own."""
-    two = git_calls_of_run_once(fresh_clone_of_agents(tmp_path, 2), tmp_path / "bin-2")
+    two, _ = git_calls_of_run_once(fresh_clone_of_agents(tmp_path, 2), tmp_path / "bin-2")
     many_site = fresh_clone_of_agents(tmp_path, 12)
-    many = git_calls_of_run_once(many_site, tmp_path / "bin-12")
+    many, events = git_calls_of_run_once(many_site, tmp_path / "bin-12")
     assert len(many) == len(two), "\n".join(many)
+    assert events == []  # nothing new: the drafts are on record
     kept = many_site.root / ".feedbackd" / "snapshots" / "a07"
     assert sorted(path.name for path in kept.iterdir()) == [".in-git"]
     assert (kept / ".in-git").read_text().split() == [f"qi-07-{n}.json" for n in range(3)]
+
+
+def test_new_drafts_beside_a_fresh_clones_committed_ones_cost_no_lookups_per_agent(
+    tmp_path: Path,
+) -> None:
+    """A draft git's listing names as untracked is new: no agent looks its drafts up again."""
+    site = fresh_clone_of_agents(tmp_path, 12, new_each=1)
+    calls, events = git_calls_of_run_once(site, tmp_path / "bin")
+    lookups = [call for call in calls if call.startswith(("ls-files -z --others", "log --no-"))]
+    assert len(lookups) == 2, "\n".join(calls)
+    assert sorted(event["agent"] for event in events if event["event"] == "draft") == [
+        f"a{agent:02d}" for agent in range(12)
+    ]
 
 
 def test_a_fresh_clone_shows_and_decides_drafts_against_their_first_commit(

@@ -75,9 +75,10 @@ class FirstVersions:
     """The first committed versions of the new drafts of the agents of one pass, read from git
     for CHUNK drafts at a time (only the current chunk's are held).
 
-    A draft counts as committed when git's listing of untracked files did not name it and the
-    file had not changed for SETTLED_S before that listing; for an agent with a draft that
-    changed since, `of` answers None and the agent asks git on its own."""
+    A draft counts as committed when git's listing of untracked files did not name it, and as
+    new when it did, if the file had not changed for SETTLED_S before that listing; for an
+    agent with a draft that changed since, `of` answers None and the agent asks git on its
+    own."""
 
     def __init__(self, runtime: Runtime, agents: Sequence[str]) -> None:
         self.runtime = runtime
@@ -94,7 +95,7 @@ class FirstVersions:
         holds; None when this agent's drafts must be looked up on their own."""
         if agent.agent_id not in self.chunk:
             self._read_chunk(repo, agent.agent_id)
-        if any(path in self.untracked or self._changed(path) for path in paths):
+        if any(self._changed(path) for path in paths):
             return None
         return {path: self.found[path] for path in paths if path in self.found}
 
