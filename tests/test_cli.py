@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -316,3 +320,44 @@ def test_forget_an_unknown_entry_is_not_found(site: Site) -> None:
     done = site.cli("forget", "w", "fb-nope")
     assert done.returncode == 1 and done.stderr.startswith("error: not_found: no entry fb-nope")
     assert site.git("rev-parse", "HEAD") == head
+
+
+def on_a_terminal(command: list[str]) -> tuple[int, str]:
+    """Run a command with stdout and stderr on a pseudo-terminal, as in a user's shell: its exit
+    code and everything it wrote there."""
+    main, secondary = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "100"}
+    env.pop("NO_COLOR", None)
+    process = subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=secondary, stderr=secondary, env=env
+    )
+    os.close(secondary)
+    written = bytearray()
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([main], [], [], deadline - time.monotonic())
+            try:
+                chunk = os.read(main, 65536) if ready else b""
+            except OSError:  # EIO: the command ended and closed its side of the terminal
+                break
+            if ready and not chunk:
+                break
+            written += chunk
+    finally:
+        os.close(main)
+    return process.wait(timeout=30), written.decode("utf-8", errors="replace")
+
+
+def test_run_once_shows_a_progress_bar_on_a_terminal_and_nothing_elsewhere(site: Site) -> None:
+    for agent in ("a1", "a2", "a3"):
+        site.write(agent, "qi-1.json", draft({"title": f"Draft of {agent}"}))
+    command = [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once"]
+    status, shown = on_a_terminal(command)
+    assert status == 0, shown
+    assert "reconciling agents" in shown
+    site.write("a1", "qi-2.json", draft({"title": "Another draft"}))
+    piped = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert "reconciling agents" not in piped.stdout + piped.stderr
+    assert "draft(a1)" in piped.stdout + piped.stderr  # the report itself is there

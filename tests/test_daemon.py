@@ -580,11 +580,29 @@ def test_index_left_behind_a_commit_is_brought_in_line_at_start(site: Site) -> N
     changed = site.git("diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").split()
     site.git("reset", "-q", "HEAD~1", "--", *changed)
     assert not data_is_clean(site)
+    (site.root / ".feedbackd" / "write.lock").write_text("4242\n")  # the killed writer's pid
 
     done = site.cli("run", "--once")
     assert done.returncode == 0, done.stderr
     assert data_is_clean(site)
     assert site.git("status", "--porcelain") == "A  notes.txt\n"
+
+
+def test_the_index_is_left_alone_when_no_writer_died_holding_the_lock(site: Site) -> None:
+    """Healing the index looks at the paths of recent commits (a big site's first import may
+    hold 100,000): only a writer that died holding the write lock can have left it behind."""
+    drafts(site, "w", 1)
+    edit_and_approve(site, "w", "qi-000")
+    site.reconcile()
+    changed = site.git("diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").split()
+    site.git("reset", "-q", "HEAD~1", "--", *changed)  # the user's own `git reset`: kept
+    staged = site.git("diff", "--cached", "--name-only")
+    assert staged
+
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert site.git("diff", "--cached", "--name-only") == staged
+    assert (site.root / ".feedbackd" / "write.lock").read_bytes() == b""  # released cleanly
 
 
 # --- ratings and remote sync ------------------------------------------------------------------

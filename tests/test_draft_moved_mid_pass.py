@@ -14,7 +14,7 @@ import pytest
 
 from feedbackd.core import agentplan
 from feedbackd.loop import agentpass
-from feedbackd.loop.agentread import remember_draft
+from feedbackd.loop.draftmemory import remember_drafts
 from feedbackd.loop.reconcile import reconcile_all
 from tests.daemon_kit import decided
 from tests.workspace_kit import Site, draft
@@ -31,7 +31,7 @@ def test_a_draft_gone_before_its_snapshot_is_not_remembered(site: Site) -> None:
     agent = runtime.workspace.agent("w")
     item_file = agentplan.ItemFile("queue", "qi-1", path)
     path.unlink()
-    remember_draft(runtime, agent, agentplan.Snapshot(item_file, None))  # no error
+    remember_drafts(runtime, agent, [agentplan.Snapshot(item_file, None)])  # no error
     assert not runtime.workspace.snapshot("w", "qi-1.json").exists()
 
 
@@ -39,7 +39,7 @@ def test_a_draft_approved_right_after_its_draft_commit_is_decided_once(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     site.write("w", "qi-1.json", draft({"title": "First", "excerpt": "Same."}))
-    real_remember = agentpass.remember_draft
+    real_remember = agentpass.remember_drafts
 
     def curator_moves_first(*args: object) -> None:
         # The curator's edit and move land between the draft commit and the snapshot.
@@ -47,12 +47,12 @@ def test_a_draft_approved_right_after_its_draft_commit_is_decided_once(
         site.move("w", "qi-1.json", "approved")
         real_remember(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(agentpass, "remember_draft", curator_moves_first)
+    monkeypatch.setattr(agentpass, "remember_drafts", curator_moves_first)
     report = reconcile_all(site.runtime(), ["w"])  # raised FileNotFoundError before the fix
     assert report.problems == []
     assert site.git("log", "--format=%s").startswith("draft(w): 1 new draft (qi-1)")
 
-    monkeypatch.setattr(agentpass, "remember_draft", real_remember)
+    monkeypatch.setattr(agentpass, "remember_drafts", real_remember)
     reconcile_all(site.runtime(), ["w"])
     assert decided(site, "w") == ["qi-1"]
     [entry] = site.feedback("w")

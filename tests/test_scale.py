@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.loop import queries
 from tests.conftest import git
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft
@@ -63,3 +64,96 @@ def test_a_fresh_clone_remembers_each_draft_as_first_committed(tmp_path: Path) -
     clone.reconcile()
     [entry] = clone.feedback("w")
     assert (entry["original"], entry["corrected"]) == ("Draft 2", "Edited in the queue")
+
+
+def fresh_clone_of_agents(
+    tmp_path: Path, agents: int, drafts_each: int = 3, new_each: int = 0
+) -> Site:
+    """A fresh clone (no .feedbackd/) of a workspace whose agents' drafts are all committed,
+    then `new_each` new drafts written in each agent's queue/ of the clone."""
+    origin = Site(tmp_path / f"origin-{agents}")
+    for agent in range(agents):
+        for number in range(drafts_each):
+            item = f"qi-{agent:02d}-{number}"
+            origin.write(f"a{agent:02d}", f"{item}.json", draft({"title": f"Draft {item}"}))
+    origin.reconcile()
+    clone = Site.__new__(Site)
+    clone.root = tmp_path / f"clone-{agents}"
+    git(tmp_path, "clone", "-q", str(origin.root), str(clone.root))
+    for agent in range(agents):
+        for number in range(new_each):
+            item = f"new-{agent:02d}-{number}"
+            clone.write(f"a{agent:02d}", f"{item}.json", draft({"title": f"New {item}"}))
+    return clone
+
+
+def git_calls_of_run_once(site: Site, folder: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """The git command lines `run --once` ran, and the events it reported."""
+    wrapper, log = counting_git(folder)
+    env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
+    done = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once", "--json"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return log.read_text().splitlines(), json.loads(done.stdout)["events"]
+
+
+def test_a_fresh_clone_asks_git_about_many_agents_drafts_at_once(tmp_path: Path) -> None:
+    """The first versions of the drafts of all agents come from one listing, one history walk
+    and one cat-file: the git processes of a fresh clone's first pass do not grow with the
+    agents. Each draft is then remembered without a file of its own."""
+    two, _ = git_calls_of_run_once(fresh_clone_of_agents(tmp_path, 2), tmp_path / "bin-2")
+    many_site = fresh_clone_of_agents(tmp_path, 12)
+    many, events = git_calls_of_run_once(many_site, tmp_path / "bin-12")
+    assert len(many) == len(two), "\n".join(many)
+    assert events == []  # nothing new: the drafts are on record
+    kept = many_site.root / ".feedbackd" / "snapshots" / "a07"
+    assert sorted(path.name for path in kept.iterdir()) == [".in-git"]
+    assert (kept / ".in-git").read_text().split() == [f"qi-07-{n}.json" for n in range(3)]
+
+
+def test_new_drafts_beside_a_fresh_clones_committed_ones_cost_no_lookups_per_agent(
+    tmp_path: Path,
+) -> None:
+    """A draft git's listing names as untracked is new: no agent looks its drafts up again."""
+    site = fresh_clone_of_agents(tmp_path, 12, new_each=1)
+    calls, events = git_calls_of_run_once(site, tmp_path / "bin")
+    lookups = [call for call in calls if call.startswith(("ls-files -z --others", "log --no-"))]
+    assert len(lookups) == 2, "\n".join(calls)
+    assert sorted(event["agent"] for event in events if event["event"] == "draft") == [
+        f"a{agent:02d}" for agent in range(12)
+    ]
+
+
+def test_a_fresh_clone_shows_and_decides_drafts_against_their_first_commit(
+    tmp_path: Path,
+) -> None:
+    """A draft remembered as git first had it: the queue view shows that version as the
+    original, and approving the edited draft records the edit against it."""
+    clone = fresh_clone_of_agents(tmp_path, 2)
+    clone.reconcile()
+    clone.write("a01", "qi-01-1.json", draft({"title": "Edited by the curator"}))
+    [shown] = [d for d in queries.queue(clone.runtime(), "a01") if d["id"] == "qi-01-1"]
+    [title] = [field for field in shown["fields"] if field["field"] == "title"]
+    assert (title["original"], title["current"]) == ("Draft qi-01-1", "Edited by the curator")
+    clone.move("a01", "qi-01-1.json", "approved")
+    clone.reconcile()
+    [entry] = clone.feedback("a01")
+    assert (entry["original"], entry["corrected"]) == ("Draft qi-01-1", "Edited by the curator")
+
+
+def test_a_snapshot_a_power_cut_left_empty_is_read_from_git(tmp_path: Path) -> None:
+    """Copies of drafts are written without fsync (git holds every draft first): an empty one
+    is passed over for the draft's commit."""
+    site = Site(tmp_path / "site")
+    site.write("w", "qi-1.json", draft({"title": "As the agent wrote it"}))
+    site.reconcile()
+    snapshot = site.root / ".feedbackd" / "snapshots" / "w" / "qi-1.json"
+    assert snapshot.read_bytes()  # a new draft: a copy of the file
+    snapshot.write_bytes(b"")  # what a power cut may leave of a file never fsynced
+    site.write("w", "qi-1.json", draft({"title": "Edited"}))
+    site.move("w", "qi-1.json", "approved")
+    site.reconcile()
+    [entry] = site.feedback("w")
+    assert (entry["original"], entry["corrected"]) == ("As the agent wrote it", "Edited")

@@ -195,7 +195,7 @@ def run(
         from feedbackd.loop.service import run_once
 
         show = not (as_json or GLOBALS.quiet)
-        with progress_bar("reconciling agents", show) as progress:
+        with progress_bar("reconciling agents", show, stderr=True) as progress:
             report = run_once(runtime, progress=progress)
         report_out(report, as_json)
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -45,15 +46,38 @@ def is_terminal() -> bool:
 
 
 @contextmanager
-def progress_bar(description: str, enabled: bool = True) -> Iterator[Progress | None]:
-    """A progress callback `(done, total)` for long work on a terminal; None elsewhere."""
-    if not enabled or not is_terminal():
+def progress_bar(
+    description: str, enabled: bool = True, *, stderr: bool = False
+) -> Iterator[Progress | None]:
+    """A progress callback `(done, total)` for long work on a terminal; None elsewhere.
+
+    The bar is drawn on stdout, or with stderr=True on stderr (for a command whose stdout is
+    its report), then only when both are terminals. Log lines go above it while it is shown."""
+    if not enabled or not is_terminal() or (stderr and not sys.stderr.isatty()):
         yield None
         return
-    with RichProgress(transient=True, console=console()) as bar:
+    with RichProgress(transient=True, console=console(stderr=stderr)) as bar, _logs_above_bar():
         task = bar.add_task(description, total=None)
 
         def update(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
         yield update
+
+
+@contextmanager
+def _logs_above_bar() -> Iterator[None]:
+    """Point feedbackd's log handlers at rich's stand-in for stderr while a bar is shown, so a
+    log line is printed above the bar instead of through it."""
+    handlers = [
+        handler
+        for handler in logging.getLogger("feedbackd").handlers
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.__stderr__
+    ]
+    for handler in handlers:
+        handler.setStream(sys.stderr)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.setStream(sys.__stderr__)

@@ -91,15 +91,6 @@ class GitRepo:
         self._runner = GitRunner(work_tree, git_dir, executable=_executable())
         return self
 
-    @staticmethod
-    def holds_repository(root: Path) -> bool:
-        """True when `root` has a repository of its own (`.git` there), found without git."""
-        try:
-            with Repo(root):
-                return True
-        except (InvalidGitRepositoryError, NoSuchPathError):
-            return False
-
     def __exit__(
         self,
         exc_type: type[BaseException] | None,

@@ -140,12 +140,17 @@ class WriteLock:
         self.path = state_dir / WRITE_LOCK
         self.timeout = timeout
         self._fd: int | None = None
+        # The pid a writer left in the file: it died holding the lock, maybe in the middle of
+        # a commit. A clean release empties the file, unless keep_mark asks to leave the pid
+        # for the next writer (what the dead one left is not cleaned up yet).
+        self.abandoned_by: int | None = None
+        self.keep_mark = False
 
     def __enter__(self) -> WriteLock:
         depths: dict[Path, int] = self._depths()
         key = self.path.absolute()
         if depths.get(key, 0) == 0:
-            self._fd = _wait_for_lock(self.path, self.timeout)
+            self._fd, self.abandoned_by = _wait_for_lock(self.path, self.timeout)
         depths[key] = depths.get(key, 0) + 1
         return self
 
@@ -161,6 +166,9 @@ class WriteLock:
         if depths[key] == 0:
             del depths[key]
         if self._fd is not None:
+            if not self.keep_mark:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, 0)  # released: no writer died holding it
             os.close(self._fd)
             self._fd = None
 
@@ -172,15 +180,17 @@ class WriteLock:
         return depths
 
 
-def _wait_for_lock(path: Path, timeout: float) -> int:
+def _wait_for_lock(path: Path, timeout: float) -> tuple[int, int | None]:
     """Open and flock path, retrying with backoff until timeout; the pid goes into the file.
+    Returns the descriptor and the pid found in the file (a holder that died holding it).
 
     While it waits, a marker beside the lock says a writer is waiting: the daemon, between two
     decisions, lets it go first (writers_waiting)."""
     fd = _open_lock_file(path)
     if _try_flock(fd, fcntl.LOCK_EX):
+        left = _read_pid(fd)
         _record_pid(fd)
-        return fd
+        return fd, left
     marker = path.with_name(f"{path.name}{WAITING}{os.getpid()}.{threading.get_ident()}")
     try:
         marker.touch()
@@ -188,8 +198,9 @@ def _wait_for_lock(path: Path, timeout: float) -> int:
     finally:
         with contextlib.suppress(OSError):
             marker.unlink()
+    left = _read_pid(fd)
     _record_pid(fd)
-    return fd
+    return fd, left
 
 
 def _wait_for_flock(fd: int, path: Path, timeout: float) -> None:

@@ -26,7 +26,8 @@ from feedbackd.edges.files import atomic_write_text
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import problems, recovery
 from feedbackd.loop.agentfiles import append_record, read_forgotten_text, read_ledger
-from feedbackd.loop.agentread import AgentReader, remember_draft
+from feedbackd.loop.agentread import AgentReader
+from feedbackd.loop.draftmemory import FirstVersions, remember_drafts
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recording import CommitRequest
 from feedbackd.loop.recovery import CommittedLedgers
@@ -47,6 +48,7 @@ class AgentPass:
         agent_id: str,
         ledgers: CommittedLedgers,
         keep_going: Callable[[], bool] | None = None,
+        first_versions: FirstVersions | None = None,
         written_whole: frozenset[Path] = frozenset(),
         on_decision: Callable[[int, int], None] | None = None,
     ) -> None:
@@ -56,7 +58,7 @@ class AgentPass:
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
-        self.reader = AgentReader(runtime, repo, self.agent, written_whole)
+        self.reader = AgentReader(runtime, repo, self.agent, first_versions, written_whole)
         self.report = Report()
 
     def run(self) -> Report:
@@ -121,8 +123,7 @@ class AgentPass:
     def _apply(self, plan: AgentPlan) -> None:
         if plan.drafts is not None:
             self.apply(plan.drafts)
-        for snapshot in plan.snapshots:
-            remember_draft(self.runtime, self.agent, snapshot)
+        remember_drafts(self.runtime, self.agent, plan.snapshots)
         for done, step in enumerate(plan.decisions, start=1):
             if not self.keep_going():
                 return  # stopping: the next pass decides the rest

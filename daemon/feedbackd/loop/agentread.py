@@ -5,13 +5,14 @@ Reading explains nothing and writes nothing but this: an item or feedback.json t
 loses its `.error` file, and `.error` files whose file is gone are removed. What cannot be read
 is handed to the planner as an error; the pass explains it beside the file.
 
-The drafts' snapshots (the version first seen in queue/, which an approval is diffed against)
-are local state in `.feedbackd/snapshots/{agent}/`; `remember_draft` writes one.
+The drafts as first seen in queue/ (which an approval is diffed against) are local state, kept
+by loop/draftmemory.py.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import stat
 import time
 from collections.abc import Iterator, Sequence
@@ -29,10 +30,11 @@ from feedbackd.core.forgetting import forgotten_identities
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
-from feedbackd.edges.files import atomic_write_bytes, read_file_bytes
+from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import problems
 from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
+from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
 from feedbackd.loop.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
@@ -59,18 +61,21 @@ class AgentReader:
         runtime: Runtime,
         repo: GitRepo | None,
         agent: AgentPaths,
+        first_versions: FirstVersions | None = None,
         written_whole: frozenset[Path] = frozenset(),
     ) -> None:
         self.runtime = runtime
         self.repo = repo
         self.agent = agent
+        self.first_versions = first_versions  # shared by the agents of a pass
         # files a command of feedbackd wrote in one piece: they need not settle
         self.written_whole = written_whole
 
     def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
         scan = self.scan()
-        drafts = [f for f in agentplan.queued_drafts(scan.files) if not self._snapshotted(f)]
+        kept = remembered(self.runtime, self.agent)
+        drafts = [f for f in agentplan.queued_drafts(scan.files) if f.path.name not in kept]
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
         undecided = self._settled(self._not_in_history(undecided, scan), scan)
@@ -100,25 +105,36 @@ class AgentReader:
         return scan
 
     def _scan_folder(self, folder: str, directory: Path, scan: Scan) -> Iterator[ItemFile]:
-        for path in sorted(directory.iterdir()):
-            if path.name.startswith(".") or path.suffix not in ITEM_SUFFIXES:
+        """The item files of one folder, from one listing: a plain file costs no stat of its
+        own (thousands of drafts in a big site's queue/)."""
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+        for entry in entries:
+            stem, suffix = os.path.splitext(entry.name)
+            if entry.name.startswith(".") or suffix not in ITEM_SUFFIXES:
                 continue
-            not_an_item = _not_an_item(path)
-            if not_an_item is not None:
-                scan.warnings.append(f"{self.rel(path)}: {not_an_item}; ignored")
+            path = directory / entry.name
+            if not self._usable(entry, path, scan):
                 continue
-            if path.is_symlink() and not self.runtime.workspace.is_inside(path):
-                scan.warnings.append(
-                    f"{self.rel(path)}: symbolic link leads outside the workspace; ignored"
-                )
-                continue
-            if not path.is_file():
-                continue  # removed since the folder was listed
-            if not is_valid_id(path.stem):
-                message, hint = _bad_name(path.stem)
+            if not is_valid_id(stem):
+                message, hint = _bad_name(stem)
                 scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
                 continue
-            yield ItemFile(folder, path.stem, path)
+            yield ItemFile(folder, stem, path)
+
+    def _usable(self, entry: os.DirEntry[str], path: Path, scan: Scan) -> bool:
+        """A plain file, or a symbolic link to one inside the workspace; a warning says why
+        anything else named like an item is ignored."""
+        if entry.is_symlink():
+            not_an_item = _not_an_item(path)
+            if not_an_item is None and not self.runtime.workspace.is_inside(path):
+                not_an_item = "symbolic link leads outside the workspace"
+        else:
+            not_an_item = _not_a_plain_file(entry)
+        if not_an_item is not None:
+            scan.warnings.append(f"{self.rel(path)}: {not_an_item}; ignored")
+            return False
+        return path.is_file() if entry.is_symlink() else True
 
     def _not_in_history(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
         """The files still to decide; those whose decision commit git holds (their ledger line
@@ -184,27 +200,27 @@ class AgentReader:
         return found
 
     # --- drafts and originals -----------------------------------------------------------------
-    def _snapshotted(self, item_file: ItemFile) -> bool:
-        return snapshot_path(self.runtime, self.agent, item_file.path.name).exists()
-
     def _with_first_versions(self, drafts: list[ReadItem]) -> list[ReadItem]:
         """For drafts git already holds (a fresh clone), the version first committed; drafts
         that are new keep none. The snapshot then never holds a curator's edits."""
         if self.repo is None or all(read.item is None for read in drafts):
             return drafts
-        untracked = set(self.repo.untracked_paths(self.rel(self.agent.queue)))
-        tracked = [
-            self.rel(read.file.path)
-            for read in drafts
-            if read.item is not None and self.rel(read.file.path) not in untracked
-        ]
-        first = self.repo.files_at_last_add(self.rel(self.agent.queue), tracked)
+        wanted = [self.rel(read.file.path) for read in drafts if read.item is not None]
+        shared = self.first_versions
+        first = shared.of(self.repo, self.agent, wanted) if shared is not None else None
+        if first is None:
+            first = self._first_versions_alone(self.repo, wanted)
         return [
             replace(read, first_version=first.get(self.rel(read.file.path)))
             if read.item is not None
             else read
             for read in drafts
         ]
+
+    def _first_versions_alone(self, repo: GitRepo, wanted: list[str]) -> dict[str, bytes]:
+        untracked = set(repo.untracked_paths(self.rel(self.agent.queue)))
+        tracked = [path for path in wanted if path not in untracked]
+        return repo.files_at_last_add(self.rel(self.agent.queue), tracked)
 
     def _with_first_seen(self, read: ReadItem) -> ReadItem:
         """An approved item without originalContentData gets its content as first seen."""
@@ -214,19 +230,24 @@ class AgentReader:
 
     def _first_seen(self, item_file: ItemFile) -> dict[str, Any] | None:
         """The draft as first seen in queue/: the local snapshot, else its draft commit (an
-        item decided before this machine saw it in queue/)."""
+        item decided before this machine saw it in queue/, or a snapshot a crash left empty)."""
         for suffix in _suffixes_starting_with(item_file.path.suffix):
             queue_path = self.agent.queue / (item_file.item_id + suffix)
-            snapshot = snapshot_path(self.runtime, self.agent, queue_path.name)
-            data = snapshot.read_bytes() if snapshot.exists() else None
-            if data is None and self.repo is not None:
-                data = self.repo.file_at_first_add(self.rel(queue_path))
-            if data is not None:
+            for data in self._first_copies(queue_path):
                 try:
                     return items.parse_item(data, suffix, item_file.item_id).content
                 except FeedbackdError:
                     continue
         return None
+
+    def _first_copies(self, queue_path: Path) -> Iterator[bytes]:
+        """The snapshot of a draft, then (only if that one is not usable) its draft commit."""
+        snapshot = snapshot_path(self.runtime, self.agent, queue_path.name)
+        if snapshot.exists():
+            yield snapshot.read_bytes()
+        data = self.repo.file_at_first_add(self.rel(queue_path)) if self.repo else None
+        if data is not None:
+            yield data
 
     # --- feedback, snippet, curator -----------------------------------------------------------
     def feedback(self) -> list[FeedbackEntry] | FeedbackdError:
@@ -259,24 +280,6 @@ class AgentReader:
         return self.runtime.workspace.relative(path)
 
 
-def snapshot_path(runtime: Runtime, agent: AgentPaths, name: str) -> Path:
-    return runtime.workspace.snapshot(agent.agent_id, name)
-
-
-def remember_draft(runtime: Runtime, agent: AgentPaths, snapshot: agentplan.Snapshot) -> None:
-    """Keep the draft as first seen: its first committed version, else the file as it is.
-
-    A curator may move the draft on (to approved/) between its draft commit and this moment:
-    then there is nothing to keep here, and the draft commit stands for its first version.
-    """
-    path = snapshot.file.path
-    try:
-        data = snapshot.first_version or path.read_bytes()
-    except FileNotFoundError:
-        return
-    atomic_write_bytes(snapshot_path(runtime, agent, path.name), data)
-
-
 def _not_an_item(path: Path) -> str | None:
     """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
 
@@ -294,6 +297,21 @@ def _not_an_item(path: Path) -> str | None:
     if not stat.S_ISREG(mode):
         return "not a plain file (a pipe, socket or device)"
     return None
+
+
+def _not_a_plain_file(entry: os.DirEntry[str]) -> str | None:
+    """As _not_an_item, for a listed entry that is no symbolic link (no stat of its own when
+    the file system tells the type in the listing)."""
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            return "a folder, not an item file"
+        if entry.is_file(follow_symlinks=False):
+            return None
+    except FileNotFoundError:
+        return None  # removed since the folder was listed: its reading says so
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    return "not a plain file (a pipe, socket or device)"
 
 
 def _bad_name(stem: str) -> tuple[str, str]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from feedbackd.core.errors import FeedbackdError
 from feedbackd.edges.files import remove_leftovers
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.gitlocks import git_process_in, lock_verdict
@@ -25,10 +26,15 @@ log = logging.getLogger("feedbackd")
 
 @contextmanager
 def pipeline_lock(runtime: Runtime, timeout: float = 60.0) -> Iterator[None]:
-    """Hold the workspace's write lock; the daemon takes the same one around each pass."""
+    """Hold the workspace's write lock; the daemon takes the same one around each pass.
+
+    A writer that died holding it (its pid is still in the lock file) may have been cut off in
+    the middle of a commit: the git index is brought in line first."""
     state_dir = runtime.workspace.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
-    with WriteLock(state_dir, timeout=timeout):
+    with WriteLock(state_dir, timeout=timeout) as lock:
+        if lock.abandoned_by is not None:
+            _heal_after(runtime, lock)
         yield
 
 
@@ -38,11 +44,28 @@ def clean_leftovers(runtime: Runtime) -> None:
         remove_leftovers(runtime.workspace.data)
     if runtime.git_enabled:
         clear_stale_git_locks(runtime)
+
+
+def _heal_after(runtime: Runtime, lock: WriteLock) -> None:
+    """Finish what a writer that died holding the lock left undone in git; if that fails, the
+    next writer tries again."""
+    if not runtime.git_enabled:
+        return
+    try:
+        clear_stale_git_locks(runtime)
         heal_git_index(runtime)
+    except (FeedbackdError, OSError) as error:
+        lock.keep_mark = True
+        log.error("writer %s died holding the lock; its git index is not healed: %s",
+                  lock.abandoned_by, error)  # fmt: skip
 
 
 def heal_git_index(runtime: Runtime) -> None:
-    """Finish the index update of a commit that a crash interrupted (call with the lock held)."""
+    """Finish the index update of a commit that a crash interrupted (call with the lock held).
+
+    Only after a writer died holding the write lock (pipeline_lock): a commit cut off between
+    moving HEAD and writing the index can only be one of those. A big site's start-up then
+    never reads the paths of its last commits (a first import of 100,000 files among them)."""
     root = runtime.workspace.root
     if not GitRepo.is_repo(root):
         return

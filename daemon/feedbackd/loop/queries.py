@@ -35,6 +35,7 @@ from feedbackd.loop.agentfiles import (
     read_price_ledger,
     read_soul,
 )
+from feedbackd.loop.draftmemory import kept_in_git
 from feedbackd.loop.problems import reported_problems
 from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
@@ -240,15 +241,36 @@ def _item_files(agent: AgentPaths, folder: str) -> list[Path]:
 def queue(runtime: Runtime, agent_id: str) -> list[dict[str, Any]]:
     """Each queued draft with its text fields, original beside current (`GET .../queue`)."""
     agent = existing_agent(runtime, agent_id)
-    return [_draft_json(runtime, agent, path) for path in _item_files(agent, "queue")]
+    paths = _item_files(agent, "queue")
+    from_git = _first_versions_in_git(runtime, agent, paths)
+    return [_draft_json(runtime, agent, path, from_git.get(path.name)) for path in paths]
 
 
-def _draft_json(runtime: Runtime, agent: AgentPaths, path: Path) -> dict[str, Any]:
+def _first_versions_in_git(
+    runtime: Runtime, agent: AgentPaths, paths: list[Path]
+) -> dict[str, bytes]:
+    """file name → first version, for the drafts remembered as git first had them, from one
+    history walk."""
+    names = kept_in_git(runtime, agent)
+    wanted = [runtime.workspace.relative(path) for path in paths if path.name in names]
+    if not wanted:
+        return {}
+    with open_repo(runtime) as repo:
+        if repo is None:
+            return {}
+        found = repo.files_at_last_add(runtime.workspace.relative(agent.queue), wanted)
+    return {Path(rel).name: data for rel, data in found.items()}
+
+
+def _draft_json(
+    runtime: Runtime, agent: AgentPaths, path: Path, from_git: bytes | None
+) -> dict[str, Any]:
     try:
         item = read_item(path)
     except FeedbackdError as error:
         return {"id": path.stem, "format": path.suffix[1:], "error": error.message}
-    original = item.original or _first_seen(runtime, agent, path) or item.content
+    first = _first_seen(runtime, agent, path) or _parsed(from_git, path)
+    original = item.original or first or item.content
     before, now = flatten_strings(original), flatten_strings(item.content)
     fields = [
         {"field": name, "original": before.get(name), "current": value,
@@ -265,6 +287,13 @@ def _first_seen(runtime: Runtime, agent: AgentPaths, path: Path) -> dict[str, An
         return parse_item(snapshot.read_bytes(), path.suffix, path.stem).content
     except (OSError, FeedbackdError):
         return None  # not seen yet: the draft is its own original
+
+
+def _parsed(data: bytes | None, path: Path) -> dict[str, Any] | None:
+    try:
+        return parse_item(data, path.suffix, path.stem).content if data else None
+    except FeedbackdError:
+        return None
 
 
 CHART_POINTS = 200  # the newest ratings a skill's charts show

@@ -18,6 +18,7 @@ from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import rentals
 from feedbackd.loop.agentpass import AgentPass
+from feedbackd.loop.draftmemory import FirstVersions
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.repo import open_repo, open_repo_for_writing
@@ -36,6 +37,7 @@ def reconcile_all(
     keep_going: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
     ledgers: CommittedLedgers | None = None,
+    first_versions: FirstVersions | None = None,
     written_whole: frozenset[Path] = frozenset(),
     on_decision: Callable[[str, int, int], None] | None = None,
 ) -> Report:
@@ -45,9 +47,11 @@ def reconcile_all(
     was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
     progress, when given, hears (agents done, agents in all) for a progress bar. ledgers is the
     daemon's memory of the ledgers it committed (a command starts with an empty one).
-    written_whole names files a command wrote in one piece: they are decided without waiting
-    for daemon.settle_ms. on_decision hears (agent, decisions done, decisions found) after each
-    decision (the daemon's status shows it during a burst).
+    first_versions looks up the new drafts' first versions for many agents at once: the daemon
+    shares one among the agents of a pass; a full pass makes its own. written_whole names files
+    a command wrote in one piece: they are decided without waiting for daemon.settle_ms.
+    on_decision hears (agent, decisions done, decisions found) after each decision (the
+    daemon's status shows it during a burst).
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -58,6 +62,8 @@ def reconcile_all(
     ledgers = ledgers if ledgers is not None else CommittedLedgers()
     chosen = runtime.workspace.agent_ids() if agents is None else agents
     full_pass = agents is None
+    if first_versions is None and len(chosen) > 1:
+        first_versions = FirstVersions(runtime, chosen)
     with open_repo(runtime) as repo:
         if not _may_write(runtime, repo, report, full_pass):
             return report
@@ -68,7 +74,7 @@ def reconcile_all(
                 break
             heard = _for_agent(on_decision, agent_id)
             agent_pass = AgentPass(
-                runtime, repo, agent_id, ledgers, keep_going, written_whole, heard
+                runtime, repo, agent_id, ledgers, keep_going, first_versions, written_whole, heard
             )
             report.extend(_run(agent_pass, full_pass))
             if progress is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from feedbackd.core.errors import WorkspaceError
 from feedbackd.edges.git import GitRepo
@@ -16,7 +17,7 @@ def open_repo(runtime: Runtime) -> Iterator[GitRepo | None]:
         yield None
         return
     root = runtime.workspace.root
-    if not GitRepo.holds_repository(root):
+    if not _holds_its_repository(root):
         raise WorkspaceError(
             f"{root} is not a git repository",
             hint="run `feedbackd init` there, or set git.enabled: false",
@@ -38,3 +39,10 @@ def open_repo_for_writing(runtime: Runtime) -> Iterator[GitRepo | None]:
         if repo is not None:
             repo.refuse_during_operation()
         yield repo
+
+
+def _holds_its_repository(root: Path) -> bool:
+    """True when root is the top of its own git work tree. A `.git` there says so without
+    starting git (the daemon opens the repository for each agent of a pass; one that is
+    damaged is refused when opened); without one, git is asked."""
+    return (root / ".git").exists() or GitRepo.is_repo(root)
