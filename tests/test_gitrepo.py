@@ -428,3 +428,22 @@ def test_200_commits_leave_no_processes_or_file_handles_behind(git_repo: Path) -
     assert open_fds() == fds
     assert child_processes() == children
     assert not list((git_repo / ".git").glob("feedbackd-index-*"))
+
+
+def test_healing_many_lagging_paths_names_them_to_git_a_chunk_at_a_time(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a crash between a commit of many files and the index update, the index follows the
+    commit again, and git never gets all the paths on one command line."""
+    monkeypatch.setattr("feedbackd.edges.gitcommit._PATHS_PER_COMMAND", 2)
+    names = [f"_data/agents/w/queue/qi-{number}.json" for number in range(5)]
+    for name in names:
+        write(git_repo, name, "{}\n")
+    with GitRepo(git_repo) as repo:
+        assert repo.commit_paths(names, message(), ADA) is not None
+    git(git_repo, "reset", "-q", "HEAD~1", "--", *names)  # the index lags behind the commit
+    write(git_repo, "notes.txt", "mine\n")
+    git(git_repo, "add", "notes.txt")  # the user's own staged work
+    with GitRepo(git_repo) as repo:
+        assert repo.heal_index() == sorted(names)
+    assert git(git_repo, "status", "--porcelain") == "A  notes.txt\n"

@@ -35,6 +35,7 @@ log = logging.getLogger("feedbackd")
 
 _COMMIT_ATTEMPTS = 3
 _DATES = frozenset({"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"})
+_PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
 _OPERATIONS = {
     "rebase-merge": "rebase",
     "rebase-apply": "rebase",
@@ -267,20 +268,27 @@ class CommitWriter:
         touched = sorted({name.strip("\n") for name in names} - {""})
         if not touched:
             return []
-        args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head, "--", *touched]
-        lagging = self._git.run(args).decode("utf-8", "surrogateescape").split("\0")
-        stale = [
-            rel for rel in lagging if rel and self._git.blob_id(head, rel) == self._disk_id(rel)
-        ]
+        # Every staged difference, then only those of the recent commits: paths on git's command
+        # line would overflow it after a first import of a hundred thousand files.
+        args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head]
+        staged = self._git.run(args).decode("utf-8", "surrogateescape").split("\0")
+        lagging = sorted(set(staged) & set(touched))
+        stale = [rel for rel in lagging if self._head_id(head, rel) == self._disk_id(rel)]
         if stale:
             # The same crash may have left index.lock, still young at a quick restart: wait
             # until it is judged stale (or its live owner is done) instead of failing the heal.
             self._clear_index_lock()
-            self._git.run(["reset", "-q", head, "--", *stale])
-            log.warning(
-                "the git index lagged behind recent commits for %s; fixed", ", ".join(stale)
-            )
+            for start in range(0, len(stale), _PATHS_PER_COMMAND):
+                self._git.run(
+                    ["reset", "-q", head, "--", *stale[start : start + _PATHS_PER_COMMAND]]
+                )
+            shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+            log.warning("the git index lagged behind recent commits for %s; fixed", shown)
         return stale
+
+    def _head_id(self, head: str, rel: str) -> str | None:
+        found = self._batch.read(f"{head}:{rel}") if "\n" not in rel else None
+        return found.sha if found is not None and found.kind == "blob" else None
 
     def _disk_id(self, rel: str) -> str | None:
         if not (self._root / rel).is_file():
