@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import git
 from tests.workspace_kit import Site, draft
 
 
@@ -361,3 +362,32 @@ def test_run_once_shows_a_progress_bar_on_a_terminal_and_nothing_elsewhere(site:
     assert piped.returncode == 0, piped.stderr
     assert "reconciling agents" not in piped.stdout + piped.stderr
     assert "draft(a1)" in piped.stdout + piped.stderr  # the report itself is there
+
+
+def test_discovery_finds_only_real_workspaces_never_a_folder_that_merely_holds_data(
+    tmp_path: Path,
+) -> None:
+    """Run from the source checkout's root (which holds a sample `_data/`), a command must not
+    commit into that repository: only a folder with feedbackd.yaml is a workspace."""
+    checkout = tmp_path / "checkout"
+    (checkout / "_data" / "agents" / "content-writer" / "queue").mkdir(parents=True)
+    git(tmp_path, "init", "-q", str(checkout))
+    draft_file = checkout / "_data" / "agents" / "content-writer" / "queue" / "qi-101.json"
+    draft_file.write_text(json.dumps(draft({"title": "Sample"})))
+    env = {k: v for k, v in os.environ.items() if k != "FEEDBACKD_WORKSPACE"}
+    command = [sys.executable, "-m", "feedbackd", "approve", "content-writer", "qi-101"]
+    inside = subprocess.run(
+        command, cwd=checkout / "_data", capture_output=True, text=True, env=env, timeout=60
+    )
+    assert inside.returncode == 1
+    assert inside.stderr.strip() == (
+        "error: workspace_error: no feedbackd workspace here (run feedbackd init, or pass -w)"
+    )
+    assert draft_file.exists()  # nothing moved, nothing committed
+    workspace = tmp_path / "ws"
+    Site(workspace)
+    found = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "status", "--json"],
+        cwd=workspace / "_data", capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr

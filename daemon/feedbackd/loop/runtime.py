@@ -75,8 +75,14 @@ def load_settings(path: Path | None) -> Settings:
     return parse_settings(read_config(path), str(path))
 
 
+WORKSPACE_MARK = "feedbackd.yaml"  # what makes a folder a workspace for discovery
+
+
 def discover_root(explicit: str | None, cwd: Path | None = None) -> Path:
-    """--workspace, else $FEEDBACKD_WORKSPACE, else the nearest ancestor holding `_data/`."""
+    """--workspace, else $FEEDBACKD_WORKSPACE, else the nearest ancestor holding
+    `feedbackd.yaml`, which `init` always writes and commits (so every clone is found). A
+    folder that merely holds `_data/`, such as feedbackd's own source checkout, is not a
+    workspace: a command run there by mistake must not commit into it."""
     chosen = explicit or os.environ.get("FEEDBACKD_WORKSPACE")
     if chosen:
         root = Path(chosen).expanduser().absolute()
@@ -88,9 +94,6 @@ def discover_root(explicit: str | None, cwd: Path | None = None) -> Path:
         return root
     start = (cwd or Path.cwd()).absolute()
     for folder in (start, *start.parents):
-        if (folder / "_data").is_dir():
+        if (folder / WORKSPACE_MARK).is_file():
             return folder
-    raise WorkspaceError(
-        f"no workspace found in {start} or its parents (no _data/ folder)",
-        hint="run inside a workspace, pass -w DIR, or create one with `feedbackd init`",
-    )
+    raise WorkspaceError("no feedbackd workspace here", hint="run feedbackd init, or pass -w")
