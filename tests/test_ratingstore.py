@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ from feedbackd.core.ratings import Rating, parse_rating, rating_line
 from feedbackd.core.reputation import reputation_report
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.workspace import Workspace
+from feedbackd.edges import monthfiles
 from feedbackd.edges.ratingstore import INDEX_NAME, RatingStore
 from tests.bench import bench_ratings
 from tests.conftest import git
@@ -367,3 +369,92 @@ def _close(actual: Any, expected: Any) -> bool:
         return True
     assert actual == expected
     return True
+
+
+def _index_rows(store: RatingStore) -> dict[tuple[str, str, str], tuple[Any, ...]]:
+    with sqlite3.connect(store.index_path) as db:
+        rows = db.execute("SELECT provider, skill, month, size, digest, keys, tally FROM files")
+        return {tuple(row[:3]): (row[3], row[4], row[5], json.loads(row[6])) for row in rows}
+
+
+def _build_incrementally(workspace: Workspace, store: RatingStore, count: int) -> list[str]:
+    """The history written in ten pulls, the index brought up to date after each."""
+    scratch = Workspace(workspace.root.parent / "scratch")
+    bench_ratings.generate(scratch, count)
+    lines = [
+        (path.relative_to(scratch.root), line)
+        for path in sorted(scratch.agents_dir.glob("*/ratings/*/*.jsonl"))
+        for line in path.read_text().splitlines(keepends=True)
+    ]
+    for batch in range(10):
+        for relative, line in lines[batch::10]:
+            target = workspace.root / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open("a", encoding="utf-8") as handle:
+                handle.write(line)
+        store.reputation_report(bench_ratings.PROVIDER, SETTINGS, NOW)
+    return [json.loads(line)["transaction_id"] for _, line in lines]
+
+
+def test_a_rebuild_equals_the_index_built_incrementally(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RatingStore(workspace)
+    ids = _build_incrementally(workspace, store, 3000)
+    store.append(make(NOW - timedelta(hours=1), provider=bench_ratings.PROVIDER))
+    report = store.reputation_report(bench_ratings.PROVIDER, SETTINGS, NOW)
+    incremental = _index_rows(store)
+    assert report["feedback_count"] == 3001
+    for in_workers in (False, True):
+        if in_workers:  # the worker processes, as a big rebuild runs them
+            monkeypatch.setattr(monthfiles, "PARALLEL_MIN_BYTES", 0)
+            monkeypatch.setattr(monthfiles, "_cores", lambda: 2)
+        store.index_path.unlink()
+        assert _close(store.reputation_report(bench_ratings.PROVIDER, SETTINGS, NOW), report)
+        rebuilt = _index_rows(store)
+        assert rebuilt.keys() == incremental.keys()
+        for key, (size, digest, keys, tally) in rebuilt.items():
+            assert (size, digest, keys) == incremental[key][:3]
+            earlier = incremental[key][3]
+            assert tally.keys() == earlier.keys()
+            for field, value in tally.items():
+                expected = earlier[field]
+                close = value == expected if isinstance(expected, str) else None
+                assert close or value == pytest.approx(expected, rel=1e-9), (key, field)
+        assert all(store.has_transaction(tx) for tx in ids[::97])
+
+
+def test_bad_files_are_reported_the_same_when_workers_read_them(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(monthfiles, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(monthfiles, "_cores", lambda: 2)
+    store = RatingStore(workspace)
+    good, hand_written = make(), make(NOW - timedelta(days=40))
+    path = store.append(good)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("not json\n" + rating_line(good) + "\n")
+    other = store.path_for(hand_written)
+    other.parent.mkdir(parents=True, exist_ok=True)
+    other.write_text(json.dumps(hand_written.model_dump(exclude_none=True), indent=None) + "\n")
+    store.index_path.unlink(missing_ok=True)
+    with caplog.at_level(logging.WARNING):
+        assert store.reputation_report(PROVIDER, SETTINGS, NOW)["feedback_count"] == 2
+    where = workspace.relative(path)
+    assert f"{where}, line 2: skipped" in caplog.text
+    assert f"{where}, line 3: skipped: transaction rated twice" in caplog.text
+
+
+def test_when_workers_fail_the_files_are_read_here(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = RatingStore(workspace)
+    made = [make(NOW - timedelta(days=days)) for days in (0, 40, 80)]
+    for rating in made:
+        store.append(rating)
+    store.index_path.unlink()
+    monkeypatch.setattr(monthfiles, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(monthfiles, "_cores", lambda: 2)
+    monkeypatch.setattr(monthfiles, "_WORKER", "import sys; sys.exit(3)")
+    expected = reputation_report(PROVIDER, made, SETTINGS, NOW)
+    assert _close(store.reputation_report(PROVIDER, SETTINGS, NOW), expected)

@@ -1,17 +1,24 @@
 """Benchmark of the rating store at scale: one provider with a million ratings over two years.
 
-Run: `python -m tests.bench.bench_ratings [--ratings N] [--repeat R] [--keep DIR]`.
+Run: `python -m tests.bench.bench_ratings [--ratings N] [--repeat R] [--keep DIR] [--rebuild]`.
 The history is written straight into the month files (as other machines' pulls would leave it),
 then `feedback list --since 7d`, `reputation` and the duplicate check are timed cold (no index:
 the first run builds it) and warm, against a baseline that reads and validates every line of the
 same files, as a store without an index would. The last row submits a new rating each run, so
 its warm time includes re-reading the month file that just grew (only its new line is parsed).
 Prints median times and the speed-up ratios.
+
+Then (or alone, with `--rebuild`) the first command after a fresh clone: the index deleted, a
+reputation that rebuilds it from every month file, with worker processes (as commands run) and
+in this one process, against the floor of merely listing and reading the same files. The three
+are measured in turn, `--rebuild-repeat` times, so that other work on the machine weighs on all
+of them alike; the load average is printed before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -29,6 +36,7 @@ from feedbackd.core.ratings import QUALITIES, Rating, rating_line
 from feedbackd.core.reputation import feedback_list_report, reputation_report
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.workspace import Workspace
+from feedbackd.edges import monthfiles
 from feedbackd.edges.ratingstore import RatingStore
 
 PROVIDER = "heavylift-chengwen"
@@ -175,16 +183,71 @@ def run(root: Path, count: int, repeat: int, baseline_repeat: int) -> Iterator[s
         )
 
 
+def read_every_file(workspace: Workspace) -> int:
+    """The floor of a rebuild: list the month files and read each of them once."""
+    return sum(len(path.read_bytes()) for path in workspace.agents_dir.glob("*/ratings/*/*.jsonl"))
+
+
+def rebuild(store: RatingStore, settings: ReputationSettings, in_workers: bool) -> object:
+    """The first command after a fresh clone: no index yet, so it is built from every file."""
+    for leftover in store.index_path.parent.glob(store.index_path.name + "*"):
+        leftover.unlink()
+    threshold = monthfiles.PARALLEL_MIN_BYTES
+    monthfiles.PARALLEL_MIN_BYTES = threshold if in_workers else sys.maxsize
+    try:
+        return store.reputation_report(PROVIDER, settings, NOW)
+    finally:
+        monthfiles.PARALLEL_MIN_BYTES = threshold
+
+
+def run_rebuild(workspace: Workspace, repeat: int) -> Iterator[str]:
+    """Yield lines of results of the rebuild after a fresh clone, against the floor."""
+    settings = ReputationSettings()
+    store = RatingStore(workspace)
+    cases: dict[str, Callable[[], object]] = {
+        "list + read every file (floor)": lambda: read_every_file(workspace),
+        "rebuild (worker processes)": lambda: rebuild(store, settings, in_workers=True),
+        "rebuild (one process)": lambda: rebuild(store, settings, in_workers=False),
+    }
+    yield f"rebuild after a fresh clone, {repeat} runs; load average {_load()}"
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, action in cases.items():
+            times[name].append(timed(action, 0)[0])
+    floor = statistics.median(times["list + read every file (floor)"])
+    yield f"{'':32} {'median':>8} {'min':>8} {'max':>8} {'/ floor':>8}"
+    for name, measured in times.items():
+        median = statistics.median(measured)
+        yield (
+            f"{name:32} {median:7.2f}s {min(measured):7.2f}s {max(measured):7.2f}s"
+            f" {median / floor:7.1f}x"
+        )
+    yield f"load average after: {_load()}"
+
+
+def _load() -> str:
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--ratings", type=int, default=1_000_000)
+    parser.add_argument("--ratings", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5, help="warm runs (median shown)")
     parser.add_argument("--baseline-repeat", type=int, default=1, help="naive runs (slow)")
+    parser.add_argument("--rebuild", action="store_true", help="measure only the rebuild")
+    parser.add_argument("--rebuild-repeat", type=int, default=5, help="rebuilds (median shown)")
     parser.add_argument("--keep", type=Path, help="build the workspace here and keep it")
     args = parser.parse_args(argv)
     root = args.keep or Path(tempfile.mkdtemp(prefix="feedbackd-bench-"))
     try:
-        for line in run(root, args.ratings, max(1, args.repeat), max(1, args.baseline_repeat)):
+        if args.rebuild:
+            began = time.perf_counter()
+            generate(Workspace(root), args.ratings)
+            print(f"generated {args.ratings:,} ratings in {time.perf_counter() - began:.1f} s")
+        else:
+            for line in run(root, args.ratings, max(1, args.repeat), max(1, args.baseline_repeat)):
+                print(line, flush=True)
+        for line in run_rebuild(Workspace(root), max(1, args.rebuild_repeat)):
             print(line, flush=True)
     finally:
         if args.keep is None:

@@ -13,7 +13,7 @@ import json
 import re
 import uuid
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -29,14 +29,12 @@ from pydantic_core import ErrorDetails
 
 from feedbackd.core.errors import InvalidFeedback
 from feedbackd.core.ids import ID_RULE, is_valid_id
+from feedbackd.core.ratingwords import COST_VALUES as COST_VALUES
+from feedbackd.core.ratingwords import FAILED_QUALITIES as FAILED_QUALITIES
+from feedbackd.core.ratingwords import QUALITIES as QUALITIES
+from feedbackd.core.ratingwords import CostValue as CostValue
+from feedbackd.core.ratingwords import Quality as Quality
 from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, parse_iso, utcnow
-
-# The words a rating may use (SPEC §6), best first; settings key their maps by these too.
-Quality = Literal["excellent", "good", "acceptable", "poor", "failed"]
-CostValue = Literal["great", "fair", "overpriced"]
-QUALITIES: tuple[Quality, ...] = get_args(Quality)
-COST_VALUES: tuple[CostValue, ...] = get_args(CostValue)
-FAILED_QUALITIES: frozenset[Quality] = frozenset({"poor", "failed"})
 
 # One submitted rating is a few hundred bytes; an inbox file may hold many of them.
 MAX_RATING_CHARS = 64 * 1024

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import json
 import logging
 import os
@@ -42,6 +41,7 @@ from feedbackd.core.reputation import Point, Tally, merge, report_from_tallies, 
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.files import append_line
+from feedbackd.edges.monthfiles import Job, Read, digest, read_all, read_bytes, summary_of
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +98,7 @@ class RatingStore:
     def __init__(self, workspace: Workspace, *, progress: Progress | None = None) -> None:
         self.workspace = workspace
         self.progress = progress
+        self._progress = (0, 0)  # (bytes read, bytes to read) of the refresh under way
 
     @property
     def index_path(self) -> Path:
@@ -192,7 +193,7 @@ class RatingStore:
             file_tally = entry.tally
             if file_tally.ref > cap:
                 # This file holds ratings from after `now`: their age counts as 0, so tally again.
-                scan = _scan_lines(self.workspace, month_file, _read(month_file.path), 0)
+                scan = _scan_lines(self.workspace, month_file, read_bytes(month_file.path), 0)
                 file_tally = tally(scan.points, settings.decay_days, cap)
             result.setdefault(month_file.skill, []).append(file_tally)
         return result
@@ -233,16 +234,29 @@ class RatingStore:
                 entries[month_file] = entry
             else:
                 stale.append((month_file, stat))
-        total, done = sum(stat.st_size for _, stat in stale), 0
+        self._progress = (0, sum(stat.st_size for _, stat in stale))
+        # Files the index has never seen (all of them after a fresh clone) are read in bulk.
+        unseen = {month_file: stat for month_file, stat in stale if month_file not in known}
+        for month_file, read in _read_unseen(unseen, decay_days):
+            stat = unseen[month_file]
+            if read is None or read.summary is None:
+                entries[month_file] = self._reindex(db, month_file, None, stat, decay_days)
+            else:
+                entries[month_file] = _save_summary(db, month_file, stat, read)
+            self._advance(stat.st_size)
         for month_file, stat in stale:
-            entries[month_file] = self._reindex(
-                db, month_file, known.get(month_file), stat, decay_days
-            )
-            done += stat.st_size
-            if self.progress:
-                self.progress(done, total)
+            if month_file in known:
+                entry = self._reindex(db, month_file, known[month_file], stat, decay_days)
+                entries[month_file] = entry
+                self._advance(stat.st_size)
         _forget_missing(db, files, scope)
         return entries
+
+    def _advance(self, size: int) -> None:
+        done, total = self._progress
+        self._progress = (done + size, total)
+        if self.progress:
+            self.progress(done + size, total)
 
     def _reindex(
         self,
@@ -253,21 +267,47 @@ class RatingStore:
         decay_days: float,
     ) -> _Entry:
         """Read a changed month file: only its new lines when it merely grew, else all of it."""
-        data = _read(month_file.path)
+        data = read_bytes(month_file.path)
         earlier = entry if entry is not None and _only_grew(entry, data, decay_days) else None
         keys = _load_keys(db, earlier.id) if earlier else []
         start = earlier.size if earlier else 0
+        # Only a file ending in a newline can be extended by appends without re-reading it.
+        whole = digest(data) if data.endswith(b"\n") or not data else None
+        if earlier is None:
+            summary = summary_of(data, _job(month_file, decay_days, len(data)))
+            if summary is not None:
+                return _save_summary(db, month_file, stat, Read(len(data), whole, summary))
         scan = _scan_lines(self.workspace, month_file, data, start, set(keys))
         new_tally = tally(scan.points, decay_days)
         if earlier:
             new_tally = merge(earlier.tally, new_tally)
-        # Only a file ending in a newline can be extended by appends without re-reading it.
-        digest = _digest(data) if data.endswith(b"\n") or not data else None
         sorted_keys = b"".join(sorted([*keys, *scan.keys]))
         file_id = _save_entry(
-            db, month_file, (len(data), stat.st_mtime_ns, digest, new_tally, sorted_keys)
+            db, month_file, (len(data), stat.st_mtime_ns, whole, new_tally, sorted_keys)
         )
-        return _Entry(file_id, len(data), stat.st_mtime_ns, digest, new_tally)
+        return _Entry(file_id, len(data), stat.st_mtime_ns, whole, new_tally)
+
+
+def _job(month_file: MonthFile, decay_days: float, size: int) -> Job:
+    return Job(month_file.path, month_file.provider, month_file.skill, decay_days, size)
+
+
+def _read_unseen(
+    unseen: dict[MonthFile, os.stat_result], decay_days: float
+) -> Iterator[tuple[MonthFile, Read | None]]:
+    by_path = {month_file.path: month_file for month_file in unseen}
+    jobs = [_job(month_file, decay_days, stat.st_size) for month_file, stat in unseen.items()]
+    for job, read in read_all(jobs):
+        yield by_path[job.path], read
+
+
+def _save_summary(
+    db: sqlite3.Connection, month_file: MonthFile, stat: os.stat_result, read: Read
+) -> _Entry:
+    assert read.summary is not None
+    values = (read.size, stat.st_mtime_ns, read.digest, read.summary.tally, read.summary.keys)
+    file_id = _save_entry(db, month_file, values)
+    return _Entry(file_id, read.size, stat.st_mtime_ns, read.digest, read.summary.tally)
 
 
 def _folders(workspace: Workspace, folder: Path) -> Iterator[os.DirEntry[str]]:
@@ -305,7 +345,7 @@ def _read_fields(
     workspace: Workspace, month_file: MonthFile, since_iso: str | None
 ) -> Iterator[dict[str, Any]]:
     """The valid ratings of a month file, skipping those before `since_iso` cheaply."""
-    for number, line in _lines(_read(month_file.path), 0):
+    for number, line in _lines(read_bytes(month_file.path), 0):
         if since_iso is not None and _clearly_before(line, since_iso):
             continue
         fields = _checked(workspace, month_file, number, line)
@@ -318,14 +358,6 @@ def _stat(path: Path) -> os.stat_result | None:
         return path.stat()
     except FileNotFoundError:
         return None
-
-
-def _read(path: Path) -> bytes:
-    """A month file's bytes; one removed since it was listed reads as empty."""
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
 
 
 def _lines(data: bytes, start: int) -> Iterator[tuple[int, str | bytes]]:
@@ -459,10 +491,11 @@ def _entries(db: sqlite3.Connection, files: list[MonthFile]) -> dict[MonthFile, 
     wanted = {(f.provider, f.skill, f.month): f for f in files}
     rows = db.execute("SELECT id, provider, skill, month, size, mtime_ns, digest, tally FROM files")
     entries = {}
-    for file_id, provider, skill, month, size, mtime_ns, digest, tally_json in rows:
+    for file_id, provider, skill, month, size, mtime_ns, file_digest, tally_json in rows:
         month_file = wanted.get((provider, skill, month))
         if month_file is not None:
-            entries[month_file] = _Entry(file_id, size, mtime_ns, digest, _load_tally(tally_json))
+            entry = _Entry(file_id, size, mtime_ns, file_digest, _load_tally(tally_json))
+            entries[month_file] = entry
     return entries
 
 
@@ -490,12 +523,8 @@ def _only_grew(entry: _Entry, data: bytes, decay_days: float) -> bool:
         entry.digest is not None
         and entry.tally.decay_days == decay_days
         and len(data) > entry.size
-        and _digest(data[: entry.size]) == entry.digest
+        and digest(data[: entry.size]) == entry.digest
     )
-
-
-def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _key(transaction_id: str) -> bytes:

@@ -1,0 +1,198 @@
+"""Rating month files read whole for the index: in bulk, and on every core when there are many.
+
+The rating index of a fresh clone is built from every month file (300 MB for a million
+ratings). Each file is read, fingerprinted and summed up by `feedbackd.core.monthscan`; with more
+than `PARALLEL_MIN_BYTES` to read and more than one core, worker processes share the files.
+
+A worker is a fresh interpreter (`python -S -c ...`) that imports only this module and the light
+pure modules it needs: not a fork (the daemon's other threads may hold locks) and not
+`multiprocessing`'s spawn, which would run the caller's main script again in every worker. It
+reads its share of the jobs, pickled, on stdin and answers one length-prefixed pickle per file
+on stdout. If workers cannot be had or one fails, the files not yet read are read here.
+
+A file that the bulk reading cannot sum up comes back without a summary, for the caller to read
+line by line, warnings and all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import pickle
+import selectors
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from feedbackd.core.monthscan import Summary, summarise
+
+log = logging.getLogger(__name__)
+
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this, starting workers costs more than it saves
+MAX_WORKERS = 4
+
+
+@dataclass(frozen=True)
+class Job:
+    """One month file to read whole, and the decay its tally is wanted with."""
+
+    path: Path
+    provider: str
+    skill: str
+    decay_days: float
+    size: int  # its size when it was listed: the bigger files go first
+
+
+@dataclass(frozen=True)
+class Read:
+    """What reading a month file whole found."""
+
+    size: int
+    digest: bytes | None  # of the whole file, when it ends in a newline (it can grow by appends)
+    summary: Summary | None  # None: a line needs reading one by one
+
+
+def read_bytes(path: Path) -> bytes:
+    """A month file's bytes; one removed since it was listed reads as empty."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+def digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def summary_of(data: bytes, job: Job) -> Summary | None:
+    """The file's summary, or None when it must be read line by line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return summarise(text, job.provider, job.skill, job.decay_days)
+
+
+def read_whole(job: Job) -> Read:
+    data = read_bytes(job.path)
+    whole = digest(data) if data.endswith(b"\n") or not data else None
+    return Read(len(data), whole, summary_of(data, job))
+
+
+def read_all(jobs: Sequence[Job]) -> Iterator[tuple[Job, Read | None]]:
+    """Each job with what its file held, as soon as it is read (in no particular order); None
+    when a worker could not read it (the caller reads it again, and sees why)."""
+    workers = min(_cores(), MAX_WORKERS, len(jobs))
+    pending = set(range(len(jobs)))
+    if workers >= 2 and sum(job.size for job in jobs) >= PARALLEL_MIN_BYTES:
+        try:
+            for at, read in _read_in_workers(jobs, workers):
+                pending.discard(at)
+                yield jobs[at], read
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError) as exc:
+            log.info("reading rating files in worker processes failed (%s); reading them here", exc)
+    yield from ((jobs[at], read_whole(jobs[at])) for at in sorted(pending))
+
+
+def serve() -> None:
+    """A worker: jobs from stdin, one answer per job on stdout, as each is done."""
+    share: list[tuple[int, Job]] = pickle.load(sys.stdin.buffer)
+    out = sys.stdout.buffer
+    for at, job in share:
+        try:
+            read: Read | None = read_whole(job)
+        except OSError:
+            read = None
+        answer = pickle.dumps((at, read), protocol=pickle.HIGHEST_PROTOCOL)
+        out.write(_FRAME.pack(len(answer)) + answer)
+        out.flush()
+
+
+_FRAME = struct.Struct("<Q")
+_WORKER = "from feedbackd.edges.monthfiles import serve; serve()"
+
+
+def _read_in_workers(jobs: Sequence[Job], workers: int) -> Iterator[tuple[int, Read | None]]:
+    # Where this package lies, so that a worker imports this very code without site-packages.
+    home = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [home, os.environ.get("PYTHONPATH")])),
+    }
+    children: list[subprocess.Popen[bytes]] = []
+    try:
+        for share in _shares(jobs, workers):
+            child = subprocess.Popen(
+                [sys.executable, "-S", "-c", _WORKER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+            )
+            children.append(child)
+            assert child.stdin is not None
+            with child.stdin:
+                pickle.dump([(at, jobs[at]) for at in share], child.stdin)
+        yield from _answers(children)
+        status = max(abs(child.wait()) for child in children)
+        if status:
+            raise OSError(f"a worker process ended with status {status}")
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.wait()
+            if child.stdout is not None:
+                child.stdout.close()
+
+
+def _shares(jobs: Sequence[Job], workers: int) -> list[list[int]]:
+    """Jobs dealt to workers, biggest first to the least loaded, so that they end together."""
+    shares: list[list[int]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for at in sorted(range(len(jobs)), key=lambda at: jobs[at].size, reverse=True):
+        lightest = loads.index(min(loads))
+        shares[lightest].append(at)
+        loads[lightest] += jobs[at].size
+    return [share for share in shares if share]
+
+
+def _answers(children: list[subprocess.Popen[bytes]]) -> Iterator[tuple[int, Read | None]]:
+    """The answers of all workers, as they come."""
+    with selectors.DefaultSelector() as selector:
+        buffers: dict[int, bytearray] = {}
+        for child in children:
+            assert child.stdout is not None
+            selector.register(child.stdout, selectors.EVENT_READ)
+            buffers[child.stdout.fileno()] = bytearray()
+        while selector.get_map():
+            for key, _ in selector.select():
+                stream: IO[bytes] = key.fileobj  # type: ignore[assignment]
+                chunk = os.read(stream.fileno(), 1 << 20)
+                if not chunk:
+                    selector.unregister(stream)
+                    continue
+                yield from _frames(buffers[stream.fileno()], chunk)
+
+
+def _frames(buffer: bytearray, chunk: bytes) -> Iterator[tuple[int, Read | None]]:
+    """The whole answers in buffer + chunk; what is left of a cut one stays in buffer."""
+    buffer += chunk
+    while len(buffer) >= _FRAME.size:
+        (size,) = _FRAME.unpack_from(buffer)
+        if len(buffer) < _FRAME.size + size:
+            return
+        answer: tuple[int, Read | None] = pickle.loads(buffer[_FRAME.size : _FRAME.size + size])
+        del buffer[: _FRAME.size + size]
+        yield answer
+
+
+def _cores() -> int:
+    with contextlib.suppress(AttributeError, OSError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
