@@ -16,7 +16,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 WIDTH, HEIGHT = 640, 360
-LEFT, RIGHT, TOP, BOTTOM = 64, 24, 40, 56
+LEFT, RIGHT, TOP, BOTTOM = 64, 44, 40, 56
 COLOURS = ("#1f6feb", "#8b949e", "#d1242f", "#2da44e")
 
 
