@@ -463,6 +463,26 @@ def test_sighup_reloads_the_configuration(
     assert "show_feild" in daemon.log() and daemon.proc.poll() is None
 
 
+def test_an_edited_configuration_is_picked_up_without_a_signal(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """The daemon and the commands work to the same settings: a rejection section a command
+    writes after `prompt.include_rejections: true` is not removed again by the daemon."""
+    drafts(site, "w", 2)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    site.configure("prompt:\n  include_rejections: true\n")
+    wait_for(lambda: "configuration reloaded" in daemon.log(), what="the reload")
+    done = site.cli("reject", "w", "qi-000", "--notes", "Too dry for the audience")
+    assert done.returncode == 0, done.stderr
+    assert "Things to avoid" in site.prompt("w")
+    edit_and_approve(site, "w", "qi-001")
+    wait_for(lambda: decided(site, "w") == ["qi-001"], what="the approval")
+    idle(daemon, quiet_s=0.5)
+    assert "Things to avoid" in site.prompt("w") and "Too dry" in site.prompt("w")
+    assert not any(s.startswith("sync(w)") for s in subjects(site))
+
+
 def test_sigterm_in_a_burst_finishes_the_decision_in_hand(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

@@ -36,3 +36,28 @@ def read_config(path: Path) -> str:
         return read_file_bytes(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
+
+
+class SettingsFile:
+    """The file the daemon's settings come from, watched by its size, time and inode: an edit
+    is picked up as a SIGHUP would be, so the daemon and the commands never work to different
+    settings."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen = _signature(path)
+
+    def changed(self) -> bool:
+        now = _signature(self.path)
+        if now == self.seen:
+            return False
+        self.seen = now
+        return True
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns)

@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 
 from feedbackd.core.errors import FeedbackdError
@@ -30,6 +31,7 @@ from feedbackd.edges.instance import InstanceLock, writers_waiting
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
+from feedbackd.loop.configfile import SettingsFile
 from feedbackd.loop.draftmemory import FirstVersions
 from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
@@ -45,10 +47,10 @@ from feedbackd.loop.watching import WatcherKeeper
 log = logging.getLogger("feedbackd")
 
 # Wake up now and then even when nothing happens, to look after the watcher thread.
-IDLE_WAKE_S = 30.0
 SYNC_GRACE_S = 10.0  # at shutdown, how long a sync in flight may take to finish
 WRITERS_FIRST_MAX_S = 10.0  # how long a pass gives way to commands waiting for the lock
 STATUS_EVERY_S = 1.0  # during a burst, how often the status file shows how far it got
+SETTINGS_LOOK_S = 1.0  # how soon an edited feedbackd.yaml is picked up
 
 
 @dataclass
@@ -91,6 +93,7 @@ class Daemon:
         self.stop = threading.Event()
         self.stop_signal = 0
         self.reload_requested = False
+        self.settings_file = SettingsFile(_settings_path(runtime))
         self.config_problem: str | None = None  # a reload refused: the old settings stand
         self.wakeup = Wakeup()
         self.watching = WatcherKeeper(self.wakeup)
@@ -192,6 +195,7 @@ class Daemon:
             self._write_status()
         else:
             log.info("configuration reloaded")
+            self.settings_file = SettingsFile(_settings_path(self.runtime))
             self.config_problem = None
             self.syncer.runtime = self.runtime  # read when the next sync starts
             self.dirty.everything = True  # settings change what a snippet says
@@ -209,6 +213,9 @@ class Daemon:
             self.wakeup.wait(self._next_timeout())
         for changes in self.watching.drain():
             self.dirty.add(changes)
+        if self.settings_file.changed():
+            log.info("%s changed; reloading the configuration", self.settings_file.path.name)
+            self.reload_requested = True
         self._due_timers()
         self.heartbeat.beat()
         self._keep_instance_lock()
@@ -226,7 +233,7 @@ class Daemon:
             return 0.0
         now_wall, now = time.time(), time.monotonic()
         waits = [
-            IDLE_WAKE_S,
+            SETTINGS_LOOK_S,
             self.full_pass.seconds_until_due(now),
             self.book.seconds_until_due(now_wall),
             self.heartbeat.seconds_until_due(now),
@@ -389,3 +396,8 @@ class Daemon:
             )
         except OSError as error:  # a full disk must not stop the work itself
             log.error("cannot write the status file: %s", error)
+
+
+def _settings_path(runtime: Runtime) -> Path:
+    """The configuration file in use, or the workspace's feedbackd.yaml that would be."""
+    return runtime.config_file or runtime.workspace.root / "feedbackd.yaml"
