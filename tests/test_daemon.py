@@ -7,6 +7,8 @@ import itertools
 import json
 import os
 import signal
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -672,3 +674,23 @@ def test_commits_are_pushed_to_the_remote(
 
     wait_for(pushed, what="the push")
     assert daemon.proc.poll() is None
+
+
+# --- make run ---------------------------------------------------------------------------------
+def test_make_run_never_deletes_a_demo_that_a_live_daemon_holds(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """`make run` again while the first one still runs: refused before anything is deleted."""
+    drafts(site, "w", 1)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    edit_and_approve(site, "w", "qi-000")
+    wait_for(lambda: decided(site, "w") == ["qi-000"], what="the curator's decision")
+    again = subprocess.run(
+        [sys.executable, "-m", "feedbackd.cli.demo", str(site.root)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert again.returncode == 1
+    assert again.stderr.startswith(f"error: locked: a feedbackd daemon (pid {daemon.pid})")
+    assert decided(site, "w") == ["qi-000"] and daemon.proc.poll() is None
+    assert "HEAD moved" not in daemon.log()

@@ -9,23 +9,23 @@ from pathlib import Path
 from feedbackd.cli.app import main as cli_main
 from feedbackd.core.commitmsg import FEEDBACKD_PERSON
 from feedbackd.edges.git import GitRepo
+from feedbackd.edges.instance import daemon_running, holder_pid
 from feedbackd.loop.workspace_init import init_workspace, sample_data_dir
 
 TRY = """
 feedbackd demo workspace: {root}
 In a second terminal (from the project folder), try:
 
-  source .venv/bin/activate; export FEEDBACKD_WORKSPACE={root}
-  $EDITOR $FEEDBACKD_WORKSPACE/_data/agents/content-writer/queue/qi-101.json   # change the title
-  mv $FEEDBACKD_WORKSPACE/_data/agents/content-writer/queue/qi-101.json \\
-     $FEEDBACKD_WORKSPACE/_data/agents/content-writer/approved/
+  source .venv/bin/activate; cd {root}
+  $EDITOR _data/agents/content-writer/queue/qi-101.json   # change the title
+  mv _data/agents/content-writer/queue/qi-101.json _data/agents/content-writer/approved/
   feedbackd recent content-writer        # the corrections just recorded
   feedbackd prompt content-writer        # what the agent reads on its next run
   feedbackd reject content-writer qi-102 --notes "Too generic, name a real project"
   feedbackd log                          # the learning history from git
   feedbackd status                       # what this daemon is doing
   feedbackd serve                        # the web panel: http://127.0.0.1:8787/
-  git -C $FEEDBACKD_WORKSPACE log -3 --format='%an: %s%n%b'
+  git log -3 --format='%an: %s%n%b'
 
 Stop the daemon with Ctrl-C. `make run` starts again from a fresh copy.
 """
@@ -33,6 +33,7 @@ Stop the daemon with Ctrl-C. `make run` starts again from a fresh copy.
 
 def build(root: Path) -> None:
     if root.exists():
+        refuse_while_in_use(root)
         shutil.rmtree(root)
     root.mkdir(parents=True)
     shutil.copytree(sample_data_dir(), root / "_data")
@@ -41,6 +42,18 @@ def build(root: Path) -> None:
     with GitRepo(root) as repo:
         author = repo.user_identity() or FEEDBACKD_PERSON
         repo.commit_paths(["_data"], "Add the sample agents, drafts and ratings", author)
+
+
+def refuse_while_in_use(root: Path) -> None:
+    """A daemon still running in the demo holds the curator's decisions: never delete them."""
+    state_dir = root / ".feedbackd"
+    if daemon_running(state_dir):
+        pid = holder_pid(state_dir)
+        running = f"pid {pid}" if pid is not None else "its pid unknown"
+        raise SystemExit(
+            f"error: locked: a feedbackd daemon ({running}) is running in {root}; stop it first"
+            " (Ctrl-C in its terminal), then run `make run` again"
+        )
 
 
 def main(argv: list[str]) -> int:
