@@ -391,3 +391,17 @@ def test_discovery_finds_only_real_workspaces_never_a_folder_that_merely_holds_d
         cwd=workspace / "_data", capture_output=True, text=True, env=env, timeout=60,
     )  # fmt: skip
     assert found.returncode == 0, found.stderr
+
+
+def test_deciding_an_item_already_decided_says_where_it_is_and_when(site: Site) -> None:
+    site.write("w", "qi-102.json", draft({"t": "drafted"}))
+    site.reconcile()
+    site.move("w", "qi-102.json", "rejected")  # the curator's mv, then the command out of habit
+    site.reconcile()
+    done = site.cli("reject", "w", "qi-102", "--notes", "Too generic")
+    assert done.returncode == 1
+    message = done.stderr.strip()
+    assert message.startswith(
+        "error: already_decided: qi-102 is already in w/rejected/ (decided at "
+    )
+    assert " UTC)" in message and "no draft" not in message

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from feedbackd.core.decisions import latest_states
 from feedbackd.core.errors import (
     AlreadyDecided,
     FeedbackdError,
@@ -25,6 +26,7 @@ from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import (
     existing_agent,
     read_item,
+    read_ledger,
     set_content_fields,
     set_rejection_feedback,
 )
@@ -58,10 +60,22 @@ def _refuse_if_decided(agent: AgentPaths, item_id: str) -> None:
     for folder in ("approved", "rejected"):
         for suffix in ITEM_SUFFIXES:
             if (agent.folder(folder) / (item_id + suffix)).is_file():
+                when = _decided_at(agent, item_id)
                 raise AlreadyDecided(
-                    f"{item_id} is already in {agent.agent_id}/{folder}/",
+                    f"{item_id} is already in {agent.agent_id}/{folder}/{when}",
                     hint=f"move it back to queue/ to decide it again ({agent.queue})",
                 )
+
+
+def _decided_at(agent: AgentPaths, item_id: str) -> str:
+    """` (decided at 2026-12-03 07:40 UTC)` from the ledger, or nothing when it does not say."""
+    try:
+        record = latest_states(read_ledger(agent.decisions)).get(item_id)
+    except OSError:
+        return ""
+    if record is None or record.state == "queued":
+        return ""
+    return f" (decided at {record.at[:16].replace('T', ' ')} UTC)"
 
 
 def move_target(source: Path, folder: Path) -> Path:
