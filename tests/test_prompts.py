@@ -44,6 +44,15 @@ def test_only_the_last_examples_in_chronological_order() -> None:
     assert "o5" not in text
 
 
+def test_examples_with_an_empty_side_are_skipped_and_the_window_counts_only_examples() -> None:
+    """webhouse's own loader skips them: the agent runner and the snippet show the same five."""
+    entries = [fix("title", f"o{i}", f"c{i}") for i in range(3)]
+    entries += [fix("excerpt", "", "added"), fix("alt", "removed", "")]
+    text = render_snippet(entries, PromptSettings(max_examples=2))
+    assert "Original: o1\nCorrected: c1\n\nExample 2:\nOriginal: o2\nCorrected: c2\n" in text
+    assert "added" not in text and "removed" not in text
+
+
 def test_show_field_labels_each_example() -> None:
     text = render_snippet([fix("seo.metaTitle", "a", "b")], PromptSettings(show_field=True))
     assert text.splitlines()[1] == "Example 1 (seo.metaTitle):"

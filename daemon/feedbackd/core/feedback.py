@@ -42,12 +42,9 @@ class FeedbackEntry(BaseModel):
 
     @property
     def is_example(self) -> bool:
-        """Usable as a prompt example: a correction or edit with both values."""
-        return (
-            self.type in ("correction", "edit")
-            and self.original is not None
-            and self.corrected is not None
-        )
+        """Usable as a prompt example: a correction or edit with both values non-empty (as
+        webhouse's own loader takes them, so both show the agent the same examples)."""
+        return self.type in ("correction", "edit") and bool(self.original) and bool(self.corrected)
 
 
 def new_entry(now: datetime, **fields: Any) -> FeedbackEntry:
