@@ -405,3 +405,12 @@ def test_deciding_an_item_already_decided_says_where_it_is_and_when(site: Site) 
         "error: already_decided: qi-102 is already in w/rejected/ (decided at "
     )
     assert " UTC)" in message and "no draft" not in message
+
+
+def test_sync_without_a_remote_is_an_error_that_says_how_to_set_one(site: Site) -> None:
+    done = site.cli("sync")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: config_error: no remote to sync with: git.remote")
+    assert "git remote add origin URL" in done.stderr
+    as_json = site.cli("sync", "--json")
+    assert json.loads(as_json.stderr)["error"] == "config_error"

@@ -13,7 +13,7 @@ import typer
 from feedbackd.cli.common import GLOBALS, JsonOption, command, report_out
 from feedbackd.cli.merge_driver import report_refusal, run_merge_driver
 from feedbackd.cli.output import print_json
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import ConfigError, FeedbackdError
 
 
 def register(app: typer.Typer) -> None:
@@ -50,6 +50,12 @@ def sync(as_json: JsonOption = False) -> None:
     runtime = GLOBALS.runtime()
     syncer = Syncer(runtime)
     result = syncer.sync()
+    if result.outcome == "disabled":
+        raise ConfigError(
+            "no remote to sync with: git.remote is not set (or git.enabled is false)",
+            hint="add one (`git remote add origin URL`), then set `remote: origin` under `git:`"
+            " in feedbackd.yaml",
+        )
     if as_json:
         print_json({"outcome": result.outcome, "message": result.message, **syncer.status()})
     else:
