@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.core.ratings import ALLOWED
 from tests.conftest import git
 from tests.workspace_kit import Site, draft
 
@@ -414,3 +415,10 @@ def test_sync_without_a_remote_is_an_error_that_says_how_to_set_one(site: Site) 
     assert "git remote add origin URL" in done.stderr
     as_json = site.cli("sync", "--json")
     assert json.loads(as_json.stderr)["error"] == "config_error"
+
+
+def test_feedback_submit_help_lists_every_field_and_an_example(site: Site) -> None:
+    shown = site.cli("feedback", "submit", "--help").stdout
+    for field in ALLOWED:
+        assert f"{field}:" in shown, field
+    assert "one of great, fair, overpriced" in shown and "Example: --json" in shown

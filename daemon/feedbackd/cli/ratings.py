@@ -12,6 +12,7 @@ from rich.table import Table
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
 from feedbackd.cli.output import console, print_json, progress_bar
 from feedbackd.core.ids import validate_id
+from feedbackd.core.ratings import ALLOWED
 from feedbackd.loop import actions, queries
 from feedbackd.loop.agentfiles import list_memory
 
@@ -25,7 +26,18 @@ def register(app: typer.Typer) -> None:
     app.command("memory")(memory)
 
 
-@feedback_app.command("submit")
+def _fields_help() -> str:
+    """Every field of a rating, what it takes, and an example: from the rules that check it."""
+    lines = [f"{name}: {allowed}" for name, allowed in ALLOWED.items()]
+    example = (
+        '{"transaction_id": "123e4567-e89b-12d3-a456-426614174000", "provider_agent":'
+        ' "heavylift-chengwen", "skill_id": "claude-code-run", "rating": 4, "result_quality":'
+        ' "good", "would_reuse": true, "cost_value_ratio": "fair"}'
+    )
+    return "\n\n".join(["Fields of the rating (--json):", *lines, f"Example: --json '{example}'"])
+
+
+@feedback_app.command("submit", epilog=_fields_help())
 @command
 def submit(
     payload: Annotated[str, typer.Option("--json", help="The rating as a JSON object.")],
