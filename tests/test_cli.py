@@ -422,3 +422,22 @@ def test_feedback_submit_help_lists_every_field_and_an_example(site: Site) -> No
     for field in ALLOWED:
         assert f"{field}:" in shown, field
     assert "one of great, fair, overpriced" in shown and "Example: --json" in shown
+
+
+def test_reputation_numbers_say_what_they_cover(site: Site) -> None:
+    unrated = site.cli("reputation", "nobody-yet").stdout
+    assert "0.5: no ratings yet, so the starting value (reputation.cold_start" in unrated
+    rating = {
+        "transaction_id": "123e4567-e89b-12d3-a456-426614174000",
+        "provider_agent": "prov", "skill_id": "code-run", "rating": 4,
+        "result_quality": "good", "would_reuse": True, "cost_value_ratio": "fair",
+    }  # fmt: skip
+    assert (
+        site.cli("feedback", "submit", "--as", "buyer", "--json", json.dumps(rating)).returncode
+        == 0
+    )
+    rated = site.cli("reputation", "prov").stdout
+    assert "confidence" in rated and "total weight, each counting less as it ages" in rated
+    listed = site.cli("feedback", "list", "--skill", "code-run").stdout
+    assert "the reputation of these ratings only" in listed
+    assert "average None" not in site.cli("feedback", "list", "--skill", "nothing").stdout

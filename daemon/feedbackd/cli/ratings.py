@@ -91,9 +91,16 @@ def _print_list(report: dict[str, object]) -> None:
     shown = len(feedbacks) if isinstance(feedbacks, list) else 0
     total = report["count"]
     more = f" (the newest {shown} shown; --limit N for more)" if shown != total else ""
+    if not total:
+        out.print("no ratings match")
+        return
     out.print(
-        f"{report['count']} ratings{more}, average {report['average_rating']},"
+        f"{total} ratings{more}, average {report['average_rating']},"
         f" reputation {report['reputation_score']}"
+    )
+    out.print(
+        "(the reputation of these ratings only: this skill and the filters given;"
+        " `feedbackd reputation AGENT` weighs all of a provider's ratings)"
     )
 
 
@@ -111,9 +118,16 @@ def reputation(
         print_json(report)
         return
     out = console()
+    if not report["feedback_count"]:
+        out.print(
+            f"{agent}: reputation {report['reputation_score']}: no ratings yet, so the starting"
+            " value (reputation.cold_start, as AgentBnB)"
+        )
+        return
     out.print(
         f"{agent}: reputation {report['reputation_score']} from {report['feedback_count']}"
-        f" ratings (confidence {report['confidence']})"
+        f" ratings (confidence {report['confidence']}: the ratings' total weight, each counting"
+        " less as it ages)"
     )
     skills = report.get("skills")
     for skill_id, values in skills.items() if isinstance(skills, dict) else []:
