@@ -1,0 +1,441 @@
+"""A chaos run: a curator, buyers and a careless git user around one running daemon.
+
+A seeded random script interleaves drafts, approvals (edits, then the move), rejections with
+notes, slow writes, rating files, `kill -9` and restarts of the daemon, `git reset --hard`,
+`git revert` of a decision, `git stash -u` / `pop` and agent folder renames. Whatever happened,
+once the daemon is quiet the workspace must be consistent with its own HEAD:
+- every item in `approved/` or `rejected/` has exactly one ledger line of that state, and no
+  other item has one;
+- `feedback.json` holds exactly the entries those decisions imply (a correction per changed
+  string field, a rejection with its note), none twice;
+- every rating sent is stored exactly once and the inbox is empty;
+- `git fsck` is clean and `git status` shows nothing (the script leaves no change of its own).
+The seed is part of every failure message, so a failing run can be replayed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
+from tests.workspace_kit import Site
+
+SETTLE_MS = 300
+PROVIDER, SKILLS = "chaos-provider", ("summarise", "translate")
+WRITERS = ("writer-a", "writer-b")
+BUYERS = ("buyer-a", "buyer-b", "buyer-c")
+QUALITY = {1: "failed", 2: "poor", 3: "acceptable", 4: "good", 5: "excellent"}
+SOUL = "# Chaos Provider\n\nA provider of the chaos run.\n\n" + "".join(
+    f"## {skill.title()}\n\nDoes {skill}.\n\npricing: 20\n\n" for skill in SKILLS
+)
+DECISION_EVENTS = ("approve", "reject")
+GIT_RETRIES = 20  # a user's git command that met the daemon's index.lock is simply run again
+
+
+@dataclass
+class Chaos:
+    """The script's state: what it sent, where it believes things are, what it did."""
+
+    site: Site
+    seed: int
+    listener: NotifyListener
+    rng: random.Random = field(init=False)
+    daemon: DaemonProcess | None = None
+    next_item: int = 0
+    ratings: set[str] = field(default_factory=set)
+    done: list[str] = field(default_factory=list)  # the script so far, for the failure message
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    @property
+    def agents(self) -> list[str]:
+        """The writers' folders as they are on disk now (renames and resets change them)."""
+        return _agent_folders(self.site)
+
+    # --- the daemon ----------------------------------------------------------------------
+    def start(self) -> None:
+        count = self.listener.count("READY=1")
+        self.daemon = DaemonProcess(self.site, self.listener, log_name=f"daemon-{self.seed}.log")
+        self.daemon.wait_ready(count + 1, timeout=60)
+
+    def kill(self) -> None:
+        assert self.daemon is not None
+        self.daemon.kill_group()
+        self.start()
+
+    def stop(self) -> None:
+        if self.daemon is not None:
+            self.daemon.close()
+
+    # --- what users do -------------------------------------------------------------------
+    def folder(self, agent: str, state: str) -> Path:
+        return self.site.agent(agent) / state
+
+    def items(self, state: str) -> list[tuple[str, Path]]:
+        found = []
+        for agent in self.agents:
+            folder = self.folder(agent, state)
+            if folder.is_dir():
+                found += [(agent, p) for p in sorted(folder.iterdir()) if p.suffix == ".json"]
+        return found
+
+    def new_draft(self) -> None:
+        agent = self.rng.choice(self.agents)
+        item = f"ch-{self.seed}-{self.next_item:03d}"
+        self.next_item += 1
+        content = {
+            "title": f"Draft {item}",
+            "body": f"The body of {item}.\n",
+            "seo": {"metaDescription": f"About {item}."},
+        }
+        doc = {"contentData": content, "originalContentData": json.loads(json.dumps(content))}
+        _write_json(self.folder(agent, "queue") / f"{item}.json", doc)
+        self.done.append(f"draft {agent}/{item}")
+
+    def approve(self, slowly: bool = False) -> None:
+        queued = self.items("queue")
+        if not queued:
+            return self.new_draft()
+        agent, path = self.rng.choice(queued)
+        doc = _read_json(path)
+        content = doc["contentData"]
+        if self.rng.random() < 0.8:
+            content["title"] = f"{content['title']} (edited {self.rng.randrange(1000)})"
+        if self.rng.random() < 0.4:
+            content["seo"]["metaDescription"] = f"Sharper: {path.stem}."
+        target = self.folder(agent, "approved") / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if slowly:
+            # An editor that writes the file in two goes, the second after a pause shorter than
+            # settle_ms: the first half alone must never be decided.
+            path.unlink()
+            text = json.dumps(doc, indent=2) + "\n"
+            half = len(text) // 2
+            with open(target, "w", encoding="utf-8") as out:
+                out.write(text[:half])
+                out.flush()
+                time.sleep(self.rng.uniform(0.02, SETTLE_MS / 2000))
+                out.write(text[half:])
+        else:
+            _write_json(path, doc)
+            os.rename(path, target)
+        self.done.append(f"approve{' slowly' if slowly else ''} {agent}/{path.stem}")
+        return None
+
+    def reject(self) -> None:
+        queued = self.items("queue")
+        if not queued:
+            return self.new_draft()
+        agent, path = self.rng.choice(queued)
+        doc = _read_json(path)
+        doc["rejectionFeedback"] = f"Too vague, {path.stem} needs an example"
+        _write_json(path, doc)
+        target = self.folder(agent, "rejected") / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(path, target)
+        self.done.append(f"reject {agent}/{path.stem}")
+        return None
+
+    def rate(self) -> None:
+        score = self.rng.randint(1, 5)
+        transaction = f"{self.rng.getrandbits(128):032x}"
+        transaction = (
+            "-".join(
+                (
+                    transaction[:8],
+                    transaction[8:12],
+                    "4" + transaction[13:16],
+                    "8" + transaction[17:20],
+                )
+            )
+            + "-"
+            + transaction[20:32]
+        )
+        doc = {
+            "transaction_id": transaction,
+            "provider_agent": PROVIDER,
+            "skill_id": self.rng.choice(SKILLS),
+            "requester_agent": self.rng.choice(BUYERS),
+            "rating": score,
+            "result_quality": QUALITY[score],
+            "would_reuse": score >= 3,
+            "cost_value_ratio": self.rng.choice(["great", "fair", "overpriced"]),
+        }
+        inbox = self.site.data / "inbox" / "ratings"
+        inbox.mkdir(parents=True, exist_ok=True)
+        temporary = inbox / f".{transaction}.tmp"
+        temporary.write_text(json.dumps(doc))
+        os.rename(temporary, inbox / f"{transaction}.json")
+        self.ratings.add(transaction)
+        self.done.append(f"rate {transaction[:8]}")
+
+    def kill_daemon(self) -> None:
+        self.kill()
+        self.done.append("kill -9 and restart")
+
+    def reset_hard(self, to: str = "HEAD") -> None:
+        """Throw away what is not committed yet (the daemon may be half-way through it), with
+        `git clean` as users do, so no untracked copy of a decided item is left behind."""
+        self.user_git("reset", "--hard", "-q", to)
+        self.user_git("clean", "-fdq", "--", "_data/agents")
+        self.done.append(f"git reset --hard {to} && git clean -fd")
+
+    def drop_last_decision(self) -> None:
+        """`git reset --hard HEAD~1` when HEAD is a decision: that decision never happened."""
+        if _event(self.site, "HEAD") in DECISION_EVENTS:
+            self.reset_hard("HEAD~1")
+
+    def revert(self) -> None:
+        candidates = [c for c in _decision_commits(self.site) if c not in _reverted(self.site)]
+        if not candidates:
+            return
+        commit = self.rng.choice(candidates)
+        # git refuses to revert over uncommitted changes to the same files: a user lets the
+        # daemon finish first, as anyone does before running git by hand.
+        self.settle()
+        self.user_git("revert", "--no-edit", commit)
+        self.done.append(f"git revert {commit[:8]}")
+
+    def stash(self) -> None:
+        """`git stash -u`, a moment, `git stash pop`: a user setting work aside to look at HEAD."""
+        before = self.site.git("stash", "list")
+        self.user_git("stash", "push", "-u", "-q")
+        if self.site.git("stash", "list") == before:
+            self.done.append("git stash -u (nothing to stash)")
+            return
+        time.sleep(self.rng.uniform(0, 0.1))
+        self.user_git("stash", "pop", "-q")
+        self.done.append("git stash -u, then pop")
+
+    def rename(self) -> None:
+        old = self.rng.choice(self.agents)
+        new = f"{old.split('~')[0]}~{self.rng.randrange(1000)}"
+        os.rename(self.site.agent(old), self.site.agent(new))
+        self.done.append(f"mv {old} {new}")
+
+    def user_git(self, *args: str) -> None:
+        """A user's git command; one that met the daemon's index.lock is run again."""
+        for _ in range(GIT_RETRIES):
+            done = subprocess.run(
+                ["git", *args], cwd=self.site.root, capture_output=True, text=True, timeout=60
+            )
+            if done.returncode == 0:
+                return
+            if "index.lock" not in done.stderr and "cannot lock ref" not in done.stderr:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}{self.replay()}")
+
+    # --- the run -------------------------------------------------------------------------
+    def run(self, steps: int, actions: dict[str, int]) -> None:
+        do: dict[str, Callable[[], None]] = {
+            "draft": self.new_draft,
+            "approve": self.approve,
+            "approve_slowly": lambda: self.approve(slowly=True),
+            "reject": self.reject,
+            "rate": self.rate,
+            "kill": self.kill_daemon,
+            "reset": self.reset_hard,
+            "drop": self.drop_last_decision,
+            "revert": self.revert,
+            "stash": self.stash,
+            "rename": self.rename,
+        }
+        names = list(actions)
+        weights = [actions[name] for name in names]
+        for _ in range(steps):
+            do[self.rng.choices(names, weights)[0]]()
+            time.sleep(self.rng.choice((0, 0, 0.005, 0.02, 0.06)))
+
+    def settle(self, timeout: float = 60) -> None:
+        """Wait until the daemon has committed all there is: nothing left in git status."""
+
+        def quiet() -> bool:
+            if self.site.git("status", "--porcelain", "--untracked-files=all", "--", "_data"):
+                return False
+            inbox = self.site.data / "inbox" / "ratings"
+            return not inbox.is_dir() or not any(inbox.glob("*.json"))
+
+        try:
+            wait_for(quiet, timeout, "the daemon to commit everything")
+        except AssertionError as error:
+            left = self.site.git("status", "--porcelain", "--untracked-files=all")
+            raise AssertionError(f"{error}; left: {left[:2000]}{self.replay()}") from None
+
+    def replay(self) -> str:
+        return f"\n(chaos seed {self.seed}; the steps: {self.done})"
+
+    # --- the checks ----------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        found: list[str] = []
+        fsck = subprocess.run(
+            ["git", "fsck", "--no-progress"], cwd=self.site.root, capture_output=True, text=True
+        )
+        if fsck.returncode != 0 or "error" in fsck.stderr:
+            found.append(f"git fsck: {fsck.stderr.strip()[:500]}")
+        for agent in _agent_folders(self.site):
+            found += _agent_problems(self.site, agent)
+        found += _rating_problems(self.site, self.ratings)
+        return found
+
+
+def _agent_problems(site: Site, agent: str) -> list[str]:
+    folder = site.agent(agent)
+    where = {
+        p.stem: state for state in ("queue", "approved", "rejected") for p in _files(folder / state)
+    }
+    found = _ledger_problems(agent, where, _jsonl(folder / "decisions.jsonl"))
+    decided = [folder / state / f"{item}.json" for item, state in where.items() if state != "queue"]
+    expected = Counter(entry for path in decided for entry in _implied(path))
+    stored = Counter(_key(entry) for entry in _feedback(folder / "feedback.json"))
+    if stored != expected:
+        missing, extra = expected - stored, stored - expected
+        found.append(f"{agent}: feedback.json misses {list(missing)}, has extra {list(extra)}")
+    return found
+
+
+def _ledger_problems(agent: str, where: dict[str, str], ledger: list[dict[str, Any]]) -> list[str]:
+    """Each item's ledger lines agree with its folder: its last line is the state it is in
+    (`queued`, or no line at all, for a draft), and no decision is recorded twice in a row."""
+    lines: dict[str, list[str]] = {}
+    for record in ledger:
+        lines.setdefault(record["item"], []).append(record["state"])
+    found = []
+    for item in sorted(set(lines) | {i for i, state in where.items() if state != "queue"}):
+        states, state = lines.get(item, []), where.get(item, "gone")
+        last = states[-1] if states else "queued"
+        if last != {"queue": "queued", "gone": last}.get(state, state):
+            found.append(f"{agent}/{item} is in {state}/ but its ledger says {states}")
+        if any(a != "queued" and b != "queued" for a, b in itertools.pairwise(states)):
+            found.append(f"{agent}/{item}: a decision recorded twice: {states}")
+    return found
+
+
+def _implied(path: Path) -> Iterator[tuple[str, ...]]:
+    """The entries a decided file implies: its corrections, or its rejection note."""
+    doc = _read_json(path)
+    item = path.stem
+    if path.parent.name == "rejected":
+        yield (item, "rejection", "", "", doc.get("rejectionFeedback", ""))
+        return
+    original, current = doc["originalContentData"], doc["contentData"]
+    for name, before, after in (
+        ("title", original["title"], current["title"]),
+        ("body", original["body"], current["body"]),
+        (
+            "seo.metaDescription",
+            original["seo"]["metaDescription"],
+            current["seo"]["metaDescription"],
+        ),
+    ):
+        if before != after:
+            yield (item, "correction", name, after, "")
+
+
+def _key(entry: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        entry["queueItemId"],
+        entry["type"],
+        entry.get("field", ""),
+        entry.get("corrected", ""),
+        entry.get("notes", ""),
+    )
+
+
+def _rating_problems(site: Site, sent: set[str]) -> list[str]:
+    stored: Counter[str] = Counter()
+    for path in (site.agent(PROVIDER) / "ratings").glob("*/*.jsonl"):
+        stored.update(record["transaction_id"] for record in _jsonl(path))
+    if stored != Counter(sent):
+        missing, extra = Counter(sent) - stored, stored - Counter(sent)
+        return [f"ratings: {len(missing)} missing, {len(extra)} stored twice or unknown"]
+    return []
+
+
+def _agent_folders(site: Site) -> list[str]:
+    """Writers' folders: the ones with drafts or decisions (buyers get folders of their own)."""
+    marks = ("queue", "approved", "rejected", "decisions.jsonl")
+    root = site.data / "agents"
+    return sorted(p.name for p in root.iterdir() if any((p / mark).exists() for mark in marks))
+
+
+def _files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
+
+
+def _feedback(path: Path) -> list[dict[str, Any]]:
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return value
+
+
+def _write_json(path: Path, doc: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def _event(site: Site, commit: str) -> str:
+    trailers = site.trailers(commit)
+    return (trailers.get("Feedback-Event") or [""])[0]
+
+
+def _decision_commits(site: Site) -> list[str]:
+    text = site.git("log", "--format=%H %(trailers:key=Feedback-Event,valueonly,separator=)")
+    return [
+        line.split()[0]
+        for line in text.splitlines()
+        if line.split()[1:] in (["approve"], ["reject"])
+    ]
+
+
+def _reverted(site: Site) -> set[str]:
+    text = site.git("log", "--format=%b")
+    return {
+        line.split()[-1].rstrip(".")
+        for line in text.splitlines()
+        if line.startswith("This reverts commit ")
+    }
+
+
+def make_site(root: Path) -> Site:
+    site = Site(root)
+    site.configure(f"daemon:\n  settle_ms: {SETTLE_MS}\n")
+    soul = site.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text(SOUL.rstrip() + "\n")
+    for agent in WRITERS:
+        content = {"title": f"First of {agent}", "body": "Body.\n", "seo": {"metaDescription": "."}}
+        _write_json(
+            site.agent(agent) / "queue" / f"{agent}-first.json",
+            {"contentData": content, "originalContentData": content},
+        )
+    site.git("add", "-A")
+    site.git("commit", "-q", "-m", "chaos workspace")
+    return site
+
+
+def end(chaos: Chaos) -> None:
+    if chaos.daemon is not None and chaos.daemon.proc.poll() is None:
+        chaos.daemon.signal(signal.SIGTERM)
+        chaos.daemon.proc.wait(30)
