@@ -40,6 +40,20 @@ SOUL = "# Chaos Provider\n\nA provider of the chaos run.\n\n" + "".join(
     f"## {skill.title()}\n\nDoes {skill}.\n\npricing: 20\n\n" for skill in SKILLS
 )
 DECISION_EVENTS = ("approve", "reject")
+# Every kind of step the script knows, with how often it is picked.
+WEIGHTS = {
+    "draft": 10,
+    "approve": 12,
+    "approve_slowly": 3,
+    "reject": 5,
+    "rate": 8,
+    "kill": 2,
+    "reset": 1,
+    "drop": 1,
+    "revert": 2,
+    "stash": 2,
+    "rename": 1,
+}
 GIT_RETRIES = 20  # a user's git command that met the daemon's index.lock is simply run again
 
 

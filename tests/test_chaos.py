@@ -1,6 +1,7 @@
 """The chaos test: users doing what users do around a running daemon, with a seed to replay.
 
-`FEEDBACKD_CHAOS_SEED=N` replays one run; `FEEDBACKD_CHAOS_STEPS` makes runs longer.
+`FEEDBACKD_CHAOS_SEED=N` replays one run; `FEEDBACKD_CHAOS_STEPS` makes runs longer;
+`FEEDBACKD_CHAOS_ALSO=reset,drop` adds kinds of step (the names are chaos_kit.WEIGHTS').
 """
 
 from __future__ import annotations
@@ -11,29 +12,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos_kit import Chaos, end, make_site
+from tests.chaos_kit import WEIGHTS, Chaos, end, make_site
 from tests.daemon_kit import NotifyListener
 
 pytestmark = pytest.mark.slow
 
 STEPS = int(os.environ.get("FEEDBACKD_CHAOS_STEPS", "120"))
+# What the run does, and how often; FEEDBACKD_CHAOS_ALSO=stash,rename adds more of WEIGHTS.
+CHECKED = ("draft", "approve", "approve_slowly", "reject", "rate", "kill")
 ACTIONS = {
-    "draft": 10,
-    "approve": 12,
-    "approve_slowly": 3,
-    "reject": 5,
-    "rate": 8,
-    "kill": 2,
-    "reset": 1,
-    "drop": 1,
-    "revert": 2,
-    "stash": 2,
-    "rename": 1,
+    name: WEIGHTS[name]
+    for name in (*CHECKED, *filter(None, os.environ.get("FEEDBACKD_CHAOS_ALSO", "").split(",")))
 }
-
-
-for skipped in os.environ.get("FEEDBACKD_CHAOS_SKIP", "").split(","):
-    ACTIONS.pop(skipped, None)
 
 
 def seeds() -> list[int]:
