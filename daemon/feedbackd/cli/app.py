@@ -165,12 +165,19 @@ def init(
         Path | None, typer.Argument(help="Folder to set up (default: here).")
     ] = None,
     sample: Annotated[bool, typer.Option("--sample", help="Add example agents.")] = False,
+    webhouse: Annotated[
+        bool,
+        typer.Option(
+            "--webhouse",
+            help="A webhouse CMS site: decide its _data/curation-queue.json items by status.",
+        ),
+    ] = False,
 ) -> None:
     """Create or update a workspace: git repo, _data/agents/, config, ignores, merge driver."""
     from feedbackd.loop.workspace_init import init_workspace
 
     root = (directory or Path(GLOBALS.workspace or ".")).absolute()
-    for line in init_workspace(root, sample=sample):
+    for line in init_workspace(root, sample=sample, webhouse=webhouse):
         if not GLOBALS.quiet:
             typer.echo(line)
 

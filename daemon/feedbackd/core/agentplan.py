@@ -291,6 +291,8 @@ def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
         notes.problems.append(BadFile(read.file.path, error))
         return None
     where = _relative(view, read.file.path)
+    if read.file.path.stem != read.file.item_id:  # one file of many items (webhouse's queue)
+        where += f" item {read.file.item_id}"
     if read.file.folder == "rejected":
         if not read.item.rejection_feedback:
             notes.warnings.append(f"{where}: rejected without rejectionFeedback")

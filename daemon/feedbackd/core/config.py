@@ -144,6 +144,23 @@ class HttpSettings(BaseModel):
     token_file: str | None = None
 
 
+class WebhouseSettings(BaseModel):
+    """A webhouse CMS site: its curation queue is one JSON file its admin app rewrites."""
+
+    model_config = _STRICT
+    queue_file: str | None = None  # relative to the workspace, inside the data folder
+
+    @field_validator("queue_file")
+    @classmethod
+    def _plain_relative_path(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = value.split("/")
+        if value.startswith("/") or "\\" in value or any(p in {"", ".", ".."} for p in parts):
+            raise ValueError("a path inside the workspace, like _data/curation-queue.json")
+        return value
+
+
 class Settings(BaseModel):
     """The whole configuration; every key is documented in config/feedbackd.yaml."""
 
@@ -160,6 +177,22 @@ class Settings(BaseModel):
     pricing: PricingSettings = Field(default_factory=PricingSettings)
     optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    webhouse: WebhouseSettings = Field(default_factory=WebhouseSettings)
+
+    @field_validator("webhouse")
+    @classmethod
+    def _queue_file_in_data_dir(
+        cls, value: WebhouseSettings, info: ValidationInfo
+    ) -> WebhouseSettings:
+        # The watcher only sees the data folder: a queue file elsewhere would never be noticed.
+        data_dir = info.data.get("data_dir", "_data")
+        queue_file = value.queue_file
+        if queue_file is not None and queue_file.split("/")[0] != data_dir:
+            raise ValueError(
+                f"queue_file must lie in the data folder {data_dir}/,"
+                f" like {data_dir}/curation-queue.json"
+            )
+        return value
 
     @field_validator("data_dir")
     @classmethod
@@ -179,6 +212,7 @@ class Settings(BaseModel):
         "pricing",
         "optimizer",
         "http",
+        "webhouse",
         mode="before",
     )
     @classmethod

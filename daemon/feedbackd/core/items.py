@@ -137,6 +137,23 @@ def _parse(data: bytes, suffix: str, item_id: str, path: Path | None) -> Item:
     if fmt == "md":
         return _whole_characters(_markdown_item(text, item_id, path))
     document, locate = _load_json(text) if fmt == "json" else _load_yaml_item(text)
+    return _item_of(document, item_id, path, fmt, suffix, locate)
+
+
+def item_from_object(document: dict[str, Any], item_id: str, path: Path | None) -> Item:
+    """An item held inside another JSON document (an entry of webhouse's curation queue),
+    checked as a `.json` item file with that id is."""
+    return _item_of(document, item_id, path, "json", ".json", _nowhere)
+
+
+def _item_of(
+    document: dict[str, Any],
+    item_id: str,
+    path: Path | None,
+    fmt: ItemFormat,
+    suffix: str,
+    locate: Locator,
+) -> Item:
     header = _check_header(document, item_id, suffix, locate)
     content = _object_field(document, "contentData", locate, required=True)
     assert content is not None  # required=True never returns None
@@ -196,6 +213,14 @@ def decode_text(data: bytes) -> str:
 
 
 def _load_json(text: str) -> tuple[dict[str, Any], Locator]:
+    value = load_json_value(text)
+    return _top_mapping(value, "a JSON object", _WRAP_HINT), _nowhere
+
+
+def load_json_value(text: str, extra_nesting: int = 0) -> Any:
+    """JSON text as plain values, read as strictly as an item file (no repeated keys, no NaN,
+    no runaway nesting); ItemError says where it breaks. A document that holds items (a list
+    of them) may nest `extra_nesting` levels deeper."""
     try:
         value = json.loads(
             text, object_pairs_hook=_json_object, parse_constant=_refuse_json_constant
@@ -204,8 +229,8 @@ def _load_json(text: str) -> tuple[dict[str, Any], Locator]:
         raise _json_error(exc, text) from None
     except RecursionError:
         raise _too_deep() from None
-    _check_nesting(value)
-    return _top_mapping(value, "a JSON object", _WRAP_HINT), _nowhere
+    _check_nesting(value, MAX_NESTING + extra_nesting)
+    return value
 
 
 def _json_error(exc: json.JSONDecodeError, text: str) -> ItemError:
@@ -301,11 +326,11 @@ def _top_mapping(value: Any, shape: str, hint: str) -> dict[str, Any]:
     return value
 
 
-def _check_nesting(value: Any) -> None:
+def _check_nesting(value: Any, limit: int = MAX_NESTING) -> None:
     pending = [(value, 1)]
     while pending:
         current, depth = pending.pop()
-        if depth > MAX_NESTING:
+        if depth > limit:
             raise _too_deep()
         children = current.values() if isinstance(current, dict) else current
         if isinstance(current, dict | list):

@@ -65,20 +65,26 @@ def watch_agents(
     debounce_ms: int,
     step_ms: int = DEFAULT_STEP_MS,
     check_ms: int = DEFAULT_CHECK_MS,
+    shared_file: Path | None = None,
 ) -> Iterator[Changes]:
     """Yield batches of changes under data_dir until `stop` is set.
 
     A batch is yielded once nothing changed for `step_ms`, or after `debounce_ms` of continuous
     changes. A missing data_dir is waited for (checked every `check_ms`, interruptibly).
+    `shared_file`, a file in data_dir that concerns every agent (webhouse's curation queue),
+    calls for a full pass when it changes.
     """
     data_dir = data_dir.absolute()  # events name absolute paths; compare like with like
+    shared = shared_file.absolute() if shared_file is not None else None
     while not stop.is_set():
         if not _wait_for_folder(data_dir, stop, check_ms):
             return
-        yield from _watch_folder(data_dir, stop, debounce_ms, step_ms, check_ms)
+        yield from _watch_folder(data_dir, stop, debounce_ms, step_ms, check_ms, shared)
 
 
-def classify(data_dir: Path, raw_changes: Iterable[tuple[int, str]]) -> Changes:
+def classify(
+    data_dir: Path, raw_changes: Iterable[tuple[int, str]], shared_file: Path | None = None
+) -> Changes:
     """Turn raw (change, path) events into one batch of hints (pure, apart from `isdir`).
 
     `everything` implies `inbox`: a full pass includes the rating inbox.
@@ -89,7 +95,7 @@ def classify(data_dir: Path, raw_changes: Iterable[tuple[int, str]]) -> Changes:
         parts = _relative_parts(data_dir, path)
         if parts is None or _is_noise(parts):
             continue
-        if not parts:
+        if not parts or Path(path) == shared_file:
             everything = True
         elif parts[0] == "inbox":
             inbox = True
@@ -102,7 +108,12 @@ def classify(data_dir: Path, raw_changes: Iterable[tuple[int, str]]) -> Changes:
 
 
 def _watch_folder(
-    data_dir: Path, stop: threading.Event, debounce_ms: int, step_ms: int, check_ms: int
+    data_dir: Path,
+    stop: threading.Event,
+    debounce_ms: int,
+    step_ms: int,
+    check_ms: int,
+    shared_file: Path | None,
 ) -> Iterator[Changes]:
     """Watch one incarnation of data_dir; return when it is gone or replaced, or on stop."""
     identity = _identity(data_dir)
@@ -121,7 +132,7 @@ def _watch_folder(
                 # A signal handler raised (Ctrl-C without a handler of our own): let it through.
                 raise KeyboardInterrupt
             if isinstance(raw, set):
-                changes = classify(data_dir, raw)
+                changes = classify(data_dir, raw, shared_file)
                 if changes:
                     yield changes
             if _watch_is_dead(data_dir, identity, raw):

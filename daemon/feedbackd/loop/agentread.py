@@ -32,7 +32,7 @@ from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git import GitRepo
-from feedbackd.loop import problems
+from feedbackd.loop import problems, webhouse
 from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
 from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
 from feedbackd.loop.runtime import Runtime, choose_author
@@ -79,17 +79,21 @@ class AgentReader:
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
         undecided = self._settled(self._not_in_history(undecided, scan), scan)
+        from_queue = self._from_curation_queue(ledger, scan) if isinstance(feedback, list) else []
         view = AgentView(
             agent=self.agent,
             root=self.runtime.workspace.root,
             files=scan.files,
             ledger=ledger,
             drafts=self._with_first_versions(self._read_items(drafts)),
-            undecided=[self._with_first_seen(read) for read in self._read_items(undecided)],
+            undecided=[
+                *(self._with_first_seen(read) for read in self._read_items(undecided)),
+                *from_queue,
+            ],
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
             snippet=self.snippet(),
-            author=self._author() if undecided else None,
+            author=self._author() if undecided or from_queue else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
         )
         return view, scan
@@ -170,6 +174,16 @@ class AgentReader:
             item_file.item_id, state, parse_iso(last.date), file=rel,
             curator=last.curator, fields=last.fields,
         )  # fmt: skip
+
+    def _from_curation_queue(self, ledger: Sequence[DecisionRecord], scan: Scan) -> list[ReadItem]:
+        """A webhouse site's decided queue entries (loop/webhouse.py), as items to decide;
+        those whose decision commit git holds are restored, as for files."""
+        found = webhouse.decisions_for(self.runtime, self.agent, ledger)
+        scan.problems += found.problems
+        scan.warnings += found.warnings
+        scan.settling += found.settling
+        still = set(self._not_in_history([read.file for read in found.items], scan))
+        return [read for read in found.items if read.file in still]
 
     def _settled(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
         """The files unchanged for daemon.settle_ms; the others wait in `scan.settling`.

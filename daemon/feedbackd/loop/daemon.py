@@ -43,6 +43,7 @@ from feedbackd.loop.syncthread import SyncThread
 from feedbackd.loop.timers import CatchUp, FullPassClock, Heartbeat
 from feedbackd.loop.wakeup import Wakeup, signals_handled
 from feedbackd.loop.watching import WatcherKeeper
+from feedbackd.loop.webhouse import queue_file, with_queue_agents
 
 log = logging.getLogger("feedbackd")
 
@@ -186,7 +187,7 @@ class Daemon:
     def _reload(self) -> None:
         self.reload_requested = False
         self.notifier.reloading()
-        old_data = self.runtime.workspace.data
+        old_data, old_queue = self.runtime.workspace.data, queue_file(self.runtime)
         try:
             self.runtime = self.runtime.reload()
         except FeedbackdError as error:
@@ -199,14 +200,15 @@ class Daemon:
             self.config_problem = None
             self.syncer.runtime = self.runtime  # read when the next sync starts
             self.dirty.everything = True  # settings change what a snippet says
-            if self.runtime.workspace.data != old_data:
-                self.watching.close()  # watch the new data folder instead
+            if (self.runtime.workspace.data, queue_file(self.runtime)) != (old_data, old_queue):
+                self.watching.close()  # watch the new data folder (or queue file) instead
         self.notifier.ready()
 
     # --- waiting ------------------------------------------------------------------------------
     def _look_after_watcher(self) -> None:
         debounce_ms = self.runtime.settings.daemon.debounce_ms
-        self.watching.look_after(self.runtime.workspace.data, debounce_ms)
+        shared = queue_file(self.runtime)
+        self.watching.look_after(self.runtime.workspace.data, debounce_ms, shared)
 
     def _wait_for_work(self) -> None:
         if not self.watching.has_batches():
@@ -276,7 +278,7 @@ class Daemon:
 
     def _agents_on_disk(self) -> list[str]:
         try:
-            found = self.runtime.workspace.agent_ids()
+            found = with_queue_agents(self.runtime, self.runtime.workspace.agent_ids())
         except OSError as error:
             log.error("cannot list %s: %s", self.runtime.workspace.agents_dir, error)
             self.book.look_again_in(EVERY_AGENT, RETRY_MAX_S)

@@ -24,6 +24,7 @@ from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.repo import open_repo, open_repo_for_writing
 from feedbackd.loop.report import Report
 from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.webhouse import with_queue_agents
 
 __all__ = ["AgentFolderUnusable", "Report", "reconcile_all", "reconcile_ratings"]
 
@@ -60,7 +61,7 @@ def reconcile_all(
     """
     report = Report()
     ledgers = ledgers if ledgers is not None else CommittedLedgers()
-    chosen = runtime.workspace.agent_ids() if agents is None else agents
+    chosen = with_queue_agents(runtime, runtime.workspace.agent_ids()) if agents is None else agents
     full_pass = agents is None
     if first_versions is None and len(chosen) > 1:
         first_versions = FirstVersions(runtime, chosen)

@@ -27,9 +27,15 @@ class Watcher:
     """One watcher thread: batches of file events go into `batches`, then the loop is woken."""
 
     def __init__(
-        self, data_dir: Path, debounce_ms: int, wakeup: Wakeup, batches: deque[Changes]
+        self,
+        data_dir: Path,
+        debounce_ms: int,
+        wakeup: Wakeup,
+        batches: deque[Changes],
+        shared_file: Path | None = None,
     ) -> None:
         self.data_dir = data_dir
+        self.shared_file = shared_file  # a file every agent reads: its change means all
         self.debounce_ms = debounce_ms
         self.wakeup = wakeup
         self.batches = batches  # append and popleft are thread-safe
@@ -40,7 +46,12 @@ class Watcher:
 
     def _run(self) -> None:
         try:
-            for changes in watch_agents(self.data_dir, self.stop, debounce_ms=self.debounce_ms):
+            for changes in watch_agents(
+                self.data_dir,
+                self.stop,
+                debounce_ms=self.debounce_ms,
+                shared_file=self.shared_file,
+            ):
                 self.batches.append(changes)
                 self.wakeup.poke()
         except Exception:
@@ -68,7 +79,7 @@ class WatcherKeeper:
         self.restarts = 0
         self.restart_at = 0.0  # time.monotonic()
 
-    def look_after(self, data_dir: Path, debounce_ms: int) -> None:
+    def look_after(self, data_dir: Path, debounce_ms: int, shared_file: Path | None = None) -> None:
         """Start a watcher on data_dir when none runs and a restart is due."""
         if self.watcher is not None and self.watcher.alive:
             return
@@ -81,7 +92,7 @@ class WatcherKeeper:
         if now < self.restart_at:
             return
         self.watcher = Watcher(
-            data_dir, max(debounce_ms, MIN_DEBOUNCE_MS), self.wakeup, self.batches
+            data_dir, max(debounce_ms, MIN_DEBOUNCE_MS), self.wakeup, self.batches, shared_file
         )
 
     def has_batches(self) -> bool:

@@ -8,9 +8,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from feedbackd.core import yamlio
 from feedbackd.core.commitmsg import FEEDBACKD_PERSON, Person
-from feedbackd.core.errors import WorkspaceError
+from feedbackd.core.errors import ConfigError, WorkspaceError
 from feedbackd.core.merging import ATTRIBUTES, DRIVER_NAME
+from feedbackd.core.webhouse import DEFAULT_QUEUE_FILE
 from feedbackd.core.workspace import STATE_DIR
 from feedbackd.edges.files import TMP_SUFFIX, atomic_write_text
 from feedbackd.edges.git import GitRepo
@@ -35,9 +37,19 @@ CONFIG_TEMPLATE = """\
 """
 
 
-def init_workspace(root: Path, *, sample: bool = False) -> list[str]:
+WEBHOUSE_QUEUE = f"_data/{DEFAULT_QUEUE_FILE}"
+WEBHOUSE_SECTION = f"""\
+# A webhouse CMS site: decide the items of its curation queue by their status.
+webhouse:
+  queue_file: {WEBHOUSE_QUEUE}
+"""
+
+
+def init_workspace(root: Path, *, sample: bool = False, webhouse: bool = False) -> list[str]:
     """Set up root and return what was done, one line each."""
     done: list[str] = []
+    if webhouse:
+        _check_webhouse_site(root)
     _make_folder(root)
     if not GitRepo.is_repo(root):
         GitRepo.init(root)
@@ -51,13 +63,43 @@ def init_workspace(root: Path, *, sample: bool = False) -> list[str]:
     ]
     if sample:
         created += _copy_sample(root)
+    if webhouse:
+        created += _turn_on_webhouse(root / "feedbackd.yaml")
     register_merge_driver(root)
+    created = list(dict.fromkeys(created))  # feedbackd.yaml may be written, then extended
     done += [f"wrote {path.relative_to(root)}" for path in created]
     done.append("registered the feedbackd merge driver in .git/config")
     if created:
         _commit_setup(root, created)
     done.append(f"workspace ready: {root}")
     return done
+
+
+def _check_webhouse_site(root: Path) -> None:
+    if not (root / WEBHOUSE_QUEUE).is_file():
+        raise WorkspaceError(
+            f"{root} holds no {WEBHOUSE_QUEUE}: not a webhouse CMS site, or its agents have"
+            " not written a draft yet",
+            hint="run `feedbackd init --webhouse` in the site's folder (the one holding"
+            f" {WEBHOUSE_QUEUE}); webhouse writes that file when an agent first generates",
+        )
+
+
+def _turn_on_webhouse(config: Path) -> list[Path]:
+    """Set webhouse.queue_file in feedbackd.yaml, keeping every other line as it is."""
+    text = config.read_text(encoding="utf-8")
+    tree = yamlio.load(text)
+    section = tree.get("webhouse") if isinstance(tree, dict) else None
+    if isinstance(section, dict) and section.get("queue_file") == WEBHOUSE_QUEUE:
+        return []
+    if isinstance(tree, dict) and "webhouse" in tree:
+        raise ConfigError(
+            f"{config}: a webhouse section is there already; init does not rewrite it",
+            hint=f"set `queue_file: {WEBHOUSE_QUEUE}` under `webhouse:` yourself",
+        )
+    lead = "" if not text or text.endswith("\n") else "\n"
+    atomic_write_text(config, f"{text}{lead}\n{WEBHOUSE_SECTION}")
+    return [config]
 
 
 def merge_driver_command(cap: int | None = None) -> str:
