@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +22,7 @@ from feedbackd.core.decisions import new_record
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.webhouse import parse_queue, to_decide
+from tests.daemon_kit import DaemonProcess, NotifyListener, idle, wait_for
 from tests.webhouse_kit import QUEUE, WebhouseAdmin, js_stringify
 from tests.workspace_kit import Site
 
@@ -356,3 +361,153 @@ def test_a_half_written_queue_is_waited_for_then_decided(site: Site, admin: Webh
 def saved_long_ago(path: Path) -> None:
     when = time.time() - 60
     os.utime(path, (when, when))
+
+
+# --- the daemon ---------------------------------------------------------------------------------
+@pytest.fixture
+def listener(tmp_path: Path) -> Iterator[NotifyListener]:
+    notify = NotifyListener(tmp_path)
+    yield notify
+    notify.close()
+
+
+@pytest.fixture
+def start(site: Site, listener: NotifyListener) -> Iterator[type[DaemonProcess]]:
+    started: list[DaemonProcess] = []
+
+    class Tracked(DaemonProcess):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            started.append(self)
+
+    yield Tracked
+    for daemon in started:
+        daemon.close()
+
+
+def test_the_daemon_decides_what_the_curator_does_in_webhouse(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    site.configure(WEBHOUSE_CONFIG + "daemon:\n  settle_ms: 300\n")
+    admin = WebhouseAdmin(site.root)  # writes happen now, as the daemon watches
+    admin.write_queue([])
+    daemon = start(site, listener)
+    daemon.wait_ready()
+
+    kept = admin.generate(AGENT, ARTICLE)
+    dropped = admin.generate(AGENT, {**ARTICLE, "title": "Dull"})
+    admin.edit(kept, {"title": "Sharper", "seo": {**ARTICLE["seo"], "metaTitle": "Sharp"}})
+    admin.approve(kept)
+    admin.reject(dropped, "Too dull.")
+    wait_for(lambda: len(decisions(site)) >= 2, what="both decisions")
+    idle(daemon, quiet_s=0.5)
+
+    assert sorted(decisions(site)) == [
+        f"approve({AGENT}): {kept}, 2 corrections (title, seo.metaTitle)",
+        f"reject({AGENT}): {dropped}",
+    ]
+    identities = [(e["type"], e.get("field"), e.get("notes")) for e in site.feedback(AGENT)]
+    assert sorted(identities, key=str) == sorted(
+        [("correction", "title", None), ("correction", "seo.metaTitle", None),
+         ("rejection", None, "Too dull.")], key=str)  # fmt: skip
+    assert admin.read_queue()[0]["id"] == dropped  # the queue is webhouse's alone
+    assert tracked_and_clean(site, QUEUE, "_data/agents/content-writer/feedback.json")
+
+
+def test_a_daemon_killed_in_a_burst_of_approvals_records_each_once(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    admin = WebhouseAdmin(site.root, age_s=60)
+    names = [admin.generate(AGENT, {**ARTICLE, "title": f"Post {n}"}) for n in range(80)]
+    items = admin.read_queue()
+    for item in items:  # each one approved with its SEO title corrected (webhouse misses it)
+        item["contentData"]["seo"] = {**ARTICLE["seo"], "metaTitle": f"{item['title']}!"}
+        item["status"] = "published"
+    admin.write_queue(items)
+
+    daemon = start(site, listener)
+    wait_for(lambda: len(ledger(site)) >= 20, what="part of the burst")
+    daemon.kill_group()
+    assert len(ledger(site)) < 80, "the burst was over before the kill; make it larger"
+
+    again = start(site, listener, log_name="restart.log")
+    again.wait_ready()
+    wait_for(lambda: len(ledger(site)) >= 80, what="the rest of the burst")
+    idle(again, quiet_s=0.5)
+
+    assert Counter(str(r["item"]) for r in ledger(site)) == Counter(dict.fromkeys(names, 1))
+    entries = Counter(str(e["queueItemId"]) for e in site.feedback(AGENT))
+    assert entries == Counter(dict.fromkeys(names, 1))
+    assert len(decisions(site)) >= 80 - 1  # an interrupted one may be finished in one commit
+    assert not site.git("status", "--porcelain", "_data/agents")
+
+
+# --- turning it on ------------------------------------------------------------------------------
+def feedbackd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "feedbackd", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_init_webhouse_on_a_webhouse_site_decides_its_queue(tmp_path: Path) -> None:
+    root = tmp_path / "site"
+    admin = WebhouseAdmin(root, age_s=60)
+    item = admin.generate(AGENT, ARTICLE)
+    admin.edit(item, {"title": "Better"})
+    admin.approve(item)
+
+    done = feedbackd("init", "--webhouse", str(root))
+    assert done.returncode == 0, done.stderr
+    config = (root / "feedbackd.yaml").read_text()
+    assert "webhouse:\n  queue_file: _data/curation-queue.json\n" in config
+    assert feedbackd("init", "--webhouse", str(root)).returncode == 0
+    assert (root / "feedbackd.yaml").read_text() == config  # once is enough
+
+    site = Site(root)
+    run_once(site)
+    assert decisions(site) == [f"approve({AGENT}): {item}, 1 correction (title)"]
+
+
+def test_init_webhouse_keeps_an_existing_configuration(site: Site) -> None:
+    site.configure("# our settings\nprompt:\n  show_field: true  # field names help\n")
+    WebhouseAdmin(site.root).write_queue([])
+    done = site.cli("init", "--webhouse", str(site.root))
+    assert done.returncode == 0, done.stderr
+    text = (site.root / "feedbackd.yaml").read_text()
+    assert text.startswith("# our settings\nprompt:\n  show_field: true  # field names help\n")
+    assert site.runtime().settings.webhouse.queue_file == QUEUE
+    assert site.runtime().settings.prompt.show_field
+    assert not site.git("status", "--porcelain", "feedbackd.yaml")  # committed
+
+
+def test_init_webhouse_without_a_queue_file_says_where_to_run_it(tmp_path: Path) -> None:
+    done = feedbackd("init", "--webhouse", str(tmp_path / "elsewhere"))
+    assert done.returncode == 1
+    assert "error: workspace_error:" in done.stderr and "curation-queue.json" in done.stderr
+    assert not (tmp_path / "elsewhere").exists()  # nothing made
+
+
+def test_init_webhouse_leaves_a_webhouse_section_it_did_not_write(site: Site) -> None:
+    site.configure("webhouse:\n  queue_file: _data/other-queue.json\n")
+    WebhouseAdmin(site.root).write_queue([])
+    done = site.cli("init", "--webhouse", str(site.root))
+    assert done.returncode == 1 and "error: config_error:" in done.stderr
+    assert (site.root / "feedbackd.yaml").read_text().endswith("other-queue.json\n")
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("../curation-queue.json", "a path inside the workspace"),
+        ("/etc/curation-queue.json", "a path inside the workspace"),
+        ("site/curation-queue.json", "must lie in the data folder _data/"),
+    ],
+)
+def test_a_queue_file_outside_the_data_folder_is_a_config_error(
+    site: Site, value: str, says: str
+) -> None:
+    site.configure(f"webhouse:\n  queue_file: {value}\n")
+    done = site.cli("run", "--once")
+    assert done.returncode == 1
+    assert "error: config_error:" in done.stderr and says in done.stderr
+    assert "feedbackd.yaml, line" in done.stderr
