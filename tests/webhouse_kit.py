@@ -70,7 +70,12 @@ class WebhouseAdmin:
             "status": "ready",
             "contentData": copy.deepcopy(content),
             "originalContentData": copy.deepcopy(content),
+            "alternatives": [
+                {"model": "claude-haiku", "contentData": {"title": "Alt"}, "score": 61}
+            ],
+            "seoScore": 72,
             "costUsd": 0.0123,
+            "locale": "en",
             **extra,
             "id": item_id,
             "generatedAt": _js_now(),
