@@ -336,6 +336,41 @@ def test_classify_ignores_what_is_not_an_agent(tmp_path: Path) -> None:
     assert changes == Changes()
 
 
+def test_classify_a_change_of_webhouses_queue_file_means_everything(tmp_path: Path) -> None:
+    queue_file = tmp_path / "curation-queue.json"
+    written = [(int(Change.modified), str(queue_file))]
+    assert classify(tmp_path, written, queue_file) == EVERYTHING
+    assert not classify(tmp_path, written)  # without the adapter it is any other file
+    beside = [(int(Change.added), str(tmp_path / "curation-queue.json.error"))]
+    assert not classify(tmp_path, beside, queue_file)  # its explanation is feedbackd's own
+
+
+def test_watching_sees_webhouse_rewrite_its_queue_in_place(tmp_path: Path) -> None:
+    data_dir = tmp_path / "_data"
+    data_dir.mkdir()
+    queue_file = data_dir / "curation-queue.json"
+    queue_file.write_text("[]")
+    stop, found = threading.Event(), queue.Queue[Changes]()
+
+    def watch() -> None:
+        for changes in watch_agents(
+            data_dir, stop, debounce_ms=50, check_ms=100, shared_file=queue_file
+        ):
+            found.put(changes)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        assert found.get(timeout=DEADLINE_S) == EVERYTHING  # the first batch, as always
+        with queue_file.open("r+") as handle:  # fs.writeFile: truncate and write in place
+            handle.truncate(0)
+            handle.write('[{"id": "qi-1"}]')
+        assert found.get(timeout=DEADLINE_S) == EVERYTHING
+    finally:
+        stop.set()
+        thread.join(DEADLINE_S)
+
+
 def test_changes_is_immutable() -> None:
     changes = Changes(frozenset({"writer"}))
     with pytest.raises(AttributeError):

@@ -253,6 +253,24 @@ def test_each_decision_once_across_reruns_a_purge_and_a_second_machine(
     assert other.commit_count() == before
 
 
+def test_a_rejected_item_approved_later_is_a_new_decision(site: Site, admin: WebhouseAdmin) -> None:
+    item = admin.generate(AGENT, ARTICLE)
+    admin.reject(item, "Too long.")
+    run_once(site)
+    admin.edit(item, {"title": "Shorter"})
+    admin.approve(item)  # webhouse's approve route takes a rejected item too
+    run_once(site)
+    run_once(site)
+    assert decisions(site) == [
+        f"approve({AGENT}): {item}, 1 correction (title)",
+        f"reject({AGENT}): {item}",
+    ]
+    assert [(r["item"], r["state"]) for r in ledger(site)] == [
+        (item, "rejected"),
+        (item, "approved"),
+    ]
+
+
 def test_an_item_decided_before_feedbackd_was_turned_on_is_decided_once(
     site: Site, admin: WebhouseAdmin
 ) -> None:
