@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -269,6 +268,12 @@ def test_a_rejected_item_approved_later_is_a_new_decision(site: Site, admin: Web
         (item, "rejected"),
         (item, "approved"),
     ]
+    admin.reject(item, "On second thoughts, no.")  # and back again: a third decision
+    run_once(site)
+    admin.approve(item)
+    run_once(site)
+    assert [r["state"] for r in ledger(site)] == ["rejected", "approved", "rejected", "approved"]
+    assert len(decisions(site)) == 4
 
 
 def test_an_item_decided_before_feedbackd_was_turned_on_is_decided_once(
@@ -382,27 +387,6 @@ def saved_long_ago(path: Path) -> None:
 
 
 # --- the daemon ---------------------------------------------------------------------------------
-@pytest.fixture
-def listener(tmp_path: Path) -> Iterator[NotifyListener]:
-    notify = NotifyListener(tmp_path)
-    yield notify
-    notify.close()
-
-
-@pytest.fixture
-def start(site: Site, listener: NotifyListener) -> Iterator[type[DaemonProcess]]:
-    started: list[DaemonProcess] = []
-
-    class Tracked(DaemonProcess):
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-            started.append(self)
-
-    yield Tracked
-    for daemon in started:
-        daemon.close()
-
-
 def test_the_daemon_decides_what_the_curator_does_in_webhouse(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

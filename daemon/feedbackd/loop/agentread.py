@@ -176,14 +176,20 @@ class AgentReader:
         )  # fmt: skip
 
     def _from_curation_queue(self, ledger: Sequence[DecisionRecord], scan: Scan) -> list[ReadItem]:
-        """A webhouse site's decided queue entries (loop/webhouse.py), as items to decide;
-        those whose decision commit git holds are restored, as for files."""
+        """A webhouse site's decided queue entries (loop/webhouse.py), as items to decide.
+
+        The queue file is always in HEAD: an entry the ledger names no line for (decisions.jsonl
+        lost or damaged) is looked up in history and restored if decided; one whose ledger line
+        says otherwise (rejected, now approved) is a new decision.
+        """
         found = webhouse.decisions_for(self.runtime, self.agent, ledger)
         scan.problems += found.problems
         scan.warnings += found.warnings
         scan.settling += found.settling
-        still = set(self._not_in_history([read.file for read in found.items], scan))
-        return [read for read in found.items if read.file in still]
+        known = {record.item for record in ledger}
+        unknown = [read.file for read in found.items if read.file.item_id not in known]
+        still = set(self._not_in_history(unknown, scan))
+        return [r for r in found.items if r.file.item_id in known or r.file in still]
 
     def _settled(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
         """The files unchanged for daemon.settle_ms; the others wait in `scan.settling`.
