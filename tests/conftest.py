@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon_kit import DaemonProcess, NotifyListener
+
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Ada Curator",
     "GIT_AUTHOR_EMAIL": "ada@example.org",
@@ -50,3 +52,26 @@ def git_repo(tmp_path: Path) -> Path:
     git(root, "add", "README.md")
     git(root, "commit", "-q", "-m", "initial")
     return root
+
+
+@pytest.fixture
+def listener(tmp_path: Path) -> Iterator[NotifyListener]:
+    """A stand-in for systemd's notify socket."""
+    notify = NotifyListener(tmp_path)
+    yield notify
+    notify.close()
+
+
+@pytest.fixture
+def start(listener: NotifyListener) -> Iterator[type[DaemonProcess]]:
+    """Start daemons with `start(site, listener, *args)`; whatever still runs is killed after."""
+    started: list[DaemonProcess] = []
+
+    class Tracked(DaemonProcess):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+            started.append(self)
+
+    yield Tracked
+    for daemon in started:
+        daemon.close()

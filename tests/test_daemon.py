@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,28 +38,6 @@ OLD, NEW = "Why TypeScript Generics Matter", "How TypeScript Generics Save You F
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
     return Site(tmp_path / "ws")
-
-
-@pytest.fixture
-def listener(tmp_path: Path) -> Iterator[NotifyListener]:
-    notify = NotifyListener(tmp_path)
-    yield notify
-    notify.close()
-
-
-@pytest.fixture
-def start(site: Site, listener: NotifyListener) -> Iterator[type[DaemonProcess]]:
-    """Start daemons with `start(site, listener, *args)`; whatever still runs is killed after."""
-    started: list[DaemonProcess] = []
-
-    class Tracked(DaemonProcess):
-        def __init__(self, *args: object, **kwargs: object) -> None:
-            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-            started.append(self)
-
-    yield Tracked
-    for daemon in started:
-        daemon.close()
 
 
 def drafts(site: Site, agent: str, count: int, *, commit: bool = True) -> list[str]:
