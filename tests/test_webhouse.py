@@ -386,6 +386,22 @@ def saved_long_ago(path: Path) -> None:
     os.utime(path, (when, when))
 
 
+def test_doctor_names_a_broken_queue_and_entries_it_cannot_use(
+    site: Site, admin: WebhouseAdmin
+) -> None:
+    admin.generate(AGENT, ARTICLE)
+    assert site.cli("doctor").returncode == 0
+    items = admin.read_queue()
+    items[0]["status"] = "shipped"
+    admin.write_queue(items)
+    done = site.cli("doctor", "--json")
+    assert done.returncode == 1
+    assert "unknown status 'shipped'" in done.stdout and QUEUE in done.stdout
+    (site.root / QUEUE).write_text('[{"id": ')
+    done = site.cli("doctor")
+    assert done.returncode == 1 and "the JSON ends before it is complete" in done.stdout
+
+
 # --- the daemon ---------------------------------------------------------------------------------
 def test_the_daemon_decides_what_the_curator_does_in_webhouse(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]

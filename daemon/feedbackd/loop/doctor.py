@@ -17,6 +17,7 @@ from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git import GitRepo
+from feedbackd.loop import webhouse
 from feedbackd.loop.agentfiles import (
     read_feedback,
     read_item,
@@ -52,6 +53,7 @@ def examine(
             findings.append(Finding(workspace.relative(entry), "bad agent id", hint))
     checks = [c for a in workspace.agent_ids() for c in _checks(runtime, workspace.agent(a))]
     checks += inbox_checks(runtime)
+    checks += webhouse.doctor_checks(runtime)
     for path, check in checks:
         checked += 1
         problem = _run_check(check)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,3 +119,26 @@ def with_queue_agents(runtime: Runtime, agents: list[str]) -> list[str]:
         if agent_id not in agents:
             runtime.workspace.agent(agent_id).root.mkdir(parents=True, exist_ok=True)
     return sorted({*agents, *named})
+
+
+def doctor_checks(runtime: Runtime) -> list[tuple[Path, Callable[[], None]]]:
+    """`feedbackd doctor`: the queue file read as a pass reads it (none while webhouse has not
+    written one); its entries that cannot be used are a finding too."""
+    path = queue_file(runtime)
+    if path is None or not path.exists():
+        return []
+
+    def check() -> None:
+        found = QueueDecisions()
+        queue = read_queue(runtime, path, found)
+        if found.problems:
+            raise found.problems[0].error
+        skipped = queue.skipped if queue is not None else ()
+        if skipped:
+            more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+            raise InvalidItem(
+                skipped[0].reason + more,
+                hint="fix the entry in webhouse (or by hand); the other entries are decided",
+            )
+
+    return [(path, check)]
