@@ -317,6 +317,19 @@ def test_a_lost_ledger_is_restored_from_history_not_decided_again(
     assert [(r["item"], r["state"]) for r in ledger(site)] == [(item, "approved")]
 
 
+def test_an_agent_folder_that_cannot_be_made_holds_up_that_agent_alone(
+    site: Site, admin: WebhouseAdmin
+) -> None:
+    blocked = admin.generate("blocked", ARTICLE)
+    fine = admin.generate(AGENT, ARTICLE)
+    admin.approve(blocked)
+    admin.approve(fine)
+    (site.data / "agents" / "blocked").write_text("a file where the folder goes\n")
+    output = run_once(site)
+    assert decisions(site) == [f"approve({AGENT}): {fine}, no corrections"]
+    assert "cannot make the folder of agent blocked" in output
+
+
 # --- webhouse's feedback.json ---------------------------------------------------------------------
 def test_webhouses_feedback_json_is_kept_and_stays_readable_by_webhouse(
     site: Site, admin: WebhouseAdmin

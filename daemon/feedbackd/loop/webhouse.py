@@ -117,8 +117,22 @@ def with_queue_agents(runtime: Runtime, agents: list[str]) -> list[str]:
     named = queue.agents() if queue is not None else []
     for agent_id in named:
         if agent_id not in agents:
-            runtime.workspace.agent(agent_id).root.mkdir(parents=True, exist_ok=True)
+            _make_agent_folder(runtime, agent_id)
     return sorted({*agents, *named})
+
+
+def _make_agent_folder(runtime: Runtime, agent_id: str) -> None:
+    folder = runtime.workspace.agent(agent_id).root
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file of that name: the agent's decisions wait
+        log.error(
+            "%s: cannot make the folder of agent %s (%s); its curation queue decisions wait"
+            " until it can be made",
+            runtime.workspace.relative(folder),
+            agent_id,
+            error.strerror or error,
+        )
 
 
 def doctor_checks(runtime: Runtime) -> list[tuple[Path, Callable[[], None]]]:
