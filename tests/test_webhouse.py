@@ -394,6 +394,27 @@ def test_a_half_written_queue_is_waited_for_then_decided(site: Site, admin: Webh
     assert not error_file.exists()
 
 
+@pytest.mark.parametrize("what", ["a folder", "a link outside the workspace"])
+def test_a_queue_file_that_is_not_a_plain_file_is_explained_and_left_alone(
+    site: Site, tmp_path: Path, what: str
+) -> None:
+    queue = site.root / QUEUE
+    if what == "a folder":
+        queue.mkdir()
+    else:
+        outside = tmp_path / "outside.json"
+        outside.write_text(js_stringify([entry("qi-1", "published")]))
+        queue.symlink_to(outside)
+        saved_long_ago(outside)
+    saved_long_ago(queue)  # it has been so for a while: past daemon.settle_ms
+    output = run_once(site)
+    assert decisions(site) == []
+    assert "the curation queue cannot be read" in output
+    error_file = site.root / (QUEUE + ".error")
+    assert "the curation queue cannot be read" in error_file.read_text()
+    assert queue.is_dir() if what == "a folder" else queue.is_symlink()
+
+
 def saved_long_ago(path: Path) -> None:
     when = time.time() - 60
     os.utime(path, (when, when))

@@ -113,12 +113,23 @@ def with_queue_agents(runtime: Runtime, agents: list[str]) -> list[str]:
     path = queue_file(runtime)
     if path is None:
         return agents
-    queue = read_queue(runtime, path, QueueDecisions())
+    found = QueueDecisions()
+    queue = read_queue(runtime, path, found)
+    if not agents:  # no agent pass will say what is wrong with the queue: say it here
+        _tell(runtime, found.problems)
     named = queue.agents() if queue is not None else []
     for agent_id in named:
         if agent_id not in agents:
             _make_agent_folder(runtime, agent_id)
     return sorted({*agents, *named})
+
+
+def _tell(runtime: Runtime, bad_files: list[BadFile]) -> None:
+    """Explain a queue that cannot be read beside it, once it stayed so for settle_ms."""
+    for bad in bad_files:
+        problem = problems.judge(bad.path, bad.error, runtime.settings.daemon.settle_ms)
+        if problem.settled:
+            log.warning("%s: %s", runtime.workspace.relative(bad.path), bad.error.message)
 
 
 def _make_agent_folder(runtime: Runtime, agent_id: str) -> None:
