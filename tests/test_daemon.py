@@ -357,7 +357,8 @@ def test_a_slowly_written_yaml_file_is_decided_whole(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
     """Half a YAML file is valid YAML: the decision waits until the writer is done."""
-    site.configure("daemon:\n  settle_ms: 1500\n")
+    # Long enough that `status` (a process of its own, slow on a busy machine) sees it waiting.
+    site.configure("daemon:\n  settle_ms: 5000\n")
     (site.agent("y") / "approved").mkdir(parents=True)
     daemon = start(site, listener)
     daemon.wait_ready()
