@@ -441,3 +441,38 @@ def test_reputation_numbers_say_what_they_cover(site: Site) -> None:
     listed = site.cli("feedback", "list", "--skill", "code-run").stdout
     assert "the reputation of these ratings only" in listed
     assert "average None" not in site.cli("feedback", "list", "--skill", "nothing").stdout
+
+
+def test_an_approval_that_changed_only_outside_the_content_warns_naming_the_fields(
+    site: Site,
+) -> None:
+    """A curator who edited a top-level `title` of a JSON draft (not contentData.title) is told
+    why nothing was recorded, on stderr and in --json's warnings; the approval still stands."""
+    site.write("w", "qi-1.json", draft({"title": "Old"}, slug="old-slug"))
+    site.write("w", "qi-2.md", "---\nslug: a\ntitle: T\n---\nBody\n")
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"title": "Old"}, slug="new-slug", title="New"))
+    done = site.cli("approve", "w", "qi-1")
+    assert done.returncode == 0, done.stderr
+    assert "approve(w): qi-1, no corrections" in done.stdout
+    warning = next(line for line in done.stderr.splitlines() if "qi-1.json" in line)
+    assert warning.startswith("warning: ")
+    assert "slug, title changed outside contentData" in warning
+    assert "contentData.title" in warning
+
+    site.write("w", "qi-2.md", "---\nslug: b\ntitle: T\n---\nBody\n")
+    done = site.cli("approve", "w", "qi-2", "--json")
+    assert done.returncode == 0, done.stderr
+    (warning,) = json.loads(done.stdout)["warnings"]
+    assert "qi-2.md: approved with no corrections" in warning
+    assert "slug changed" in warning and "front matter" in warning
+
+
+def test_an_approval_with_corrections_or_untouched_warns_of_nothing(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"title": "Old"}, slug="s"))
+    site.write("w", "qi-2.json", draft({"title": "Old"}, slug="s"))
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"title": "New"}, slug="s2"))
+    for item in ("qi-1", "qi-2"):
+        done = site.cli("approve", "w", item, "--curator", "Kim Editor <kim@example.org>")
+        assert done.returncode == 0 and "warning" not in done.stderr, done.stderr

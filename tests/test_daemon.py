@@ -219,6 +219,30 @@ def test_decision_while_running_with_json_logs_then_idle(
     assert any(r["message"].startswith("approve(w): qi-000") for r in records)
 
 
+def test_an_approval_changed_only_outside_the_content_is_logged_and_shown_in_status(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """A top-level `title` edited next to contentData: no corrections, and the warning naming
+    it stays in `status` problems (not only for the pass that decided) until a later decision."""
+    drafts(site, "w", 2)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    site.write("w", "qi-000.json", draft({"title": f"{OLD} qi-000", "excerpt": "Same."}, title=NEW))
+    site.move("w", "qi-000.json", "approved")
+    wait_for(lambda: committed(site, "approve(w): qi-000, no corrections"), what="approval")
+    idle(daemon, quiet_s=0.5)  # its own commit wakes the watcher for another pass
+    (problem,) = status_json(site)["problems"]
+    assert problem.startswith("_data/agents/w/approved/qi-000.json: approved with no corrections")
+    assert "title changed outside contentData" in problem
+    assert "problem: _data/agents/w/approved/qi-000.json" in site.cli("status").stdout
+    assert problem in daemon.log()
+
+    edit_and_approve(site, "w", "qi-001")
+    wait_for(lambda: committed(site, "approve(w): qi-001, 1 correction"), what="approval")
+    idle(daemon, quiet_s=0.5)
+    assert status_json(site)["problems"] == []
+
+
 def test_editor_atomic_saves_in_queue(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

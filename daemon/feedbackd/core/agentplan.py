@@ -56,6 +56,9 @@ class ReadItem:
     first_version: bytes | None = None
     # An approved item without originalContentData: its content as first seen in queue/.
     first_seen: dict[str, Any] | None = None
+    # An approved item that may have no corrections: its fields outside the content (see
+    # items.outside_content) as first seen in queue/, to tell the curator what they changed.
+    first_outside: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,9 @@ class AgentPlan:
     snippet_refresh: Step | None = None
     problems: tuple[BadFile, ...] = ()
     warnings: tuple[str, ...] = ()
+    # Those of `warnings` about a decision this pass records (an approval with no corrections,
+    # a rejection without a note): nothing stands to tell it again, so the daemon keeps them.
+    decision_warnings: tuple[str, ...] = ()
 
     @property
     def steps(self) -> list[Step]:
@@ -184,6 +190,11 @@ class _Notes:
 
     problems: list[BadFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    decision_warnings: list[str] = field(default_factory=list)
+
+    def about_decision(self, warning: str) -> None:
+        self.warnings.append(warning)
+        self.decision_warnings.append(warning)
 
 
 @dataclass(frozen=True)
@@ -225,6 +236,7 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         snippet_refresh,
         tuple(notes.problems),
         tuple(notes.warnings),
+        tuple(notes.decision_warnings),
     )
 
 
@@ -295,17 +307,39 @@ def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
         where += f" item {read.file.item_id}"
     if read.file.folder == "rejected":
         if not read.item.rejection_feedback:
-            notes.warnings.append(f"{where}: rejected without rejectionFeedback")
+            notes.about_decision(f"{where}: rejected without rejectionFeedback")
         return _Decision(read.file, read.item, "rejected", author, [])
     original = read.item.original if read.item.original is not None else read.first_seen
     if original is None:
-        notes.warnings.append(
+        notes.about_decision(
             f"{where}: never seen in queue/ and no originalContentData;"
             " approved with no corrections"
         )
         return _Decision(read.file, read.item, "approved", author, [])
     corrections = items.diff_content(original, read.item.content)
+    if not corrections and read.first_outside is not None:
+        outside = items.changed_keys(read.first_outside, items.outside_content(read.item))
+        if outside:
+            notes.about_decision(_changed_outside(where, read.item, outside))
     return _Decision(read.file, read.item, "approved", author, corrections)
+
+
+def _changed_outside(where: str, item: Item, keys: list[str]) -> str:
+    """Why an approval whose curator did edit the draft recorded no correction."""
+    names = ", ".join(keys)
+    # The key the curator most likely meant: one the content has too (a top-level `title`).
+    meant = next((key for key in keys if key in item.content), keys[0])
+    if item.format == "md":
+        return (
+            f"{where}: approved with no corrections; {names} changed in the front matter, but"
+            " those keys are not content (the body and the other front matter keys are):"
+            " move it back to queue/ to correct the content and approve it again"
+        )
+    return (
+        f"{where}: approved with no corrections; {names} changed outside contentData, which"
+        f" alone holds the content: move it back to queue/, edit contentData.{meant} instead"
+        " and approve it again"
+    )
 
 
 def _author(item: Item, fallback: Person | FeedbackdError | None) -> Person:

@@ -531,6 +531,28 @@ def _diff(original: dict[str, Any], current: dict[str, Any], prefix: str) -> lis
     return corrections
 
 
+# Who decided, and the decision itself: expected to change on approval, never content.
+_DECISION_KEYS = frozenset({"curator", "status"})
+
+
+def outside_content(item: Item) -> dict[str, Any]:
+    """The item's fields that are not its content (an approval records none of them): in JSON
+    and YAML every top-level key but contentData, in Markdown the reserved front matter keys;
+    the curator and status keys left out."""
+    if item.format == "md":
+        outside = {k: v for k, v in item.document.items() if k in MD_RESERVED_KEYS}
+    else:
+        outside = {k: v for k, v in item.document.items() if k != "contentData"}
+    return {k: v for k, v in outside.items() if k not in _DECISION_KEYS}
+
+
+def changed_keys(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The keys added, removed or changed from before to after, sorted."""
+    missing = object()  # a key set to null differs from no key
+    keys = before.keys() | after.keys()
+    return sorted(key for key in keys if before.get(key, missing) != after.get(key, missing))
+
+
 def flatten_strings(content: dict[str, Any], prefix: str = "") -> dict[str, str]:
     """Every string field reachable through objects, by its dotted name (`seo.metaTitle`): the
     names feedback entries and a curator's edits use."""

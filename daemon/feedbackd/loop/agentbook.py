@@ -23,6 +23,7 @@ SETTLE_MARGIN_S = 0.05
 # Keys of retries and states that are not agents (no agent id can start with these).
 EVERY_AGENT = "*"
 RATINGS = ":ratings"
+DECISION_EVENTS = ("approve", "reject")
 
 
 @dataclass
@@ -31,6 +32,9 @@ class AgentState:
 
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # What the agent's last decisions warned of: kept until a pass records another decision,
+    # since the passes after a decision have nothing to say about it.
+    decision_warnings: list[str] = field(default_factory=list)
     failure: str | None = None
     failures: int = 0
 
@@ -58,7 +62,10 @@ class AgentBook:
     def passed(self, key: str, report: Report) -> None:
         state = self.state(key)
         state.failure, state.failures = None, 0
-        state.problems, state.warnings = report.problems, report.warnings
+        state.problems = report.problems
+        state.warnings = [w for w in report.warnings if w not in report.decision_warnings]
+        if any(event.event in DECISION_EVENTS for event in report.events):
+            state.decision_warnings = report.decision_warnings
         waiting = report.next_retry()
         if waiting is not None:
             self.retry_at[key] = waiting + SETTLE_MARGIN_S  # a file is still being written
@@ -102,7 +109,7 @@ class AgentBook:
         lines: list[str] = []
         for key, state in sorted(self.states.items()):
             lines += [problem.line() for problem in state.problems if problem.settled]
-            lines += state.warnings
+            lines += state.warnings + state.decision_warnings
             if state.failure is not None:
                 lines.append(f"{name_of(key)}: last pass failed: {state.failure}")
         return lines

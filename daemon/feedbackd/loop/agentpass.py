@@ -71,6 +71,7 @@ class AgentPass:
         view, scan = self.reader.read(ledger)
         plan = agentplan.plan_agent(view, self.runtime.settings, utcnow())
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
+        self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))

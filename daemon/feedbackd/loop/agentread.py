@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from feedbackd.core import agentplan, items
 from feedbackd.core.agentplan import AgentView, BadFile, ItemFile, ReadItem
@@ -243,19 +242,28 @@ class AgentReader:
         return repo.files_at_last_add(self.rel(self.agent.queue), tracked)
 
     def _with_first_seen(self, read: ReadItem) -> ReadItem:
-        """An approved item without originalContentData gets its content as first seen."""
-        if read.item is None or read.item.original is not None or read.file.folder != "approved":
+        """An approved item gets the draft as first seen in queue/: its content when it has no
+        originalContentData (corrections are diffed against it), and its fields outside the
+        content when it may have no corrections (a warning names those the curator changed)."""
+        item = read.item
+        if item is None or read.file.folder != "approved":
             return read
-        return replace(read, first_seen=self._first_seen(read.file))
+        if item.original is not None and items.diff_content(item.original, item.content):
+            return read  # corrections: nothing to warn of, nothing more to read
+        first = self._first_seen(read.file)
+        if first is None:
+            return read
+        content = first.content if item.original is None else None
+        return replace(read, first_seen=content, first_outside=items.outside_content(first))
 
-    def _first_seen(self, item_file: ItemFile) -> dict[str, Any] | None:
+    def _first_seen(self, item_file: ItemFile) -> items.Item | None:
         """The draft as first seen in queue/: the local snapshot, else its draft commit (an
         item decided before this machine saw it in queue/, or a snapshot a crash left empty)."""
         for suffix in _suffixes_starting_with(item_file.path.suffix):
             queue_path = self.agent.queue / (item_file.item_id + suffix)
             for data in self._first_copies(queue_path):
                 try:
-                    return items.parse_item(data, suffix, item_file.item_id).content
+                    return items.parse_item(data, suffix, item_file.item_id)
                 except FeedbackdError:
                     continue
         return None

@@ -15,16 +15,24 @@ class Report:
     events: list[Event] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Those of `warnings` about a decision recorded (see AgentPlan.decision_warnings).
+    decision_warnings: list[str] = field(default_factory=list)
 
     def extend(self, other: Report) -> None:
         self.events.extend(other.events)
         self.problems.extend(other.problems)
         self.warnings.extend(other.warnings)
+        self.decision_warnings.extend(other.decision_warnings)
 
     def followed_by(self, later: Report) -> Report:
         """This report and a later pass's: events and warnings add up, while the problems are
         the later pass's alone, because it looked at the files again."""
-        return Report(self.events + later.events, later.problems, self.warnings + later.warnings)
+        return Report(
+            self.events + later.events,
+            later.problems,
+            self.warnings + later.warnings,
+            self.decision_warnings + later.decision_warnings,
+        )
 
     @property
     def unsettled(self) -> list[Problem]:
