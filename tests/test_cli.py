@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -476,3 +478,80 @@ def test_an_approval_with_corrections_or_untouched_warns_of_nothing(site: Site) 
     for item in ("qi-1", "qi-2"):
         done = site.cli("approve", "w", item, "--curator", "Kim Editor <kim@example.org>")
         assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+
+
+# --- the learning history as people read it ----------------------------------------------------
+def log_rows(stdout: str) -> list[dict[str, str]]:
+    """`feedbackd log`'s table as rows of column → text, each cell's wrapped lines joined with
+    no space between them (a name folded over two lines reads whole again)."""
+    lines = [line for line in stdout.splitlines() if "│" in line or "┃" in line]
+    header = [cell.strip() for cell in lines[0].split("┃")]
+    rows: list[dict[str, str]] = []
+    for line in lines[1:]:
+        cells = [cell.strip() for cell in line.split("│")]
+        if re.match(r"\d{4}-\d\d-\d\d", cells[0]):  # a date starts a row; lines continue it
+            rows.append(dict.fromkeys(header, ""))
+        for column, cell in zip(header, cells, strict=True):
+            rows[-1][column] += cell
+    return rows
+
+
+def submit_overpriced(site: Site, provider: str, skill: str, buyers: list[str]) -> None:
+    soul = f"# Prov\n\nDoes things.\n\n## {skill}\nRuns code.\n\npricing: 20\n"
+    (site.agent(provider)).mkdir(parents=True, exist_ok=True)
+    (site.agent(provider) / "SOUL.md").write_text(soul)
+    for buyer in buyers:
+        record = {
+            "transaction_id": str(uuid.uuid4()), "provider_agent": provider, "skill_id": skill,
+            "rating": 3, "result_quality": "acceptable", "would_reuse": False,
+            "cost_value_ratio": "overpriced",
+        }  # fmt: skip
+        done = site.cli("feedback", "submit", "--as", buyer, "--json", json.dumps(record))
+        assert done.returncode == 0, done.stderr
+
+
+def test_log_names_curators_only_for_their_decisions_and_shows_the_rejection_note(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    site.write("w", "qi-1.json", draft({"t": "old"}))
+    site.write("w", "qi-2.json", draft({"t": "meh"}))
+    site.reconcile()
+    kim = ("--curator", "Kim Editor <kim@example.org>")
+    assert site.cli("approve", "w", "qi-1", *kim).returncode == 0
+    note = "Too vague: name one real project, what it cost and what it saved"
+    assert site.cli("reject", "w", "qi-2", "--notes", note, *kim).returncode == 0
+    submit_overpriced(site, "prov", "code-run", ["buyer-a", "buyer-b", "buyer-a"])
+    rows = {(row["event"], row["item/skill"]): row for row in log_rows(site.cli("log").stdout)}
+    assert rows[("approve", "qi-1")]["curator"] == "Kim Editor"
+    rejected = rows[("reject", "qi-2")]
+    assert rejected["curator"] == "Kim Editor"
+    assert rejected["what"].replace(" ", "").startswith('qi-2:"Toovague:nameonereal')
+    # Ratings come from their buyers and a price change from feedbackd: no curator took part.
+    assert rows[("rating", "code-run")]["curator"] == ""
+    assert "buyer-a" in rows[("rating", "code-run")]["what"]
+    assert rows[("pricing", "code-run")]["curator"] == ""
+
+
+def test_log_cuts_no_name_at_80_columns(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    agent, skill = "heavylift-chengwen-eu-west-2", "claude-code-run-with-tests"
+    curator = "Maximiliane Kowalczyk-Oyelaran"
+    item = "queue-item-20261203-0001"
+    site.write(agent, f"{item}.json", draft({"t": "old"}))
+    site.reconcile()
+    site.write(agent, f"{item}.json", draft({"t": "new"}))
+    done = site.cli("approve", agent, item, "--curator", f"{curator} <m@x.org>")
+    assert done.returncode == 0, done.stderr
+    submit_overpriced(site, agent, skill, ["buyer-a", "buyer-b", "buyer-a"])
+    shown = site.cli("log").stdout
+    assert "…" not in shown
+    assert all(len(line) <= 80 for line in shown.splitlines())
+    rows = log_rows(shown)
+    assert {row["agent"] for row in rows} == {agent}
+    items = {row["item/skill"] for row in rows if row["event"] != "draft"}  # a draft commit: many
+    assert items == {item, skill}
+    approval = next(row for row in rows if row["event"] == "approve")
+    assert approval["curator"] == curator.replace(" ", "")
+    # Asked about one agent, the table leaves the agent column out.
+    assert "agent" not in log_rows(site.cli("log", agent).stdout)[0]

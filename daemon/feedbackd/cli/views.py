@@ -6,6 +6,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from feedbackd.cli.output import console, print_json
+from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry, Person
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.loop.agentfiles import existing_agent, read_feedback
 from feedbackd.loop.queries import learning_log, log_json, recent_feedback
@@ -56,19 +57,46 @@ def show_log(runtime: Runtime, agent_id: str | None, since: str | None, as_json:
     if as_json:
         print_json([log_json(entry) for entry in entries])
         return
-    table = Table(title="Learning history", show_edge=False)
-    for column in ("date", "event", "agent", "item/skill", "curator", "what"):
-        table.add_column(column)
+    # Names are folded over lines, never cut: a reviewer copies them into other commands.
+    table = Table(title="Learning history", show_edge=False, pad_edge=False)
+    table.add_column("date", overflow="fold", min_width=10)
+    table.add_column("event", overflow="fold")
+    if agent_id is None:  # asked about one agent, the column would repeat its name
+        table.add_column("agent", overflow="fold")
+    for column in ("item/skill", "curator"):
+        table.add_column(column, overflow="fold")
+    table.add_column("what", overflow="fold", ratio=1, min_width=12)
     for entry in entries:
+        names = [entry.agent or ""] if agent_id is None else []
         table.add_row(
             entry.date[:16].replace("T", " "),
             entry.event or "",
-            entry.agent or "",
-            entry.item or entry.skill or "",
-            escape(entry.curator or ""),
-            escape(entry.subject.split(": ", 1)[-1]),
+            *map(escape, names),
+            escape(entry.item or entry.skill or ""),
+            escape(_curator_name(entry)),
+            escape(_what(entry)),
         )
     console().print(table)
+
+
+NOTE_WIDTH = 60  # of a rejection's note in the log: enough to tell what it was about
+
+
+def _what(entry: LogEntry) -> str:
+    """The commit's summary, and a rejection's note (cut) after it."""
+    summary = entry.subject.split(": ", 1)[-1]
+    return f'{summary}: "{_cut(entry.note, NOTE_WIDTH)}"' if entry.note else summary
+
+
+def _curator_name(entry: LogEntry) -> str:
+    """Who decided, for a curator's events alone: a rating is its buyer's (the summary names
+    them) and a price change or a draft is feedbackd's, whoever's git identity committed it."""
+    if entry.event not in CURATOR_EVENTS or not entry.curator:
+        return ""
+    try:
+        return Person.parse(entry.curator).name
+    except ValueError:
+        return entry.curator
 
 
 SUMMARY_WIDTH = 80  # a status line stays readable whatever a commit's summary holds

@@ -28,6 +28,8 @@ EVENTS = (
     "optimize",
     "sync",
 )
+# The events a curator decides; the others are a buyer's (rating) or feedbackd's own.
+CURATOR_EVENTS = ("approve", "reject", "record", "forget")
 LINE_LIMIT = 120
 # Body lines hold two cut values; trailer values (field lists) may run long too.
 TRAILER_LIMIT = 1000
@@ -42,6 +44,7 @@ TRANSACTION_KEY = "Feedback-Transaction"
 PRICE_OLD_KEY = "Price-Old"
 PRICE_NEW_KEY = "Price-New"
 
+_NOTE_START = '- notes: "'
 _EMAIL = re.compile(r"^[^<>\s]+$")
 _PERSON = re.compile(r"^\s*([^<>\n]*?)\s*<([^<>\s]+)>\s*$")
 # Anything a reader could take as a line break: git only splits on \n, but other tools
@@ -215,6 +218,7 @@ class LogEntry:
     price_old: str | None
     price_new: str | None
     subject: str
+    note: str | None = None  # a rejection's note, as its commit body has it (cut at 120)
 
     def to_json(self) -> dict[str, Any]:
         """The `feedbackd log --json` shape: the contract's keys, absent values as None."""
@@ -256,7 +260,16 @@ def log_entry(commit: str, date: str, author: str, message: str) -> LogEntry | N
         price_old=last(PRICE_OLD_KEY),
         price_new=last(PRICE_NEW_KEY),
         subject=message.split("\n", 1)[0].strip(),
+        note=_note(message),
     )
+
+
+def _note(message: str) -> str | None:
+    """The `- notes: "…"` line of a rejection's body (decision_body, entry_body)."""
+    for line in message.split("\n")[1:]:
+        if line.startswith(_NOTE_START) and line.endswith('"'):
+            return line[len(_NOTE_START) : -1]
+    return None
 
 
 def fields_trailer(fields: Iterable[str]) -> str:
@@ -309,7 +322,7 @@ def decision_summary(
 def decision_body(state: str, notes: str | None, corrections: Sequence[FieldChange]) -> list[str]:
     """A rejection's note, or one line per correction: `- title: "old" → "new"`."""
     if state == "rejected":
-        return [f'- notes: "{one_line(notes or "")}"']
+        return [f'{_NOTE_START}{one_line(notes or "")}"']
     return [
         f'- {one_line(c.field)}: "{one_line(c.original)}" → "{one_line(c.corrected)}"'
         for c in corrections
@@ -371,5 +384,5 @@ def entry_body(entry: FeedbackEntry) -> list[str]:
         name = one_line(entry.field or "value")
         return [f'- {name}: "{one_line(entry.original)}" → "{one_line(entry.corrected)}"']
     if entry.notes is not None:
-        return [f'- notes: "{one_line(entry.notes)}"']
+        return [f'{_NOTE_START}{one_line(entry.notes)}"']
     return []
