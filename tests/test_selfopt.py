@@ -325,6 +325,18 @@ def test_lessons_are_deduplicated_and_committed_with_a_memory(tmp_path: Path) ->
         "4 of 4 results in the last 7d were poor or failed"
     )
     assert shop.soul() == SOUL  # no overpriced ratings: the price stays
+    # The commit says why, as the memory does: `git log` is the audit trail.
+    body = shop.site.git("log", "-1", "--format=%b").splitlines()
+    assert body[:4] == [
+        "- why: average rating 1.0 ≤ 2 over 4 ratings in the last 7d; "
+        "4 of 4 results in the last 7d were poor or failed",
+        "- lessons: _data/agents/heavylift-chengwen/prompt/skills/claude-code-run.md",
+        '- "Tests were skipped" (1×)',
+        '- "output was truncated." (3×)',
+    ]
+    assert (
+        shop.site.git("log", "-1", "--format=%s").strip().endswith("2 lessons from 4 low ratings")
+    )
 
 
 def optimizer_shop(tmp_path: Path, code: str, timeout: float = 10) -> Shop:
@@ -359,6 +371,11 @@ def test_a_good_optimizer_answer_replaces_the_description(tmp_path: Path) -> Non
         "optimize(heavylift-chengwen/claude-code-run): new description "
         "(buyers said the tests were forgotten)"
     )
+    assert shop.site.git("log", "-1", "--format=%b").splitlines()[:2] == [
+        "- why: buyers said the tests were forgotten",
+        '- description: "Runs a coding task in an isolated workspace." → "Runs a coding task and'
+        ' its tests, then returns the diff."',
+    ]
     assert shop.site.git("status", "--porcelain").strip() == ""
 
 

@@ -267,7 +267,12 @@ class SkillPass:
         self._remember(
             SELF_OPTIMISATION, f"Skill {self.skill} adjusted: {what} because {finding.why}"
         )
-        sha = self._commit("optimize", summary, [path, self.patterns_path], [])
+        body = [
+            f"- why: {finding.why}",
+            f"- lessons: {rel}",
+            *(f'- "{lesson.text}" ({lesson.count}×)' for lesson in finding.lessons),
+        ]
+        sha = self._commit("optimize", summary, [path, self.patterns_path], [], body)
         self._record("optimize", summary, finding.why, sha, details)
         return True
 
@@ -301,7 +306,9 @@ class SkillPass:
             SELF_OPTIMISATION,
             f"Skill {self.skill} adjusted: description rewritten because {reason}",
         )
-        sha = self._commit("optimize", summary, [self.agent.soul, self.patterns_path], [])
+        body = [f"- why: {reason}", f'- description: "{old}" → "{description}"']
+        paths = [self.agent.soul, self.patterns_path]
+        sha = self._commit("optimize", summary, paths, [], body)
         details = {"what": "description", "description_old": old, "description_new": description}
         self._record("optimize", summary, reason, sha, details)
         publish_soul(self.runtime, self.agent, self.skill, self.now)
@@ -322,10 +329,23 @@ class SkillPass:
         append_memory(self.runtime.workspace, self.agent.agent_id, record)
 
     def _commit(
-        self, event: str, summary: str, paths: Sequence[Path], trailers: list[tuple[str, str]]
+        self,
+        event: str,
+        summary: str,
+        paths: Sequence[Path],
+        trailers: list[tuple[str, str]],
+        body: Sequence[str] = (),
     ) -> str | None:
+        """One commit of the skill's change; its body says why (the memory record does too,
+        but `git log` is where a reviewer reads the history)."""
         commit = CommitRequest(
-            event, self.agent.agent_id, summary, paths, skill=self.skill, trailers=trailers
+            event,
+            self.agent.agent_id,
+            summary,
+            paths,
+            skill=self.skill,
+            body=body,
+            trailers=trailers,
         )
         done = commit_change(self.runtime, self.repo, commit)
         return done.commit if done is not None else None
