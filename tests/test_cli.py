@@ -555,3 +555,15 @@ def test_log_cuts_no_name_at_80_columns(site: Site, monkeypatch: pytest.MonkeyPa
     assert approval["curator"] == curator.replace(" ", "")
     # Asked about one agent, the table leaves the agent column out.
     assert "agent" not in log_rows(site.cli("log", agent).stdout)[0]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [(), ("approve",), ("log",), ("run",), ("feedback", "submit"), ("optimize",), ("status",)],
+    ids=lambda command: " ".join(command) or "feedbackd",
+)
+def test_help_shows_no_value_after_a_plain_flag(site: Site, command: tuple[str, ...]) -> None:
+    """`--json`, `--quiet`, `--help` take no value: the help shows none (no `<bool>`)."""
+    done = site.cli(*command, "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--help" in done.stdout and "bool" not in done.stdout.lower(), done.stdout

@@ -26,6 +26,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help, as click writes it: typer's panels show `<bool>` after flags that take no
+    # value (--json, --quiet, --help), which reads as if they needed one.
+    rich_markup_mode=None,
 )
 log = logging.getLogger("feedbackd")
 

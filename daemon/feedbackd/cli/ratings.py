@@ -17,7 +17,9 @@ from feedbackd.loop import actions, queries
 from feedbackd.loop.agentfiles import list_memory
 
 TABLE_ROWS = 20
-feedback_app = typer.Typer(help="Ratings of rented skills.", no_args_is_help=True)
+feedback_app = typer.Typer(
+    help="Ratings of rented skills.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 def register(app: typer.Typer) -> None:
