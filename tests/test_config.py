@@ -68,6 +68,19 @@ def test_documented_file_loads_as_the_defaults() -> None:
     assert load_settings(DOCUMENTED) == Settings()
 
 
+def test_the_documented_file_cites_the_readme_a_user_has() -> None:
+    """The SPEC is the developers' contract, not in a user's hands; the README is."""
+    text = DOCUMENTED.read_text(encoding="utf-8")
+    assert "SPEC" not in text
+    headings = {
+        line.lstrip("#").strip()
+        for line in (DOCUMENTED.parents[1] / "README.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("#")
+    }
+    cited = re.findall(r'README "([^"]+)"', text)
+    assert len(cited) >= 6 and set(cited) <= headings, set(cited) - headings
+
+
 def test_every_setting_is_documented_with_a_comment() -> None:
     text = DOCUMENTED.read_text(encoding="utf-8")
     lines = text.splitlines()
