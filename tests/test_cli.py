@@ -567,3 +567,18 @@ def test_help_shows_no_value_after_a_plain_flag(site: Site, command: tuple[str, 
     done = site.cli(*command, "--help")
     assert done.returncode == 0, done.stderr
     assert "--help" in done.stdout and "bool" not in done.stdout.lower(), done.stdout
+
+
+def test_a_yaml_mistake_in_front_matter_gets_a_hint_about_that_mistake(site: Site) -> None:
+    """An unquoted `: ` in a title is the usual slip; anchors and tags are another matter."""
+    site.write("w", "qi-1.md", "---\ntitle: Postgres: five indexes\n---\nBody\n")
+    site.write("w", "qi-2.md", "---\ntitle: &t Postgres\nexcerpt: *t\n---\nBody\n")
+    done = site.cli("approve", "w", "qi-1")
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: invalid_item: ") and "(line 2, column 16)" in done.stderr
+    assert "front matter" in done.stderr and "quotes" in done.stderr
+    assert "anchor" not in done.stderr and "tags" not in done.stderr
+    assert (site.agent("w") / "queue" / "qi-1.md").exists()  # nothing moved
+    done = site.cli("approve", "w", "qi-2")
+    assert done.returncode == 1 and "anchor &t is not allowed" in done.stderr
+    assert "write each value out in full" in done.stderr

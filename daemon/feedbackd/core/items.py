@@ -45,10 +45,12 @@ _CURATOR = re.compile(
 )
 _CURATOR_HINT = 'write it as "Name <email>", e.g. "Ada Curator <ada@example.org>"'
 _WRAP_HINT = "make the item an object with a contentData field holding the draft's fields"
-_YAML_HINT = (
-    "fix the YAML at that position; items are plain data, so write values out in full "
-    "(no anchors &, aliases * or tags !)"
+_PLAIN_YAML_HINT = (
+    "items are plain data: write each value out in full (no anchors &, aliases * or tags !)"
 )
+# The usual slip in a YAML item: a value holding `: ` or ` #` left unquoted.
+_QUOTE_HINT = 'a value holding ": " or " #" needs quotes, e.g. title: "Postgres: five indexes"'
+
 
 # Where a key of the item's top-level mapping was written: (line, column), 1-based, if known.
 Locator = Callable[[str], tuple[int, int] | None]
@@ -283,7 +285,8 @@ def _load_yaml_item(text: str) -> tuple[dict[str, Any], Locator]:
 
 
 def _load_yaml(text: str, line_offset: int = 0) -> tuple[Any, Locator]:
-    """Plain data (None for no document) and where its top-level keys were written."""
+    """Plain data (None for no document) and where its top-level keys were written; a line
+    offset means the text is a Markdown item's front matter."""
     if _flow_nesting(text) > MAX_NESTING:
         raise _too_deep()
     try:
@@ -291,7 +294,10 @@ def _load_yaml(text: str, line_offset: int = 0) -> tuple[Any, Locator]:
     except yamlio.YamlError as exc:
         line = exc.line + line_offset if exc.line is not None else None
         raise ItemError(
-            f"invalid YAML: {exc.message}", hint=_YAML_HINT, line=line, column=exc.column
+            f"invalid YAML: {exc.message}",
+            hint=_yaml_hint(exc, front_matter=line_offset > 0),
+            line=line,
+            column=exc.column,
         ) from None
     except RecursionError:
         raise _too_deep() from None
@@ -305,6 +311,13 @@ def _load_yaml(text: str, line_offset: int = 0) -> tuple[Any, Locator]:
     # to_plain recurses, so the depth is checked on ruamel's nodes first.
     _check_nesting(raw)
     return yamlio.to_plain(raw), locate
+
+
+def _yaml_hint(error: yamlio.YamlError, *, front_matter: bool) -> str:
+    if error.not_plain:
+        return _PLAIN_YAML_HINT
+    where = "the front matter" if front_matter else "the YAML"
+    return f"fix {where} at that position; {_QUOTE_HINT}"
 
 
 def _flow_nesting(text: str) -> int:

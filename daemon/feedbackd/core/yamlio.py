@@ -16,13 +16,22 @@ from ruamel.yaml.events import AliasEvent, NodeEvent, ScalarEvent
 
 
 class YamlError(Exception):
-    """YAML that cannot be read as plain data; line and column are 1-based when known."""
+    """YAML that cannot be read as plain data; line and column are 1-based when known.
+    `not_plain`: the YAML is well formed but uses an anchor, alias or tag."""
 
-    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        line: int | None = None,
+        column: int | None = None,
+        *,
+        not_plain: bool = False,
+    ):
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
+        self.not_plain = not_plain
 
     def where(self) -> str:
         if self.line is None:
@@ -63,12 +72,14 @@ def _refuse_non_plain(yaml: YAML, text: str) -> None:
     for event in yaml.parse(io.StringIO(text)):
         line, column = event.start_mark.line + 1, event.start_mark.column + 1
         if isinstance(event, AliasEvent):
-            raise YamlError(f"YAML alias *{event.anchor} is not allowed", line, column)
-        if isinstance(event, NodeEvent) and event.anchor:
-            raise YamlError(f"YAML anchor &{event.anchor} is not allowed", line, column)
-        tag = getattr(event, "tag", None)
-        if tag is not None and not _implicit(event):
-            raise YamlError(f"YAML tag {tag} is not allowed", line, column)
+            what = f"alias *{event.anchor}"
+        elif isinstance(event, NodeEvent) and event.anchor:
+            what = f"anchor &{event.anchor}"
+        elif getattr(event, "tag", None) is not None and not _implicit(event):
+            what = f"tag {getattr(event, 'tag', '')}"
+        else:
+            continue
+        raise YamlError(f"YAML {what} is not allowed", line, column, not_plain=True)
 
 
 def _implicit(event: Any) -> bool:
