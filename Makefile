@@ -1,10 +1,12 @@
 # feedbackd: two commands do all set-up on a fresh machine.
-#   make run   create .venv, install, build a demo workspace in .demo/ and run the daemon there
+#   make run   create .venv, install feedbackd (not the dev tools), build a demo workspace in
+#              .demo/ and run the daemon there
 #   make test  create .venv, install dev dependencies, run ruff, the import layers, mypy, pytest
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 DEMO := .demo
 
 .PHONY: run test lint typecheck browser pytest bench clean
@@ -12,12 +14,18 @@ DEMO := .demo
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# The demo needs feedbackd's own dependencies alone; the dev tools (pytest, mypy, ruff,
+# hypothesis, playwright) take much longer to install and only `make test` uses them.
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	@$(BIN)/python -m feedbackd.cli.demo $(DEMO)
 
 test: $(STAMP) lint typecheck browser pytest
