@@ -475,6 +475,8 @@ def test_an_approval_with_corrections_or_untouched_warns_of_nothing(site: Site) 
     site.write("w", "qi-2.json", draft({"title": "Old"}, slug="s"))
     site.reconcile()
     site.write("w", "qi-1.json", draft({"title": "New"}, slug="s2"))
+    assert site.cli("reject", "w", "qi-2", "--notes", "Too dry").returncode == 0
+    site.move("w", "qi-2.json", "queue", source="rejected")  # a second thought: its note stays
     for item in ("qi-1", "qi-2"):
         done = site.cli("approve", "w", item, "--curator", "Kim Editor <kim@example.org>")
         assert done.returncode == 0 and "warning" not in done.stderr, done.stderr

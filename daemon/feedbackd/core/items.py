@@ -544,14 +544,15 @@ def _diff(original: dict[str, Any], current: dict[str, Any], prefix: str) -> lis
     return corrections
 
 
-# Who decided, and the decision itself: expected to change on approval, never content.
-_DECISION_KEYS = frozenset({"curator", "status"})
+# Who decided, the decision and a rejection's note (kept when a rejected item is moved back to
+# queue/ and approved later): they change with decisions and are never content.
+_DECISION_KEYS = frozenset({"curator", "status", "rejectionFeedback"})
 
 
 def outside_content(item: Item) -> dict[str, Any]:
     """The item's fields that are not its content (an approval records none of them): in JSON
     and YAML every top-level key but contentData, in Markdown the reserved front matter keys;
-    the curator and status keys left out."""
+    the keys of decisions (_DECISION_KEYS) left out."""
     if item.format == "md":
         outside = {k: v for k, v in item.document.items() if k in MD_RESERVED_KEYS}
     else:
