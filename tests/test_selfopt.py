@@ -339,6 +339,15 @@ def test_lessons_are_deduplicated_and_committed_with_a_memory(tmp_path: Path) ->
     )
 
 
+def test_one_low_rating_is_named_in_the_singular(tmp_path: Path) -> None:
+    shop = Shop(tmp_path)
+    bad = {"rating": 1, "result_quality": "failed", "cost_value_ratio": "fair"}
+    shop.rate(1, shop.start, quality_details="Output was truncated", **bad)
+    shop.run(utcnow())
+    subject = shop.site.git("log", "-1", "--format=%s").strip()
+    assert subject.endswith("): 1 lesson from 1 low rating")
+
+
 def optimizer_shop(tmp_path: Path, code: str, timeout: float = 10) -> Shop:
     config = f"optimizer:\n  command: {script(code)}\n  timeout_s: {timeout}\n"
     shop = Shop(tmp_path, config)

@@ -258,7 +258,8 @@ class SkillPass:
         rel = self.runtime.workspace.relative(path)
         noun = "lesson" if len(finding.lessons) == 1 else "lessons"
         what = f"{len(finding.lessons)} {noun} in {rel} ({lessons_in_brief(finding.lessons)})"
-        summary = f"{len(finding.lessons)} {noun} from {finding.low_count} low ratings"
+        ratings = "rating" if finding.low_count == 1 else "ratings"
+        summary = f"{len(finding.lessons)} {noun} from {finding.low_count} low {ratings}"
         details = {"what": "lessons", "path": rel, "lessons": lessons_as_json(finding.lessons)}
         if self.dry_run:
             self._record("optimize", summary, finding.why, None, details)
