@@ -1,0 +1,119 @@
+"""The user's own git commands under a running daemon: `git reset --hard`, `git stash -u`/`pop`.
+
+Each test drives the real daemon through a burst of approvals and runs the real git command in
+the middle of it, many times, with a fixed seed (printed on failure) choosing the moments.
+Afterwards what git holds must be what the user's files say: no dropped decision comes back, no
+decision is recorded twice, and `git status` shows nothing of feedbackd's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.daemon_kit import DaemonProcess, NotifyListener, committed, idle, wait_for
+from tests.workspace_kit import Site, draft
+
+AGENT = "qa"
+SEED = int(os.environ.get("SEED", "3"))
+ROUNDS = int(os.environ.get("ROUNDS", "12"))
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    made = Site(tmp_path / "ws")
+    made.configure("daemon:\n  settle_ms: 0\n")
+    made.git("add", "-A")
+    made.git("commit", "-qm", "settings")
+    return made
+
+
+def _approve(site: Site, item: str) -> None:
+    """A curator's approval with a correction: the title edited, the file moved to approved/."""
+    site.write(AGENT, f"{item}.json", draft({"title": f"{item} corrected"}))
+    site.move(AGENT, f"{item}.json", "approved")
+
+
+def _head_names(site: Site, folder: str) -> set[str]:
+    listed = site.git("ls-tree", "--name-only", "HEAD", f"_data/agents/{AGENT}/{folder}/")
+    return {Path(name).stem for name in listed.split()}
+
+
+def _disk_names(site: Site, folder: str) -> set[str]:
+    path = site.agent(AGENT) / folder
+    return {p.stem for p in path.glob("*.json")} if path.is_dir() else set()
+
+
+def _head_json_lines(site: Site, name: str) -> list[dict[str, object]]:
+    done = subprocess.run(
+        ["git", "show", f"HEAD:_data/agents/{AGENT}/{name}"],
+        cwd=site.root,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        return []
+    if name.endswith(".jsonl"):
+        return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    loaded: list[dict[str, object]] = json.loads(done.stdout)
+    return loaded
+
+
+def _feedbackd_changes(site: Site) -> list[str]:
+    """`git status` lines of what feedbackd records (decisions, lessons, snippet): what HEAD
+    and the work tree disagree on."""
+    folder = f"_data/agents/{AGENT}"
+    recorded = ["approved", "decisions.jsonl", "feedback.json", "prompt"]
+    return site.git("status", "--porcelain", "--", *(f"{folder}/{p}" for p in recorded)).split(
+        "\n"
+    )[:-1]
+
+
+def _assert_head_matches_files(site: Site, seed: int, round_no: int) -> None:
+    where = f"(seed {seed}, round {round_no})"
+    approved_head = _head_names(site, "approved")
+    assert approved_head == _disk_names(site, "approved"), f"approved/ in HEAD vs disk {where}"
+    ledger = [str(line["item"]) for line in _head_json_lines(site, "decisions.jsonl")]
+    assert len(ledger) == len(set(ledger)), f"a decision recorded twice {where}: {ledger}"
+    assert set(ledger) == approved_head, f"ledger vs approved/ {where}"
+    lessons = {str(entry["queueItemId"]) for entry in _head_json_lines(site, "feedback.json")}
+    assert lessons == approved_head, f"feedback.json vs approved/ {where}"
+    assert _feedbackd_changes(site) == [], f"uncommitted {where}: {_feedbackd_changes(site)}"
+
+
+def test_reset_hard_during_a_burst_never_brings_a_dropped_decision_back(site: Site) -> None:
+    rng = random.Random(SEED)
+    items = [f"qi-{n}" for n in range(1, 241)]
+    for item in items:
+        site.write(AGENT, f"{item}.json", draft({"title": item}))
+    listener = NotifyListener(site.root.parent)
+    daemon = DaemonProcess(site, listener)
+    try:
+        daemon.wait_ready()
+        wait_for(lambda: committed(site, f"draft({AGENT})"), what="the drafts")
+        idle(daemon, quiet_s=0.5)
+        waiting = list(items)
+        for round_no in range(ROUNDS):
+            base = site.git("rev-parse", "HEAD").strip()
+            burst = [waiting.pop(0) for _ in range(6)]
+            for item in burst:
+                _approve(site, item)
+            # Let the daemon record some of the burst, then drop what it recorded.
+            time.sleep(rng.uniform(0.0, 0.4))
+            site.git("reset", "-q", "--hard", base)
+            # An approval not yet recorded stays on disk while the reset brings its draft back
+            # to queue/: the curator keeps the approval.
+            for item in burst:
+                if (site.agent(AGENT) / "approved" / f"{item}.json").exists():
+                    (site.agent(AGENT) / "queue" / f"{item}.json").unlink(missing_ok=True)
+            idle(daemon, quiet_s=0.5)
+            _assert_head_matches_files(site, SEED, round_no)
+    finally:
+        daemon.close()
+        listener.close()
