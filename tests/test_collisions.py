@@ -40,6 +40,19 @@ def _approve(site: Site, item: str) -> None:
     site.move(AGENT, f"{item}.json", "approved")
 
 
+def _git_again_while_locked(site: Site, *args: str) -> None:
+    """A git command run as a user does while feedbackd records: when it stops at once because
+    feedbackd holds the index lock ("index.lock': File exists"), it is run again."""
+    deadline = time.monotonic() + 30
+    while True:
+        done = subprocess.run(["git", *args], cwd=site.root, capture_output=True, text=True)
+        if done.returncode == 0:
+            return
+        assert "index.lock" in done.stderr, f"git {' '.join(args)}: {done.stderr}"
+        assert time.monotonic() < deadline, f"git {' '.join(args)} kept finding the lock"
+        time.sleep(0.01)
+
+
 def _head_names(site: Site, folder: str) -> set[str]:
     listed = site.git("ls-tree", "--name-only", "HEAD", f"_data/agents/{AGENT}/{folder}/")
     return {Path(name).stem for name in listed.split()}
@@ -106,7 +119,7 @@ def test_reset_hard_during_a_burst_never_brings_a_dropped_decision_back(site: Si
                 _approve(site, item)
             # Let the daemon record some of the burst, then drop what it recorded.
             time.sleep(rng.uniform(0.0, 0.4))
-            site.git("reset", "-q", "--hard", base)
+            _git_again_while_locked(site, "reset", "-q", "--hard", base)
             # An approval not yet recorded stays on disk while the reset brings its draft back
             # to queue/: the curator keeps the approval.
             for item in burst:

@@ -116,14 +116,26 @@ def test_committed_ledgers_remember_what_this_process_committed(site: Site, repo
     with open(path, "a") as handle:
         handle.write(line("d-2"))
     ledgers = CommittedLedgers()
-    assert not ledgers.unchanged(path)
+    assert not ledgers.unchanged(runtime, repo, path)
     event = ledgers.commit(runtime, repo, CommitRequest("sync", "w", "ledger", [path]), [path])
     assert event is not None and event.commit is not None
-    assert ledgers.unchanged(path)
-    assert not CommittedLedgers().unchanged(path)  # another process knows nothing
+    assert ledgers.unchanged(runtime, repo, path)
+    assert not CommittedLedgers().unchanged(runtime, repo, path)  # another process knows nothing
     with open(path, "a") as handle:
         handle.write(line("d-3"))
-    assert not ledgers.unchanged(path)
+    assert not ledgers.unchanged(runtime, repo, path)
+
+
+def test_a_reset_that_drops_the_committed_ledger_is_noticed(site: Site, repo: GitRepo) -> None:
+    runtime = site.runtime()
+    path = committed_log(site, line("d-1"))
+    with open(path, "a") as handle:
+        handle.write(line("d-2"))
+    ledgers = CommittedLedgers()
+    ledgers.commit(runtime, repo, CommitRequest("sync", "w", "ledger", [path]), [path])
+    assert ledgers.unchanged(runtime, repo, path)
+    site.git("reset", "-q", "--soft", "HEAD~1")  # the file stays as it was committed
+    assert not ledgers.unchanged(runtime, repo, path)
 
 
 def test_without_git_nothing_is_remembered(site: Site) -> None:
@@ -134,4 +146,4 @@ def test_without_git_nothing_is_remembered(site: Site) -> None:
     path.write_text(line("d-1"))
     ledgers = CommittedLedgers()
     ledgers.commit(runtime, None, CommitRequest("sync", "w", "ledger", [path]), [path])
-    assert not ledgers.unchanged(path)
+    assert not ledgers.unchanged(runtime, None, path)

@@ -18,6 +18,7 @@ import logging
 import os
 import re
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -36,7 +37,13 @@ from feedbackd.core.commitmsg import (
 from feedbackd.core.errors import GitError
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.edges.gitbatch import GitBatch, KeptBatch
-from feedbackd.edges.gitcommit import CommitWriter, operation_in_progress, refuse_during_operation
+from feedbackd.edges.gitcommit import (
+    CommitWriter,
+    Held,
+    HeadMoved,
+    operation_in_progress,
+    refuse_during_operation,
+)
 from feedbackd.edges.gitlocks import clear_index_lock
 from feedbackd.edges.gitremote import GitRemote
 from feedbackd.edges.gitrunner import (
@@ -50,6 +57,8 @@ from feedbackd.edges.gitrunner import (
 )
 
 log = logging.getLogger("feedbackd")
+
+__all__ = ["GitRepo", "HeadMoved", "Held"]
 
 _LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
 
@@ -297,6 +306,17 @@ class GitRepo:
         """
         return self._commits.commit(paths, message, author)
 
+    def holding(self, expected: str | None) -> AbstractContextManager[Held]:
+        """Hold the index lock for one change planned on HEAD `expected`: write its files and
+        commit them inside (see CommitWriter). HeadMoved when HEAD is another commit by then;
+        `held.head` is the change's commit afterwards."""
+        return self._commits.holding(expected)
+
+    def file_id_at_head(self, path: str) -> str | None:
+        """The object id of `path` at HEAD (None when HEAD has nothing there), without reading
+        the file's content."""
+        return self._commits.entry_id_at_head(path)
+
     def heal_index(self, depth: int = 20) -> list[str]:
         """Bring index entries that a crash left behind recent commits back in line (see
         CommitWriter.heal_index); the paths fixed."""
@@ -352,7 +372,7 @@ class GitRepo:
         # One writer while the repository is open: the trees it read stay parsed between commits.
         if self._writer is None:
             self._writer = CommitWriter(
-                self._git, self._objects, self.committer, self._clear_index_lock
+                self._git, self._objects, self.committer, self._clear_index_lock, self.lock_wait_s
             )
         return self._writer
 

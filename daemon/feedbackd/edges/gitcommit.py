@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import stat
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.errors import GitError
 from feedbackd.edges.gitbatch import COMMIT_FILE_PREFIX, GitBatch
+from feedbackd.edges.gitlocks import holding_index_lock
 from feedbackd.edges.gitrunner import (
     GitRunner,
     IndexLockBusy,
@@ -81,8 +84,35 @@ class WorkTreeChange:
     files_only: bool = True
 
 
+class HeadMoved(GitError):
+    """HEAD is no longer the commit a change was planned on (a `git reset`, `pull` or commit of
+    the user's came in between): the change must be planned again from what is there now."""
+
+
+@dataclass
+class Held:
+    """The index lock is held for one change planned on `head` (the commit it made, once made)."""
+
+    head: str | None
+
+
+_CURRENT = object()  # hold on whatever HEAD is once the lock is taken
+
+
 class CommitWriter:
-    """Commits of exactly the given paths, in a repository open in `git` (see GitRepo)."""
+    """Commits of exactly the given paths, in a repository open in `git` (see GitRepo).
+
+    Each commit is made holding `.git/index.lock` (edges/gitlocks.py), and a caller that also
+    writes the files it commits holds it around both (`holding`): a user's `git stash -u`,
+    `reset --hard` or `pull` then never sees feedbackd's files written but not committed, nor
+    commits a moment after it took them away.
+
+    The order inside stays: files first, then the commit. Building the commit from blobs before
+    the files exist would not shorten the time anyone can see (the lock covers both), and a
+    crash between would leave HEAD holding changes the work tree lacks, which `git status`
+    shows as the user undoing them; with files first, a crash leaves changes that are not yet
+    committed, and the next pass commits them.
+    """
 
     def __init__(
         self,
@@ -90,6 +120,7 @@ class CommitWriter:
         batch: GitBatch,
         committer: Person,
         clear_index_lock: Callable[[], None],
+        lock_wait_s: float = 30,
     ) -> None:
         self._git = git
         self._batch = batch
@@ -97,32 +128,92 @@ class CommitWriter:
         self._root = git.work_tree
         self._committer = committer
         self._clear_index_lock = clear_index_lock
+        self._lock_wait_s = lock_wait_s
+        self._held: Held | None = None
+
+    @contextmanager
+    def holding(self, expected: str | None | object = _CURRENT) -> Iterator[Held]:
+        """Hold the index lock for a change planned on HEAD `expected` (by default: HEAD as it
+        is once the lock is held); HeadMoved when HEAD is another commit by then. Commits made
+        meanwhile go on top of it, one after the other."""
+        if self._held is not None:
+            raise RuntimeError("the index lock is already held for a change")
+        refuse_during_operation(self._git.git_dir)
+        with holding_index_lock(
+            self._root, self._git.git_dir, self._clear_index_lock, wait_s=self._lock_wait_s
+        ):
+            head = self.head()
+            if expected is not _CURRENT and head != expected:
+                raise HeadMoved(
+                    f"HEAD moved to {(head or 'no commit')[:12]} (a git command of the user's)"
+                    f" while feedbackd worked on {str(expected or 'no commit')[:12]}",
+                    hint="nothing of the change was written; it is planned again",
+                )
+            self._held = Held(head)
+            try:
+                yield self._held
+            finally:
+                self._held = None
+
+    def head(self) -> str | None:
+        """HEAD's commit, read afresh; None before a first commit."""
+        return self._head_and_tree()[0]
 
     def commit(self, paths: Sequence[str], message: str, author: Person) -> str | None:
         """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.
 
         Returns None when none of them differ from HEAD. The user's other staged and unstaged
         changes stay as they were; the user's index entries for `paths` follow the new commit.
+        Inside `holding`, the commit goes on the held HEAD, or raises HeadMoved.
         """
         rels = list(dict.fromkeys(rel_path(path) for path in paths))
         if not rels:
             return None
-        refuse_during_operation(self._git.git_dir)
-        # A git holding the index lock (a commit waiting for its editor) is about to move HEAD
-        # itself: wait for it rather than make its commit fail.
-        self._clear_index_lock()
+        if self._held is not None:
+            return self._commit_on(self._held, rels, message, author)
         for attempt in range(1, _COMMIT_ATTEMPTS + 1):
-            head, head_tree = self._head_and_tree()
-            change = self._work_tree_change(rels, head_tree)
-            tree = self._trees.edit(head_tree, change.entries)
-            if tree == head_tree:  # (None and None: nothing to put in a first commit)
-                return None
-            tree = tree or self._batch.store_tree(b"")  # everything deleted
-            new = self._commit_tree(tree, head, message, author)
-            if self._move_head(new, head, message, attempt):
-                self.update_user_index(new, rels, change)
-                return new
-        raise AssertionError("unreachable: _move_head raises on the last attempt")
+            try:
+                with self.holding() as held:
+                    return self._commit_on(held, rels, message, author)
+            except HeadMoved as moved:
+                # Moved without the index lock (`git update-ref`): build on the new HEAD.
+                if attempt == _COMMIT_ATTEMPTS:
+                    raise GitError(
+                        f"could not move HEAD to the new commit: {moved.message}",
+                        hint="another program keeps committing here; try again, or stop it"
+                        " for a moment",
+                    ) from moved
+                log.info("HEAD moved while committing; trying again")
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _commit_on(self, held: Held, rels: list[str], message: str, author: Person) -> str | None:
+        """The commit of `rels` on the held HEAD, which then is the new commit."""
+        head = held.head
+        head_tree = self._tree_of(head)
+        change = self._work_tree_change(rels, head_tree)
+        tree = self._trees.edit(head_tree, change.entries)
+        if tree == head_tree:  # (None and None: nothing to put in a first commit)
+            return None
+        tree = tree or self._batch.store_tree(b"")  # everything deleted
+        new = self._commit_tree(tree, head, message, author)
+        self._move_head(new, head, message)
+        held.head = new
+        self.update_user_index(new, rels, change)
+        return new
+
+    def entry_id_at_head(self, rel: str) -> str | None:
+        """The object id HEAD holds at `rel` (None: nothing there), from the trees kept parsed."""
+        head_tree = self._head_and_tree()[1]
+        entry = self._trees.entry_at(head_tree, split_path(rel_path(rel)))
+        return entry.sha if entry is not None else None
+
+    def _tree_of(self, commit: str | None) -> str | None:
+        if commit is None:
+            return None
+        found = self._batch.read(commit)
+        if found is None or found.kind != "commit":
+            raise GitError(f"the repository has no commit {commit}", hint="run `git fsck`")
+        return found.content.split(b"\n", 1)[0].removeprefix(b"tree ").decode()
 
     def _head_and_tree(self) -> tuple[str | None, str | None]:
         """HEAD and its tree, read afresh; (None, None) before a first commit."""
@@ -192,25 +283,21 @@ class CommitWriter:
             else:
                 self._add_file(name, info, change, regular)
 
-    def _move_head(self, new: str, old: str | None, message: str, attempt: int) -> bool:
-        """Point HEAD at `new` if it still is `old`; False (retry) when someone moved it."""
+    def _move_head(self, new: str, old: str | None, message: str) -> None:
+        """Point HEAD at `new` if it still is `old`; HeadMoved when someone moved it."""
         expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
         subject = message.strip().split("\n", 1)[0]
         args = ["update-ref", "-m", f"feedbackd: {subject}", "HEAD", new, expected]
         status, _, err = self._git.exec(args)
         if status == 0:
-            return True
-        if attempt == _COMMIT_ATTEMPTS:
-            raise GitError(
-                f"could not move HEAD to the new commit: {first_line(err)}",
-                hint=(
-                    hint_for(err)
-                    if ".lock" in err
-                    else "another program keeps committing here; try again, or stop it for a moment"
-                ),
-            )
-        log.info("HEAD moved while committing (%s); trying again", first_line(err))
-        return False
+            return
+        if ".lock" in err:
+            hint = hint_for(err)
+            raise GitError(f"could not move HEAD to the new commit: {first_line(err)}", hint=hint)
+        raise HeadMoved(
+            f"HEAD moved while committing ({first_line(err)})",
+            hint="nothing was committed; the change is planned again",
+        )
 
     def update_user_index(
         self, new: str, rels: list[str], change: WorkTreeChange | None = None
@@ -233,13 +320,16 @@ class CommitWriter:
     def _index_command(self, args: list[str], rels: list[str]) -> None:
         """Run a git command that writes the user's index; a failure is logged, not raised."""
         try:
-            try:
-                self._clear_index_lock()
-                self._git.run(args)
-            except IndexLockBusy:
-                self._clear_index_lock()
-                self._git.run(args)
-        except GitError as error:
+            if self._held is not None:
+                self._run_on_index_copy(args)
+            else:
+                try:
+                    self._clear_index_lock()
+                    self._git.run(args)
+                except IndexLockBusy:
+                    self._clear_index_lock()
+                    self._git.run(args)
+        except (GitError, OSError) as error:
             # The commit exists; only the index view of these paths lags behind it.
             log.warning(
                 "committed, but could not update the git index for %s (%s); run: git reset -q"
@@ -248,6 +338,20 @@ class CommitWriter:
                 error,
                 " ".join(rels),
             )
+
+    def _run_on_index_copy(self, args: list[str]) -> None:
+        """Run an index command while this writer holds `.git/index.lock` (which git would want
+        to take): on a copy of the index, which then replaces it, as git's own lock protocol
+        would do."""
+        copy = self._git.git_dir / f"feedbackd-index-{os.getpid()}"
+        index = self._git.git_dir / "index"
+        try:
+            if index.exists():
+                shutil.copyfile(index, copy)
+            self._git.run(args, env={"GIT_INDEX_FILE": str(copy)})
+            os.replace(copy, index)
+        finally:
+            copy.unlink(missing_ok=True)
 
     def heal_index(self, depth: int = 20) -> list[str]:
         """Bring index entries that lag behind recent commits back in line; the paths fixed.

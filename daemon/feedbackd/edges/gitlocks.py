@@ -1,5 +1,5 @@
-"""Stale git locks: whether a `.git/*.lock` still belongs to a live git, and clearing a stale index
-lock before feedbackd's own git commands need the index.
+"""Git locks: whether a `.git/*.lock` still belongs to a live git, clearing a stale index lock
+before feedbackd's own git commands need the index, and holding the index lock for one change.
 
 A `kill -9` in the middle of `git add` leaves an empty `.git/index.lock`, and every later git
 command fails until it is removed; a lock a running git holds (a commit waiting for its editor)
@@ -8,10 +8,11 @@ must never be taken away. The evidence is the lock's age and the git processes i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +26,18 @@ log = logging.getLogger("feedbackd")
 FRESH_LOCK_S = 2.0
 
 Verdict = Literal["remove", "wait"]
+
+# Git commands that write the index, the work tree or HEAD (`git stash` runs several of them in
+# a row, holding the index lock only now and then): feedbackd starts no change while one runs.
+CHANGING_COMMANDS = frozenset(
+    {
+        "add", "am", "apply", "checkout", "checkout-index", "cherry-pick", "clean", "commit",
+        "merge", "mv", "pull", "read-tree", "rebase", "reset", "restore", "revert", "rm",
+        "stash", "switch", "update-index", "update-ref",
+    }
+)  # fmt: skip
+# Options of git itself that take the next argument as their value.
+_VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 
 
 def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> Verdict:
@@ -40,8 +53,12 @@ def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> V
     return "wait" if live_git else "remove"
 
 
-def git_process_in(folders: Sequence[Path], proc: Path = Path("/proc")) -> bool | None:
-    """True if a live git process (other than this one) has its working folder inside `folders`.
+def git_process_in(
+    folders: Sequence[Path], proc: Path = Path("/proc"), *, changing_only: bool = False
+) -> bool | None:
+    """True if a live git process (other than this one) has its working folder inside `folders`;
+    with `changing_only`, only a command that changes the index, work tree or HEAD counts, and
+    none that this process started (its own commands, a sync's rebase in a worktree of its own).
 
     None when that cannot be known: no readable /proc, or a git process whose folder is hidden.
     """
@@ -56,6 +73,8 @@ def git_process_in(folders: Sequence[Path], proc: Path = Path("/proc")) -> bool 
     for entry in entries:
         argv = _git_argv(entry) if int(entry.name) != os.getpid() else None
         if argv is None or _our_helper(entry, argv):
+            continue
+        if changing_only and (_subcommand(argv) not in CHANGING_COMMANDS or _ours(entry)):
             continue
         try:
             cwd = Path(os.readlink(entry / "cwd"))
@@ -81,10 +100,29 @@ def _git_argv(entry: Path) -> list[str] | None:
     return argv if name == "git" or name.startswith("git-") or comm == "git" else None
 
 
+def _subcommand(argv: list[str]) -> str | None:
+    """The git command a process runs: `stash` for `git -C ws stash -u` (and for `git-stash`)."""
+    name = os.path.basename(argv[0])
+    if name.startswith("git-"):
+        return name.removeprefix("git-")
+    skip_next = False
+    for arg in argv[1:]:
+        if skip_next:
+            skip_next = False
+        elif arg in _VALUED_OPTIONS:
+            skip_next = True
+        elif arg and not arg.startswith("-"):
+            return arg
+    return None
+
+
 def _our_helper(entry: Path, argv: list[str]) -> bool:
     """One of this process's own long-lived git helpers, which never lock the index."""
-    if tuple(arg for arg in argv[1:] if arg) not in HELPER_COMMANDS:
-        return False
+    return tuple(arg for arg in argv[1:] if arg) in HELPER_COMMANDS and _ours(entry)
+
+
+def _ours(entry: Path) -> bool:
+    """A process this one started."""
     try:
         # /proc/PID/stat: `pid (comm) state ppid ...`; comm may hold spaces, so split after it
         fields = (entry / "stat").read_text().rpartition(")")[2].split()
@@ -136,3 +174,50 @@ def _remove_stale_lock(
         return
     why = "no git process works here" if live is False else f"older than {stale_after_s}s"
     log.warning("removed a stale %s (%s)", lock, why)
+
+
+@contextlib.contextmanager
+def holding_index_lock(
+    work_tree: Path, git_dir: Path, clear: Callable[[], None], *, wait_s: float
+) -> Iterator[None]:
+    """Hold `.git/index.lock` while feedbackd writes one change and commits it.
+
+    Every git command that changes the index or the work tree (`stash`, `reset --hard`, `pull`,
+    `checkout`, `commit`) takes this lock first, so none of them can run between feedbackd's
+    writing its files and committing them: one that starts meanwhile stops at once, changing
+    nothing ("index.lock: File exists"), and the user runs it again. A command already running
+    when the lock is taken (a `git stash` between two of its steps) is waited for instead.
+    `clear` waits for (or removes, when stale) a lock someone else holds.
+    """
+    lock = git_dir / "index.lock"
+    deadline = time.monotonic() + wait_s
+    delay = 0.01
+    while True:
+        clear()
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            continue  # taken since `clear` looked: it waits for that holder
+        mine = lock.stat()
+        if git_process_in([work_tree, git_dir], changing_only=True) is not True:
+            break
+        _release(lock, mine)
+        if time.monotonic() >= deadline:
+            raise GitError(
+                "a git command keeps changing the workspace; feedbackd records nothing meanwhile",
+                hint="let it finish (a `git stash`, `pull` or `rebase` waiting for you?); what"
+                " waited is recorded then",
+            )
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+    try:
+        yield
+    finally:
+        _release(lock, mine)
+
+
+def _release(lock: Path, mine: os.stat_result) -> None:
+    """Remove the lock if it still is the one this process made."""
+    with contextlib.suppress(FileNotFoundError):
+        if lock.stat().st_ino == mine.st_ino:
+            lock.unlink()

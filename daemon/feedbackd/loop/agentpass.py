@@ -5,12 +5,18 @@ ledger lines and makes one commit of exactly its paths. Every step is idempotent
 killed at any line is finished by the next one: feedback entries are de-duplicated, the ledger
 says what is decided, and ledger lines that never reached a commit are committed first thing
 by the next pass.
+
+A plan holds what the folder and HEAD were when the pass read them (feedback.json with every
+lesson so far). Each step is applied holding git's index lock and only while HEAD still is the
+commit the pass started from (or its own last one): after a user's `git reset --hard` the pass
+reads the folder again rather than write back lessons of decisions the reset dropped.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from feedbackd.core import agentplan, commitmsg, decisions
@@ -23,7 +29,7 @@ from feedbackd.core.forgetting import find_entry, forgotten_line
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES
 from feedbackd.edges.files import atomic_write_text
-from feedbackd.edges.git import GitRepo
+from feedbackd.edges.git import GitRepo, HeadMoved
 from feedbackd.loop import problems, recovery
 from feedbackd.loop.agentfiles import append_record, read_forgotten_text, read_ledger
 from feedbackd.loop.agentread import AgentReader
@@ -36,6 +42,10 @@ from feedbackd.loop.report import Report
 from feedbackd.loop.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
+
+# Times a pass reads its folder again because HEAD moved under it before it gives up (the
+# daemon then tries again later, as after any other failure).
+_READS = 3
 
 
 class AgentPass:
@@ -60,10 +70,26 @@ class AgentPass:
         self.agent = runtime.workspace.agent(agent_id)
         self.reader = AgentReader(runtime, repo, self.agent, first_versions, written_whole)
         self.report = Report()
+        # The commit the pass planned on: read before the folder, then the pass's own last one.
+        self.head = repo.head() if repo is not None else None
 
     def run(self) -> Report:
         """The pass; OSError when the agent folder cannot be used (the ledger cannot be read,
-        a file stands where a folder must be, the disk is full)."""
+        a file stands where a folder must be, the disk is full). When HEAD moves under it (a
+        user's `git reset`, `pull`, commit), the folder is read again and planned anew."""
+        for reading in range(1, _READS + 1):
+            try:
+                return self._run()
+            except HeadMoved as moved:
+                if reading == _READS:
+                    raise
+                log.info("%s: %s; reading it again", self.agent.agent_id, moved.message)
+                self.head = self.repo.head() if self.repo is not None else None
+                written_whole = self.reader.written_whole
+                self.reader = AgentReader(self.runtime, self.repo, self.agent, None, written_whole)
+        raise AssertionError("unreachable: the last reading returns or raises")
+
+    def _run(self) -> Report:
         ledger = read_ledger(self.agent.decisions)
         if not self.agent.root.is_dir():
             return self.report
@@ -135,7 +161,12 @@ class AgentPass:
             self.apply(plan.snippet_refresh)
 
     def apply(self, step: Step) -> None:
-        """Write the step's files, append its ledger lines, make its commit."""
+        """Write the step's files, append its ledger lines, make its commit (HeadMoved, with
+        nothing written, when HEAD is no longer the one the step was planned on)."""
+        with self._holding():
+            self._write_and_commit(step)
+
+    def _write_and_commit(self, step: Step) -> None:
         for write in step.writes:
             atomic_write_text(write.path, write.text)
         for record in step.ledger:
@@ -159,10 +190,24 @@ class AgentPass:
         if recorded is not None:
             self.report.events.append(recorded)
 
+    @contextmanager
+    def _holding(self) -> Iterator[None]:
+        """Git's index lock held, HEAD still the pass's; afterwards HEAD is the step's commit."""
+        if self.repo is None:
+            yield
+            return
+        with self.repo.holding(self.head) as held:
+            try:
+                yield
+            finally:
+                self.head = held.head
+
     # --- recovery -----------------------------------------------------------------------------
     def _commit_recovered(self, ledger: Sequence[DecisionRecord]) -> None:
         """Commit ledger lines that a killed pass wrote but never committed."""
-        if self.repo is None or not ledger or self.ledgers.unchanged(self.agent.decisions):
+        if self.repo is None or not ledger:
+            return
+        if self.ledgers.unchanged(self.runtime, self.repo, self.agent.decisions):
             return
         pending = recovery.not_in_head(
             self.repo,
@@ -172,13 +217,16 @@ class AgentPass:
             head_ids=_ledger_ids,
             id_of=lambda record: record.id,
         )
-        event = recovery.commit_uncommitted(
-            self.runtime,
-            self.repo,
-            {self.agent.decisions: pending},
-            lambda waiting: self._recovered(waiting[self.agent.decisions]),
-            ledgers=self.ledgers,
-        )
+        if not pending:
+            return
+        with self._holding():
+            event = recovery.commit_uncommitted(
+                self.runtime,
+                self.repo,
+                {self.agent.decisions: pending},
+                lambda waiting: self._recovered(waiting[self.agent.decisions]),
+                ledgers=self.ledgers,
+            )
         if event is not None:
             self.report.events.append(event)
 

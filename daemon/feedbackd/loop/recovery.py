@@ -11,7 +11,9 @@ HEAD's version of it and commits what is missing, once:
 - `commit_uncommitted`: one commit for every ledger that holds such lines, built by the caller.
 
 `CommittedLedgers` remembers which ledgers this process committed, as they were then, so a pass
-over a ledger nobody else touched need not read HEAD's version back from git.
+over a ledger nobody else touched need not read HEAD's version back from git. What it remembers
+holds only while HEAD still has that version: a `git reset` may drop the commit while the file
+stays as it was.
 """
 
 from __future__ import annotations
@@ -31,20 +33,26 @@ FileState = tuple[int, int, int]  # (inode, size, mtime in ns)
 
 
 class CommittedLedgers:
-    """Each ledger as this process last committed it, by path: (inode, size, mtime in ns).
+    """Each ledger as this process last committed it, by path: its (inode, size, mtime in ns)
+    then, and the object id of the version committed.
 
-    A ledger whose state is unchanged since then holds nothing uncommitted. Any other writer (a
-    killed pass of another process, a pull, a checkout) changes its size, inode or time. The
-    daemon keeps one for its life; a command or `run --once` starts with an empty one.
+    A ledger whose state is unchanged since then, while HEAD still holds that version, holds
+    nothing uncommitted. Any other writer (a killed pass of another process, a pull, a
+    checkout) changes its size, inode or time; a `git reset` that dropped the commit changes
+    HEAD's version. The daemon keeps one for its life; a command or `run --once` starts with an
+    empty one.
     """
 
     def __init__(self) -> None:
-        self._states: dict[Path, FileState] = {}
+        self._states: dict[Path, tuple[FileState, str | None]] = {}
 
-    def unchanged(self, ledger: Path) -> bool:
-        """True when the ledger is as this process last committed it: nothing to recover."""
-        state = file_state(ledger)
-        return state is not None and self._states.get(ledger) == state
+    def unchanged(self, runtime: Runtime, repo: GitRepo | None, ledger: Path) -> bool:
+        """True when the ledger is as this process last committed it, and HEAD holds that
+        version: nothing to recover."""
+        state, known = file_state(ledger), self._states.get(ledger)
+        if repo is None or state is None or known is None or known[0] != state:
+            return False
+        return repo.file_id_at_head(runtime.workspace.relative(ledger)) == known[1]
 
     def commit(
         self, runtime: Runtime, repo: GitRepo | None, change: CommitRequest, ledgers: Iterable[Path]
@@ -59,7 +67,8 @@ class CommittedLedgers:
         if repo is not None:
             for path, state in states.items():
                 if state is not None:
-                    self._states[path] = state
+                    committed = repo.file_id_at_head(runtime.workspace.relative(path))
+                    self._states[path] = (state, committed)
         return event
 
 
