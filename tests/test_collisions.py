@@ -40,15 +40,23 @@ def _approve(site: Site, item: str) -> None:
     site.move(AGENT, f"{item}.json", "approved")
 
 
+# What git says when it stops at once, changing nothing, because feedbackd holds the index lock:
+# most commands name the lock; `git stash push` says nothing, `git stash pop` only this.
+_LOCKED_STASH = ("", "The stash entry is kept in case you need it again.")
+
+
 def _git_again_while_locked(site: Site, *args: str) -> None:
     """A git command run as a user does while feedbackd records: when it stops at once because
-    feedbackd holds the index lock ("index.lock': File exists"), it is run again."""
+    feedbackd holds the index lock, it is run again (see README, "Your own git commands")."""
     deadline = time.monotonic() + 30
     while True:
         done = subprocess.run(["git", *args], cwd=site.root, capture_output=True, text=True)
         if done.returncode == 0:
             return
-        assert "index.lock" in done.stderr, f"git {' '.join(args)}: {done.stderr}"
+        locked = "index.lock" in done.stderr or (
+            args[0] == "stash" and done.stderr.strip() in _LOCKED_STASH
+        )
+        assert locked, f"git {' '.join(args)}: {done.stderr}"
         assert time.monotonic() < deadline, f"git {' '.join(args)} kept finding the lock"
         time.sleep(0.01)
 
@@ -127,6 +135,38 @@ def test_reset_hard_during_a_burst_never_brings_a_dropped_decision_back(site: Si
                     (site.agent(AGENT) / "queue" / f"{item}.json").unlink(missing_ok=True)
             idle(daemon, quiet_s=0.5)
             _assert_head_matches_files(site, SEED, round_no)
+    finally:
+        daemon.close()
+        listener.close()
+
+
+def test_stash_and_pop_right_after_approvals_lose_nothing_and_pop_cleanly(site: Site) -> None:
+    rng = random.Random(SEED)
+    items = [f"qi-{n}" for n in range(1, 121)]
+    for item in items:
+        site.write(AGENT, f"{item}.json", draft({"title": item}))
+    notes = site.root / "notes.md"
+    notes.write_text("the user's own notes\n")
+    site.git("add", "notes.md")
+    site.git("commit", "-qm", "notes")
+    listener = NotifyListener(site.root.parent)
+    daemon = DaemonProcess(site, listener)
+    try:
+        daemon.wait_ready()
+        wait_for(lambda: committed(site, f"draft({AGENT})"), what="the drafts")
+        idle(daemon, quiet_s=0.5)
+        waiting = list(items)
+        for round_no in range(ROUNDS):
+            notes.write_text(f"the user's own notes, edited in round {round_no}\n")
+            for _ in range(4):
+                _approve(site, waiting.pop(0))
+            time.sleep(rng.uniform(0.0, 0.06))  # 20-40 ms after an approval
+            _git_again_while_locked(site, "stash", "push", "-u")
+            _git_again_while_locked(site, "stash", "pop")
+            idle(daemon, quiet_s=0.5)
+            _assert_head_matches_files(site, SEED, round_no)
+            assert notes.read_text() == f"the user's own notes, edited in round {round_no}\n"
+            assert site.git("stash", "list") == "", f"a stash left behind (round {round_no})"
     finally:
         daemon.close()
         listener.close()

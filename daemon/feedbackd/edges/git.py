@@ -39,8 +39,8 @@ from feedbackd.core.timeutil import parse_iso
 from feedbackd.edges.gitbatch import GitBatch, KeptBatch
 from feedbackd.edges.gitcommit import (
     CommitWriter,
-    Held,
     HeadMoved,
+    Held,
     operation_in_progress,
     refuse_during_operation,
 )
@@ -311,6 +311,11 @@ class GitRepo:
         commit them inside (see CommitWriter). HeadMoved when HEAD is another commit by then;
         `held.head` is the change's commit afterwards."""
         return self._commits.holding(expected)
+
+    def settled_head(self) -> str | None:
+        """HEAD, once no git command of the user's changes the workspace (a `git stash` or
+        `pull` half-way): what a pass that reads the workspace plans on."""
+        return self._commits.settled_head()
 
     def file_id_at_head(self, path: str) -> str | None:
         """The object id of `path` at HEAD (None when HEAD has nothing there), without reading

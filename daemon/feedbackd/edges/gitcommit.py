@@ -23,7 +23,7 @@ from pathlib import Path
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.errors import GitError
 from feedbackd.edges.gitbatch import COMMIT_FILE_PREFIX, GitBatch
-from feedbackd.edges.gitlocks import holding_index_lock
+from feedbackd.edges.gitlocks import holding_index_lock, wait_for_changing_git
 from feedbackd.edges.gitrunner import (
     GitRunner,
     IndexLockBusy,
@@ -85,8 +85,9 @@ class WorkTreeChange:
 
 
 class HeadMoved(GitError):
-    """HEAD is no longer the commit a change was planned on (a `git reset`, `pull` or commit of
-    the user's came in between): the change must be planned again from what is there now."""
+    """HEAD is no longer the commit a change was planned on, or a git command of the user's
+    (`reset`, `stash`, `pull`, a commit) ran since it was planned: the change must be planned
+    again from what is there now."""
 
 
 @dataclass
@@ -132,7 +133,7 @@ class CommitWriter:
         self._held: Held | None = None
 
     @contextmanager
-    def holding(self, expected: str | None | object = _CURRENT) -> Iterator[Held]:
+    def holding(self, expected: str | object | None = _CURRENT) -> Iterator[Held]:
         """Hold the index lock for a change planned on HEAD `expected` (by default: HEAD as it
         is once the lock is held); HeadMoved when HEAD is another commit by then. Commits made
         meanwhile go on top of it, one after the other."""
@@ -141,8 +142,13 @@ class CommitWriter:
         refuse_during_operation(self._git.git_dir)
         with holding_index_lock(
             self._root, self._git.git_dir, self._clear_index_lock, wait_s=self._lock_wait_s
-        ):
+        ) as waited:
             head = self.head()
+            if expected is not _CURRENT and waited:
+                raise HeadMoved(
+                    "a git command changed the workspace while feedbackd worked",
+                    hint="nothing of the change was written; it is planned again",
+                )
             if expected is not _CURRENT and head != expected:
                 raise HeadMoved(
                     f"HEAD moved to {(head or 'no commit')[:12]} (a git command of the user's)"
@@ -158,6 +164,12 @@ class CommitWriter:
     def head(self) -> str | None:
         """HEAD's commit, read afresh; None before a first commit."""
         return self._head_and_tree()[0]
+
+    def settled_head(self) -> str | None:
+        """HEAD once no git command of someone else's changes the workspace (waited for, up to
+        the lock wait): what a pass reads and plans on."""
+        wait_for_changing_git(self._root, self._git.git_dir, wait_s=self._lock_wait_s)
+        return self.head()
 
     def commit(self, paths: Sequence[str], message: str, author: Person) -> str | None:
         """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.

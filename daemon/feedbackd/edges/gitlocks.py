@@ -63,7 +63,11 @@ def git_process_in(
     None when that cannot be known: no readable /proc, or a git process whose folder is hidden.
     """
     try:
-        entries = [entry for entry in proc.iterdir() if entry.name.isdigit()]
+        # Newest first: a command that just started is seen before it can get far.
+        entries = sorted(
+            (entry for entry in proc.iterdir() if entry.name.isdigit()),
+            key=lambda entry: -int(entry.name),
+        )
     except OSError:
         return None
     if not entries:
@@ -179,41 +183,69 @@ def _remove_stale_lock(
 @contextlib.contextmanager
 def holding_index_lock(
     work_tree: Path, git_dir: Path, clear: Callable[[], None], *, wait_s: float
-) -> Iterator[None]:
-    """Hold `.git/index.lock` while feedbackd writes one change and commits it.
+) -> Iterator[bool]:
+    """Hold `.git/index.lock` while feedbackd writes one change and commits it; True when a
+    git command of someone else's was waited for first (it may have changed the work tree).
 
     Every git command that changes the index or the work tree (`stash`, `reset --hard`, `pull`,
-    `checkout`, `commit`) takes this lock first, so none of them can run between feedbackd's
-    writing its files and committing them: one that starts meanwhile stops at once, changing
-    nothing ("index.lock: File exists"), and the user runs it again. A command already running
-    when the lock is taken (a `git stash` between two of its steps) is waited for instead.
-    `clear` waits for (or removes, when stale) a lock someone else holds.
+    `checkout`, `commit`) takes this lock, so none of them can run between feedbackd's writing
+    its files and committing them: one that starts meanwhile stops at once, changing nothing
+    ("index.lock: File exists"; `git stash` says nothing and exits 1), and the user runs it
+    again. A command already running when the lock is wanted (a `git stash` between two of its
+    steps, which then needs the lock again) is waited for instead. `clear` waits for (or
+    removes, when stale) a lock someone else holds.
     """
     lock = git_dir / "index.lock"
     deadline = time.monotonic() + wait_s
-    delay = 0.01
+    delay, waited = 0.01, False
     while True:
-        clear()
-        try:
-            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-        except FileExistsError:
-            continue  # taken since `clear` looked: it waits for that holder
-        mine = lock.stat()
-        if git_process_in([work_tree, git_dir], changing_only=True) is not True:
+        # Looked for without the lock first: a `git stash` that found the lock taken between
+        # its steps, even for the moment of a look, would stop half-way (saved, not cleaned).
+        taken = None
+        if not lock.exists() and not _changing_git_in(work_tree, git_dir):
+            taken = _take(lock)
+        # Looked for again: one that started just before the lock was taken, past its own use.
+        if taken is not None and not _changing_git_in(work_tree, git_dir):
             break
-        _release(lock, mine)
+        if taken is not None:
+            _release(lock, taken)
         if time.monotonic() >= deadline:
             raise GitError(
                 "a git command keeps changing the workspace; feedbackd records nothing meanwhile",
                 hint="let it finish (a `git stash`, `pull` or `rebase` waiting for you?); what"
                 " waited is recorded then",
             )
+        waited = True
+        clear()  # waits for a live holder of the lock, removes a stale one
         time.sleep(delay)
-        delay = min(delay * 2, 0.5)
+        delay = min(delay * 2, 0.2)
     try:
-        yield
+        yield waited
     finally:
-        _release(lock, mine)
+        _release(lock, taken)
+
+
+def wait_for_changing_git(work_tree: Path, git_dir: Path, *, wait_s: float) -> None:
+    """Wait (up to `wait_s`) until no git command of someone else's changes the workspace: a
+    folder read meanwhile may be half-way through a `git stash` or `pull`."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.01
+    while _changing_git_in(work_tree, git_dir) and time.monotonic() < deadline:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
+def _changing_git_in(work_tree: Path, git_dir: Path) -> bool:
+    return git_process_in([work_tree, git_dir], changing_only=True) is True
+
+
+def _take(lock: Path) -> os.stat_result | None:
+    """Create the lock; None when someone else holds it."""
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        return None
+    return lock.stat()
 
 
 def _release(lock: Path, mine: os.stat_result) -> None:

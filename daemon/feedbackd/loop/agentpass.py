@@ -7,14 +7,17 @@ says what is decided, and ledger lines that never reached a commit are committed
 by the next pass.
 
 A plan holds what the folder and HEAD were when the pass read them (feedback.json with every
-lesson so far). Each step is applied holding git's index lock and only while HEAD still is the
-commit the pass started from (or its own last one): after a user's `git reset --hard` the pass
-reads the folder again rather than write back lessons of decisions the reset dropped.
+lesson so far). Each step is applied holding git's index lock, and only while HEAD still is the
+commit the pass started from (or its own last one) and the file it decides is as it was read:
+after a user's `git reset --hard` the pass reads the folder again rather than write back
+lessons of decisions the reset dropped, and after a `git stash -u` took an approval away it
+records no decision whose file is gone.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +26,7 @@ from feedbackd.core import agentplan, commitmsg, decisions
 from feedbackd.core.agentplan import AgentPlan, BadFile, Step
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.decisions import DecisionRecord
-from feedbackd.core.errors import InvalidFeedback, NotFound
+from feedbackd.core.errors import GitError, InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.forgetting import find_entry, forgotten_line
 from feedbackd.core.timeutil import utcnow
@@ -36,7 +39,7 @@ from feedbackd.loop.agentread import AgentReader
 from feedbackd.loop.draftmemory import FirstVersions, remember_drafts
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recording import CommitRequest
-from feedbackd.loop.recovery import CommittedLedgers
+from feedbackd.loop.recovery import CommittedLedgers, file_state
 from feedbackd.loop.repo import open_repo_for_writing
 from feedbackd.loop.report import Report
 from feedbackd.loop.runtime import Runtime, choose_author
@@ -46,6 +49,14 @@ log = logging.getLogger("feedbackd")
 # Times a pass reads its folder again because HEAD moved under it before it gives up (the
 # daemon then tries again later, as after any other failure).
 _READS = 3
+
+
+class ReadAgain(Exception):
+    """A file a step decides changed (or went away) since the pass read it."""
+
+    def __init__(self, message: str, path: Path) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class AgentPass:
@@ -71,7 +82,7 @@ class AgentPass:
         self.reader = AgentReader(runtime, repo, self.agent, first_versions, written_whole)
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
-        self.head = repo.head() if repo is not None else None
+        self.head = repo.settled_head() if repo is not None else None
 
     def run(self) -> Report:
         """The pass; OSError when the agent folder cannot be used (the ledger cannot be read,
@@ -80,11 +91,17 @@ class AgentPass:
         for reading in range(1, _READS + 1):
             try:
                 return self._run()
-            except HeadMoved as moved:
+            except (HeadMoved, ReadAgain) as moved:
                 if reading == _READS:
-                    raise
-                log.info("%s: %s; reading it again", self.agent.agent_id, moved.message)
-                self.head = self.repo.head() if self.repo is not None else None
+                    raise GitError(
+                        f"the folder kept changing while feedbackd read it: {moved}",
+                        hint="it is read again shortly",
+                    ) from moved
+                log.info("%s: %s; reading it again", self.agent.agent_id, moved)
+                if isinstance(moved, ReadAgain):
+                    # Whoever changed it (a `git stash`, `pop`) may not be done: look again soon.
+                    self.report.problems.append(_still_changing(moved.path, time.time() + 0.5))
+                self.head = self.repo.settled_head() if self.repo is not None else None
                 written_whole = self.reader.written_whole
                 self.reader = AgentReader(self.runtime, self.repo, self.agent, None, written_whole)
         raise AssertionError("unreachable: the last reading returns or raises")
@@ -164,7 +181,13 @@ class AgentPass:
         """Write the step's files, append its ledger lines, make its commit (HeadMoved, with
         nothing written, when HEAD is no longer the one the step was planned on)."""
         with self._holding():
+            self._check_as_read(step)
             self._write_and_commit(step)
+
+    def _check_as_read(self, step: Step) -> None:
+        for path in step.commit.paths:
+            if path in self.reader.read_as and file_state(path) != self.reader.read_as[path]:
+                raise ReadAgain(f"{self.rel(path)} changed since it was read", path)
 
     def _write_and_commit(self, step: Step) -> None:
         for write in step.writes:

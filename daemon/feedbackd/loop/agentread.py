@@ -34,6 +34,7 @@ from feedbackd.edges.git import GitRepo
 from feedbackd.loop import problems, webhouse
 from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
 from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
+from feedbackd.loop.recovery import FileState, file_state
 from feedbackd.loop.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
@@ -69,6 +70,8 @@ class AgentReader:
         self.first_versions = first_versions  # shared by the agents of a pass
         # files a command of feedbackd wrote in one piece: they need not settle
         self.written_whole = written_whole
+        # each file to decide as it was when read: (inode, size, mtime in ns), None when gone
+        self.read_as: dict[Path, FileState | None] = {}
 
     def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
@@ -78,6 +81,7 @@ class AgentReader:
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
         undecided = self._settled(self._not_in_history(undecided, scan), scan)
+        self.read_as = {item_file.path: file_state(item_file.path) for item_file in undecided}
         from_queue = self._from_curation_queue(ledger, scan) if isinstance(feedback, list) else []
         view = AgentView(
             agent=self.agent,
