@@ -46,6 +46,27 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
         _fsync_dir(path.parent)
 
 
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def write_in_reserved_room(path: Path, data: bytes, room: int) -> None:
+    """Replace `path` with `data` atomically, padded with spaces to `room` bytes; when the disk
+    is full, overwrite the file in place instead. Its blocks exist already, so that needs no
+    space: a report of a full disk can still be written (a reader may catch it half-written,
+    and reads it again). OSError when even that fails, or `data` is larger than the file."""
+    padded = data + b" " * max(0, room - len(data))
+    try:
+        atomic_write_bytes(path, padded, durable=False)
+    except OSError as error:
+        if error.errno not in NO_SPACE:
+            raise
+        with open(path, "r+b") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if len(data) > size:
+                raise
+            handle.write(data + b" " * (size - len(data)))
+
+
 def _mode_of(path: Path) -> int | None:
     try:
         return stat.S_IMODE(path.stat().st_mode)

@@ -279,8 +279,14 @@ def _try_flock(fd: int, mode: int) -> bool:
 
 
 def _record_pid(fd: int) -> None:
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    """Write this process's pid in the lock file. When that fails (a full disk) the lock is
+    given up: left held, this process's next attempt would wait for itself."""
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        os.close(fd)
+        raise
 
 
 def _read_pid(fd: int) -> int | None:

@@ -1,8 +1,9 @@
 """The daemon's book on each agent (and on the rating inbox): what its last pass left for
 `status`, how often it failed in a row, and when to look at it again.
 
-A pass that failed is tried again with exponential backoff (1 s, 2 s, 4 s ... at most a minute);
-a pass that found a file still being written is tried again the moment that file has settled.
+A pass that failed is tried again with exponential backoff (1 s, 2 s, 4 s ... at most a minute),
+but every few seconds when the disk is full (the work goes on soon after space is freed); a pass
+that found a file still being written is tried again the moment that file has settled.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from feedbackd.loop.problems import Problem
+from feedbackd.loop.problems import DISK_FULL_RETRY_S, Problem
 from feedbackd.loop.reconcile import Report
 
 log = logging.getLogger("feedbackd")
@@ -51,11 +52,11 @@ class AgentBook:
     def state(self, key: str) -> AgentState:
         return self.states.setdefault(key, AgentState())
 
-    def failed(self, key: str, message: str) -> None:
+    def failed(self, key: str, message: str, *, disk_full: bool = False) -> None:
         state = self.state(key)
         state.failures += 1
         state.failure = message
-        delay = backoff(state.failures)
+        delay = DISK_FULL_RETRY_S if disk_full else backoff(state.failures)
         log.error("%s: pass failed (%s); trying again in %.0f s", name_of(key), message, delay)
         self.retry_at[key] = time.time() + delay
 

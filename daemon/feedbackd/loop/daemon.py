@@ -34,6 +34,7 @@ from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBoo
 from feedbackd.loop.configfile import SettingsFile
 from feedbackd.loop.draftmemory import FirstVersions
 from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
+from feedbackd.loop.problems import out_of_space
 from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
 from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.runtime import Runtime
@@ -342,7 +343,13 @@ class Daemon:
                     clear_stale_git_locks(self.runtime)  # left by a git that was killed?
                 report = work()
         except FeedbackdError as error:
-            self.book.failed(key, str(error))
+            self.book.failed(key, str(error), disk_full=out_of_space(error))
+            return
+        except OSError as error:  # feedbackd's own state (the write lock) on a full disk
+            where = f"{error.filename}: " if error.filename else ""
+            self.book.failed(
+                key, f"{where}{error.strerror or error}", disk_full=out_of_space(error)
+            )
             return
         except Exception as error:  # a bug must not take the daemon (and every agent) down
             log.exception("internal error while reconciling %s", name_of(key))

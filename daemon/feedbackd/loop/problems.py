@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError
-from feedbackd.edges.files import atomic_write_text
+from feedbackd.edges.files import NO_SPACE, atomic_write_text
 
 log = logging.getLogger("feedbackd")
 
@@ -32,6 +32,23 @@ class Problem:
 
     def line(self) -> str:
         return f"{self.path}: {self.message}"
+
+
+# A full disk is looked at again this soon (not after the growing backoff of other failures):
+# the work goes on as soon as space is freed.
+DISK_FULL_RETRY_S = 2.0
+_NO_SPACE_WORDS = ("No space left on device", "Disk quota exceeded")
+
+
+def out_of_space(error: BaseException) -> bool:
+    """True when `error` (or what caused it) says the disk or the user's quota is full."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno in NO_SPACE:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    text = f"{error} {getattr(error, 'hint', '')}"
+    return any(words in text for words in _NO_SPACE_WORDS)
 
 
 def error_path(path: Path) -> Path:

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import errno
 import logging
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from feedbackd.core.errors import GitError, WorkspaceError
-from feedbackd.edges.files import TMP_SUFFIX
+from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import rentals
 from feedbackd.loop.agentpass import AgentPass
 from feedbackd.loop.draftmemory import FirstVersions
-from feedbackd.loop.problems import Problem
+from feedbackd.loop.problems import DISK_FULL_RETRY_S, Problem, out_of_space
 from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.repo import open_repo, open_repo_for_writing
 from feedbackd.loop.report import Report
@@ -101,7 +102,8 @@ def _run(agent_pass: AgentPass, full_pass: bool) -> Report:
         if not full_pass:
             raise unusable from error
         log.error("%s: %s; its decisions wait", agent_pass.agent.agent_id, unusable.message)
-        problem = Problem(unusable.path, unusable.what, unusable.hint, True, 0.0)
+        retry_at = time.time() + DISK_FULL_RETRY_S if out_of_space(error) else 0.0
+        problem = Problem(unusable.path, unusable.what, unusable.hint, True, retry_at)
         return Report(problems=[problem])
 
 
@@ -138,7 +140,9 @@ def _unusable(runtime: Runtime, error: OSError) -> AgentFolderUnusable:
     Every step of a pass is redone by the next one, so nothing half-done is lost meanwhile.
     """
     path = _blocking_path(Path(error.filename or runtime.workspace.data))
-    if error.errno in (errno.EEXIST, errno.ENOTDIR):
+    if error.errno in NO_SPACE:
+        what = f"the disk is full ({error.strerror})"
+    elif error.errno in (errno.EEXIST, errno.ENOTDIR):
         what = "a file stands where feedbackd needs a folder"
     elif error.errno == errno.EISDIR:
         what = "a folder stands where feedbackd needs a file"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from feedbackd.loop.problems import Problem
@@ -38,6 +39,9 @@ class Report:
     def unsettled(self) -> list[Problem]:
         return [problem for problem in self.problems if not problem.settled]
 
-    def next_retry(self) -> float | None:
-        waiting = [problem.retry_at for problem in self.unsettled]
+    def next_retry(self, now: float | None = None) -> float | None:
+        """When to look again: a file still settling, or a reported problem that says when
+        (a full disk); None when nothing waits for a time."""
+        now = time.time() if now is None else now
+        waiting = [p.retry_at for p in self.problems if not p.settled or p.retry_at > now]
         return min(waiting) if waiting else None

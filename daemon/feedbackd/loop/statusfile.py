@@ -15,13 +15,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import iso_ms, parse_iso, utcnow
-from feedbackd.edges.files import atomic_write_json
+from feedbackd.edges.files import atomic_write_json, write_in_reserved_room
 from feedbackd.edges.instance import daemon_running, holder_pid
 
 STATUS_FILE = "status.json"
 # The daemon writes a few kB; anything far bigger is not ours and is not worth reading.
 _MAX_BYTES = 1024 * 1024
+# The status file keeps this much room (JSON, then spaces): on a full disk the daemon rewrites
+# it in place, so `status` still tells what is wrong.
+_ROOM_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -111,10 +115,10 @@ def write_status(
     passes: PassTimes | None = None,
     progress: Progress | None = None,
 ) -> None:
-    """Replace the status file with the daemon's current state."""
-    atomic_write_json(
+    """Replace the status file with the daemon's current state (in place on a full disk)."""
+    write_in_reserved_room(
         status_path(state_dir),
-        {
+        json_bytes({
             "pid": pid,
             "started_at": iso_ms(started_at),
             "last_event": last_event.to_json() if last_event is not None else None,
@@ -123,8 +127,14 @@ def write_status(
             "problems": list(problems),
             "passes": (passes or PassTimes()).to_json(),
             "progress": progress.to_json() if progress is not None else None,
-        },
-    )
+        }),
+        _ROOM_BYTES,
+    )  # fmt: skip
+
+
+def json_bytes(value: Any) -> bytes:
+    text = dumps_json(value)
+    return (text if text.endswith("\n") else text + "\n").encode("utf-8")
 
 
 def pass_times(state_dir: Path) -> PassTimes | None:

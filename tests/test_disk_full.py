@@ -1,0 +1,117 @@
+"""A full disk under the running daemon, on a small file system of its own (a tmpfs mounted for
+the test, which needs root; without it the test is skipped and says why).
+
+Each pass fails while the disk is full: `status` must say so (even though the status file
+cannot be written anew), and the work must go on within seconds once space is freed, not after
+the minute-long backoff of other failures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import subprocess
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from feedbackd.loop.statusfile import read_status, write_status
+from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
+from tests.workspace_kit import Site, draft
+
+# Well below the daemon's longest backoff (60 s): the approval must be recorded this soon after
+# space is freed.
+SOON_AFTER_SPACE_S = 15.0
+FAILURES = 6  # after which other failures are tried again only 32 s later
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _fill(folder: Path) -> Path:
+    """Fill the file system with one file until it is full; the file."""
+    filler = folder / "filler.bin"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for size in (64 * 1024, 512, 1):  # big pieces, then the last few bytes
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * size)
+    finally:
+        os.close(fd)
+    probe = folder / "probe"
+    with pytest.raises(OSError) as full:
+        probe.write_bytes(b"x" * 8192)
+    assert full.value.errno == errno.ENOSPC
+    probe.unlink(missing_ok=True)
+    return filler
+
+
+def test_a_full_disk_shows_in_status_and_work_resumes_soon_after_space_is_freed(
+    small_disk: Path,
+) -> None:
+    site = Site(small_disk)
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    listener = NotifyListener(small_disk.parent)
+    daemon = DaemonProcess(site, listener)
+    try:
+        daemon.wait_ready()
+        wait_for(lambda: committed(site, "draft(a1)"), what="the draft")
+        filler = _fill(small_disk)
+        site.write("a1", "q1.json", draft({"title": "Hello, world"}))
+        site.move("a1", "q1.json", "approved")
+
+        def disk_full_reported() -> bool:
+            problems = " ".join(status_json(site)["problems"])
+            return "No space left on device" in problems or "disk is full" in problems
+
+        wait_for(disk_full_reported, what="status to report the full disk")
+        # Full for a while: the passes failed often enough that the usual backoff has grown
+        # to half a minute.
+        wait_for(
+            lambda: daemon.log().count("pass failed") >= FAILURES,
+            what=f"{FAILURES} failed passes",
+        )
+        assert disk_full_reported()
+        assert not committed(site, "approve(a1)")
+        filler.unlink()
+        wait_for(
+            lambda: committed(site, "approve(a1): q1"),
+            SOON_AFTER_SPACE_S,
+            "the approval, soon after space was freed",
+        )
+        wait_for(lambda: not disk_full_reported(), what="the problem to leave status")
+        assert daemon.proc.poll() is None, daemon.log()
+    finally:
+        daemon.close()
+        listener.close()
+
+
+def test_the_status_file_is_rewritten_in_place_when_the_disk_is_full(small_disk: Path) -> None:
+    state_dir = small_disk / ".feedbackd"
+    state_dir.mkdir()
+    started = datetime.now(UTC)
+    write_status(state_dir, pid=os.getpid(), started_at=started)
+    _fill(small_disk)
+    write_status(state_dir, pid=os.getpid(), started_at=started, problems=["a1: disk full"])
+    recorded = read_status(state_dir)
+    assert recorded is not None and recorded["problems"] == ["a1: disk full"]
