@@ -584,3 +584,27 @@ def test_a_yaml_mistake_in_front_matter_gets_a_hint_about_that_mistake(site: Sit
     done = site.cli("approve", "w", "qi-2")
     assert done.returncode == 1 and "anchor &t is not allowed" in done.stderr
     assert "write each value out in full" in done.stderr
+
+
+def test_doctor_reports_ledger_lines_lost_whose_decisions_git_holds(site: Site) -> None:
+    for item in ("qi-1", "qi-2", "qi-3"):
+        site.write("w", f"{item}.json", draft({"t": "b"}, {"t": "a"}), folder="approved")
+        site.reconcile()
+    ledger = site.agent("w") / "decisions.jsonl"
+    lines = ledger.read_text().splitlines(keepends=True)
+    ledger.write_text(lines[0] + "{damaged\n" + lines[2])  # qi-2's line damaged
+    commits = site.commit_count()
+    done = site.cli("doctor", "--json")
+    assert done.returncode == 1
+    found = [p for p in json.loads(done.stdout)["problems"] if "git holds" in p["message"]]
+    assert [p["path"] for p in found] == ["_data/agents/w/decisions.jsonl"]
+    assert "qi-2" in found[0]["message"] and "qi-1" not in found[0]["message"]
+    assert "run --once" in found[0]["hint"] and "git checkout HEAD --" in found[0]["hint"]
+    ledger.unlink()
+    found = [
+        p for p in json.loads(site.cli("doctor", "--json").stdout)["problems"]
+        if "git holds" in p["message"]
+    ]  # fmt: skip
+    assert all(item in found[0]["message"] for item in ("qi-1", "qi-2", "qi-3"))
+    assert "3 decisions" in found[0]["message"]
+    assert site.commit_count() == commits and not ledger.exists()  # doctor changed nothing

@@ -154,15 +154,18 @@ class AgentReader:
             return list(files)
         undecided = []
         for item_file in files:
-            record = self._decision_in_history(item_file)
+            record = self.decision_in_history(item_file)
             if record is None:
                 undecided.append(item_file)
             else:
                 scan.restored.append(record)
         return undecided
 
-    def _decision_in_history(self, item_file: ItemFile) -> DecisionRecord | None:
-        assert self.repo is not None
+    def decision_in_history(self, item_file: ItemFile) -> DecisionRecord | None:
+        """The ledger line of a decided file's decision commit, when HEAD holds the file where
+        it stands and history has that commit (a line lost from decisions.jsonl); else None."""
+        if self.repo is None:
+            return None
         rel = self.rel(item_file.path)
         if self.repo.file_at_head(rel) is None:
             return None

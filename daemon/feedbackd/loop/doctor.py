@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from feedbackd.core.agentplan import ItemFile, to_decide
 from feedbackd.core.decisions import DecisionRecord
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.feedback import parse_feedback
@@ -21,7 +22,9 @@ from feedbackd.loop import webhouse
 from feedbackd.loop.agentfiles import (
     read_feedback,
     read_item,
+    read_ledger,
 )
+from feedbackd.loop.agentread import AgentReader
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
 
@@ -74,6 +77,8 @@ def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callabl
         for path in _items_in(directory):
             yield path, _item_check(path)
     yield from _decided_twice(agent)
+    if runtime.git_enabled:
+        yield agent.decisions, _ledger_lines_lost(runtime, agent)
     if agent.feedback.exists():
         yield agent.feedback, _feedback_check(runtime, agent)
     if agent.soul.exists():
@@ -91,6 +96,40 @@ def _decided_twice(agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]
     for path in _items_in(agent.folder("rejected")):
         if path.stem in approved:
             yield path, _in_both_folders(path.stem)
+
+
+def _ledger_lines_lost(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:
+    """Decided files with no line in decisions.jsonl whose decision commit git holds: the
+    ledger was deleted or damaged. The next pass restores those lines from history (it never
+    decides them again); doctor says so before that pass commits anything."""
+
+    def check() -> None:
+        files = [
+            ItemFile(folder, path.stem, path)
+            for folder in DECISION_FOLDERS
+            for path in _items_in(agent.folder(folder))
+        ]
+        undecided = to_decide(files, read_ledger(agent.decisions))
+        with open_repo(runtime) as repo:
+            reader = AgentReader(runtime, repo, agent)
+            lost = [f.item_id for f in undecided if reader.decision_in_history(f) is not None]
+        if lost:
+            raise _lost_lines_error(runtime, agent, lost)
+
+    return check
+
+
+def _lost_lines_error(runtime: Runtime, agent: AgentPaths, lost: list[str]) -> FeedbackdError:
+    ledger = runtime.workspace.relative(agent.decisions)
+    shown = ", ".join(lost[:10]) + (f" and {len(lost) - 10} more" if len(lost) > 10 else "")
+    count = f"{len(lost)} decision{'s' if len(lost) > 1 else ''}"
+    return FeedbackdError(
+        f"{count} that git holds {'have' if len(lost) > 1 else 'has'} no line in"
+        f" decisions.jsonl ({'missing' if not agent.decisions.exists() else 'damaged'}): {shown}",
+        hint="the daemon (or `feedbackd run --once`) puts the lines back from their decision"
+        " commits, without deciding anything again; or take the committed ledger back with"
+        f" `git checkout HEAD -- {ledger}`",
+    )
 
 
 def _items_in(folder: Path) -> list[Path]:
