@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.errors import GitError
-from feedbackd.edges.git import GitRepo
+from feedbackd.edges.git import GitRepo, HeadMoved
 from feedbackd.edges.gitlocks import git_process_in, lock_verdict
 from tests.conftest import git
 from tests.git_kit import ADA, commit_count, message, wait_until, write
@@ -174,3 +174,55 @@ def test_processes_cannot_be_inspected_without_proc(tmp_path: Path) -> None:
     assert git_process_in([tmp_path], proc=tmp_path / "no-proc") is None
     (tmp_path / "empty-proc").mkdir()
     assert git_process_in([tmp_path], proc=tmp_path / "empty-proc") is None
+
+
+def test_a_change_waits_for_a_users_git_command_that_changes_the_work_tree(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    # `git checkout-index --stdin` changes the work tree and waits on its input without holding
+    # the index lock, as `git stash` does between its steps; started by a shell, as a user's
+    # (feedbackd does not wait for git commands it started itself).
+    user = subprocess.Popen(
+        ["sh", "-c", f"git -C '{git_repo}' checkout-index --stdin; :"], stdin=subprocess.PIPE
+    )
+    try:
+        wait_until(lambda: git_process_in([git_repo], changing_only=True) is True)
+        assert git_process_in([git_repo], changing_only=False) is True
+        write(git_repo, "f.json", "[]\n")
+        with pytest.raises(GitError, match="keeps changing the workspace"):
+            repo.commit_paths(["f.json"], message(), ADA)
+        assert not (git_repo / ".git/index.lock").exists()  # not left behind, nor held
+    finally:
+        assert user.stdin is not None
+        user.stdin.close()
+        user.wait(10)
+    assert repo.commit_paths(["f.json"], message(), ADA) is not None
+
+
+def test_a_users_reset_during_a_held_change_stops_at_once_and_changes_nothing(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    write(git_repo, "f.json", "[]\n")
+    first = repo.commit_paths(["f.json"], message(), ADA)
+    with repo.holding(first):
+        write(git_repo, "f.json", "[1]\n")
+        reset = subprocess.run(
+            ["git", "reset", "-q", "--hard"], cwd=git_repo, capture_output=True, text=True
+        )
+        assert reset.returncode != 0 and "index.lock" in reset.stderr
+        assert (git_repo / "f.json").read_text() == "[1]\n"
+        second = repo.commit_paths(["f.json"], message(), ADA)
+    assert git(git_repo, "rev-parse", "HEAD").strip() == second
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
+def test_a_change_planned_on_a_head_that_moved_writes_nothing(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    write(git_repo, "f.json", "[]\n")
+    first = repo.commit_paths(["f.json"], message(), ADA)
+    write(git_repo, "g.json", "[]\n")
+    repo.commit_paths(["g.json"], message(), ADA)
+    with pytest.raises(HeadMoved), repo.holding(first):
+        raise AssertionError("a change planned on an old HEAD must not start")
+    assert not (git_repo / ".git/index.lock").exists()
