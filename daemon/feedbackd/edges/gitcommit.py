@@ -37,6 +37,7 @@ from feedbackd.edges.gittree import TREE_MODE, Entry, TreeEditor, commit_object,
 log = logging.getLogger("feedbackd")
 
 _COMMIT_ATTEMPTS = 3
+_SETTLE_WAIT_S = 5.0
 _DATES = frozenset({"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"})
 _PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
 _OPERATIONS = {
@@ -166,9 +167,11 @@ class CommitWriter:
         return self._head_and_tree()[0]
 
     def settled_head(self) -> str | None:
-        """HEAD once no git command of someone else's changes the workspace (waited for, up to
-        the lock wait): what a pass reads and plans on."""
-        wait_for_changing_git(self._root, self._git.git_dir, wait_s=self._lock_wait_s)
+        """HEAD once no git command of someone else's changes the workspace (waited for a few
+        seconds at most: a `git commit` may wait for its editor much longer, and a change that
+        follows is checked again anyway): what a pass reads and plans on."""
+        wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
+        wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
         return self.head()
 
     def commit(self, paths: Sequence[str], message: str, author: Person) -> str | None:
