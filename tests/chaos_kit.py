@@ -207,9 +207,16 @@ class Chaos:
         self.done.append(f"git reset --hard {to} && git clean -fd")
 
     def drop_last_decision(self) -> None:
-        """`git reset --hard HEAD~1` when HEAD is a decision: that decision never happened."""
-        if _event(self.site, "HEAD") in DECISION_EVENTS:
-            self.reset_hard("HEAD~1")
+        """`git reset --hard HEAD~1` when HEAD is a decision: that decision never happened.
+        A rating the daemon committed meanwhile is dropped with it: the user threw it away."""
+        head = self.site.git("rev-parse", "HEAD").strip()
+        if _event(self.site, head) not in DECISION_EVENTS:
+            return
+        self.reset_hard(f"{head}~1")
+        dropped = self.site.git(
+            "log", "--format=%(trailers:key=Feedback-Transaction,valueonly)", "HEAD..HEAD@{1}"
+        )
+        self.ratings -= set(dropped.split())
 
     def revert(self) -> None:
         candidates = [c for c in _decision_commits(self.site) if c not in _reverted(self.site)]
@@ -247,7 +254,9 @@ class Chaos:
             )
             if done.returncode == 0:
                 return
-            if "index.lock" not in done.stderr and "cannot lock ref" not in done.stderr:
+            # git stash meeting a held index.lock exits 1 saying nothing (git 2.39).
+            busy = ("index.lock", "cannot lock ref", "The stash entry is kept")
+            if done.stderr.strip() and not any(sign in done.stderr for sign in busy):
                 break
             time.sleep(0.05)
         raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}{self.replay()}")
@@ -374,7 +383,7 @@ def _rating_problems(site: Site, sent: set[str]) -> list[str]:
         stored.update(record["transaction_id"] for record in _jsonl(path))
     if stored != Counter(sent):
         missing, extra = Counter(sent) - stored, stored - Counter(sent)
-        return [f"ratings: {len(missing)} missing, {len(extra)} stored twice or unknown"]
+        return [f"ratings: missing {sorted(missing)}, stored twice or unknown {sorted(extra)}"]
     return []
 
 

@@ -170,3 +170,54 @@ def test_stash_and_pop_right_after_approvals_lose_nothing_and_pop_cleanly(site: 
     finally:
         daemon.close()
         listener.close()
+
+
+def _rating(number: int) -> dict[str, object]:
+    return {
+        "transaction_id": f"00000000-0000-4000-8000-{number:012d}",
+        "provider_agent": "prov",
+        "skill_id": "summarise",
+        "requester_agent": f"buyer-{number % 3}",
+        "rating": 4,
+        "result_quality": "good",
+        "would_reuse": True,
+        "cost_value_ratio": "fair",
+    }
+
+
+def test_reset_hard_during_a_burst_of_ratings_loses_none(site: Site) -> None:
+    """A rating file leaves the inbox only in the commit that stores it: a `git reset --hard`
+    between storing and committing must not throw the rating away with the inbox file."""
+    rng = random.Random(SEED)
+    inbox = site.data / "inbox" / "ratings"
+    listener = NotifyListener(site.root.parent)
+    daemon = DaemonProcess(site, listener)
+    sent: list[str] = []
+    try:
+        daemon.wait_ready()
+        for round_no in range(ROUNDS):
+            for number in range(len(sent), len(sent) + 5):
+                doc = _rating(number)
+                (inbox / f".r{number}.tmp").write_text(json.dumps(doc))
+                os.rename(inbox / f".r{number}.tmp", inbox / f"r{number}.json")
+                sent.append(str(doc["transaction_id"]))
+            time.sleep(rng.uniform(0.0, 0.3))
+            _git_again_while_locked(site, "reset", "-q", "--hard")
+            wait_for(lambda: not any(inbox.glob("*.json")), what="the inbox to empty")
+            idle(daemon, quiet_s=0.5)
+            stored = [
+                json.loads(line)["transaction_id"]
+                for line in site.git(
+                    "show", "HEAD:_data/agents/prov/ratings/summarise/" + _month_file(site)
+                ).splitlines()
+            ]
+            assert sorted(stored) == sorted(sent), f"(seed {SEED}, round {round_no})"
+            assert site.git("status", "--porcelain", "--", "_data") == ""
+    finally:
+        daemon.close()
+        listener.close()
+
+
+def _month_file(site: Site) -> str:
+    folder = site.agent("prov") / "ratings" / "summarise"
+    return wait_for(lambda: next((p.name for p in folder.glob("*.jsonl")), None), what="a month")

@@ -312,6 +312,12 @@ class GitRepo:
         `held.head` is the change's commit afterwards."""
         return self._commits.holding(expected)
 
+    def holding_on_top(self) -> AbstractContextManager[Held]:
+        """Hold the index lock for a change that goes on top of whatever HEAD is (a rating is
+        appended, not planned on a HEAD): no reset or stash of the user's can fall between its
+        writes and its commit."""
+        return self._commits.holding()
+
     def settled_head(self) -> str | None:
         """HEAD, once no git command of the user's changes the workspace (a `git stash` or
         `pull` half-way): what a pass that reads the workspace plans on."""

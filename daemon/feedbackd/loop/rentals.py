@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
 
@@ -67,20 +68,23 @@ def record_rating(
     earlier = store.ratings(
         rating.provider_agent, since=now - window, requester=rating.requester_agent
     )
-    stored = store.append(rating)
-    memory = write_rental_memories(runtime.workspace, rating, now, earlier)
-    for path in also:
-        path.unlink(missing_ok=True)
-    change = CommitRequest(
-        "rating",
-        rating.provider_agent,
-        _summary(rating),
-        [stored, *memory, *also],
-        skill=rating.skill_id,
-        body=_body(rating),
-        trailers=[(TRANSACTION_KEY, rating.transaction_id)],
-    )
-    event = commit_change(runtime, repo, change)
+    with repo.holding_on_top() if repo is not None else nullcontext():
+        # From here to the commit nothing of the user's git runs: a reset in between would
+        # undo the stored line after the inbox file that held the rating is gone.
+        stored = store.append(rating)
+        memory = write_rental_memories(runtime.workspace, rating, now, earlier)
+        for path in also:
+            path.unlink(missing_ok=True)
+        change = CommitRequest(
+            "rating",
+            rating.provider_agent,
+            _summary(rating),
+            [stored, *memory, *also],
+            skill=rating.skill_id,
+            body=_body(rating),
+            trailers=[(TRANSACTION_KEY, rating.transaction_id)],
+        )
+        event = commit_change(runtime, repo, change)
     return event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
 
 
