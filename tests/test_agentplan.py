@@ -120,6 +120,52 @@ def test_a_rejection_records_its_note_and_warns_when_there_is_none() -> None:
     assert p.warnings == ("_data/agents/w/rejected/qi-2.json: rejected without rejectionFeedback",)
 
 
+def test_a_revised_file_adds_only_what_its_committed_version_did_not_hold() -> None:
+    """An approved file edited after its commit: the corrections its committed version held are
+    recorded already; replayed after a crash (its entry written, no commit), nothing twice."""
+    before = item("qi-1", {"t": "new", "u": "one"}, {"t": "old", "u": "one"})
+    after = item("qi-1", {"t": "newer", "u": "two"}, {"t": "old", "u": "one"})
+    revised = ReadItem(item_file("qi-1", "approved"), after, decided_as=before)
+    done = new_record("qi-1", "approved", NOW, file=rel(revised.file.path))
+    first = new_entry(NOW, type="correction", queueItemId="qi-1", field="t", original="old")
+    recorded = [first.model_copy(update={"corrected": "new"})]
+    p = plan(view(ledger=[done], feedback=recorded, feedback_exists=True, revised=[revised]))
+    [step] = p.decisions
+    assert step.ledger == ()
+    assert (step.commit.event, step.commit.summary) == (
+        "revise",
+        "qi-1 edited after its approval: 2 new corrections (t, u)",
+    )
+    assert step.commit.paths == (revised.file.path, AGENT.feedback, AGENT.prompt)
+    stored = parse_feedback(step.writes[0].text)
+    assert [(e.field, e.corrected) for e in stored] == [("t", "new"), ("t", "newer"), ("u", "two")]
+    snippet = step.writes[1].text
+    replayed = plan(
+        view(
+            ledger=[done], feedback=stored, feedback_exists=True, snippet=snippet, revised=[revised]
+        )
+    )
+    [again] = replayed.decisions
+    assert again.commit.summary == step.commit.summary
+    assert [w.path for w in again.writes] == []
+
+
+def test_a_rejection_note_edited_afterwards_is_a_new_rejection_entry_once() -> None:
+    before = item("qi-1", {"t": "x"}, notes="Too dry")
+    for notes, summary, added in [
+        ("Too dry: name a case", "qi-1 edited after its rejection: a new note", 1),
+        ("Too dry", "qi-1 edited after its rejection: no new note", 0),
+        (None, "qi-1 edited after its rejection: no new note", 0),
+    ]:
+        revised = ReadItem(
+            item_file("qi-1", "rejected"), item("qi-1", {"t": "y"}, notes=notes), decided_as=before
+        )
+        [step] = plan(view(feedback_exists=True, revised=[revised])).decisions
+        assert step.commit.summary == summary
+        written = [w for w in step.writes if w.path == AGENT.feedback]
+        assert len(parse_feedback(written[0].text) if written else []) == added
+
+
 def test_the_ledger_says_what_is_decided_already() -> None:
     approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
     done = new_record("qi-1", "approved", NOW, file=rel(approved.file.path))

@@ -332,9 +332,9 @@ def test_changed_paths_lists_what_differs_from_head_below_a_folder(
     write(git_repo, "_data/a/deep/new file.json", "1\n")
     write(git_repo, "outside.json", "1\n")
     expected = ["_data/a/deep/new file.json", "_data/a/edit.json", "_data/a/gone.json"]
-    assert repo.changed_paths("_data") == expected
-    assert repo.changed_paths("_data/b") == []
-    assert "outside.json" in repo.changed_paths("")
+    assert repo.listings.changed_paths("_data") == expected
+    assert repo.listings.changed_paths("_data/b") == []
+    assert "outside.json" in repo.listings.changed_paths("")
 
 
 def test_user_identity_is_the_workspace_git_config(

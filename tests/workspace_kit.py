@@ -106,6 +106,16 @@ class Site:
         )
 
 
+def settling_in(root: Path, settle_ms: int) -> Site:
+    """A workspace whose committed feedbackd.yaml decides a file settle_ms after its last change
+    (a daemon test need not wait the default two seconds)."""
+    site = Site(root)
+    site.configure(f"daemon:\n  settle_ms: {settle_ms}\n")
+    site.git("add", "feedbackd.yaml")
+    site.git("commit", "-q", "-m", f"settle in {settle_ms} ms")
+    return site
+
+
 def draft(content: dict[str, Any], original: dict[str, Any] | None = None, **extra: Any) -> dict:
     doc: dict[str, Any] = dict(extra)
     doc["contentData"] = content

@@ -59,6 +59,8 @@ class ReadItem:
     # An approved item that may have no corrections: its fields outside the content (see
     # items.outside_content) as first seen in queue/, to tell the curator what they changed.
     first_outside: dict[str, Any] | None = None
+    # A decided file changed since: the item as its last commit holds it (what was recorded).
+    decided_as: Item | None = None
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class AgentView:
     snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
     forgotten: frozenset[Identity] = frozenset()  # lessons taken back (`feedbackd forget`)
+    revised: Sequence[ReadItem] = ()  # decided files changed since their last commit, read
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -228,6 +231,11 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         if decision is not None:
             step, folder = _plan_decision(view, decision, folder, settings, now)
             steps.append(step)
+    for read in view.revised:
+        decision = _judge_revision(view, read, notes)
+        if decision is not None:
+            step, folder = _plan_revision(view, decision, folder, settings, now)
+            steps.append(step)
     snippet_refresh = _plan_snippet_refresh(view.agent, folder, settings)
     return AgentPlan(
         drafts,
@@ -255,7 +263,7 @@ def _plan_drafts(
     if not new and not requeued:
         return None, snapshots
     paths = [f.path for f in new] + [view.agent.decisions] * bool(requeued)
-    paths += [path for record in requeued for path in _decided_path(view.root, record)]
+    paths += [path for record in requeued for path in decided_file(view.root, view.agent, record)]
     back = {f.item_id: f.path for f in queued_drafts(view.files)}
     paths += [back[record.item] for record in requeued]  # the draft itself, in queue/ again
     summary = commitmsg.drafts_summary([f.item_id for f in new], [r.item for r in requeued])
@@ -275,9 +283,17 @@ def _requeued(
     ]
 
 
-def _decided_path(root: Path, record: DecisionRecord) -> list[Path]:
-    """Where the ledger says the item was decided (none for a hand-written record)."""
-    return [root / record.file] if record.file else []
+def decided_file(root: Path, agent: AgentPaths, record: DecisionRecord) -> list[Path]:
+    """Where the ledger says the item was decided: for a file of an agent's approved/ or
+    rejected/, that folder of this agent (the line may name the agent as it was called before
+    its folder was renamed); none for a hand-written record."""
+    if not record.file:
+        return []
+    where = root / record.file
+    folder = where.parent
+    if folder.name in DECISION_FOLDERS and folder.parent.parent == agent.root.parent:
+        return [agent.folder(folder.name) / where.name]
+    return [where]  # a file of many items (webhouse's queue)
 
 
 @dataclass(frozen=True)
@@ -289,39 +305,49 @@ class _Decision:
     state: State
     author: Person
     corrections: list[Correction]
+    notes: str | None = None  # a rejection's note to record (None: none)
 
 
-def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
-    """The decision a read item stands for; None when it must wait (a problem says why)."""
+def _item_and_author(view: AgentView, read: ReadItem, notes: _Notes) -> tuple[Item, Person] | None:
+    """The item read and who decides it; None when it must wait (a problem says why)."""
     if read.item is None:
         if read.error is not None:
             notes.problems.append(BadFile(read.file.path, read.error))
         return None
     try:
-        author = _author(read.item, view.author)
+        return read.item, _author(read.item, view.author)
     except FeedbackdError as error:
         notes.problems.append(BadFile(read.file.path, error))
         return None
+
+
+def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
+    """The decision a read item stands for; None when it must wait (a problem says why)."""
+    found = _item_and_author(view, read, notes)
+    if found is None:
+        return None
+    item, author = found
     where = _relative(view, read.file.path)
     if read.file.path.stem != read.file.item_id:  # one file of many items (webhouse's queue)
         where += f" item {read.file.item_id}"
     if read.file.folder == "rejected":
-        if not read.item.rejection_feedback:
+        if not item.rejection_feedback:
             notes.about_decision(f"{where}: rejected without rejectionFeedback")
-        return _Decision(read.file, read.item, "rejected", author, [])
-    original = read.item.original if read.item.original is not None else read.first_seen
+        note = item.rejection_feedback or ""
+        return _Decision(read.file, item, "rejected", author, [], note)
+    original = item.original if item.original is not None else read.first_seen
     if original is None:
         notes.about_decision(
             f"{where}: never seen in queue/ and no originalContentData;"
             " approved with no corrections"
         )
-        return _Decision(read.file, read.item, "approved", author, [])
-    corrections = items.diff_content(original, read.item.content)
+        return _Decision(read.file, item, "approved", author, [])
+    corrections = items.diff_content(original, item.content)
     if not corrections and read.first_outside is not None:
-        outside = items.changed_keys(read.first_outside, items.outside_content(read.item))
+        outside = items.changed_keys(read.first_outside, items.outside_content(item))
         if outside:
-            notes.about_decision(_changed_outside(where, read.item, outside))
-    return _Decision(read.file, read.item, "approved", author, corrections)
+            notes.about_decision(_changed_outside(where, item, outside))
+    return _Decision(read.file, item, "approved", author, corrections)
 
 
 def _changed_outside(where: str, item: Item, keys: list[str]) -> str:
@@ -358,13 +384,7 @@ def _plan_decision(
 ) -> tuple[Step, _Folder]:
     """The step that records one decision, and the folder as it leaves it."""
     entries = without_forgotten(_entries(decision, now), view.forgotten)
-    stored, added = merge_new(folder.feedback, entries, settings.feedback.max_entries)
-    writes = []
-    if added or not folder.feedback_exists:
-        writes.append(Write(view.agent.feedback, dump_feedback(stored)))
-    snippet = render_snippet(stored, settings.prompt)
-    if snippet != folder.snippet:
-        writes.append(Write(view.agent.prompt, snippet))
+    writes, added, after = _feedback_writes(view.agent, entries, folder, settings)
     record = decisions.new_record(
         decision.item.item_id,
         decision.state,
@@ -375,14 +395,76 @@ def _plan_decision(
         entries=[entry.id for entry in added] or None,
     )
     step = Step(_decision_commit(view.agent, decision), tuple(writes), (record,))
-    return step, _Folder(tuple(stored), True, snippet)
+    return step, after
+
+
+def _feedback_writes(
+    agent: AgentPaths, entries: list[FeedbackEntry], folder: _Folder, settings: Settings
+) -> tuple[list[Write], list[FeedbackEntry], _Folder]:
+    """feedback.json with the entries not recorded yet, and the snippet, where they change;
+    the entries added, and the folder as the writes leave it."""
+    stored, added = merge_new(folder.feedback, entries, settings.feedback.max_entries)
+    writes = []
+    if added or not folder.feedback_exists:
+        writes.append(Write(agent.feedback, dump_feedback(stored)))
+    snippet = render_snippet(stored, settings.prompt)
+    if snippet != folder.snippet:
+        writes.append(Write(agent.prompt, snippet))
+    return writes, added, _Folder(tuple(stored), True, snippet)
+
+
+# --- a decided file changed after its commit --------------------------------------------------
+def _judge_revision(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
+    """What a decided file edited since its last commit adds: the corrections (or the note)
+    that the committed version did not hold; None when it must wait (a problem says why)."""
+    found = _item_and_author(view, read, notes)
+    if found is None:
+        return None
+    (item, author), before = found, read.decided_as
+    if read.file.folder == "rejected":
+        said = before.rejection_feedback if before is not None else None
+        note = item.rejection_feedback if item.rejection_feedback != said else None
+        return _Decision(read.file, item, "rejected", author, [], note or None)
+    recorded = {(c.field, c.corrected) for c in _corrections(before, read.first_seen)}
+    new = [c for c in _corrections(item, read.first_seen) if (c.field, c.corrected) not in recorded]
+    return _Decision(read.file, item, "approved", author, new)
+
+
+def _corrections(item: Item | None, first_seen: dict[str, Any] | None) -> list[Correction]:
+    """The item's corrections against its original (none without one)."""
+    original = item.original if item is not None and item.original is not None else first_seen
+    if item is None or original is None:
+        return []
+    return items.diff_content(original, item.content)
+
+
+def _plan_revision(
+    view: AgentView, decision: _Decision, folder: _Folder, settings: Settings, now: datetime
+) -> tuple[Step, _Folder]:
+    """The step that commits a decided file again with what its edit adds: no ledger line (the
+    decision stands); the entries are de-duplicated, so a replayed step adds none twice."""
+    entries = without_forgotten(_entries(decision, now), view.forgotten)
+    writes, _, after = _feedback_writes(view.agent, entries, folder, settings)
+    item, corrections = decision.item, decision.corrections
+    summary = commitmsg.revision_summary(item.item_id, decision.state, corrections, decision.notes)
+    commit = Commit(
+        "revise",
+        summary,
+        (decision.file.path, view.agent.feedback, view.agent.prompt),
+        decision.author,
+        tuple(commitmsg.revision_body(decision.notes, corrections)),
+        tuple(commitmsg.decision_trailers(item.item_id, corrections)),
+        item.item_id,
+    )
+    return Step(commit, tuple(writes)), after
 
 
 def _entries(decision: _Decision, now: datetime) -> list[FeedbackEntry]:
     item_id = decision.item.item_id
     if decision.state == "rejected":
-        notes = decision.item.rejection_feedback or ""
-        return [new_entry(now, type="rejection", queueItemId=item_id, notes=notes)]
+        if decision.notes is None:
+            return []
+        return [new_entry(now, type="rejection", queueItemId=item_id, notes=decision.notes)]
     return [
         new_entry(
             now,

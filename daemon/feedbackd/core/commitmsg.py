@@ -23,13 +23,15 @@ EVENTS = (
     "reject",
     "record",
     "forget",
+    "rename",
+    "revise",
     "rating",
     "pricing",
     "optimize",
     "sync",
 )
 # The events a curator decides; the others are a buyer's (rating) or feedbackd's own.
-CURATOR_EVENTS = ("approve", "reject", "record", "forget")
+CURATOR_EVENTS = ("approve", "reject", "revise", "record", "forget", "rename")
 LINE_LIMIT = 120
 # Body lines hold two cut values; trailer values (field lists) may run long too.
 TRAILER_LIMIT = 1000
@@ -41,6 +43,7 @@ SKILL_KEY = "Feedback-Skill"
 ITEM_KEY = "Feedback-Item"
 FIELDS_KEY = "Feedback-Fields"
 TRANSACTION_KEY = "Feedback-Transaction"
+RENAMED_FROM_KEY = "Feedback-Renamed-From"
 PRICE_OLD_KEY = "Price-Old"
 PRICE_NEW_KEY = "Price-New"
 
@@ -219,6 +222,7 @@ class LogEntry:
     price_new: str | None
     subject: str
     note: str | None = None  # a rejection's note, as its commit body has it (cut at 120)
+    renamed_from: str | None = None  # a `rename` commit: the agent's folder before
 
     def to_json(self) -> dict[str, Any]:
         """The `feedbackd log --json` shape: the contract's keys, absent values as None."""
@@ -261,6 +265,7 @@ def log_entry(commit: str, date: str, author: str, message: str) -> LogEntry | N
         price_new=last(PRICE_NEW_KEY),
         subject=message.split("\n", 1)[0].strip(),
         note=_note(message),
+        renamed_from=last(RENAMED_FROM_KEY),
     )
 
 
@@ -336,6 +341,26 @@ def decision_trailers(item_id: str, corrections: Sequence[FieldChange]) -> list[
     return trailers
 
 
+def revision_summary(
+    item_id: str, state: str, corrections: Sequence[FieldChange], note: str | None
+) -> str:
+    """`qi-1 edited after its approval: 1 new correction (body)`: a decided file committed
+    again, and what its edit adds."""
+    if state == "rejected":
+        return f"{item_id} edited after its rejection: {'a new note' if note else 'no new note'}"
+    fields = [c.field for c in corrections]
+    noun = "correction" if len(fields) == 1 else "corrections"
+    added = f"{len(fields)} new {noun} ({', '.join(fields)})" if fields else "no new corrections"
+    return f"{item_id} edited after its approval: {added}"
+
+
+def revision_body(note: str | None, corrections: Sequence[FieldChange]) -> list[str]:
+    """The new note, or one line per new correction, as a decision's body says them."""
+    if note:
+        return decision_body("rejected", note, [])
+    return decision_body("approved", None, corrections)
+
+
 def drafts_summary(new: Sequence[str], requeued: Sequence[str]) -> str:
     """`2 new drafts (qi-1, qi-2); back in queue: qi-3`."""
     parts = []
@@ -364,6 +389,15 @@ def interrupted_trailers(item_id: str, fields: Sequence[str] | None) -> list[tup
     if fields:
         trailers.append((FIELDS_KEY, fields_trailer(fields)))
     return trailers
+
+
+def rename_summary(old_agent: str) -> str:
+    """`from writer`: an agent folder renamed (the subject's scope names the new one)."""
+    return f"from {old_agent}"
+
+
+def rename_trailers(old_agent: str) -> list[tuple[str, str]]:
+    return [(RENAMED_FROM_KEY, old_agent)]
 
 
 def record_summary(entry: FeedbackEntry) -> str:

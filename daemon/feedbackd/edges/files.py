@@ -21,11 +21,13 @@ from feedbackd.core.jsontext import dumps_json
 TMP_SUFFIX = ".feedbackd-tmp"
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, durable: bool = True, within: Path | None = None
+) -> None:
     """Replace path with data in one step. durable=False skips the two fsyncs, for a copy of
     what is kept elsewhere (a crash may then leave the old file, or an empty one): thousands of
-    such files cost seconds instead of minutes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    such files cost seconds instead of minutes. `within`: see make_folders."""
+    make_folders(path.parent, within)
     # Cut a long name so the temporary one stays within the file system's 255-byte limit.
     tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
     mode = _mode_of(path)
@@ -74,24 +76,41 @@ def _mode_of(path: Path) -> int | None:
         return None
 
 
-def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
+def atomic_write_text(
+    path: Path, text: str, *, durable: bool = True, within: Path | None = None
+) -> None:
     """Write text; non-empty text always ends with a newline (an empty file stays zero bytes)."""
     if text and not text.endswith("\n"):
         text += "\n"
-    atomic_write_bytes(path, text.encode("utf-8"), durable=durable)
+    atomic_write_bytes(path, text.encode("utf-8"), durable=durable, within=within)
+
+
+def make_folders(folder: Path, within: Path | None = None) -> None:
+    """Make `folder` and the folders on its way. With `within`, only those below it: a folder
+    moved away meanwhile (an agent folder renamed) raises FileNotFoundError instead of being
+    made again with only what this write holds."""
+    if within is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        return
+    missing = []
+    while folder != within and folder != folder.parent and not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for each in reversed(missing):
+        each.mkdir(exist_ok=True)
 
 
 def atomic_write_json(path: Path, value: Any) -> None:
     atomic_write_text(path, dumps_json(value))
 
 
-def append_line(path: Path, line: str) -> None:
-    """Append one line with a single O_APPEND write and fsync.
+def append_line(path: Path, line: str, *, within: Path | None = None) -> None:
+    """Append one line with a single O_APPEND write and fsync (`within`: see make_folders).
 
     Append-only logs can grow large, so they are not rewritten; a line cut short by a crash is
     terminated first, so the new line always starts on a line of its own.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_folders(path.parent, within)
     data = line.rstrip("\n").encode("utf-8") + b"\n"
     # Read access too: a cut-short last line is found by reading its final byte.
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)

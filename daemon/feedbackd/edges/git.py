@@ -2,6 +2,7 @@
 commit exactly the paths of one change, and reach the remote.
 
 GitRepo is the one door the loop uses; behind it each concern has its module:
+  edges/gitpaths.py   listings: what is untracked, changed, or where in HEAD
   edges/gitcommit.py  commits that never touch what the user staged, and healing the index
   edges/gitremote.py  fetch, push and rebase in a temporary worktree (`repo.remote`)
   edges/gitlocks.py   whether a `.git/*.lock` is stale, and clearing a stale index lock
@@ -36,6 +37,7 @@ from feedbackd.core.commitmsg import (
 )
 from feedbackd.core.errors import GitError
 from feedbackd.core.timeutil import parse_iso
+from feedbackd.edges import gitpaths
 from feedbackd.edges.gitbatch import GitBatch, KeptBatch
 from feedbackd.edges.gitcommit import (
     CommitWriter,
@@ -233,19 +235,10 @@ class GitRepo:
             position += size + 1  # the content, then a newline
         return contents
 
-    def changed_paths(self, under: str) -> list[str]:
-        """Paths below `under` that differ from HEAD: modified, deleted, added or untracked."""
-        spec = rel_path(under) if under not in ("", ".") else "."
-        args = ["status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", spec]
-        entries = self._git.run(args).decode("utf-8", errors="surrogateescape").split("\0")
-        return sorted({entry[3:] for entry in entries if len(entry) > 3})
-
-    def untracked_paths(self, under: str) -> list[str]:
-        """Files below `under` that git does not track (and does not ignore)."""
-        spec = rel_path(under) if under not in ("", ".") else "."
-        args = ["ls-files", "-z", "--others", "--exclude-standard", "--", spec]
-        entries = self._git.run(args).decode("utf-8", errors="surrogateescape").split("\0")
-        return sorted(entry for entry in entries if entry)
+    @property
+    def listings(self) -> gitpaths.Listings:
+        """What is untracked, changed, or where in HEAD (edges/gitpaths.py)."""
+        return gitpaths.Listings(self._git, self._objects)
 
     def log(self, *, agent: str | None = None, since: datetime | None = None) -> list[LogEntry]:
         """The learning history: commits with a Feedback-Event trailer, newest first."""
@@ -298,13 +291,22 @@ class GitRepo:
         self._git.run(["config", "--local", key, value])
 
     # --- committing ---------------------------------------------------------------------------
-    def commit_paths(self, paths: Sequence[str], message: str, author: Person) -> str | None:
+    def commit_paths(
+        self, paths: Sequence[str], message: str, author: Person, within: str | None = None
+    ) -> str | None:
         """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.
 
         Returns None when none of them differ from HEAD. The user's other staged and unstaged
         changes stay as they were; the user's index entries for `paths` follow the new commit.
+        `within`: a folder that must still stand once the change is read (FileNotFoundError).
         """
-        return self._commits.commit(paths, message, author)
+        return self._commits.commit(paths, message, author, within)
+
+    def commit_folder_move(self, old: str, new: str, message: str, author: Person) -> str | None:
+        """Commit the folder `old` moved to `new` as one pure rename (its files as HEAD holds
+        them; changes to them in the work tree stay uncommitted); its sha, or None when HEAD
+        has no folder `old`, or has something at `new` already."""
+        return self._commits.move_folder(old, new, message, author)
 
     def holding(self, expected: str | None) -> AbstractContextManager[Held]:
         """Hold the index lock for one change planned on HEAD `expected`: write its files and

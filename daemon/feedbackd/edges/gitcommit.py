@@ -10,6 +10,7 @@ interrupted it. Nothing is committed while the user is in the middle of a rebase
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -174,22 +175,52 @@ class CommitWriter:
         wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
         return self.head()
 
-    def commit(self, paths: Sequence[str], message: str, author: Person) -> str | None:
+    def commit(
+        self, paths: Sequence[str], message: str, author: Person, within: str | None = None
+    ) -> str | None:
         """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.
 
         Returns None when none of them differ from HEAD. The user's other staged and unstaged
         changes stay as they were; the user's index entries for `paths` follow the new commit.
         Inside `holding`, the commit goes on the held HEAD, or raises HeadMoved.
+        `within`: the folder the change lives in; moved away (renamed) while the change was read,
+        its files would look deleted, so nothing is committed (FileNotFoundError).
         """
         rels = list(dict.fromkeys(rel_path(path) for path in paths))
         if not rels:
             return None
+        folder = self._root / rel_path(within) if within is not None else None
+
+        def change_of(tree: str | None) -> WorkTreeChange:
+            change = self._work_tree_change(rels, tree)
+            return _still_in(folder, change) if folder is not None else change
+
+        return self._commit_with(change_of, rels, message, author)
+
+    def move_folder(self, old: str, new: str, message: str, author: Person) -> str | None:
+        """Commit the folder `old` moved to `new`, its files as HEAD holds them, so git sees a
+        pure rename and changes made to them in the work tree stay uncommitted; None when
+        HEAD has no folder `old` or already has something at `new`."""
+        rels = [rel_path(old), rel_path(new)]
+        return self._commit_with(
+            lambda tree: _moved(self._trees, tree, *rels), rels, message, author
+        )
+
+    def _commit_with(
+        self,
+        change_of: Callable[[str | None], WorkTreeChange | None],
+        rels: list[str],
+        message: str,
+        author: Person,
+    ) -> str | None:
+        """The commit of the change `change_of` finds from HEAD's tree (None: nothing to do),
+        on the held HEAD, or holding the index lock for it, trying again if HEAD moves."""
         if self._held is not None:
-            return self._commit_on(self._held, rels, message, author)
+            return self._commit_on(self._held, change_of, rels, message, author)
         for attempt in range(1, _COMMIT_ATTEMPTS + 1):
             try:
                 with self.holding() as held:
-                    return self._commit_on(held, rels, message, author)
+                    return self._commit_on(held, change_of, rels, message, author)
             except HeadMoved as moved:
                 # Moved without the index lock (`git update-ref`): build on the new HEAD.
                 if attempt == _COMMIT_ATTEMPTS:
@@ -201,13 +232,20 @@ class CommitWriter:
                 log.info("HEAD moved while committing; trying again")
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _commit_on(self, held: Held, rels: list[str], message: str, author: Person) -> str | None:
-        """The commit of `rels` on the held HEAD, which then is the new commit."""
+    def _commit_on(
+        self,
+        held: Held,
+        change_of: Callable[[str | None], WorkTreeChange | None],
+        rels: list[str],
+        message: str,
+        author: Person,
+    ) -> str | None:
+        """The commit of the change on the held HEAD, which then is the new commit."""
         head = held.head
         head_tree = self._tree_of(head)
-        change = self._work_tree_change(rels, head_tree)
-        tree = self._trees.edit(head_tree, change.entries)
-        if tree == head_tree:  # (None and None: nothing to put in a first commit)
+        change = change_of(head_tree)
+        tree = self._trees.edit(head_tree, change.entries) if change else head_tree
+        if change is None or tree == head_tree:  # (None and None: nothing to commit)
             return None
         tree = tree or self._batch.store_tree(b"")  # everything deleted
         new = self._commit_tree(tree, head, message, author)
@@ -413,6 +451,23 @@ class CommitWriter:
         if not (self._root / rel).is_file():
             return None
         return self._git.run(["hash-object", "--", str(self._root / rel)]).decode().strip()
+
+
+def _moved(trees: TreeEditor, head_tree: str | None, old: str, new: str) -> WorkTreeChange | None:
+    """The folder `old` of `head_tree` at `new` instead; None when there is no such folder, or
+    something is at `new` already."""
+    moved = trees.entry_at(head_tree, split_path(old))
+    if moved is None or moved.mode != TREE_MODE or trees.entry_at(head_tree, split_path(new)):
+        return None
+    return WorkTreeChange({split_path(old): None, split_path(new): moved}, files_only=False)
+
+
+def _still_in(folder: Path, change: WorkTreeChange) -> WorkTreeChange:
+    """The change, read while `folder` stood where it stands: the folder is looked at after
+    every file was read, so a change read before a move is whole."""
+    if not folder.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "moved away while its change was read", str(folder))
+    return change
 
 
 def _lstat(path: Path) -> os.stat_result | None:

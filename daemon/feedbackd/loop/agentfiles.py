@@ -105,7 +105,8 @@ def read_forgotten_text(path: Path) -> str:
 
 
 def append_record(path: Path, record: DecisionRecord) -> None:
-    append_line(path, record.line())
+    """Append a ledger line; FileNotFoundError when the agent folder was moved away."""
+    append_line(path, record.line(), within=path.parent)
 
 
 def read_soul(agent: AgentPaths) -> tuple[str, Soul] | None:

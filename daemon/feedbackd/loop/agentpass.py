@@ -30,13 +30,13 @@ from feedbackd.core.errors import GitError, InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.forgetting import find_entry, forgotten_line
 from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import ITEM_SUFFIXES
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.files import atomic_write_text
 from feedbackd.edges.git import GitRepo, HeadMoved
-from feedbackd.loop import problems, recovery
+from feedbackd.loop import agentrename, problems, recovery
 from feedbackd.loop.agentfiles import append_record, read_forgotten_text, read_ledger
-from feedbackd.loop.agentread import AgentReader
-from feedbackd.loop.draftmemory import FirstVersions, remember_drafts
+from feedbackd.loop.agentread import AgentReader, Lookups
+from feedbackd.loop.draftmemory import remember_drafts
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recording import CommitRequest
 from feedbackd.loop.recovery import CommittedLedgers, file_state
@@ -69,7 +69,7 @@ class AgentPass:
         agent_id: str,
         ledgers: CommittedLedgers,
         keep_going: Callable[[], bool] | None = None,
-        first_versions: FirstVersions | None = None,
+        lookups: Lookups | None = None,
         written_whole: frozenset[Path] = frozenset(),
         on_decision: Callable[[int, int], None] | None = None,
     ) -> None:
@@ -79,7 +79,7 @@ class AgentPass:
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
-        self.reader = AgentReader(runtime, repo, self.agent, first_versions, written_whole)
+        self.reader = AgentReader(runtime, repo, self.agent, lookups, written_whole, ledgers)
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
@@ -103,13 +103,31 @@ class AgentPass:
                     self.report.problems.append(_still_changing(moved.path, time.time() + 0.5))
                 self.head = self.repo.settled_head() if self.repo is not None else None
                 written_whole = self.reader.written_whole
-                self.reader = AgentReader(self.runtime, self.repo, self.agent, None, written_whole)
+                self.reader = AgentReader(
+                    self.runtime, self.repo, self.agent, None, written_whole, self.ledgers
+                )
         raise AssertionError("unreachable: the last reading returns or raises")
 
     def _run(self) -> Report:
         ledger = read_ledger(self.agent.decisions)
         if not self.agent.root.is_dir():
             return self.report
+        try:
+            self._pass(ledger)
+        except FileNotFoundError:
+            if self.agent.root.is_dir():
+                raise
+            # Moved away (renamed) meanwhile: the pass over its new folder does what is left.
+            log.info("%s: the agent folder was moved away during its pass", self.agent.agent_id)
+        return self.report
+
+    def _pass(self, ledger: Sequence[DecisionRecord]) -> None:
+        renamed = agentrename.follow_rename(self.runtime, self.repo, self.agent)
+        if renamed is not None:
+            self.report.events.append(renamed)
+            self.head = renamed.commit  # the folder is read after the move: plan on it
+            # The shared listing of untracked files was made before the move: ask git anew.
+            self.reader.first_versions = None
         self._commit_recovered(ledger)
         view, scan = self.reader.read(ledger)
         plan = agentplan.plan_agent(view, self.runtime.settings, utcnow())
@@ -119,7 +137,6 @@ class AgentPass:
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))
         self._apply(plan)
-        return self.report
 
     def record(self, entry: FeedbackEntry, author: Person) -> Report:
         """Append one programmatic entry (`feedbackd record`) and commit it, unless present."""
@@ -167,7 +184,7 @@ class AgentPass:
     def _apply(self, plan: AgentPlan) -> None:
         if plan.drafts is not None:
             self.apply(plan.drafts)
-        remember_drafts(self.runtime, self.agent, plan.snapshots)
+        remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
         for done, step in enumerate(plan.decisions, start=1):
             if not self.keep_going():
                 return  # stopping: the next pass decides the rest
@@ -190,8 +207,9 @@ class AgentPass:
                 raise ReadAgain(f"{self.rel(path)} changed since it was read", path)
 
     def _write_and_commit(self, step: Step) -> None:
+        # Nothing is written where the agent folder was: moved away, it is not made again.
         for write in step.writes:
-            atomic_write_text(write.path, write.text)
+            atomic_write_text(write.path, write.text, within=self.agent.root)
         for record in step.ledger:
             append_record(self.agent.decisions, record)
         commit = step.commit
@@ -205,11 +223,15 @@ class AgentPass:
                 item=commit.item,
                 body=commit.body,
                 trailers=commit.trailers,
+                within=self.agent.root,
             )
         )
 
     def _commit(self, change: CommitRequest) -> None:
-        recorded = self.ledgers.commit(self.runtime, self.repo, change, [self.agent.decisions])
+        # The decided files too: a pass then sees, without asking git, that they are unchanged.
+        decided = [p for p in change.paths if p.parent.name in DECISION_FOLDERS]
+        kept = [self.agent.decisions, *decided]
+        recorded = self.ledgers.commit(self.runtime, self.repo, change, kept)
         if recorded is not None:
             self.report.events.append(recorded)
 
@@ -258,7 +280,7 @@ class AgentPass:
         files it names, and feedback.json and the snippet as they are now."""
         paths = [self.agent.feedback, self.agent.decisions, self.agent.prompt]
         for record in records:
-            paths.extend([self.runtime.workspace.root / record.file] if record.file else [])
+            paths.extend(agentplan.decided_file(self.runtime.workspace.root, self.agent, record))
             paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
         last = records[-1]
         return CommitRequest(
@@ -269,6 +291,7 @@ class AgentPass:
             _curator_of(last) or self.reader.workspace_user(),
             item=last.item,
             trailers=commitmsg.interrupted_trailers(last.item, last.fields),
+            within=self.agent.root,
         )
 
     # --- telling ------------------------------------------------------------------------------

@@ -19,9 +19,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from feedbackd.core import agentplan, items
+from feedbackd.core import agentplan, decisions, items
 from feedbackd.core.agentplan import AgentView, BadFile, ItemFile, ReadItem
-from feedbackd.core.commitmsg import Person
+from feedbackd.core.commitmsg import LogEntry, Person
 from feedbackd.core.decisions import DecisionRecord, State, new_record
 from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.feedback import FeedbackEntry
@@ -31,10 +31,11 @@ from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git import GitRepo
-from feedbackd.loop import problems, webhouse
+from feedbackd.loop import agentrename, problems, webhouse
 from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
+from feedbackd.loop.decidedfiles import ChangedDecisions
 from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
-from feedbackd.loop.recovery import FileState, file_state
+from feedbackd.loop.recovery import CommittedLedgers, FileState, file_state
 from feedbackd.loop.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
@@ -53,6 +54,15 @@ class Scan:
     restored: list[DecisionRecord] = field(default_factory=list)
 
 
+@dataclass
+class Lookups:
+    """What the agents of one pass ask git together, once: the new drafts' first versions, and
+    the decided files changed since their commit. A pass over one agent asks on its own."""
+
+    first_versions: FirstVersions | None = None
+    changed_decisions: ChangedDecisions | None = None
+
+
 class AgentReader:
     """Reads one agent folder for one pass."""
 
@@ -61,17 +71,25 @@ class AgentReader:
         runtime: Runtime,
         repo: GitRepo | None,
         agent: AgentPaths,
-        first_versions: FirstVersions | None = None,
+        lookups: Lookups | None = None,
         written_whole: frozenset[Path] = frozenset(),
+        committed: CommittedLedgers | None = None,
     ) -> None:
         self.runtime = runtime
         self.repo = repo
         self.agent = agent
-        self.first_versions = first_versions  # shared by the agents of a pass
+        lookups = lookups or Lookups()
+        # the decided files this process knows unchanged since their commit
+        self.committed = committed or CommittedLedgers()
+        self.first_versions = lookups.first_versions  # shared by the agents of a pass
         # files a command of feedbackd wrote in one piece: they need not settle
         self.written_whole = written_whole
         # each file to decide as it was when read: (inode, size, mtime in ns), None when gone
         self.read_as: dict[Path, FileState | None] = {}
+        # decided files changed since their commit: shared by the agents of a pass
+        self.changed_decisions = lookups.changed_decisions or ChangedDecisions(
+            runtime, [agent.agent_id]
+        )
 
     def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
@@ -81,7 +99,9 @@ class AgentReader:
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
         undecided = self._settled(self._not_in_history(undecided, scan), scan)
-        self.read_as = {item_file.path: file_state(item_file.path) for item_file in undecided}
+        revised = self._revised(scan.files, ledger) if isinstance(feedback, list) else []
+        revised = self._settled(revised, scan)
+        self.read_as = {f.path: file_state(f.path) for f in [*undecided, *revised]}
         from_queue = self._from_curation_queue(ledger, scan) if isinstance(feedback, list) else []
         view = AgentView(
             agent=self.agent,
@@ -93,10 +113,11 @@ class AgentReader:
                 *(self._with_first_seen(read) for read in self._read_items(undecided)),
                 *from_queue,
             ],
+            revised=self._read_revised(revised),
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
             snippet=self.snippet(),
-            author=self._author() if undecided or from_queue else None,
+            author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
         )
         return view, scan
@@ -170,11 +191,9 @@ class AgentReader:
         if self.repo.file_at_head(rel) is None:
             return None
         event = "approve" if item_file.folder == "approved" else "reject"
-        trailers = {"Feedback-Agent": self.agent.agent_id, "Feedback-Item": item_file.item_id}
-        found = [e for e in self.repo.trailer_log(trailers) if e.event == event]
-        if not found:
+        last = self._decision_commit(event, item_file.item_id)
+        if last is None:
             return None  # committed by hand: decided now, as any other
-        last = found[0]
         state: State = "approved" if event == "approve" else "rejected"
         return new_record(
             item_file.item_id, state, parse_iso(last.date), file=rel,
@@ -196,6 +215,71 @@ class AgentReader:
         unknown = [read.file for read in found.items if read.file.item_id not in known]
         still = set(self._not_in_history(unknown, scan))
         return [r for r in found.items if r.file.item_id in known or r.file in still]
+
+    def _decision_commit(self, event: str, item_id: str) -> LogEntry | None:
+        """The newest `event` commit of the item, made under this agent's name or any it had
+        before its folder was renamed."""
+        repo = self.repo
+        assert repo is not None
+
+        def newest(agent_id: str) -> LogEntry | None:
+            trailers = {"Feedback-Agent": agent_id, "Feedback-Item": item_id}
+            return next((e for e in repo.trailer_log(trailers) if e.event == event), None)
+
+        found = newest(self.agent.agent_id)
+        for former in [] if found else agentrename.former_names(repo, self.agent.agent_id):
+            found = found or newest(former)
+        return found
+
+    def _revised(
+        self, files: Sequence[ItemFile], ledger: Sequence[DecisionRecord]
+    ) -> list[ItemFile]:
+        """The files in approved/ and rejected/ that the ledger records there (decided) and that
+        changed since git last committed them."""
+        if self.repo is None:
+            return []
+        latest = decisions.latest_states(ledger)
+        both = set(agentplan.in_both_folders(files))
+        decided = [
+            f
+            for f in files
+            if f.folder in DECISION_FOLDERS
+            and f.item_id not in both
+            and f.item_id in latest
+            and latest[f.item_id].state == f.folder
+        ]
+        unknown = [
+            f for f in decided if not self.committed.unchanged(self.runtime, self.repo, f.path)
+        ]
+        if not unknown:
+            return []  # as this process committed them or last saw them: no need to ask git
+        changed = self.changed_decisions.of(self.repo, self.agent)
+        for item_file in unknown:
+            state = self.changed_decisions.vouched(item_file.path, self.rel(item_file.path))
+            if state is not None:
+                self.committed.remember(self.runtime, self.repo, item_file.path, state)
+        return [f for f in unknown if self.rel(f.path) in changed]
+
+    def _read_revised(self, files: Sequence[ItemFile]) -> list[ReadItem]:
+        """The revised files whose content differs from HEAD's (not only their times), each with
+        the item as committed."""
+        if self.repo is None:
+            return []
+        committed: dict[Path, bytes | None] = {}
+        for item_file in files:
+            data = self.repo.file_at_head(self.rel(item_file.path))
+            try:
+                if data is not None and read_file_bytes(item_file.path) == data:
+                    continue  # touched, not changed
+            except OSError:
+                continue  # moved on meanwhile: the next pass looks at it where it is
+            committed[item_file.path] = data
+        return [
+            self._with_first_seen(
+                replace(read, decided_as=_item_or_none(committed[read.file.path], read.file))
+            )
+            for read in self._read_items([f for f in files if f.path in committed])
+        ]
 
     def _settled(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
         """The files unchanged for daemon.settle_ms; the others wait in `scan.settling`.
@@ -244,7 +328,7 @@ class AgentReader:
         ]
 
     def _first_versions_alone(self, repo: GitRepo, wanted: list[str]) -> dict[str, bytes]:
-        untracked = set(repo.untracked_paths(self.rel(self.agent.queue)))
+        untracked = set(repo.listings.untracked_paths(self.rel(self.agent.queue)))
         tracked = [path for path in wanted if path not in untracked]
         return repo.files_at_last_add(self.rel(self.agent.queue), tracked)
 
@@ -313,6 +397,16 @@ class AgentReader:
 
     def rel(self, path: Path) -> str:
         return self.runtime.workspace.relative(path)
+
+
+def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:
+    """The item these bytes hold; None when there are none or they cannot be read."""
+    if data is None:
+        return None
+    try:
+        return items.parse_item(data, item_file.path.suffix, item_file.item_id)
+    except FeedbackdError:
+        return None
 
 
 def _not_an_item(path: Path) -> str | None:

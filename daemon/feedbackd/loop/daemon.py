@@ -32,10 +32,15 @@ from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
 from feedbackd.loop.configfile import SettingsFile
-from feedbackd.loop.draftmemory import FirstVersions
 from feedbackd.loop.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
 from feedbackd.loop.problems import out_of_space
-from feedbackd.loop.reconcile import Report, reconcile_all, reconcile_ratings
+from feedbackd.loop.reconcile import (
+    Lookups,
+    Report,
+    reconcile_all,
+    reconcile_ratings,
+    shared_lookups,
+)
 from feedbackd.loop.recovery import CommittedLedgers
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.statusfile import LastEvent, PassTimes, Progress, write_status
@@ -266,11 +271,11 @@ class Daemon:
             chosen = sorted(agents)
         if inbox and self._keep_going():
             self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime))
-        first_versions = FirstVersions(self.runtime, chosen) if len(chosen) > 1 else None
+        lookups = shared_lookups(self.runtime, chosen, everything)
         for done, agent in enumerate(chosen, start=1):
             if not self._keep_going():
                 break
-            self._pass_agent(agent, first_versions)
+            self._pass_agent(agent, lookups)
             if self.catch_up is not None:
                 self.catch_up.progress(done, len(chosen))
         self.pass_times.add(time.monotonic() - started)
@@ -287,7 +292,7 @@ class Daemon:
         self.book.keep_only(found)
         return found
 
-    def _pass_agent(self, agent: str, first_versions: FirstVersions | None) -> None:
+    def _pass_agent(self, agent: str, lookups: Lookups) -> None:
         if not self.runtime.workspace.agent(agent).root.is_dir():
             self.book.forget(agent)  # moved away or removed: nothing left to report
             return
@@ -310,7 +315,7 @@ class Daemon:
                 [agent],
                 keep_going=keep_going,
                 ledgers=self.ledgers,
-                first_versions=first_versions,
+                lookups=lookups,
                 on_decision=self._decided_one,
             ),
         )

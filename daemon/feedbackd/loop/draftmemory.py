@@ -11,6 +11,7 @@ processes per agent; and they are remembered with one write per agent, not one f
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Collection, Sequence
 from pathlib import Path
@@ -51,11 +52,15 @@ def kept_in_git(runtime: Runtime, agent: AgentPaths) -> set[str]:
 
 
 def remember_drafts(
-    runtime: Runtime, agent: AgentPaths, snapshots: Sequence[agentplan.Snapshot]
+    runtime: Runtime,
+    agent: AgentPaths,
+    snapshots: Sequence[agentplan.Snapshot],
+    repo: GitRepo | None = None,
 ) -> None:
     """Keep the drafts as first seen. A draft whose first version git holds is only named in
     the agent's IN_GIT list, one write for all of them: an approval reads that version back
-    from git. Any other is copied as the file is now.
+    from git. Any other is copied as its draft commit holds it (the curator may be editing it
+    already), or without git as the file is now.
 
     With git, every draft is in history before it is remembered (the pass commits new drafts
     first), so the copies are written without fsync: one that a power cut left empty is read
@@ -64,9 +69,8 @@ def remember_drafts(
     for snapshot in snapshots:
         path = snapshot.file.path
         if path.name not in in_git:
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
+            data = _as_committed(runtime, repo, path)
+            if data is None:
                 # Moved on (to approved/) since its draft commit: that commit stands for it.
                 continue
             target = snapshot_path(runtime, agent, path.name)
@@ -74,6 +78,38 @@ def remember_drafts(
     if in_git:
         lines = "".join(f"{name}\n" for name in sorted(kept_in_git(runtime, agent) | in_git))
         atomic_write_text(snapshot_path(runtime, agent, IN_GIT), lines, durable=False)
+
+
+def _as_committed(runtime: Runtime, repo: GitRepo | None, path: Path) -> bytes | None:
+    """The draft as HEAD holds it, else as the file is now; None when it is gone."""
+    committed = repo.file_at_head(runtime.workspace.relative(path)) if repo else None
+    if committed is not None:
+        return committed
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def move_drafts(runtime: Runtime, old: AgentPaths, new: AgentPaths) -> None:
+    """Keep the drafts of an agent folder renamed from `old` to `new` as they were first seen:
+    its copies go with it (those `new` already holds stay), and so do the names in IN_GIT."""
+    source = snapshot_path(runtime, old, IN_GIT).parent
+    target = snapshot_path(runtime, new, IN_GIT).parent
+    if not source.is_dir():
+        return
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source.rename(target)
+        return
+    in_git = kept_in_git(runtime, old) | kept_in_git(runtime, new)
+    for copy in source.iterdir():
+        if copy.name != IN_GIT and not (target / copy.name).exists():
+            copy.rename(target / copy.name)
+    if in_git:
+        lines = "".join(f"{name}\n" for name in sorted(in_git))
+        atomic_write_text(target / IN_GIT, lines, durable=False)
+    shutil.rmtree(source, ignore_errors=True)
 
 
 class FirstVersions:
@@ -114,7 +150,7 @@ class FirstVersions:
         self.chunk, self.found = set(agents), {}  # the last chunk's versions are let go first
         under = self.runtime.workspace.relative(self.runtime.workspace.agents_dir)
         self.listed_at = time.time()
-        self.untracked = set(repo.untracked_paths(under))
+        self.untracked = set(repo.listings.untracked_paths(under))
         tracked = [path for path in wanted if path not in self.untracked]
         self.found = repo.files_at_last_add(under, tracked) if tracked else {}
 

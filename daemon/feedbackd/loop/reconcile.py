@@ -19,6 +19,8 @@ from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import rentals
 from feedbackd.loop.agentpass import AgentPass
+from feedbackd.loop.agentread import Lookups
+from feedbackd.loop.decidedfiles import ChangedDecisions
 from feedbackd.loop.draftmemory import FirstVersions
 from feedbackd.loop.problems import DISK_FULL_RETRY_S, Problem, out_of_space
 from feedbackd.loop.recovery import CommittedLedgers
@@ -27,7 +29,14 @@ from feedbackd.loop.report import Report
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.webhouse import with_queue_agents
 
-__all__ = ["AgentFolderUnusable", "Report", "reconcile_all", "reconcile_ratings"]
+__all__ = [
+    "AgentFolderUnusable",
+    "Lookups",
+    "Report",
+    "reconcile_all",
+    "reconcile_ratings",
+    "shared_lookups",
+]
 
 log = logging.getLogger("feedbackd")
 
@@ -39,7 +48,7 @@ def reconcile_all(
     keep_going: Callable[[], bool] | None = None,
     progress: Callable[[int, int], None] | None = None,
     ledgers: CommittedLedgers | None = None,
-    first_versions: FirstVersions | None = None,
+    lookups: Lookups | None = None,
     written_whole: frozenset[Path] = frozenset(),
     on_decision: Callable[[str, int, int], None] | None = None,
 ) -> Report:
@@ -49,9 +58,10 @@ def reconcile_all(
     was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
     progress, when given, hears (agents done, agents in all) for a progress bar. ledgers is the
     daemon's memory of the ledgers it committed (a command starts with an empty one).
-    first_versions looks up the new drafts' first versions for many agents at once: the daemon
-    shares one among the agents of a pass; a full pass makes its own. written_whole names files
-    a command wrote in one piece: they are decided without waiting for daemon.settle_ms.
+    lookups asks git for many agents at once (the new drafts' first versions, the decided files
+    changed since their commit): the daemon shares one among the agents of a pass, and
+    reconcile_all makes its own otherwise. written_whole names files a command wrote in one
+    piece: they are decided without waiting for daemon.settle_ms.
     on_decision hears (agent, decisions done, decisions found) after each decision (the
     daemon's status shows it during a burst).
 
@@ -64,8 +74,7 @@ def reconcile_all(
     ledgers = ledgers if ledgers is not None else CommittedLedgers()
     chosen = with_queue_agents(runtime, runtime.workspace.agent_ids()) if agents is None else agents
     full_pass = agents is None
-    if first_versions is None and len(chosen) > 1:
-        first_versions = FirstVersions(runtime, chosen)
+    lookups = lookups or shared_lookups(runtime, chosen, full_pass)
     with open_repo(runtime) as repo:
         if not _may_write(runtime, repo, report, full_pass):
             return report
@@ -76,12 +85,20 @@ def reconcile_all(
                 break
             heard = _for_agent(on_decision, agent_id)
             agent_pass = AgentPass(
-                runtime, repo, agent_id, ledgers, keep_going, first_versions, written_whole, heard
+                runtime, repo, agent_id, ledgers, keep_going, lookups, written_whole, heard
             )
             report.extend(_run(agent_pass, full_pass))
             if progress is not None:
                 progress(done, len(chosen))
     return report
+
+
+def shared_lookups(runtime: Runtime, chosen: Sequence[str], full_pass: bool) -> Lookups:
+    """What the agents of a pass ask git together (see Lookups)."""
+    return Lookups(
+        FirstVersions(runtime, chosen) if len(chosen) > 1 else None,
+        ChangedDecisions(runtime, None if full_pass else chosen),
+    )
 
 
 def _for_agent(

@@ -54,6 +54,8 @@ class CommitRequest:
     item: str | None = None
     body: Sequence[str] = ()
     trailers: Sequence[tuple[str, str]] = field(default_factory=tuple)
+    # The folder the change lives in (an agent's): moved away meanwhile, nothing is committed
+    within: Path | None = None
 
 
 def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest) -> Event | None:
@@ -69,7 +71,9 @@ def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest
             trailers=request.trailers,
         )
         author = request.author or choose_author(None, runtime, repo.user_identity())
-        sha = repo.commit_paths(relative_paths(runtime, request.paths), message, author)
+        paths = relative_paths(runtime, request.paths)
+        within = runtime.workspace.relative(request.within) if request.within else None
+        sha = repo.commit_paths(paths, message, author, within)
         if sha is None:
             return None  # already committed (a fresh clone, or the user's own commit)
     where = f"{request.agent}/{request.skill}" if request.skill else request.agent

@@ -34,7 +34,8 @@ FileState = tuple[int, int, int]  # (inode, size, mtime in ns)
 
 class CommittedLedgers:
     """Each ledger as this process last committed it, by path: its (inode, size, mtime in ns)
-    then, and the object id of the version committed.
+    then, and the object id of the version committed; and so each decided item file (edited
+    since its decision?).
 
     A ledger whose state is unchanged since then, while HEAD still holds that version, holds
     nothing uncommitted. Any other writer (a killed pass of another process, a pull, a
@@ -53,6 +54,11 @@ class CommittedLedgers:
         if repo is None or state is None or known is None or known[0] != state:
             return False
         return repo.file_id_at_head(runtime.workspace.relative(ledger)) == known[1]
+
+    def remember(self, runtime: Runtime, repo: GitRepo, path: Path, state: FileState) -> None:
+        """Remember a file in a state git said is as HEAD holds it (a decided item): until it
+        changes, or HEAD does, nobody need ask git again."""
+        self._states[path] = (state, repo.file_id_at_head(runtime.workspace.relative(path)))
 
     def commit(
         self, runtime: Runtime, repo: GitRepo | None, change: CommitRequest, ledgers: Iterable[Path]

@@ -186,7 +186,7 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     if repo is None or not runtime.workspace.agents_dir.is_dir():
         return []
     workspace = runtime.workspace
-    changed = repo.changed_paths(workspace.relative(workspace.agents_dir))
+    changed = repo.listings.changed_paths(workspace.relative(workspace.agents_dir))
     logs = [workspace.root / rel for rel in changed if _is_rental_log(rel)]
     pending = {log: recovery.appended_since_head(repo, workspace, log) for log in logs}
 

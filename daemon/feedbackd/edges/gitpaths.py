@@ -1,0 +1,96 @@
+"""Which paths of the work tree and of HEAD are where: the listings a pass asks git for (new
+drafts, decided files changed since their commit, the folders and files of a committed agent).
+GitRepo (edges/git.py) is the door; `repo.listings` answers these."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from feedbackd.edges.gitbatch import GitBatch
+from feedbackd.edges.gitrunner import GitRunner, rel_path
+from feedbackd.edges.gittree import TREE_MODE, parse_tree
+
+
+def folders_at_head(batch: GitBatch, under: str) -> list[str]:
+    """The names of the folders directly in `under` at HEAD (none when it has no such folder),
+    from the long-lived cat-file: cheap enough for every pass."""
+    found = batch.read(f"HEAD:{rel_path(under)}") if "\n" not in under else None
+    if found is None or found.kind != "tree":
+        return []
+    entries = parse_tree(found.content, id_size=len(found.sha) // 2)
+    return sorted(
+        name.decode("utf-8", "surrogateescape")
+        for name, entry in entries.items()
+        if entry.mode == TREE_MODE
+    )
+
+
+def files_at_head(git: GitRunner, batch: GitBatch, under: str) -> list[str]:
+    """Every file below the folder `under` at HEAD, named relative to it."""
+    if not _has_head(batch):
+        return []
+    folder = rel_path(under).rstrip("/") + "/"
+    args = ["ls-tree", "-r", "-z", "--name-only", "--full-tree", "HEAD", "--", folder]
+    return sorted(
+        name.removeprefix(folder) for name in _names(git, args) if name.startswith(folder)
+    )
+
+
+def changed_paths(git: GitRunner, under: str) -> list[str]:
+    """Paths below `under` that differ from HEAD: modified, deleted, added or untracked."""
+    args = ["status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--"]
+    return sorted({entry[3:] for entry in _names(git, [*args, _spec(under)]) if len(entry) > 3})
+
+
+def modified_paths(git: GitRunner, batch: GitBatch, under: Sequence[str]) -> list[str]:
+    """Tracked files below the folders `under` whose work-tree file differs from HEAD, or may
+    (git compares the file's size and times with the index's, and reads the content only where
+    those cannot tell): modified, deleted, or staged."""
+    if not under or not _has_head(batch):
+        return []
+    args = ["diff-index", "--name-only", "-z", "--no-renames", "HEAD", "--"]
+    return sorted(_names(git, [*args, *(rel_path(folder) for folder in under)]))
+
+
+def untracked_paths(git: GitRunner, under: str) -> list[str]:
+    """Files below `under` that git does not track (and does not ignore)."""
+    args = ["ls-files", "-z", "--others", "--exclude-standard", "--", _spec(under)]
+    return sorted(_names(git, args))
+
+
+class Listings:
+    """The listings of one open repository (GitRepo.listings)."""
+
+    def __init__(self, git: GitRunner, batch: GitBatch) -> None:
+        self._git, self._batch = git, batch
+
+    def folders_at_head(self, under: str) -> list[str]:
+        return folders_at_head(self._batch, under)
+
+    def files_at_head(self, under: str) -> list[str]:
+        return files_at_head(self._git, self._batch, under)
+
+    def changed_paths(self, under: str) -> list[str]:
+        return changed_paths(self._git, under)
+
+    def modified_paths(self, under: Sequence[str]) -> list[str]:
+        return modified_paths(self._git, self._batch, under)
+
+    def untracked_paths(self, under: str) -> list[str]:
+        return untracked_paths(self._git, under)
+
+
+def _has_head(batch: GitBatch) -> bool:
+    """False on a branch with no commit yet (asked of the long-lived cat-file, no process)."""
+    head = batch.read("HEAD")
+    return head is not None and head.kind == "commit"
+
+
+def _spec(under: str) -> str:
+    return rel_path(under) if under not in ("", ".") else "."
+
+
+def _names(git: GitRunner, args: list[str]) -> list[str]:
+    """The NUL-separated names a git command prints."""
+    out = git.run(args).decode("utf-8", errors="surrogateescape")
+    return [name for name in out.split("\0") if name]
