@@ -303,9 +303,7 @@ class GitRepo:
         return self._commits.commit(paths, message, author, within)
 
     def commit_folder_move(self, old: str, new: str, message: str, author: Person) -> str | None:
-        """Commit the folder `old` moved to `new` as one pure rename (its files as HEAD holds
-        them; changes to them in the work tree stay uncommitted); its sha, or None when HEAD
-        has no folder `old`, or has something at `new` already."""
+        """One pure rename of the folder `old` to `new` (see CommitWriter.move_folder)."""
         return self._commits.move_folder(old, new, message, author)
 
     def holding(self, expected: str | None) -> AbstractContextManager[Held]:
@@ -367,12 +365,6 @@ class GitRepo:
         """How many commits `until` has that `since` lacks (all of them when since is None)."""
         spec = [revision(until), *([f"^{revision(since)}"] if since else [])]
         return int(self._git.run(["rev-list", "--count", *spec]).decode().strip() or 0)
-
-    def paths_changed(self, old: str | None, new: str) -> list[str]:
-        """Paths that differ between two commits (every path of `new` when old is None)."""
-        args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id"]
-        out = self._git.run([*args, old or self._git.tree_of(None), revision(new)])
-        return sorted(name for name in out.decode("utf-8", "surrogateescape").split("\0") if name)
 
     # --- the parts behind the door ---------------------------------------------------------------
     @property

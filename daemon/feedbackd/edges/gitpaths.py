@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from feedbackd.edges.gitbatch import GitBatch
-from feedbackd.edges.gitrunner import GitRunner, rel_path
+from feedbackd.edges.gitrunner import GitRunner, rel_path, revision
 from feedbackd.edges.gittree import TREE_MODE, parse_tree
 
 
@@ -78,6 +78,11 @@ class Listings:
 
     def untracked_paths(self, under: str) -> list[str]:
         return untracked_paths(self._git, under)
+
+    def paths_changed(self, old: str | None, new: str) -> list[str]:
+        """Paths that differ between two commits (every path of `new` when old is None)."""
+        args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id"]
+        return sorted(_names(self._git, [*args, old or self._git.tree_of(None), revision(new)]))
 
 
 def _has_head(batch: GitBatch) -> bool:

@@ -269,7 +269,9 @@ class Syncer:
             if not repo.remote.move_branch(branch, new, local):
                 raise _BranchMoved
             return None
-        clash = overlapping(repo.paths_changed(local, new), repo.listings.changed_paths("."))
+        clash = overlapping(
+            repo.listings.paths_changed(local, new), repo.listings.changed_paths(".")
+        )
         if clash:
             return self._local_changes_conflict(clash, local)
         repo.remote.fast_forward_files(local, new)
