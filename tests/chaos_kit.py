@@ -242,7 +242,7 @@ class Chaos:
 
     def rename(self) -> None:
         old = self.rng.choice(self.agents)
-        new = f"{old.split('~')[0]}~{self.rng.randrange(1000)}"
+        new = f"{old.partition('.')[0]}.{self.rng.randrange(1000)}"
         os.rename(self.site.agent(old), self.site.agent(new))
         self.done.append(f"mv {old} {new}")
 

@@ -19,7 +19,18 @@ pytestmark = pytest.mark.slow
 
 STEPS = int(os.environ.get("FEEDBACKD_CHAOS_STEPS", "120"))
 # What the run does, and how often; FEEDBACKD_CHAOS_ALSO=stash,rename adds more of WEIGHTS.
-CHECKED = ("draft", "approve", "approve_slowly", "reject", "rate", "kill", "reset", "drop", "stash")
+CHECKED = (
+    "draft",
+    "approve",
+    "approve_slowly",
+    "reject",
+    "rate",
+    "kill",
+    "reset",
+    "drop",
+    "stash",
+    "rename",
+)
 ACTIONS = {
     name: WEIGHTS[name]
     for name in (*CHECKED, *filter(None, os.environ.get("FEEDBACKD_CHAOS_ALSO", "").split(",")))
