@@ -1,4 +1,5 @@
-"""The merge driver: pure unions that every machine computes alike, and the command git runs."""
+"""The merge driver: pure three-way merges that every machine computes alike (what either side
+added is kept, what one side removed goes), and the command git runs."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def lines(*values: str) -> bytes:
 
 
 # --- feedback.json ------------------------------------------------------------------------------
-def test_feedback_union_keeps_both_sides_oldest_first() -> None:
+def test_feedback_keeps_what_both_sides_added_oldest_first() -> None:
     base = doc(entry(1))
     ours = doc(entry(1), entry(3))
     theirs = doc(entry(1), entry(2))
@@ -68,7 +69,7 @@ def test_feedback_union_keeps_both_sides_oldest_first() -> None:
     assert merged.endswith(b"]\n") and b'\n  {\n    "id"' in merged  # 2-space JSON, newline
 
 
-def test_feedback_cap_keeps_the_newest_of_the_union() -> None:
+def test_feedback_cap_keeps_the_newest_of_the_merge() -> None:
     ours = doc(*(entry(n) for n in range(0, 10, 2)))
     theirs = doc(*(entry(n) for n in range(1, 10, 2)))
     assert ids(merge_feedback(b"", ours, theirs, 3)) == ["fb-0007", "fb-0008", "fb-0009"]
@@ -99,6 +100,17 @@ def test_an_entry_edited_on_both_sides_gets_the_same_answer_either_way() -> None
     one, two = doc(entry(1, notes="one")), doc(entry(1, notes="two"))
     assert merge_feedback(base, one, two, CAP) == merge_feedback(base, two, one, CAP)
     assert len(json.loads(merge_feedback(base, one, two, CAP))) == 1
+
+
+def test_an_entry_one_side_removed_goes_unless_the_other_side_edited_it() -> None:
+    """A `git revert` of a decision is such a merge: its parent lacks the decision's entries."""
+    base = doc(entry(1), entry(2, notes="x"), entry(3))
+    removed = doc(entry(1), entry(3))
+    later = doc(entry(1), entry(2, notes="x"), entry(3), entry(4))
+    for ours, theirs in ((removed, later), (later, removed)):
+        assert ids(merge_feedback(base, ours, theirs, CAP)) == ["fb-0001", "fb-0003", "fb-0004"]
+    edited = doc(entry(1), entry(2, notes="edited"), entry(3))
+    assert ids(merge_feedback(base, removed, edited, CAP)) == ["fb-0001", "fb-0002", "fb-0003"]
 
 
 def test_legacy_entries_are_stored_in_the_full_shape() -> None:
@@ -143,7 +155,7 @@ def test_a_cap_below_one_is_refused() -> None:
 
 
 # --- .jsonl -------------------------------------------------------------------------------------
-def test_ledger_lines_union_by_id_sorted_by_time() -> None:
+def test_ledger_lines_merge_by_id_sorted_by_time() -> None:
     first = line(id="d-1", item="qi-1", state="approved", at="2026-04-08T10:00:00.000Z")
     ours = line(id="d-3", item="qi-3", state="rejected", at="2026-04-08T10:00:02.000Z")
     theirs = line(id="d-2", item="qi-2", state="approved", at="2026-04-08T10:00:01.000Z")
@@ -166,6 +178,17 @@ def test_memory_lines_merge_by_id_and_created_at() -> None:
 def test_lines_are_kept_exactly_as_written() -> None:
     spaced = '{"id":"d-1",   "at": "2026-04-08T10:00:00Z", "note": "caf\\u00e9"}'
     assert merge_jsonl(b"", lines(spaced), b"") == lines(spaced)
+
+
+def test_a_line_one_side_removed_goes_unless_the_other_side_edited_it() -> None:
+    one = line(id="d-1", item="qi-1", state="approved", at="2026-04-08T10:00:00Z")
+    two = line(id="d-2", item="qi-2", state="approved", at="2026-04-08T10:00:01Z")
+    three = line(id="d-3", item="qi-3", state="rejected", at="2026-04-08T10:00:02Z")
+    base, reverted = lines(one, two), lines(two)
+    assert merge_jsonl(base, lines(one, two, three), reverted) == lines(two, three)
+    assert merge_jsonl(base, reverted, lines(one, two, three)) == lines(two, three)
+    edited = line(id="d-1", item="qi-1", state="queued", at="2026-04-08T10:00:00Z")
+    assert merge_jsonl(base, lines(edited, two), reverted) == lines(edited, two)
 
 
 def test_a_line_edited_on_one_side_wins() -> None:
@@ -260,14 +283,27 @@ def test_feedback_merge_is_idempotent(
     assert merge_feedback(merged, merged, merged, cap) == merged
 
 
+def three_way_keys(base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any]) -> set[str]:
+    """What a three-way merge keeps: every key of either side, but those one side removed
+    while the other left them as the ancestor had them."""
+    kept = set()
+    for key in {*ours, *theirs}:
+        sides = [side[key] for side in (ours, theirs) if key in side]
+        if key in base and len(sides) == 1 and sides[0] == base[key]:
+            continue  # removed by one side, unchanged on the other
+        kept.add(key)
+    return kept
+
+
 @settings(max_examples=150, deadline=None)
 @given(base=sides, ours=sides, theirs=sides, cap=caps)
-def test_feedback_merge_keeps_the_newest_cap_of_the_union_and_respects_the_cap(
+def test_feedback_merge_keeps_the_newest_cap_of_the_three_way_merge_and_respects_the_cap(
     base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], cap: int
 ) -> None:
     merged = merge_feedback(feedback_bytes(base), feedback_bytes(ours), feedback_bytes(theirs), cap)
     union = {**ours, **theirs}
-    newest = sorted(union, key=lambda key: (union[key]["createdAt"], key))[-cap:]
+    kept = three_way_keys(base, ours, theirs)
+    newest = sorted(kept, key=lambda key: (union[key]["createdAt"], key))[-cap:]
     assert ids(merged) == newest
     assert len(ids(merged)) <= cap
     for value in json.loads(merged):  # each kept entry is one side's version of it
@@ -286,7 +322,7 @@ ledgers = st.lists(ledger_lines, max_size=12).map(
 
 @settings(max_examples=150, deadline=None)
 @given(base=ledgers, ours=ledgers, theirs=ledgers)
-def test_jsonl_merge_is_commutative_idempotent_and_keeps_every_line(
+def test_jsonl_merge_is_commutative_idempotent_and_keeps_what_a_three_way_merge_keeps(
     base: dict[str, str], ours: dict[str, str], theirs: dict[str, str]
 ) -> None:
     b, o, t = lines(*base.values()), lines(*ours.values()), lines(*theirs.values())
@@ -294,7 +330,7 @@ def test_jsonl_merge_is_commutative_idempotent_and_keeps_every_line(
     assert merged == merge_jsonl(b, t, o)
     assert merge_jsonl(b, merged, merged) == merged
     kept = [json.loads(x) for x in merged.decode().splitlines()]
-    assert sorted(value["id"] for value in kept) == sorted({*ours, *theirs})
+    assert sorted(value["id"] for value in kept) == sorted(three_way_keys(base, ours, theirs))
     assert [value["at"] for value in kept] == sorted(value["at"] for value in kept)
     for value in kept:
         assert json.dumps(value) in (ours.get(value["id"]), theirs.get(value["id"]))
@@ -432,7 +468,9 @@ def test_without_a_path_the_kind_comes_from_the_file_name(tmp_path: Path) -> Non
     ours.write_bytes(lines(line(id="d-2", at="2026-04-08T10:00:01Z")))
     other = tmp_path / "other.jsonl"
     other.write_bytes(lines(line(id="d-1", at="2026-04-08T10:00:00Z")))
-    assert main([str(other), str(ours), str(other)]) == 0
+    base = tmp_path / "base.jsonl"
+    base.write_bytes(b"")
+    assert main([str(base), str(ours), str(other)]) == 0
     assert [json.loads(x)["id"] for x in ours.read_text().splitlines()] == ["d-1", "d-2"]
 
 

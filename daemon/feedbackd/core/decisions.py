@@ -3,7 +3,8 @@
 It is how a decision is recorded exactly once across restarts, crashes, re-runs, fresh clones and
 other machines: an item in approved/ or rejected/ is decided when the ledger's latest line for it
 says so. An item moved back to queue/ gets a `queued` line and is a draft again. Append-only lines
-merge across machines as a union (the merge driver sorts them by `at`).
+merge across machines by id (the merge driver sorts them by `at`); a line that a `git revert`
+of its decision commit removes is gone, and the item is a draft again.
 """
 
 from __future__ import annotations

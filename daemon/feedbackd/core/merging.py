@@ -3,19 +3,24 @@
 Two machines that each recorded feedback must end with the same files, whatever order their
 commits meet in. So every merge here is a pure, symmetric function of the three versions:
 
-- `feedback.json`: the union of both sides' entries by `id`, oldest first (by `createdAt`, then
-  `id`), keeping the newest `feedback.max_entries`.
-- `*.jsonl` (decision ledgers, ratings, memory): the union of lines keyed by `id` (or
+- `feedback.json`: both sides' entries by `id`, oldest first (by `createdAt`, then `id`),
+  keeping the newest `feedback.max_entries`.
+- `*.jsonl` (decision ledgers, ratings, memory): both sides' lines keyed by `id` (or
   `transaction_id`), sorted by time (`at`, `createdAt` or `timestamp`), then key.
 - generated prompt snippets (`prompt/feedback.md`, `prompt/skills/*.md`): either side will do,
   because feedbackd regenerates them from the merged feedback after every pull; picking one
   keeps a rebase from stopping on text nobody wrote by hand.
 
+What either side added is kept; what one side removed since the common ancestor, while the other
+left it as it was, is removed. That makes `git revert` of a decision an undo: reverting is a
+merge whose one side is the decision's parent, which lacks the decision's entries and ledger
+line, so they go, whatever commits came after the decision.
+
 When both sides hold different versions of the same entry, the side that changed it since the
-common ancestor wins; when both changed it, the greater canonical JSON text wins, so the answer
-never depends on which side is "ours". Anything that cannot be merged safely (a side that is not
-valid JSON, a line without an id, a file type this driver does not know) is refused: git then
-reports a conflict instead of feedbackd guessing.
+common ancestor wins (also over a side that removed it); when both changed it, the greater
+canonical JSON text wins, so the answer never depends on which side is "ours". Anything that
+cannot be merged safely (a side that is not valid JSON, a line without an id, a file type this
+driver does not know) is refused: git then reports a conflict instead of feedbackd guessing.
 """
 
 from __future__ import annotations
@@ -43,7 +48,12 @@ ATTRIBUTES = (
     "**/prompt/feedback.md merge=feedbackd",
     "**/prompt/skills/*.md merge=feedbackd",
 )
-DRIVER_NAME = "feedbackd union merge of feedback files"  # merge.feedbackd.name in git config
+DRIVER_NAME = "feedbackd merge of feedback files"  # merge.feedbackd.name in git config
+# Items move one by one between queue/, approved/ and rejected/. When the last draft leaves
+# queue/, git's merge takes the folder for renamed and would stop a revert that puts a draft
+# back in queue/ ("CONFLICT (file location)"), or move it to approved/. Workspaces turn that
+# guess off (`init`, and sync's rebase).
+MERGE_SETTINGS = (("merge.directoryRenames", "false"),)
 
 
 @dataclass(frozen=True)
@@ -75,21 +85,21 @@ def kind_of(path: str) -> FileKind | None:
 
 # --- the merges (pure) -------------------------------------------------------------------------
 def merge_feedback(base: bytes, ours: bytes, theirs: bytes, cap: int) -> bytes:
-    """feedback.json: union by id, oldest first, newest `cap` kept; raises MergeRefused."""
+    """feedback.json: merged by id, oldest first, newest `cap` kept; raises MergeRefused."""
     if cap < 1:
         raise MergeRefused(f"the feedback cap must be at least 1, not {cap}")
     sides = [_feedback_records(data, side) for data, side in ((ours, "ours"), (theirs, "theirs"))]
     base_records = _lenient(lambda: _feedback_records(base, "base"))
-    merged = _union(base_records, sides[0], sides[1])[-cap:]
+    merged = _merge(base_records, sides[0], sides[1])[-cap:]
     # Versions are compared as canonical (sorted) text; the file puts the contract's fields first.
     return dumps_json([stored_shape(json.loads(record.text)) for record in merged]).encode("utf-8")
 
 
 def merge_jsonl(base: bytes, ours: bytes, theirs: bytes) -> bytes:
-    """A .jsonl file: union of lines by id / transaction_id, sorted by time; raises MergeRefused."""
+    """A .jsonl file: lines merged by id / transaction_id, sorted by time; raises MergeRefused."""
     sides = [_jsonl_records(data, side) for data, side in ((ours, "ours"), (theirs, "theirs"))]
     base_records = _lenient(lambda: _jsonl_records(base, "base"))
-    merged = _union(base_records, sides[0], sides[1])
+    merged = _merge(base_records, sides[0], sides[1])
     return "".join(record.text + "\n" for record in merged).encode("utf-8")
 
 
@@ -110,21 +120,33 @@ def merge_bytes(kind: FileKind, base: bytes, ours: bytes, theirs: bytes, cap: in
     return merge_generated(base, ours, theirs)
 
 
-def _union(base: list[Record], ours: list[Record], theirs: list[Record]) -> list[Record]:
-    """Every key of either side once, in time order; a symmetric choice between versions."""
+def _merge(base: list[Record], ours: list[Record], theirs: list[Record]) -> list[Record]:
+    """Every key of either side once, in time order, but those one side removed; a symmetric
+    choice between versions."""
     base_texts: dict[str, set[str]] = {}
     for record in base:
         base_texts.setdefault(record.key, set()).add(record.text)
+    on_both = {record.key for record in ours} & {record.key for record in theirs}
     candidates: dict[str, dict[str, Record]] = {}
     for record in (*ours, *theirs):
         candidates.setdefault(record.key, {})[record.text] = record
-    chosen = [_choose(versions, base_texts.get(key, set())) for key, versions in candidates.items()]
+    chosen = [
+        kept
+        for key, versions in candidates.items()
+        if (kept := _choose(versions, base_texts.get(key), key in on_both)) is not None
+    ]
     return sorted(chosen, key=lambda record: (record.moment, record.key, record.text))
 
 
-def _choose(versions: dict[str, Record], base_texts: set[str]) -> Record:
+def _choose(
+    versions: dict[str, Record], base_texts: set[str] | None, on_both: bool
+) -> Record | None:
+    """The version of one key to keep; None when one side removed it and the other did not
+    change it (a revert's undo, a forgotten entry, one the cap let go)."""
+    changed = [text for text in versions if text not in (base_texts or ())]
+    if base_texts is not None and not on_both and not changed:
+        return None
     # A version that differs from the common ancestor is an edit: it beats the unchanged one.
-    changed = [text for text in versions if text not in base_texts]
     return versions[max(changed or versions)]
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from feedbackd.core.errors import FeedbackdError, GitError
-from feedbackd.core.merging import ATTRIBUTES, DRIVER_NAME
+from feedbackd.core.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTINGS
 from feedbackd.core.timeutil import iso_ms, parse_iso
 from feedbackd.edges.files import atomic_write_json, atomic_write_text
 from feedbackd.edges.git import GitRepo
@@ -293,6 +293,7 @@ class Syncer:
             "merge.feedbackd.name": DRIVER_NAME,
             "merge.feedbackd.driver": driver,
             "core.attributesFile": str(attributes),
+            **dict(MERGE_SETTINGS),
         }
 
     # --- conflicts ------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 from feedbackd.core import yamlio
 from feedbackd.core.commitmsg import FEEDBACKD_PERSON, Person
 from feedbackd.core.errors import ConfigError, WorkspaceError
-from feedbackd.core.merging import ATTRIBUTES, DRIVER_NAME
+from feedbackd.core.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTINGS
 from feedbackd.core.webhouse import DEFAULT_QUEUE_FILE
 from feedbackd.core.workspace import STATE_DIR
 from feedbackd.edges.files import TMP_SUFFIX, atomic_write_text
@@ -111,9 +111,12 @@ def merge_driver_command(cap: int | None = None) -> str:
 
 
 def register_merge_driver(root: Path) -> None:
+    """The driver, and the merge settings that let a user's `git revert` of a decision undo it."""
     with GitRepo(root) as repo:
         repo.set_config("merge.feedbackd.name", DRIVER_NAME)
         repo.set_config("merge.feedbackd.driver", merge_driver_command())
+        for key, value in MERGE_SETTINGS:
+            repo.set_config(key, value)
 
 
 def _make_folder(root: Path) -> None:
