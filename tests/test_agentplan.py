@@ -59,13 +59,18 @@ def view(
     drafts: list[ReadItem] | None = None,
     **extra: Any,
 ) -> AgentView:
-    """A view as a pass reads it: every file, and the reads the planner asked for."""
+    """A view as a pass reads it: every file, and the reads the planner asked for; an agent
+    whose feedback files exist (`NEW_AGENT`: none yet)."""
     files = [r.file for r in [*reads, *(drafts or [])]] + list(extra.pop("files", []))
     ledger = ledger or []
     undecided = [r for r in reads if r.file in agentplan.to_decide(files, ledger)]
+    started = {"feedback_exists": True, "ledger_exists": True, "snippet": ""}
     return AgentView(
-        AGENT, ROOT, files, ledger, drafts or [], undecided, **{"author": ADA, **extra}
+        AGENT, ROOT, files, ledger, drafts or [], undecided, **{"author": ADA, **started, **extra}
     )
+
+
+NEW_AGENT: dict[str, Any] = {"feedback_exists": False, "ledger_exists": False, "snippet": None}
 
 
 def plan(v: AgentView, config: Settings = DEFAULTS) -> AgentPlan:
@@ -200,13 +205,38 @@ def test_the_original_is_the_draft_as_first_seen_else_no_corrections_and_a_warni
     )
 
 
-def test_a_decision_with_no_entries_still_writes_an_empty_feedback_file_once() -> None:
+def test_a_new_agents_feedback_files_are_committed_empty_before_its_first_decision() -> None:
+    """No decision creates them, so that no `git revert` of a decision deletes them."""
     first = read("approved", item("qi-1", {"t": "same"}, {"t": "same"}))
-    second = read("approved", item("qi-2", {"t": "same"}, {"t": "same"}))
-    p = plan(view(first, second))
-    assert [w.text for w in p.decisions[0].writes] == ["[]\n", ""]
-    assert p.decisions[1].writes == ()  # feedback.json exists now; the snippet is unchanged
-    assert p.decisions[1].ledger[0].entries is None
+    second = read("approved", item("qi-2", {"t": "new"}, {"t": "old"}))
+    p = plan(view(first, second, **NEW_AGENT))
+    files = p.feedback_files
+    assert files is not None and p.steps[0] == files and p.drafts is None
+    assert [(w.path, w.text) for w in files.writes] == [
+        (AGENT.feedback, "[]\n"),
+        (AGENT.decisions, ""),
+        (AGENT.prompt, ""),
+    ]
+    assert (files.commit.event, files.commit.paths) == (
+        "sync",
+        (AGENT.feedback, AGENT.decisions, AGENT.prompt),
+    )
+    assert p.decisions[0].writes == ()  # no entries: the empty files stand
+    assert p.decisions[0].ledger[0].entries is None
+    assert [w.path for w in p.decisions[1].writes] == [AGENT.feedback, AGENT.prompt]
+
+
+def test_a_new_agents_feedback_files_come_with_its_first_drafts_and_only_when_missing() -> None:
+    new = ReadItem(item_file("qi-1"), item("qi-1", {"t": "x"}))
+    p = plan(view(drafts=[new], **NEW_AGENT))
+    assert p.drafts is not None and p.feedback_files is None
+    assert p.drafts.commit.paths == (new.file.path, AGENT.feedback, AGENT.decisions, AGENT.prompt)
+    assert [w.path for w in p.drafts.writes] == [AGENT.feedback, AGENT.decisions, AGENT.prompt]
+    only_ledger = plan(view(drafts=[new], ledger_exists=False))
+    assert only_ledger.drafts is not None
+    assert [w.path for w in only_ledger.drafts.writes] == [AGENT.decisions]
+    # Nothing to commit (no draft, no decision): nothing is created.
+    assert plan(view(**NEW_AGENT)).steps == []
 
 
 def test_an_entry_already_in_feedback_is_not_added_again() -> None:
@@ -306,7 +336,8 @@ def test_a_stale_snippet_is_regenerated_and_a_missing_one_left_alone() -> None:
         AGENT.prompt,
     )
     assert "Original: a\nCorrected: b" in p.snippet_refresh.writes[0].text
-    assert plan(view()).snippet_refresh is None  # no feedback.json, no snippet: nothing to refresh
+    # No feedback.json, no snippet: nothing to refresh.
+    assert plan(view(**NEW_AGENT)).snippet_refresh is None
 
 
 def test_record_adds_an_entry_once() -> None:
@@ -335,6 +366,7 @@ class Folder:
     ledger: list[DecisionRecord] = field(default_factory=list)
     feedback: list[FeedbackEntry] | None = None
     snippet: str | None = None
+    ledger_file: bool = False  # decisions.jsonl exists (maybe empty)
     snapshots: set[str] = field(default_factory=set)
     passes: int = 0
 
@@ -355,6 +387,7 @@ class Folder:
             [ReadItem(f, self.item(f.item_id)) for f in agentplan.to_decide(files, self.ledger)],
             list(self.feedback or []),
             self.feedback is not None,
+            self.ledger_file or bool(self.ledger),
             self.snippet,
             ADA,
         )
@@ -363,7 +396,7 @@ class Folder:
         """Plan and apply, one write at a time; False when killed after `crash_at` of them."""
         self.passes += 1
         p = agentplan.plan_agent(self.view(), CONFIG, NOW + timedelta(seconds=self.passes))
-        actions = [*self._actions(p.drafts)]
+        actions = [*self._actions(p.drafts), *self._actions(p.feedback_files)]
         actions += [lambda s=s: self.snapshots.add(s.file.item_id) for s in p.snapshots]
         for step in [*p.decisions, p.snippet_refresh]:
             actions += self._actions(step)
@@ -384,6 +417,9 @@ class Folder:
         text = text if not text or text.endswith("\n") else text + "\n"  # as atomic_write_text
         if path == AGENT.feedback:
             self.feedback = parse_feedback(text)
+        elif path == AGENT.decisions:
+            assert text == "" and not self.ledger  # only ever created empty
+            self.ledger_file = True
         else:
             assert path == AGENT.prompt
             self.snippet = text

@@ -144,10 +144,13 @@ def test_log_lists_the_learning_history(site: Site) -> None:
     site.write("v", "qi-2.json", draft({"t": "x"}, rejectionFeedback="no"), folder="rejected")
     site.reconcile()
     entries = json.loads(site.cli("log", "--json").stdout)
-    # agents are reconciled in order of their ids, so w's approval is the newest commit
+    # agents are reconciled in order of their ids, so w's approval is the newest commit; a new
+    # agent's empty feedback files come first, in a commit of their own (no draft commit here)
     assert [(e["event"], e["agent"], e["item"]) for e in entries] == [
         ("approve", "w", "qi-1"),
+        ("sync", "w", None),
         ("reject", "v", "qi-2"),
+        ("sync", "v", None),
     ]
     assert entries[0]["fields"] == ["t"]
     assert entries[0]["curator"] == "Ada Curator <ada@example.org>"
@@ -156,7 +159,7 @@ def test_log_lists_the_learning_history(site: Site) -> None:
         "curator", "fields", "price_old", "price_new",
     }  # fmt: skip
     only_w = json.loads(site.cli("log", "w", "--since", "1d", "--json").stdout)
-    assert [e["agent"] for e in only_w] == ["w"]
+    assert [e["agent"] for e in only_w] == ["w", "w"]
 
 
 def test_doctor_names_a_corrupt_feedback_file_and_its_last_good_version(site: Site) -> None:
@@ -233,7 +236,7 @@ def test_status_after_scheduled_runs_tells_what_they_did(site: Site) -> None:
     assert site.cli("run", "--once").returncode == 0  # nothing new: the last event stays
     state = json.loads(site.cli("status", "--json").stdout)
     assert state["running"] is False and state["pid"] is None
-    assert state["counts"] == {"approve": 1, "reject": 1}
+    assert state["counts"] == {"approve": 1, "reject": 1, "sync": 1}  # sync: w's empty files
     assert state["last_event"]["event"] == "reject"
     assert state["last_event"]["summary"] == "qi-2"
 

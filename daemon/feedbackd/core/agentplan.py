@@ -3,10 +3,11 @@
 A pass reads one agent folder (its item files in queue/, approved/ and rejected/, the decision
 ledger, feedback.json, the snippet) and asks `plan_agent` what that calls for. The answer is a
 Plan that the loop applies in order: ledger lines for items moved back to queue/ and a commit of
-the new drafts; then one step per decision (feedback.json, the snippet, its ledger line, one
-commit of exactly its paths); then the snippet, when it no longer matches feedback.json. Nothing
-here touches the disk, git or the clock: `now` comes in (new entries and ledger lines still get
-random ids).
+the new drafts (with a new agent's empty feedback files, so that no decision creates them and no
+`git revert` of one deletes them); then one step per decision (feedback.json, the snippet, its
+ledger line, one commit of exactly its paths); then the snippet, when it no longer matches
+feedback.json. Nothing here touches the disk, git or the clock: `now` comes in (new entries and
+ledger lines still get random ids).
 
 Each decision is recorded exactly once because the plan follows the ledger: an item in approved/
 or rejected/ is decided unless the ledger's latest line for it says so already. A plan applied in
@@ -18,7 +19,7 @@ already, so none is written twice.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,7 @@ class AgentView:
     undecided: Sequence[ReadItem] = ()  # the files `to_decide` names, read
     feedback: Sequence[FeedbackEntry] | FeedbackdError = ()  # an error: feedback.json is corrupt
     feedback_exists: bool = False
+    ledger_exists: bool = False  # decisions.jsonl
     snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
     forgotten: frozenset[Identity] = frozenset()  # lessons taken back (`feedbackd forget`)
@@ -132,8 +134,9 @@ class BadFile:
 
 @dataclass(frozen=True)
 class AgentPlan:
-    """What one pass does, in order: `drafts`, then `snapshots`, each of `decisions`, then
-    `snippet_refresh` (a snippet that no longer matches feedback.json)."""
+    """What one pass does, in order: `drafts` (or else `feedback_files`), then `snapshots`,
+    each of `decisions`, then `snippet_refresh` (a snippet that no longer matches
+    feedback.json)."""
 
     drafts: Step | None = None
     snapshots: tuple[Snapshot, ...] = ()
@@ -144,15 +147,13 @@ class AgentPlan:
     # Those of `warnings` about a decision this pass records (an approval with no corrections,
     # a rejection without a note): nothing stands to tell it again, so the daemon keeps them.
     decision_warnings: tuple[str, ...] = ()
+    feedback_files: Step | None = None  # a new agent's, when no drafts' commit holds them
 
     @property
     def steps(self) -> list[Step]:
         """Every step, in the order it is applied."""
-        return [
-            step
-            for step in (self.drafts, *self.decisions, self.snippet_refresh)
-            if step is not None
-        ]
+        first = (self.drafts, self.feedback_files)
+        return [step for step in (*first, *self.decisions, self.snippet_refresh) if step]
 
 
 # --- what to read -------------------------------------------------------------------------------
@@ -221,7 +222,8 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
             f"{view.agent.agent_id}/{item_id} is in both approved/ and rejected/: keep one"
         )
     folder = _Folder(tuple(view.feedback), view.feedback_exists, view.snippet)
-    steps = []
+    drafts, feedback_files, folder = _plan_feedback_files(view, drafts, folder)
+    steps: list[Step] = []
     kept = without_forgotten(folder.feedback, view.forgotten)
     if len(kept) != len(folder.feedback):  # a merge brought a forgotten entry back
         step, folder = _plan_forgotten_again(view.agent, kept, folder, settings)
@@ -245,7 +247,51 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         tuple(notes.problems),
         tuple(notes.warnings),
         tuple(notes.decision_warnings),
+        feedback_files,
     )
+
+
+def new_feedback_files(
+    agent: AgentPaths, feedback_exists: bool, ledger_exists: bool, snippet: str | None
+) -> tuple[Write, ...]:
+    """The agent's feedback.json, decisions.jsonl and snippet that do not exist yet, empty.
+
+    They are committed before the agent's first decision (with its first drafts), so that no
+    decision commit creates them: `git revert` of that decision then removes its entries and
+    ledger line from files that stay, instead of stopping on "deleted in the parent, modified
+    since" conflicts.
+    """
+    missing = [
+        Write(agent.feedback, dump_feedback([])) if not feedback_exists else None,
+        Write(agent.decisions, "") if not ledger_exists else None,
+        Write(agent.prompt, "") if snippet is None else None,
+    ]
+    return tuple(write for write in missing if write is not None)
+
+
+def _plan_feedback_files(
+    view: AgentView, drafts: Step | None, folder: _Folder
+) -> tuple[Step | None, Step | None, _Folder]:
+    """The drafts' step, the step of the new agent's feedback files, and the folder after them.
+
+    The files go into the drafts' commit; into a commit of their own before the decisions when
+    there is none (an item put straight into approved/); nowhere while nothing is committed.
+    """
+    files = new_feedback_files(view.agent, view.feedback_exists, view.ledger_exists, view.snippet)
+    if not files or (drafts is None and not view.undecided):
+        return drafts, None, folder
+    folder = _Folder(folder.feedback, True, folder.snippet or "")
+    if drafts is None:
+        return None, plan_feedback_files(files), folder
+    paths = tuple(write.path for write in files)
+    commit = replace(drafts.commit, paths=(*drafts.commit.paths, *paths))
+    return replace(drafts, commit=commit, writes=(*files, *drafts.writes)), None, folder
+
+
+def plan_feedback_files(files: tuple[Write, ...]) -> Step:
+    """A commit of its own for `new_feedback_files`, before what would otherwise create them."""
+    paths = tuple(write.path for write in files)
+    return Step(Commit("sync", "start the feedback files of a new agent", paths), files)
 
 
 def _plan_drafts(

@@ -146,8 +146,14 @@ class AgentPass:
         step = agentplan.plan_record(self.agent, entry, feedback, snippet, settings, author)
         if step is None:
             self._tell([], ["the same entry is already recorded; nothing changed"])
-        else:
-            self.apply(step)
+            return self.report
+        agent = self.agent
+        files = agentplan.new_feedback_files(
+            agent, agent.feedback.exists(), agent.decisions.exists(), snippet
+        )
+        if files:  # so that a `git revert` of this record leaves the files in place
+            self.apply(agentplan.plan_feedback_files(files))
+        self.apply(step)
         return self.report
 
     def forget(self, entry_id: str, reason: str, author: Person) -> Report:
@@ -182,8 +188,9 @@ class AgentPass:
 
     # --- applying the plan --------------------------------------------------------------------
     def _apply(self, plan: AgentPlan) -> None:
-        if plan.drafts is not None:
-            self.apply(plan.drafts)
+        for first in (plan.drafts, plan.feedback_files):
+            if first is not None:
+                self.apply(first)
         remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
         for done, step in enumerate(plan.decisions, start=1):
             if not self.keep_going():

@@ -116,6 +116,7 @@ class AgentReader:
             revised=self._read_revised(revised),
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
+            ledger_exists=self.agent.decisions.exists(),
             snippet=self.snippet(),
             author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
