@@ -194,7 +194,7 @@ class AgentReader:
         event = "approve" if item_file.folder == "approved" else "reject"
         last = self._decision_commit(event, item_file.item_id)
         if last is None:
-            return None  # committed by hand: decided now, as any other
+            return None  # committed by hand (or again, after a revert): decided now
         state: State = "approved" if event == "approve" else "rejected"
         return new_record(
             item_file.item_id, state, parse_iso(last.date), file=rel,
@@ -218,19 +218,22 @@ class AgentReader:
         return [r for r in found.items if r.file.item_id in known or r.file in still]
 
     def _decision_commit(self, event: str, item_id: str) -> LogEntry | None:
-        """The newest `event` commit of the item, made under this agent's name or any it had
-        before its folder was renamed."""
+        """The newest `event` commit of the item that no `git revert` undid, made under this
+        agent's name or any it had before its folder was renamed."""
         repo = self.repo
         assert repo is not None
 
-        def newest(agent_id: str) -> LogEntry | None:
+        def commits_of(agent_id: str) -> list[LogEntry]:
             trailers = {"Feedback-Agent": agent_id, "Feedback-Item": item_id}
-            return next((e for e in repo.trailer_log(trailers) if e.event == event), None)
+            return [e for e in repo.trailer_log(trailers) if e.event == event]
 
-        found = newest(self.agent.agent_id)
+        found = commits_of(self.agent.agent_id)
         for former in [] if found else agentrename.former_names(repo, self.agent.agent_id):
-            found = found or newest(former)
-        return found
+            found = found or commits_of(former)
+        if not found:
+            return None
+        undone = repo.undone()  # a decision commit that a revert undid is no decision
+        return next((entry for entry in found if entry.commit not in undone), None)
 
     def _revised(
         self, files: Sequence[ItemFile], ledger: Sequence[DecisionRecord]
