@@ -221,6 +221,7 @@ def test_a_new_agents_feedback_files_are_committed_empty_before_its_first_decisi
         "sync",
         (AGENT.feedback, AGENT.decisions, AGENT.prompt),
     )
+    assert files.commit.summary == "create empty feedback.json, decisions.jsonl, prompt/feedback.md"
     assert p.decisions[0].writes == ()  # no entries: the empty files stand
     assert p.decisions[0].ledger[0].entries is None
     assert [w.path for w in p.decisions[1].writes] == [AGENT.feedback, AGENT.prompt]

@@ -72,6 +72,7 @@ def test_a_folder_named_feedback_json_makes_decisions_wait(site: Site) -> None:
     site.reconcile()
     site.write("a1", "q1.json", draft({"title": "Hello, world"}))
     site.move("a1", "q1.json", "approved")
+    (site.agent("a1") / "feedback.json").unlink()  # committed empty with the draft
     (site.agent("a1") / "feedback.json").mkdir()
 
     done = site.cli("run", "--once")
@@ -94,6 +95,8 @@ def test_a_file_named_prompt_holds_up_only_its_agent(site: Site) -> None:
         site.write(agent, "q1.json", draft({"title": "Hello, world"}))
         site.move(agent, "q1.json", "approved")
     blocker = site.agent("a1") / "prompt"
+    (blocker / "feedback.md").unlink()  # committed empty with the draft
+    blocker.rmdir()
     blocker.write_text("not a folder\n")
 
     done = site.cli("run", "--once")
@@ -204,7 +207,6 @@ def test_a_prompt_snippet_that_is_not_utf8_is_written_anew(site: Site) -> None:
     site.reconcile()
     site.write("a1", "q1.json", draft({"title": "Hello, world"}))
     site.move("a1", "q1.json", "approved")
-    (site.agent("a1") / "prompt").mkdir()
     (site.agent("a1") / "prompt" / "feedback.md").write_bytes(b"\xff\xfe garbage")
 
     done = site.cli("run", "--once")

@@ -282,16 +282,17 @@ def _plan_feedback_files(
         return drafts, None, folder
     folder = _Folder(folder.feedback, True, folder.snippet or "")
     if drafts is None:
-        return None, plan_feedback_files(files), folder
+        return None, plan_feedback_files(view.agent, files), folder
     paths = tuple(write.path for write in files)
     commit = replace(drafts.commit, paths=(*drafts.commit.paths, *paths))
     return replace(drafts, commit=commit, writes=(*files, *drafts.writes)), None, folder
 
 
-def plan_feedback_files(files: tuple[Write, ...]) -> Step:
+def plan_feedback_files(agent: AgentPaths, files: tuple[Write, ...]) -> Step:
     """A commit of its own for `new_feedback_files`, before what would otherwise create them."""
     paths = tuple(write.path for write in files)
-    return Step(Commit("sync", "start the feedback files of a new agent", paths), files)
+    names = ", ".join(path.relative_to(agent.root).as_posix() for path in paths)
+    return Step(Commit("sync", f"create empty {names}", paths), files)
 
 
 def _plan_drafts(

@@ -152,7 +152,7 @@ class AgentPass:
             agent, agent.feedback.exists(), agent.decisions.exists(), snippet
         )
         if files:  # so that a `git revert` of this record leaves the files in place
-            self.apply(agentplan.plan_feedback_files(files))
+            self.apply(agentplan.plan_feedback_files(agent, files))
         self.apply(step)
         return self.report
 
