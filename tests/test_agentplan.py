@@ -70,7 +70,12 @@ def view(
     )
 
 
-NEW_AGENT: dict[str, Any] = {"feedback_exists": False, "ledger_exists": False, "snippet": None}
+NEW_AGENT: dict[str, Any] = {
+    "feedback_exists": False,
+    "ledger_exists": False,
+    "snippet": None,
+    "uncommitted": frozenset(AGENT.feedback_files),
+}
 
 
 def plan(v: AgentView, config: Settings = DEFAULTS) -> AgentPlan:
@@ -221,7 +226,7 @@ def test_a_new_agents_feedback_files_are_committed_empty_before_its_first_decisi
         "sync",
         (AGENT.feedback, AGENT.decisions, AGENT.prompt),
     )
-    assert files.commit.summary == "create empty feedback.json, decisions.jsonl, prompt/feedback.md"
+    assert files.commit.summary == "add feedback.json, decisions.jsonl, prompt/feedback.md"
     assert p.decisions[0].writes == ()  # no entries: the empty files stand
     assert p.decisions[0].ledger[0].entries is None
     assert [w.path for w in p.decisions[1].writes] == [AGENT.feedback, AGENT.prompt]
@@ -233,9 +238,13 @@ def test_a_new_agents_feedback_files_come_with_its_first_drafts_and_only_when_mi
     assert p.drafts is not None and p.feedback_files is None
     assert p.drafts.commit.paths == (new.file.path, AGENT.feedback, AGENT.decisions, AGENT.prompt)
     assert [w.path for w in p.drafts.writes] == [AGENT.feedback, AGENT.decisions, AGENT.prompt]
-    only_ledger = plan(view(drafts=[new], ledger_exists=False))
+    only_ledger = plan(view(drafts=[new], ledger_exists=False, uncommitted={AGENT.decisions}))
     assert only_ledger.drafts is not None
     assert [w.path for w in only_ledger.drafts.writes] == [AGENT.decisions]
+    # Left on disk by a pass killed before its commit: committed as it is, not written over.
+    leftover = plan(view(drafts=[new], uncommitted={AGENT.feedback, AGENT.decisions}))
+    assert leftover.drafts is not None and leftover.drafts.writes == ()
+    assert leftover.drafts.commit.paths == (new.file.path, AGENT.feedback, AGENT.decisions)
     # Nothing to commit (no draft, no decision): nothing is created.
     assert plan(view(**NEW_AGENT)).steps == []
 
@@ -389,9 +398,16 @@ class Folder:
             list(self.feedback or []),
             self.feedback is not None,
             self.ledger_file or bool(self.ledger),
+            self.uncommitted(),
             self.snippet,
             ADA,
         )
+
+    def uncommitted(self) -> frozenset[Path]:
+        """No git here: the feedback files not on disk are the ones no commit holds."""
+        ledger = self.ledger_file or bool(self.ledger)
+        made = (self.feedback is not None, ledger, self.snippet is not None)
+        return frozenset(p for p, m in zip(AGENT.feedback_files, made, strict=True) if not m)
 
     def run_pass(self, crash_at: int | None = None) -> bool:
         """Plan and apply, one write at a time; False when killed after `crash_at` of them."""

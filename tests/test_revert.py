@@ -258,6 +258,29 @@ def test_a_new_agents_feedback_files_come_with_its_first_drafts(site: Site) -> N
     assert created.split() == [f"{base}/approved/d1.json"]
 
 
+def test_feedback_files_a_killed_pass_left_uncommitted_are_committed_before_a_decision(
+    site: Site,
+) -> None:
+    """A pass killed after writing the new agent's files but before its commit: the next one
+    commits them as they are (with the drafts), so the first decision still creates none."""
+    agent = site.agent(AGENT)
+    (agent / "prompt").mkdir(parents=True)
+    (agent / "feedback.json").write_text("[]\n")
+    (agent / "decisions.jsonl").write_text("")
+    site.write(AGENT, "d1.json", titled("d1", "Draft d1"))
+    site.write(AGENT, "d2.json", titled("d2", "Draft d2"))
+    site.reconcile()
+    committed = site.git("show", "--name-only", "--format=", "HEAD").split()
+    assert {f"_data/agents/{AGENT}/{name}" for name in ("feedback.json", "decisions.jsonl")} <= set(
+        committed
+    )
+    approve_edited(site, "d1")
+    approve_edited(site, "d2")
+    git_revert(site, decision_commit(site, "d1"))
+    site.reconcile()
+    assert_undone(site, "d1")
+
+
 # --- with the daemon running ----------------------------------------------------------------------
 @pytest.fixture
 def listener(tmp_path: Path) -> Iterator[NotifyListener]:

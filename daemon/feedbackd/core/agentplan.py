@@ -18,7 +18,7 @@ already, so none is written twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -77,6 +77,8 @@ class AgentView:
     feedback: Sequence[FeedbackEntry] | FeedbackdError = ()  # an error: feedback.json is corrupt
     feedback_exists: bool = False
     ledger_exists: bool = False  # decisions.jsonl
+    # feedback.json, decisions.jsonl and the snippet that HEAD lacks (read when a pass commits)
+    uncommitted: frozenset[Path] = frozenset()
     snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
     forgotten: frozenset[Identity] = frozenset()  # lessons taken back (`feedbackd forget`)
@@ -251,22 +253,25 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
     )
 
 
-def new_feedback_files(
-    agent: AgentPaths, feedback_exists: bool, ledger_exists: bool, snippet: str | None
-) -> tuple[Write, ...]:
-    """The agent's feedback.json, decisions.jsonl and snippet that do not exist yet, empty.
+def plan_feedback_files(
+    agent: AgentPaths, uncommitted: Collection[Path], on_disk: Collection[Path]
+) -> Step | None:
+    """The commit of the agent's feedback.json, decisions.jsonl and snippet that no commit holds
+    yet (`uncommitted`): those not `on_disk` written empty, any other (left by a pass killed
+    before its commit) as it is; None when every one is committed.
 
     They are committed before the agent's first decision (with its first drafts), so that no
     decision commit creates them: `git revert` of that decision then removes its entries and
     ledger line from files that stay, instead of stopping on "deleted in the parent, modified
     since" conflicts.
     """
-    missing = [
-        Write(agent.feedback, dump_feedback([])) if not feedback_exists else None,
-        Write(agent.decisions, "") if not ledger_exists else None,
-        Write(agent.prompt, "") if snippet is None else None,
-    ]
-    return tuple(write for write in missing if write is not None)
+    paths = tuple(path for path in agent.feedback_files if path in uncommitted)
+    if not paths:
+        return None
+    empty = {agent.feedback: dump_feedback([]), agent.decisions: "", agent.prompt: ""}
+    writes = tuple(Write(path, empty[path]) for path in paths if path not in on_disk)
+    names = ", ".join(path.relative_to(agent.root).as_posix() for path in paths)
+    return Step(Commit("sync", f"add {names}", paths), writes)
 
 
 def _plan_feedback_files(
@@ -277,22 +282,23 @@ def _plan_feedback_files(
     The files go into the drafts' commit; into a commit of their own before the decisions when
     there is none (an item put straight into approved/); nowhere while nothing is committed.
     """
-    files = new_feedback_files(view.agent, view.feedback_exists, view.ledger_exists, view.snippet)
-    if not files or (drafts is None and not view.undecided):
+    on_disk = [
+        path
+        for path, there in zip(
+            view.agent.feedback_files,
+            (view.feedback_exists, view.ledger_exists, view.snippet is not None),
+            strict=True,
+        )
+        if there
+    ]
+    files = plan_feedback_files(view.agent, view.uncommitted, on_disk)
+    if files is None or (drafts is None and not view.undecided):
         return drafts, None, folder
     folder = _Folder(folder.feedback, True, folder.snippet or "")
     if drafts is None:
-        return None, plan_feedback_files(view.agent, files), folder
-    paths = tuple(write.path for write in files)
-    commit = replace(drafts.commit, paths=(*drafts.commit.paths, *paths))
-    return replace(drafts, commit=commit, writes=(*files, *drafts.writes)), None, folder
-
-
-def plan_feedback_files(agent: AgentPaths, files: tuple[Write, ...]) -> Step:
-    """A commit of its own for `new_feedback_files`, before what would otherwise create them."""
-    paths = tuple(write.path for write in files)
-    names = ", ".join(path.relative_to(agent.root).as_posix() for path in paths)
-    return Step(Commit("sync", f"create empty {names}", paths), files)
+        return None, files, folder
+    commit = replace(drafts.commit, paths=(*drafts.commit.paths, *files.commit.paths))
+    return replace(drafts, commit=commit, writes=(*files.writes, *drafts.writes)), None, folder
 
 
 def _plan_drafts(

@@ -55,6 +55,11 @@ class AgentPaths:
         return self.root / "prompt" / "feedback.md"
 
     @property
+    def feedback_files(self) -> tuple[Path, Path, Path]:
+        """feedback.json, decisions.jsonl and the snippet: made together, before any decision."""
+        return (self.feedback, self.decisions, self.prompt)
+
+    @property
     def soul(self) -> Path:
         return self.root / "SOUL.md"
 

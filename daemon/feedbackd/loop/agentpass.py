@@ -147,12 +147,11 @@ class AgentPass:
         if step is None:
             self._tell([], ["the same entry is already recorded; nothing changed"])
             return self.report
-        agent = self.agent
-        files = agentplan.new_feedback_files(
-            agent, agent.feedback.exists(), agent.decisions.exists(), snippet
-        )
-        if files:  # so that a `git revert` of this record leaves the files in place
-            self.apply(agentplan.plan_feedback_files(agent, files))
+        on_disk = [path for path in self.agent.feedback_files if path.exists()]
+        uncommitted = self.reader.uncommitted_files()
+        files = agentplan.plan_feedback_files(self.agent, uncommitted, on_disk)
+        if files is not None:  # so that a `git revert` of this record leaves the files in place
+            self.apply(files)
         self.apply(step)
         return self.report
 

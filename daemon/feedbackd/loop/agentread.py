@@ -117,6 +117,7 @@ class AgentReader:
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
             ledger_exists=self.agent.decisions.exists(),
+            uncommitted=self.uncommitted_files() if drafts or undecided else frozenset(),
             snippet=self.snippet(),
             author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
@@ -381,6 +382,15 @@ class AgentReader:
             return error
         problems.clear(self.agent.feedback)
         return entries
+
+    def uncommitted_files(self) -> frozenset[Path]:
+        """The agent's feedback.json, decisions.jsonl and snippet that HEAD lacks (without git:
+        those not on disk). One that is on disk but not in HEAD was left by a pass killed before
+        its commit."""
+        files = self.agent.feedback_files
+        if self.repo is None:
+            return frozenset(path for path in files if not path.exists())
+        return frozenset(path for path in files if self.repo.file_at_head(self.rel(path)) is None)
 
     def snippet(self) -> str | None:
         """The snippet as it stands. Generated text: bytes that are not UTF-8 are simply
