@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
+from tests.daemon_kit import DaemonProcess, NotifyListener, idle, wait_for
 from tests.workspace_kit import Site
 
 SETTLE_MS = 300
@@ -283,8 +283,15 @@ class Chaos:
             time.sleep(self.rng.choice((0, 0, 0.005, 0.02, 0.06)))
 
     def settle(self, timeout: float = 60) -> None:
-        """Wait until the daemon has committed all there is: nothing left in git status."""
+        """Wait until the daemon has committed all there is: nothing left in git status, and
+        the daemon idle (after a revert, git status is clean before the daemon regenerates the
+        snippet: objects it writes meanwhile would be missing to a concurrent `git fsck`)."""
+        self._committed_all(timeout)
+        if self.daemon is not None and self.daemon.proc.poll() is None:
+            idle(self.daemon, quiet_s=0.5, timeout=timeout)
+            self._committed_all(timeout)
 
+    def _committed_all(self, timeout: float) -> None:
         def quiet() -> bool:
             if self.site.git("status", "--porcelain", "--untracked-files=all", "--", "_data"):
                 return False
