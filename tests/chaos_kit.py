@@ -219,13 +219,14 @@ class Chaos:
         self.ratings -= set(dropped.split())
 
     def revert(self) -> None:
-        candidates = [c for c in _decision_commits(self.site) if c not in _reverted(self.site)]
-        if not candidates:
-            return
-        commit = self.rng.choice(candidates)
         # git refuses to revert over uncommitted changes to the same files: a user lets the
         # daemon finish first, as anyone does before running git by hand.
         self.settle()
+        reverted = _reverted(self.site)
+        candidates = [c for c in _decision_commits(self.site) if c not in reverted]
+        if not candidates:
+            return
+        commit = self.rng.choice(candidates)
         self.user_git("revert", "--no-edit", commit)
         self.done.append(f"git revert {commit[:8]}")
 
@@ -431,12 +432,17 @@ def _event(site: Site, commit: str) -> str:
 
 
 def _decision_commits(site: Site) -> list[str]:
+    """Decisions since the last folder rename: git cannot revert one made under a folder's old
+    name (README, "Undo a decision with git revert")."""
     text = site.git("log", "--format=%H %(trailers:key=Feedback-Event,valueonly,separator=)")
-    return [
-        line.split()[0]
-        for line in text.splitlines()
-        if line.split()[1:] in (["approve"], ["reject"])
-    ]
+    found = []
+    for line in text.splitlines():
+        commit, *event = line.split()
+        if event == ["rename"]:
+            break
+        if event in (["approve"], ["reject"]):
+            found.append(commit)
+    return found
 
 
 def _reverted(site: Site) -> set[str]:

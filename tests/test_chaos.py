@@ -30,6 +30,7 @@ CHECKED = (
     "drop",
     "stash",
     "rename",
+    "revert",
 )
 ACTIONS = {
     name: WEIGHTS[name]

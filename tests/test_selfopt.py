@@ -241,6 +241,33 @@ def test_an_interrupted_price_change_is_finished_not_repeated(tmp_path: Path) ->
     ledger.write_text(json.dumps(line) + "\n")
     assert shop.run(now) == []
     assert "pricing: 19\n" in shop.soul()
+    _assert_one_price_commit(shop)
+
+
+def test_an_interrupted_price_change_is_finished_by_the_next_pass_without_a_rating(
+    tmp_path: Path,
+) -> None:
+    """A kill between the price change's files and its commit: the daemon's next full pass
+    commits it, even when no buyer rates that skill again."""
+    shop = Shop(tmp_path)
+    shop.rate(3, shop.start)
+    now = utcnow()
+    ledger = shop.site.agent(AGENT) / "pricing.jsonl"
+    line = {
+        "id": "price-1-abc",
+        "skill": SKILL,
+        "priceOld": "20",
+        "priceNew": "19",
+        "reason": "3 of 3 ratings from 2 buyers said overpriced",
+        "createdAt": iso_ms(now),
+    }
+    ledger.write_text(json.dumps(line) + "\n")
+    shop.site.reconcile()
+    assert "pricing: 19\n" in shop.soul()
+    _assert_one_price_commit(shop)
+
+
+def _assert_one_price_commit(shop: Shop) -> None:
     assert shop.price_commits() == [
         "pricing(heavylift-chengwen/claude-code-run): 20 → 19"
         " (3 of 3 ratings from 2 buyers said overpriced)"

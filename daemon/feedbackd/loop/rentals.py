@@ -15,6 +15,7 @@ from pathlib import Path
 
 from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
+from feedbackd.core.priceledger import parse_price_ledger
 from feedbackd.core.ratings import MAX_INBOX_CHARS, Rating, parse_rating, parse_rating_file
 from feedbackd.core.timeutil import parse_duration, utcnow
 from feedbackd.edges.files import read_file_bytes
@@ -197,7 +198,22 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
         return CommitRequest("rating", agent, summary, list(appended))
 
     event = recovery.commit_uncommitted(runtime, repo, pending, completed)
-    return [event] if event else []
+    price_ledgers = [workspace.root / rel for rel in changed if rel.endswith("/pricing.jsonl")]
+    return [*([event] if event else []), *_finish_price_changes(runtime, repo, price_ledgers)]
+
+
+def _finish_price_changes(runtime: Runtime, repo: GitRepo, ledgers: list[Path]) -> list[Event]:
+    """Price changes a killed pass wrote into `pricing.jsonl` but never committed: the skill's
+    rules run again, and they complete the change first (no buyer may rate it soon)."""
+    workspace = runtime.workspace
+    events = []
+    for ledger in ledgers:
+        appended = recovery.appended_since_head(repo, workspace, ledger)
+        agent = ledger.relative_to(workspace.agents_dir).parts[0]
+        skills = {record.skill for record in parse_price_ledger("\n".join(appended))}
+        for skill in sorted(skills):
+            events += rules_hook(runtime, repo, agent, skill, utcnow())
+    return events
 
 
 def _is_rental_log(rel: str) -> bool:
