@@ -20,6 +20,7 @@ from feedbackd.core.reputation import reputation_report
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges import monthfiles
+from feedbackd.edges.ratingcache import RatingCache
 from feedbackd.edges.ratingstore import INDEX_NAME, RatingStore
 from tests.bench import bench_ratings
 from tests.conftest import git
@@ -265,6 +266,76 @@ def test_a_file_without_final_newline_is_read_whole_after_it_grows(workspace: Wo
     store.append(second)  # append_line ends the cut line first
     assert store.has_transaction(second.transaction_id)
     assert store.reputation_report(PROVIDER, SETTINGS, NOW)["feedback_count"] == 2
+
+
+def test_the_index_reads_whole_a_file_rewritten_longer(workspace: Workspace) -> None:
+    store = RatingStore(workspace)
+    kept, replaced = make(stars=5), make(stars=4)
+    path = store.append(kept)
+    store.append(replaced)
+    assert store.has_transaction(replaced.transaction_id)
+    pulled = [make(stars=1), make(stars=2)]  # a pull: one line replaced, one more line
+    path.write_text("".join(rating_line(r) + "\n" for r in [kept, *pulled]))
+    assert not store.has_transaction(replaced.transaction_id)
+    assert all(store.has_transaction(r.transaction_id) for r in pulled)
+    expected = reputation_report(PROVIDER, [kept, *pulled], SETTINGS, NOW)
+    assert _close(store.reputation_report(PROVIDER, SETTINGS, NOW), expected)
+
+
+def test_a_kept_window_reads_only_what_was_appended(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = RatingStore(workspace, cache=RatingCache())
+    first = make(NOW - timedelta(days=2))
+    path = store.path_for(first)
+    path.parent.mkdir(parents=True)
+    path.write_text(rating_line(first) + "\na bad line, reported once\n")
+    with caplog.at_level(logging.WARNING):
+        assert store.ratings(PROVIDER) == [first]
+    assert f"{workspace.relative(path)}, line 2: skipped" in caplog.text
+    caplog.clear()
+    later = [make(NOW - timedelta(hours=5)), make(NOW - timedelta(hours=1), requester_agent="b2")]
+    with path.open("a") as handle:  # another process appends
+        handle.write("\n".join(rating_line(r) for r in later) + "\n{bad\n")
+    with caplog.at_level(logging.WARNING):
+        assert store.ratings(PROVIDER) == [later[1], later[0], first]
+        assert store.ratings(PROVIDER, requester="b2") == [later[1]]
+        assert store.ratings(PROVIDER, since=NOW - timedelta(days=1)) == [later[1], later[0]]
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == 1  # only the new lines were read, and numbered as the file numbers them
+    assert messages[0].startswith(f"{workspace.relative(path)}, line 5: skipped: not valid JSON")
+
+
+def test_a_kept_window_follows_rewrites_of_its_files(workspace: Workspace) -> None:
+    store = RatingStore(workspace, cache=RatingCache())
+    older, newer = make(NOW - timedelta(hours=2), stars=4), make(NOW - timedelta(hours=1))
+    path = store.append(older)
+    store.append(newer)
+    assert store.ratings(PROVIDER) == [newer, older]
+    changed, pulled = older.model_copy(update={"rating": 1}), make(NOW)
+    path.write_text("".join(rating_line(r) + "\n" for r in [changed, newer, pulled]))
+    assert store.ratings(PROVIDER) == [pulled, newer, changed]  # first part changed, longer
+    again = older.model_copy(update={"rating": 2})
+    path.write_text(path.read_text().replace('"rating": 1', '"rating": 2'))
+    touch_later(path)
+    assert store.ratings(PROVIDER) == [pulled, newer, again]  # same size
+    path.write_text(rating_line(pulled) + "\n")
+    assert store.ratings(PROVIDER) == [pulled]  # shorter
+    path.unlink()
+    assert store.ratings(PROVIDER) == []
+
+
+def test_a_kept_window_drops_the_files_used_longest_ago(workspace: Workspace) -> None:
+    store = RatingStore(workspace, cache=RatingCache(max_rows=2))
+    made = [make(NOW - timedelta(days=40 * n, hours=1), skill=f"s{n}") for n in range(3)]
+    for rating in made:
+        store.append(rating)
+        assert store.ratings(PROVIDER, rating.skill_id) == [rating]
+    extra = make(NOW, skill="s0")
+    with store.path_for(extra).open("a") as handle:
+        handle.write(rating_line(extra) + "\n")
+    assert store.ratings(PROVIDER, "s0") == [extra, made[0]]
+    assert store.ratings(PROVIDER) == [extra, *made]
 
 
 def test_a_damaged_index_is_rebuilt(workspace: Workspace, caplog: pytest.LogCaptureFixture) -> None:

@@ -70,6 +70,42 @@ def digest(data: bytes) -> bytes:
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
+@dataclass(frozen=True)
+class Appended:
+    """What was appended to a file after the part already read."""
+
+    data: bytes
+    first_line: int  # the line number its first line has in the file
+    digest: bytes  # of the whole file as it is now
+
+
+_CHUNK = 64 * 1024  # the part already read is fingerprinted a chunk at a time, never held whole
+
+
+def read_appended(path: Path, size: int, known: bytes) -> Appended | None:
+    """What was appended to a file whose first `size` bytes had the digest `known` when they
+    were read; None when those bytes changed (a pull, a merge, a hand edit) or are gone."""
+    hasher = hashlib.blake2b(digest_size=16)
+    newlines = 0
+    try:
+        with path.open("rb") as file:
+            left = size
+            while left:
+                chunk = file.read(min(left, _CHUNK))
+                if not chunk:
+                    return None  # it shrank
+                hasher.update(chunk)
+                newlines += chunk.count(b"\n")
+                left -= len(chunk)
+            if hasher.digest() != known:
+                return None
+            data = file.read()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    hasher.update(data)
+    return Appended(data, newlines + 1, hasher.digest())
+
+
 def summary_of(data: bytes, job: Job) -> Summary | None:
     """The file's summary, or None when it must be read line by line."""
     try:

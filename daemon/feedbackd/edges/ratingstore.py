@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
 import re
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,17 +32,32 @@ from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError
 from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.ratings import (
+    ROW_REQUESTER,
+    ROW_TIMESTAMP,
+    ROW_TRANSACTION,
     Rating,
+    StoredRow,
     is_canonical_time,
-    rating_from_fields,
+    rating_from_row,
     rating_line,
+    row_of,
     stored_fields,
 )
 from feedbackd.core.reputation import Point, Tally, merge, report_from_tallies, tally
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.files import append_line
-from feedbackd.edges.monthfiles import Job, Read, digest, read_all, read_bytes, summary_of
+from feedbackd.edges.monthfiles import (
+    Appended,
+    Job,
+    Read,
+    digest,
+    read_all,
+    read_appended,
+    read_bytes,
+    summary_of,
+)
+from feedbackd.edges.ratingcache import RatingCache
 
 log = logging.getLogger(__name__)
 
@@ -95,9 +111,16 @@ class _Scan:
 class RatingStore:
     """The ratings of every provider in a workspace."""
 
-    def __init__(self, workspace: Workspace, *, progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        *,
+        progress: Progress | None = None,
+        cache: RatingCache | None = None,
+    ) -> None:
         self.workspace = workspace
         self.progress = progress
+        self.cache = cache  # kept by a process that asks about the same ratings again and again
         self._progress = (0, 0)  # (bytes read, bytes to read) of the refresh under way
 
     @property
@@ -147,16 +170,25 @@ class RatingStore:
         """A provider's ratings (of one skill, from one requester), at or after `since`,
         newest first."""
         since_iso = iso_ms(since) if since is not None else None
-        found: dict[str, Rating] = {}
+        found: dict[str, StoredRow] = {}
         for month_file in self.month_files(provider, skill):
             if since_iso is not None and month_file.month < since_iso[:7]:
                 continue  # the whole month lies before the window
-            for fields in _read_fields(self.workspace, month_file, since_iso):
-                if requester is not None and fields.get("requester_agent") != requester:
-                    continue
-                rating = rating_from_fields(fields)
-                found.setdefault(rating.transaction_id, rating)
-        return sorted(found.values(), key=lambda r: (r.timestamp, r.transaction_id), reverse=True)
+            for row in self._rows(month_file, since_iso):
+                if requester is None or row[ROW_REQUESTER] == requester:
+                    found.setdefault(row[ROW_TRANSACTION], row)
+        newest_first = sorted(found.values(), key=_row_order, reverse=True)
+        return [rating_from_row(row) for row in newest_first]
+
+    def _rows(self, month_file: MonthFile, since_iso: str | None) -> Iterator[StoredRow]:
+        """The valid ratings of a month file at or after `since_iso`, in file order."""
+        if self.cache is None:
+            yield from _read_rows(self.workspace, month_file, since_iso)
+            return
+        parse = functools.partial(_parse_rows, self.workspace, month_file)
+        for row in self.cache.rows(month_file.path, parse):
+            if since_iso is None or row[ROW_TIMESTAMP] >= since_iso:
+                yield row
 
     def skills(self, provider: str) -> list[str]:
         """The skills of a provider that have a ratings folder, sorted."""
@@ -193,7 +225,8 @@ class RatingStore:
             file_tally = entry.tally
             if file_tally.ref > cap:
                 # This file holds ratings from after `now`: their age counts as 0, so tally again.
-                scan = _scan_lines(self.workspace, month_file, read_bytes(month_file.path), 0)
+                lines = _lines(read_bytes(month_file.path), 0)
+                scan = _scan_lines(self.workspace, month_file, lines, _nothing_known)
                 file_tally = tally(scan.points, settings.decay_days, cap)
             result.setdefault(month_file.skill, []).append(file_tally)
         return result
@@ -267,25 +300,42 @@ class RatingStore:
         decay_days: float,
     ) -> _Entry:
         """Read a changed month file: only its new lines when it merely grew, else all of it."""
+        if entry is not None and _may_have_grown(entry, stat, decay_days):
+            assert entry.digest is not None
+            appended = read_appended(month_file.path, entry.size, entry.digest)
+            if appended is not None:
+                return self._extend(db, month_file, entry, stat, appended)
         data = read_bytes(month_file.path)
-        earlier = entry if entry is not None and _only_grew(entry, data, decay_days) else None
-        keys = _load_keys(db, earlier.id) if earlier else []
-        start = earlier.size if earlier else 0
         # Only a file ending in a newline can be extended by appends without re-reading it.
         whole = digest(data) if data.endswith(b"\n") or not data else None
-        if earlier is None:
-            summary = summary_of(data, _job(month_file, decay_days, len(data)))
-            if summary is not None:
-                return _save_summary(db, month_file, stat, Read(len(data), whole, summary))
-        scan = _scan_lines(self.workspace, month_file, data, start, set(keys))
+        summary = summary_of(data, _job(month_file, decay_days, len(data)))
+        if summary is not None:
+            return _save_summary(db, month_file, stat, Read(len(data), whole, summary))
+        scan = _scan_lines(self.workspace, month_file, _lines(data, 0), _nothing_known)
         new_tally = tally(scan.points, decay_days)
-        if earlier:
-            new_tally = merge(earlier.tally, new_tally)
-        sorted_keys = b"".join(sorted([*keys, *scan.keys]))
-        file_id = _save_entry(
-            db, month_file, (len(data), stat.st_mtime_ns, whole, new_tally, sorted_keys)
-        )
+        values = (len(data), stat.st_mtime_ns, whole, new_tally, b"".join(sorted(scan.keys)))
+        file_id = _save_entry(db, month_file, values)
         return _Entry(file_id, len(data), stat.st_mtime_ns, whole, new_tally)
+
+    def _extend(
+        self,
+        db: sqlite3.Connection,
+        month_file: MonthFile,
+        entry: _Entry,
+        stat: os.stat_result,
+        appended: Appended,
+    ) -> _Entry:
+        """The entry of a month file that lines were appended to, from those lines alone."""
+        lines = _lines(appended.data, 0, appended.first_line)
+        scan = _scan_lines(
+            self.workspace, month_file, lines, functools.partial(_holds_key, db, entry.id)
+        )
+        new_tally = merge(entry.tally, tally(scan.points, entry.tally.decay_days))
+        keys = _with_keys(_keys_blob(db, entry.id), scan.keys)
+        size = entry.size + len(appended.data)
+        whole = appended.digest if appended.data.endswith(b"\n") else None
+        file_id = _save_entry(db, month_file, (size, stat.st_mtime_ns, whole, new_tally, keys))
+        return _Entry(file_id, size, stat.st_mtime_ns, whole, new_tally)
 
 
 def _job(month_file: MonthFile, decay_days: float, size: int) -> Job:
@@ -341,16 +391,32 @@ def _months(workspace: Workspace, provider: str, skill: str, folder: Path) -> li
     return found
 
 
-def _read_fields(
+def _read_rows(
     workspace: Workspace, month_file: MonthFile, since_iso: str | None
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[StoredRow]:
     """The valid ratings of a month file, skipping those before `since_iso` cheaply."""
     for number, line in _lines(read_bytes(month_file.path), 0):
         if since_iso is not None and _clearly_before(line, since_iso):
             continue
         fields = _checked(workspace, month_file, number, line)
         if fields is not None and (since_iso is None or fields["timestamp"] >= since_iso):
-            yield fields
+            yield row_of(fields)
+
+
+def _parse_rows(
+    workspace: Workspace, month_file: MonthFile, data: bytes, first_line: int
+) -> list[StoredRow]:
+    """The valid ratings in some bytes of a month file whose first line has this number."""
+    rows = []
+    for number, line in _lines(data, 0, first_line):
+        fields = _checked(workspace, month_file, number, line)
+        if fields is not None:
+            rows.append(row_of(fields))
+    return rows
+
+
+def _row_order(row: StoredRow) -> tuple[str, str]:
+    return row[ROW_TIMESTAMP], row[ROW_TRANSACTION]
 
 
 def _stat(path: Path) -> os.stat_result | None:
@@ -360,9 +426,10 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _lines(data: bytes, start: int) -> Iterator[tuple[int, str | bytes]]:
-    """(line number, line) of the non-blank lines from byte `start`; text when it is UTF-8."""
-    first = data.count(b"\n", 0, start) + 1
+def _lines(data: bytes, start: int, first: int = 1) -> Iterator[tuple[int, str | bytes]]:
+    """(line number, line) of the non-blank lines from byte `start` (the data's first line has
+    the number `first`); text when it is UTF-8."""
+    first += data.count(b"\n", 0, start)
     try:
         lines: Sequence[str | bytes] = data[start:].decode("utf-8").split("\n")
     except UnicodeDecodeError:
@@ -402,19 +469,18 @@ def _checked(
 def _scan_lines(
     workspace: Workspace,
     month_file: MonthFile,
-    data: bytes,
-    start: int,
-    seen: set[bytes] | None = None,
+    lines: Iterable[tuple[int, str | bytes]],
+    known: Callable[[bytes], bool],
 ) -> _Scan:
-    """Read the lines of data from byte `start`: valid ratings not seen before."""
-    seen = set() if seen is None else seen
+    """The valid ratings among these numbered lines whose transaction is not `known` already."""
+    seen: set[bytes] = set()
     scan = _Scan()
-    for number, line in _lines(data, start):
+    for number, line in lines:
         fields = _checked(workspace, month_file, number, line)
         if fields is None:
             continue
         key = _key(fields["transaction_id"])
-        if key in seen:
+        if key in seen or known(key):
             where = workspace.relative(month_file.path)
             log.warning("%s, line %d: skipped: transaction rated twice", where, number)
             continue
@@ -422,6 +488,10 @@ def _scan_lines(
         scan.keys.append(key)
         scan.points.append(_point(fields))
     return scan
+
+
+def _nothing_known(key: bytes) -> bool:
+    return False
 
 
 def _point(fields: dict[str, Any]) -> Point:
@@ -517,13 +587,13 @@ def _fresh(entry: _Entry, stat: os.stat_result, decay_days: float) -> bool:
     )
 
 
-def _only_grew(entry: _Entry, data: bytes, decay_days: float) -> bool:
-    """True when the file is its indexed content plus new lines (the usual append)."""
+def _may_have_grown(entry: _Entry, stat: os.stat_result, decay_days: float) -> bool:
+    """True when the file may be its indexed content plus new lines (the usual append); its
+    bytes say whether it is."""
     return (
         entry.digest is not None
         and entry.tally.decay_days == decay_days
-        and len(data) > entry.size
-        and digest(data[: entry.size]) == entry.digest
+        and stat.st_size > entry.size
     )
 
 
@@ -532,9 +602,27 @@ def _key(transaction_id: str) -> bytes:
     return bytes.fromhex(transaction_id.replace("-", ""))
 
 
-def _load_keys(db: sqlite3.Connection, file_id: int) -> list[bytes]:
+def _keys_blob(db: sqlite3.Connection, file_id: int) -> bytes:
     (blob,) = db.execute("SELECT keys FROM files WHERE id = ?", (file_id,)).fetchone()
-    return [blob[at : at + KEY_SIZE] for at in range(0, len(blob), KEY_SIZE)]
+    return bytes(blob)
+
+
+def _with_keys(blob: bytes, new: list[bytes]) -> bytes:
+    """Sorted transaction ids with a few new ones put in their places (no object per id)."""
+    parts = []
+    done = 0  # bytes of blob already placed
+    for key in sorted(new):
+        low, high = done // KEY_SIZE, len(blob) // KEY_SIZE
+        while low < high:
+            middle = (low + high) // 2
+            if blob[middle * KEY_SIZE : (middle + 1) * KEY_SIZE] < key:
+                low = middle + 1
+            else:
+                high = middle
+        parts += [blob[done : low * KEY_SIZE], key]
+        done = low * KEY_SIZE
+    parts.append(blob[done:])
+    return b"".join(parts)
 
 
 def _holds_key(db: sqlite3.Connection, file_id: int, key: bytes) -> bool:

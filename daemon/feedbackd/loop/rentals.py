@@ -62,7 +62,7 @@ def record_rating(
     also: Sequence[Path] = (),
 ) -> Event:
     """Append the rating, write the requester's memory, commit both (plus `also`)."""
-    store = RatingStore(runtime.workspace)
+    store = RatingStore(runtime.workspace, cache=runtime.rating_cache)
     # The requester's profile of the provider sums up its recent rentals (the ratings window):
     # a busy provider has a million ratings, and reading them all would make each submit slow.
     window = parse_duration(runtime.settings.ratings.window)

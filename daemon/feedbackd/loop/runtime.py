@@ -11,6 +11,7 @@ from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import WorkspaceError
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.gitbatch import KeptBatch
+from feedbackd.edges.ratingcache import RatingCache
 from feedbackd.loop.configfile import config_path, read_config
 
 
@@ -22,6 +23,8 @@ class Runtime:
     curator: str | None = None  # --curator for this command
     # git's long-lived helpers, kept from one pass (or request) to the next
     git_helpers: KeptBatch = field(default_factory=KeptBatch, compare=False, repr=False)
+    # the ratings windows read so far, so that each new rating reads only what was appended
+    rating_cache: RatingCache = field(default_factory=RatingCache, compare=False, repr=False)
 
     @classmethod
     def open(cls, workspace: str | None, config: str | None) -> Runtime:

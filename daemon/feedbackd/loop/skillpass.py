@@ -142,9 +142,8 @@ class SkillPass:
             return []
         if not self.dry_run:
             self._finish_interrupted()
-        ratings = RatingStore(self.runtime.workspace).ratings(
-            self.agent.agent_id, self.skill, self.now - self.window
-        )
+        store = RatingStore(self.runtime.workspace, cache=self.runtime.rating_cache)
+        ratings = store.ratings(self.agent.agent_id, self.skill, self.now - self.window)
         self._price_rule(ratings)
         self._quality_rule(ratings)
         return self.changes
