@@ -370,6 +370,38 @@ def test_run_once_shows_a_progress_bar_on_a_terminal_and_nothing_elsewhere(site:
     assert "draft(a1)" in piped.stdout + piped.stderr  # the report itself is there
 
 
+def test_the_first_submit_after_a_fresh_clone_shows_its_indexing_on_a_terminal(
+    site: Site,
+) -> None:
+    history = site.agent("prov") / "ratings" / "code-run" / "2026-01.jsonl"
+    history.parent.mkdir(parents=True)
+    line = (
+        '{{"transaction_id": "{tx}", "provider_agent": "prov", "skill_id": "code-run", '
+        '"requester_agent": "buyer", "rating": 4, "result_quality": "good", '
+        '"would_reuse": true, "cost_value_ratio": "fair", '
+        '"timestamp": "2026-01-05T10:00:00.000Z"}}\n'
+    )
+    history.write_text("".join(line.format(tx=uuid.UUID(int=n)) for n in range(1, 20001)))
+    rating = {
+        "provider_agent": "prov", "skill_id": "code-run", "rating": 5, "result_quality": "good",
+        "would_reuse": True, "cost_value_ratio": "fair",
+    }  # fmt: skip
+
+    def submit(number: int) -> list[str]:
+        doc = {"transaction_id": str(uuid.UUID(int=10**6 + number)), **rating}
+        return ["feedback", "submit", "--as", "buyer", "--json", json.dumps(doc)]
+
+    command = [sys.executable, "-m", "feedbackd", "-w", str(site.root)]
+    status, shown = on_a_terminal([*command, *submit(1)])
+    assert status == 0, shown
+    assert "indexing ratings" in shown and '"status": "recorded"' in shown
+    piped = site.cli(*submit(2))
+    assert piped.returncode == 0, piped.stderr
+    assert "indexing ratings" not in piped.stdout + piped.stderr
+    assert json.loads(piped.stdout)["status"] == "recorded"
+    assert json.loads(site.cli("reputation", "prov", "--json").stdout)["feedback_count"] == 20002
+
+
 def test_discovery_finds_only_real_workspaces_never_a_folder_that_merely_holds_data(
     tmp_path: Path,
 ) -> None:

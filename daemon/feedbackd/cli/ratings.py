@@ -48,7 +48,9 @@ def submit(
     ] = None,
 ) -> None:
     """Record a rating of a rental (one commit); prints what was stored as JSON."""
-    event, changes = actions.submit_rating(GLOBALS.runtime(), payload, as_agent)
+    # stdout is the report, so a bar for the first submit after a fresh clone goes to stderr.
+    with progress_bar("indexing ratings", stderr=True) as progress:
+        event, changes = actions.submit_rating(GLOBALS.runtime(), payload, as_agent, progress)
     print_json({"status": "recorded", **event.as_json(), "changes": [c.as_json() for c in changes]})
 
 

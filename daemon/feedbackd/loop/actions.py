@@ -22,6 +22,7 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import (
     existing_agent,
@@ -213,13 +214,14 @@ def forget(runtime: Runtime, agent_id: str, entry_id: str, reason: str) -> Repor
 
 
 def submit_rating(
-    runtime: Runtime, payload: str, as_agent: str | None
+    runtime: Runtime, payload: str, as_agent: str | None, progress: Progress | None = None
 ) -> tuple[Event, list[Event]]:
-    """Store and commit one rating, then apply the provider's rules (`feedback submit`)."""
+    """Store and commit one rating, then apply the provider's rules (`feedback submit`);
+    `progress` follows the indexing of the ratings, which a fresh clone's first one builds."""
     if as_agent is not None:
         validate_id(as_agent, "--as agent id")
     with pipeline_lock(runtime), open_repo(runtime) as repo:
-        return rentals.submit(runtime, repo, payload, as_agent)
+        return rentals.submit(runtime, repo, payload, as_agent, progress)
 
 
 def build_record_entry(data: dict[str, Any]) -> FeedbackEntry:

@@ -20,7 +20,7 @@ from feedbackd.core.ratings import MAX_INBOX_CHARS, Rating, parse_rating, parse_
 from feedbackd.core.timeutil import parse_duration, utcnow
 from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git import GitRepo
-from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.edges.ratingstore import Progress, RatingStore
 from feedbackd.loop import problems, recovery
 from feedbackd.loop.agentfiles import write_rental_memories
 from feedbackd.loop.optimize import rules_hook
@@ -35,13 +35,18 @@ def requester_for(runtime: Runtime, as_agent: str | None) -> str | None:
 
 
 def submit(
-    runtime: Runtime, repo: GitRepo | None, payload: str, as_agent: str | None
+    runtime: Runtime,
+    repo: GitRepo | None,
+    payload: str,
+    as_agent: str | None,
+    progress: Progress | None = None,
 ) -> tuple[Event, list[Event]]:
     """Validate, store and commit one rating (`feedbackd feedback submit`), then apply the
-    provider's rules; returns the rating's event and the changes the rules made."""
+    provider's rules; returns the rating's event and the changes the rules made. `progress`
+    follows the indexing of the ratings (all of them after a fresh clone)."""
     now = utcnow()
     rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=now)
-    event = record_rating(runtime, repo, rating, now)
+    event = record_rating(runtime, repo, rating, now, progress=progress)
     return event, apply_rules(runtime, repo, [event])
 
 
@@ -60,9 +65,11 @@ def record_rating(
     rating: Rating,
     now: datetime,
     also: Sequence[Path] = (),
+    *,
+    progress: Progress | None = None,
 ) -> Event:
     """Append the rating, write the requester's memory, commit both (plus `also`)."""
-    store = RatingStore(runtime.workspace, cache=runtime.rating_cache)
+    store = RatingStore(runtime.workspace, progress=progress, cache=runtime.rating_cache)
     # The requester's profile of the provider sums up its recent rentals (the ratings window):
     # a busy provider has a million ratings, and reading them all would make each submit slow.
     window = parse_duration(runtime.settings.ratings.window)
