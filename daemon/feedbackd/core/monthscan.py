@@ -49,9 +49,7 @@ def line_pattern(provider: str, skill: str) -> re.Pattern[str]:
     Groups: transaction id, requester, rating, quality, would_reuse, cost value, timestamp.
     """
     return re.compile(
-        # A `{` that starts a line: the look-behind comes after it, so the search for the
-        # pattern's literal start stays fast.
-        r'\{(?<![^\n]\{)"transaction_id": "(' + _UUID + r')", '
+        r'^\{"transaction_id": "(' + _UUID + r')", '
         r'"provider_agent": "' + re.escape(provider) + r'", '
         r'"skill_id": "' + re.escape(skill) + r'", '
         r'"requester_agent": "(' + _ID + r')", '
@@ -63,7 +61,8 @@ def line_pattern(provider: str, skill: str) -> re.Pattern[str]:
         r'"would_reuse": (true|false), '
         r'"cost_value_ratio": "(' + "|".join(COST_VALUES) + r')", '
         r'"timestamp": "([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z)"'
-        r"\}(?:\n|\Z)"
+        r"\}(?:\n|\Z)",
+        re.MULTILINE,
     )
 
 

@@ -47,6 +47,7 @@ class Job:
     skill: str
     decay_days: float
     size: int  # its size when it was listed: the bigger files go first
+    fingerprint: bool = True  # False: a file that is not expected to grow (an old month)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Read:
     """What reading a month file whole found."""
 
     size: int
-    digest: bytes | None  # of the whole file, when it ends in a newline (it can grow by appends)
+    digest: bytes | None  # of the whole file when it ends in a newline and may grow by appends
     summary: Summary | None  # None: a line needs reading one by one
 
 
@@ -117,7 +118,8 @@ def summary_of(data: bytes, job: Job) -> Summary | None:
 
 def read_whole(job: Job) -> Read:
     data = read_bytes(job.path)
-    whole = digest(data) if data.endswith(b"\n") or not data else None
+    ends_a_line = data.endswith(b"\n") or not data
+    whole = digest(data) if job.fingerprint and ends_a_line else None
     return Read(len(data), whole, summary_of(data, job))
 
 

@@ -5,8 +5,9 @@ time): committed, merged by other machines, sometimes edited by hand. The index 
 `<workspace>/.feedbackd/ratings-index.sqlite3` is git-ignored and rebuildable; it remembers for
 each month file its size and mtime, the transaction ids in it (the duplicate check) and a decay
 tally of its ratings (reputation without reading old months). A file whose size or mtime changed
-is read again: only its new lines when it merely grew, the whole of it otherwise. Listing by
-`since` needs no index: file names say which months can hold the window.
+is read again: only its new lines when it merely grew (and is one of the two newest months of
+its skill, which get a fingerprint), the whole of it otherwise. Listing by `since` needs no
+index: file names say which months can hold the window.
 
 A line that cannot be read is skipped with a warning naming the file and line, never fatal.
 """
@@ -270,16 +271,19 @@ class RatingStore:
         self._progress = (0, sum(stat.st_size for _, stat in stale))
         # Files the index has never seen (all of them after a fresh clone) are read in bulk.
         unseen = {month_file: stat for month_file, stat in stale if month_file not in known}
-        for month_file, read in _read_unseen(unseen, decay_days):
+        may_grow = _may_grow(files)
+        for month_file, read in _read_unseen(unseen, decay_days, may_grow):
             stat = unseen[month_file]
             if read is None or read.summary is None:
-                entries[month_file] = self._reindex(db, month_file, None, stat, decay_days)
+                job = _job(month_file, decay_days, stat.st_size, month_file in may_grow)
+                entries[month_file] = self._reindex(db, month_file, None, stat, job)
             else:
                 entries[month_file] = _save_summary(db, month_file, stat, read)
             self._advance(stat.st_size)
         for month_file, stat in stale:
             if month_file in known:
-                entry = self._reindex(db, month_file, known[month_file], stat, decay_days)
+                job = _job(month_file, decay_days, stat.st_size, month_file in may_grow)
+                entry = self._reindex(db, month_file, known[month_file], stat, job)
                 entries[month_file] = entry
                 self._advance(stat.st_size)
         _forget_missing(db, files, scope)
@@ -297,9 +301,10 @@ class RatingStore:
         month_file: MonthFile,
         entry: _Entry | None,
         stat: os.stat_result,
-        decay_days: float,
+        job: Job,
     ) -> _Entry:
         """Read a changed month file: only its new lines when it merely grew, else all of it."""
+        decay_days = job.decay_days
         if entry is not None and _may_have_grown(entry, stat, decay_days):
             assert entry.digest is not None
             appended = read_appended(month_file.path, entry.size, entry.digest)
@@ -307,8 +312,9 @@ class RatingStore:
                 return self._extend(db, month_file, entry, stat, appended)
         data = read_bytes(month_file.path)
         # Only a file ending in a newline can be extended by appends without re-reading it.
-        whole = digest(data) if data.endswith(b"\n") or not data else None
-        summary = summary_of(data, _job(month_file, decay_days, len(data)))
+        ends_a_line = data.endswith(b"\n") or not data
+        whole = digest(data) if job.fingerprint and ends_a_line else None
+        summary = summary_of(data, job)
         if summary is not None:
             return _save_summary(db, month_file, stat, Read(len(data), whole, summary))
         scan = _scan_lines(self.workspace, month_file, _lines(data, 0), _nothing_known)
@@ -338,15 +344,33 @@ class RatingStore:
         return _Entry(file_id, size, stat.st_mtime_ns, whole, new_tally)
 
 
-def _job(month_file: MonthFile, decay_days: float, size: int) -> Job:
-    return Job(month_file.path, month_file.provider, month_file.skill, decay_days, size)
+def _job(month_file: MonthFile, decay_days: float, size: int, fingerprint: bool = True) -> Job:
+    where = (month_file.path, month_file.provider, month_file.skill)
+    return Job(*where, decay_days, size, fingerprint)
+
+
+def _may_grow(files: list[MonthFile]) -> set[MonthFile]:
+    """The files that new ratings are appended to: the newest two months of each skill.
+
+    Only these get a fingerprint when first read (it lets a later read take just the appended
+    lines); fingerprinting every old month would cost an eighth of a rebuild. An old month that
+    does change (a late rating, a pull) is read whole again.
+    """
+    newest: dict[tuple[str, str], list[MonthFile]] = {}
+    for month_file in files:  # oldest month first
+        kept = newest.setdefault((month_file.provider, month_file.skill), [])
+        kept[:] = [*kept[-1:], month_file]
+    return {month_file for kept in newest.values() for month_file in kept}
 
 
 def _read_unseen(
-    unseen: dict[MonthFile, os.stat_result], decay_days: float
+    unseen: dict[MonthFile, os.stat_result], decay_days: float, may_grow: set[MonthFile]
 ) -> Iterator[tuple[MonthFile, Read | None]]:
     by_path = {month_file.path: month_file for month_file in unseen}
-    jobs = [_job(month_file, decay_days, stat.st_size) for month_file, stat in unseen.items()]
+    jobs = [
+        _job(month_file, decay_days, stat.st_size, month_file in may_grow)
+        for month_file, stat in unseen.items()
+    ]
     for job, read in read_all(jobs):
         yield by_path[job.path], read
 
