@@ -15,7 +15,7 @@ import pytest
 
 from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted
-from feedbackd.core.ratings import Rating, parse_rating, rating_line
+from feedbackd.core.ratings import Rating, StoredRating, as_stored, parse_rating, rating_line
 from feedbackd.core.reputation import reputation_report
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.workspace import Workspace
@@ -56,6 +56,11 @@ def make(
         **extra,
     }
     return parse_rating(fields, requester="buyer-1", now=NOW)
+
+
+def stored(*ratings: Rating) -> list[StoredRating]:
+    """The ratings as the store reads them back."""
+    return [as_stored(rating) for rating in ratings]
 
 
 def touch_later(path: Path) -> None:
@@ -108,8 +113,8 @@ def test_ratings_are_listed_newest_first_by_skill(workspace: Workspace) -> None:
     made = [make(NOW - timedelta(days=d), skill=s) for d, s in [(40, "a"), (1, "b"), (3, "a")]]
     for rating in made:
         store.append(rating)
-    assert store.ratings(PROVIDER) == [made[1], made[2], made[0]]
-    assert store.ratings(PROVIDER, "a") == [made[2], made[0]]
+    assert store.ratings(PROVIDER) == stored(made[1], made[2], made[0])
+    assert store.ratings(PROVIDER, "a") == stored(made[2], made[0])
     assert store.ratings(PROVIDER, "missing") == []
     assert store.ratings("never-seen") == []
     assert store.skills(PROVIDER) == ["a", "b"]
@@ -127,11 +132,11 @@ def test_since_opens_only_the_months_that_can_hold_the_window(
     old_month = store.path_for(just_before).with_name("2026-01.jsonl")
     old_month.write_text("this line would be reported if the file were read\n")
     with caplog.at_level(logging.WARNING):
-        assert store.ratings(PROVIDER, since=since) == [inside, at_start]
+        assert store.ratings(PROVIDER, since=since) == stored(inside, at_start)
     assert caplog.records == []
-    assert store.ratings(PROVIDER, since=since - timedelta(days=1)) == [
-        inside, at_start, just_before,
-    ]  # fmt: skip
+    assert store.ratings(PROVIDER, since=since - timedelta(days=1)) == stored(
+        inside, at_start, just_before
+    )
 
 
 def test_since_keeps_hand_written_timestamps_that_sort_differently(workspace: Workspace) -> None:
@@ -141,7 +146,7 @@ def test_since_keeps_hand_written_timestamps_that_sort_differently(workspace: Wo
     path = store.path_for(rating)
     path.parent.mkdir(parents=True)
     path.write_text(line + "\n")
-    assert store.ratings(PROVIDER, since=NOW - timedelta(minutes=1)) == [rating]
+    assert store.ratings(PROVIDER, since=NOW - timedelta(minutes=1)) == stored(rating)
     assert store.ratings(PROVIDER, since=NOW + timedelta(minutes=1)) == []
 
 
@@ -160,7 +165,7 @@ def test_bad_lines_are_skipped_with_a_warning_naming_file_and_line(
         handle.write(b'{"rating": "\xff"}\n')
     where = workspace.relative(path)
     with caplog.at_level(logging.WARNING):
-        assert store.ratings(PROVIDER) == [good]
+        assert store.ratings(PROVIDER) == stored(good)
         assert store.has_transaction(good.transaction_id)
         assert not store.has_transaction(other_skill.transaction_id)
     messages = [record.getMessage() for record in caplog.records]
@@ -182,7 +187,7 @@ def test_the_same_transaction_twice_in_a_file_counts_once(
         report = store.reputation_report(PROVIDER, SETTINGS, NOW)
     assert report["feedback_count"] == 1
     assert "line 2: skipped: transaction rated twice" in caplog.text
-    assert store.ratings(PROVIDER) == [rating]
+    assert store.ratings(PROVIDER) == stored(rating)
 
 
 def test_store_reputation_equals_the_formula_over_all_ratings(workspace: Workspace) -> None:
@@ -315,16 +320,16 @@ def test_a_kept_window_reads_only_what_was_appended(
     path.parent.mkdir(parents=True)
     path.write_text(rating_line(first) + "\na bad line, reported once\n")
     with caplog.at_level(logging.WARNING):
-        assert store.ratings(PROVIDER) == [first]
+        assert store.ratings(PROVIDER) == stored(first)
     assert f"{workspace.relative(path)}, line 2: skipped" in caplog.text
     caplog.clear()
     later = [make(NOW - timedelta(hours=5)), make(NOW - timedelta(hours=1), requester_agent="b2")]
     with path.open("a") as handle:  # another process appends
         handle.write("\n".join(rating_line(r) for r in later) + "\n{bad\n")
     with caplog.at_level(logging.WARNING):
-        assert store.ratings(PROVIDER) == [later[1], later[0], first]
-        assert store.ratings(PROVIDER, requester="b2") == [later[1]]
-        assert store.ratings(PROVIDER, since=NOW - timedelta(days=1)) == [later[1], later[0]]
+        assert store.ratings(PROVIDER) == stored(later[1], later[0], first)
+        assert store.ratings(PROVIDER, requester="b2") == stored(later[1])
+        assert store.ratings(PROVIDER, since=NOW - timedelta(days=1)) == stored(later[1], later[0])
     messages = [record.getMessage() for record in caplog.records]
     assert len(messages) == 1  # only the new lines were read, and numbered as the file numbers them
     assert messages[0].startswith(f"{workspace.relative(path)}, line 5: skipped: not valid JSON")
@@ -335,16 +340,16 @@ def test_a_kept_window_follows_rewrites_of_its_files(workspace: Workspace) -> No
     older, newer = make(NOW - timedelta(hours=2), stars=4), make(NOW - timedelta(hours=1))
     path = store.append(older)
     store.append(newer)
-    assert store.ratings(PROVIDER) == [newer, older]
+    assert store.ratings(PROVIDER) == stored(newer, older)
     changed, pulled = older.model_copy(update={"rating": 1}), make(NOW)
     path.write_text("".join(rating_line(r) + "\n" for r in [changed, newer, pulled]))
-    assert store.ratings(PROVIDER) == [pulled, newer, changed]  # first part changed, longer
+    assert store.ratings(PROVIDER) == stored(pulled, newer, changed)  # first part changed, longer
     again = older.model_copy(update={"rating": 2})
     path.write_text(path.read_text().replace('"rating": 1', '"rating": 2'))
     touch_later(path)
-    assert store.ratings(PROVIDER) == [pulled, newer, again]  # same size
+    assert store.ratings(PROVIDER) == stored(pulled, newer, again)  # same size
     path.write_text(rating_line(pulled) + "\n")
-    assert store.ratings(PROVIDER) == [pulled]  # shorter
+    assert store.ratings(PROVIDER) == stored(pulled)  # shorter
     path.unlink()
     assert store.ratings(PROVIDER) == []
 
@@ -354,12 +359,12 @@ def test_a_kept_window_drops_the_files_used_longest_ago(workspace: Workspace) ->
     made = [make(NOW - timedelta(days=40 * n, hours=1), skill=f"s{n}") for n in range(3)]
     for rating in made:
         store.append(rating)
-        assert store.ratings(PROVIDER, rating.skill_id) == [rating]
+        assert store.ratings(PROVIDER, rating.skill_id) == stored(rating)
     extra = make(NOW, skill="s0")
     with store.path_for(extra).open("a") as handle:
         handle.write(rating_line(extra) + "\n")
-    assert store.ratings(PROVIDER, "s0") == [extra, made[0]]
-    assert store.ratings(PROVIDER) == [extra, *made]
+    assert store.ratings(PROVIDER, "s0") == stored(extra, made[0])
+    assert store.ratings(PROVIDER) == stored(extra, *made)
 
 
 def test_a_damaged_index_is_rebuilt(workspace: Workspace, caplog: pytest.LogCaptureFixture) -> None:
@@ -386,7 +391,7 @@ def test_files_that_are_not_month_files_are_ignored(
     path.with_name("notes.txt").write_text("not ratings\n")
     (path.parent.parent / "bad skill").mkdir()
     with caplog.at_level(logging.WARNING):
-        assert store.ratings(PROVIDER) == [rating]
+        assert store.ratings(PROVIDER) == stored(rating)
     assert f"{stray}: not a YYYY-MM.jsonl month file; ignored" in caplog.text
     assert "notes.txt" not in caplog.text
 

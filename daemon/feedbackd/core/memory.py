@@ -25,7 +25,7 @@ from pydantic import (
 
 from feedbackd.core.errors import InvalidMemory
 from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id, validate_id
-from feedbackd.core.ratings import Rating, is_failed
+from feedbackd.core.ratings import AnyRating, Rating, is_failed
 from feedbackd.core.timeutil import canonical_iso_ms, iso_ms
 from feedbackd.core.workspace import Workspace
 
@@ -103,7 +103,7 @@ def memory_file(workspace: Workspace, agent: str, category: str) -> Path:
 
 
 def rental_memories(
-    r: Rating, now: datetime, earlier: Sequence[Rating] = ()
+    r: Rating, now: datetime, earlier: Sequence[AnyRating] = ()
 ) -> list[tuple[str, MemoryRecord]]:
     """The requester's records of one rental: the case, and its updated profile of the provider.
 
@@ -158,7 +158,7 @@ def _case_text(r: Rating) -> str:
     return parts[0] + " " + ", ".join(parts[1:]) + "."
 
 
-def _profile_text(r: Rating, earlier: Sequence[Rating]) -> str:
+def _profile_text(r: Rating, earlier: Sequence[AnyRating]) -> str:
     rentals = [*earlier, r]
     average = sum(x.rating for x in rentals) / len(rentals)
     reuse = sum(x.would_reuse for x in rentals)

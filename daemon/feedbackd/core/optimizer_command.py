@@ -15,7 +15,7 @@ from typing import Any
 
 from feedbackd.core.commitmsg import one_line
 from feedbackd.core.jsontext import half_character
-from feedbackd.core.ratings import Rating
+from feedbackd.core.ratings import AnyRating
 from feedbackd.core.skillrules import QualityFinding, lessons_as_json
 
 # The optimizer's answer is one small JSON object.
@@ -47,7 +47,7 @@ class UnusableAnswer(ValueError):
 
 
 def command_context(
-    skill: SkillContext, finding: QualityFinding, ratings: Sequence[Rating]
+    skill: SkillContext, finding: QualityFinding, ratings: Sequence[AnyRating]
 ) -> dict[str, Any]:
     """What optimizer.command reads on stdin."""
     qualities: dict[str, int] = {}

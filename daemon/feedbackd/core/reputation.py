@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from feedbackd.core.config import ReputationSettings
-from feedbackd.core.ratings import COST_VALUES, QUALITIES, Rating
+from feedbackd.core.ratings import COST_VALUES, QUALITIES, AnyRating, rating_fields
 from feedbackd.core.tally import DAY_S as DAY_S
 from feedbackd.core.tally import Point as Point
 from feedbackd.core.tally import Tally as Tally
@@ -40,7 +40,7 @@ class Score:
     last_updated: str | None
 
 
-def point(r: Rating) -> Point:
+def point(r: AnyRating) -> Point:
     return Point(
         r.moment.timestamp(),
         r.timestamp,
@@ -51,7 +51,7 @@ def point(r: Rating) -> Point:
     )
 
 
-def rating_value(r: Rating, settings: ReputationSettings) -> float:
+def rating_value(r: AnyRating, settings: ReputationSettings) -> float:
     """What one rating is worth, before decay (not clamped)."""
     return _value(
         settings,
@@ -83,14 +83,14 @@ def score_tallies(tallies: Iterable[Tally], settings: ReputationSettings, now: d
     return Score(min(1.0, max(0.0, mean)), sum(t.count for t in counted), confidence, newest)
 
 
-def score(ratings: Iterable[Rating], settings: ReputationSettings, now: datetime) -> Score:
+def score(ratings: Iterable[AnyRating], settings: ReputationSettings, now: datetime) -> Score:
     """The reputation of these ratings at `now`."""
     points = [point(r) for r in ratings]
     return score_tallies([tally(points, settings.decay_days, now.timestamp())], settings, now)
 
 
 def reputation_report(
-    agent_id: str, ratings: Iterable[Rating], settings: ReputationSettings, now: datetime
+    agent_id: str, ratings: Iterable[AnyRating], settings: ReputationSettings, now: datetime
 ) -> dict[str, Any]:
     """`reputation --json` (SPEC §10) from the ratings themselves."""
     by_skill: dict[str, list[Point]] = {}
@@ -124,7 +124,7 @@ def feedback_list_report(
     skill_id: str,
     agent_id: str | None,
     since: str | None,
-    ratings: Iterable[Rating],
+    ratings: Iterable[AnyRating],
     settings: ReputationSettings,
     now: datetime,
     limit: int | None = None,
@@ -138,7 +138,7 @@ def feedback_list_report(
         "agent_id": agent_id,
         "since": since,
         "count": count,
-        "feedbacks": [r.model_dump(exclude_none=True) for r in shown],
+        "feedbacks": [rating_fields(r) for r in shown],
         "average_rating": _ratio(sum(r.rating for r in listed), count, digits=2),
         "quality_counts": {q: sum(r.result_quality == q for r in listed) for q in QUALITIES},
         "would_reuse_ratio": _ratio(sum(r.would_reuse for r in listed), count),

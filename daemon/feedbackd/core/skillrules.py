@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from feedbackd.core.commitmsg import one_line
 from feedbackd.core.config import OptimizerSettings, PricingSettings
-from feedbackd.core.ratings import FAILED_QUALITIES, Rating, is_failed
+from feedbackd.core.ratings import FAILED_QUALITIES, AnyRating, is_failed
 from feedbackd.core.soul import format_price
 from feedbackd.core.timeutil import iso_ms, parse_duration
 
@@ -88,7 +88,7 @@ class QualityFinding:
 
 def decide_price(
     price: float,
-    ratings: Sequence[Rating],
+    ratings: Sequence[AnyRating],
     history: PriceHistory,
     settings: PricingSettings,
     now: datetime,
@@ -125,8 +125,8 @@ def _buyers(count: int) -> str:
 
 
 def ratings_since_change(
-    ratings: Sequence[Rating], last_change: datetime | None, window_start: datetime
-) -> list[Rating]:
+    ratings: Sequence[AnyRating], last_change: datetime | None, window_start: datetime
+) -> list[AnyRating]:
     """Ratings in the window that came after the last price change (by rating time)."""
     return [
         r
@@ -154,7 +154,7 @@ def stepped(price: float, step_pct: float, direction: int) -> float:
 
 
 def _cut(
-    price: float, base: float, recent: list[Rating], why: str, settings: PricingSettings
+    price: float, base: float, recent: list[AnyRating], why: str, settings: PricingSettings
 ) -> PriceChange | NoChange:
     floor = price_floor(base, settings)
     new = max(stepped(price, settings.step_pct, -1), floor)
@@ -166,7 +166,7 @@ def _cut(
 
 
 def _increase(
-    price: float, base: float, recent: list[Rating], settings: PricingSettings
+    price: float, base: float, recent: list[AnyRating], settings: PricingSettings
 ) -> PriceChange | NoChange:
     top = sum(r.rating == 5 and r.would_reuse for r in recent)
     if top < INCREASE_MIN_TOP_RATINGS:
@@ -193,7 +193,7 @@ def _cents(value: float) -> float:
 
 
 def decide_quality(
-    ratings: Sequence[Rating], settings: OptimizerSettings, window_label: str
+    ratings: Sequence[AnyRating], settings: OptimizerSettings, window_label: str
 ) -> QualityFinding | NoChange:
     """The quality rule over the window's ratings, given newest first."""
     if not ratings:
@@ -221,7 +221,7 @@ def decide_quality(
     return QualityFinding("; ".join(reasons), lessons, len(ratings), average, len(low))
 
 
-def distinct_lessons(low_ratings: Sequence[Rating]) -> list[Lesson]:
+def distinct_lessons(low_ratings: Sequence[AnyRating]) -> list[Lesson]:
     """Distinct `quality_details`, newest first, each with how many buyers reported it.
 
     Details that differ only in case, spacing or a final full stop are the same lesson; the

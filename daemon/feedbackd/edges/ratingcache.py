@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedbackd.core.ratings import StoredRow
+from feedbackd.core.ratings import StoredRating
 from feedbackd.edges.monthfiles import digest, read_appended, read_bytes
 
 # Reads the valid rows of some bytes of a month file, given the line number of their first line
 # (warnings about bad lines name it).
-Parse = Callable[[bytes, int], list[StoredRow]]
+Parse = Callable[[bytes, int], list[StoredRating]]
 DEFAULT_MAX_ROWS = 200_000  # about 60 MB; files used least recently are dropped beyond it
 
 
@@ -35,7 +35,7 @@ class _Read:
     size: int
     mtime_ns: int
     digest: bytes | None  # of the bytes read; None when they did not end a line
-    rows: list[StoredRow]
+    rows: list[StoredRating]
 
 
 class RatingCache:
@@ -46,7 +46,7 @@ class RatingCache:
         self._files: OrderedDict[Path, _Read] = OrderedDict()
         self._rows = 0
 
-    def rows(self, path: Path, parse: Parse) -> list[StoredRow]:
+    def rows(self, path: Path, parse: Parse) -> list[StoredRating]:
         """The valid rows of the month file as it is now, in file order."""
         earlier = self._forget(path)
         try:

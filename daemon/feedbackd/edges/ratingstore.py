@@ -33,16 +33,12 @@ from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError
 from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.ratings import (
-    ROW_REQUESTER,
-    ROW_TIMESTAMP,
-    ROW_TRANSACTION,
     Rating,
-    StoredRow,
+    StoredRating,
     is_canonical_time,
-    rating_from_row,
     rating_line,
-    row_of,
     stored_fields,
+    stored_rating,
 )
 from feedbackd.core.reputation import Point, Tally, merge, report_from_tallies, tally
 from feedbackd.core.timeutil import iso_ms
@@ -167,28 +163,27 @@ class RatingStore:
         skill: str | None = None,
         since: datetime | None = None,
         requester: str | None = None,
-    ) -> list[Rating]:
+    ) -> list[StoredRating]:
         """A provider's ratings (of one skill, from one requester), at or after `since`,
         newest first."""
         since_iso = iso_ms(since) if since is not None else None
-        found: dict[str, StoredRow] = {}
+        found: dict[str, StoredRating] = {}
         for month_file in self.month_files(provider, skill):
             if since_iso is not None and month_file.month < since_iso[:7]:
                 continue  # the whole month lies before the window
             for row in self._rows(month_file, since_iso):
-                if requester is None or row[ROW_REQUESTER] == requester:
-                    found.setdefault(row[ROW_TRANSACTION], row)
-        newest_first = sorted(found.values(), key=_row_order, reverse=True)
-        return [rating_from_row(row) for row in newest_first]
+                if requester is None or row.requester_agent == requester:
+                    found.setdefault(row.transaction_id, row)
+        return sorted(found.values(), key=_newest_first, reverse=True)
 
-    def _rows(self, month_file: MonthFile, since_iso: str | None) -> Iterator[StoredRow]:
+    def _rows(self, month_file: MonthFile, since_iso: str | None) -> Iterator[StoredRating]:
         """The valid ratings of a month file at or after `since_iso`, in file order."""
         if self.cache is None:
             yield from _read_rows(self.workspace, month_file, since_iso)
             return
         parse = functools.partial(_parse_rows, self.workspace, month_file)
         for row in self.cache.rows(month_file.path, parse):
-            if since_iso is None or row[ROW_TIMESTAMP] >= since_iso:
+            if since_iso is None or row.timestamp >= since_iso:
                 yield row
 
     def skills(self, provider: str) -> list[str]:
@@ -417,30 +412,30 @@ def _months(workspace: Workspace, provider: str, skill: str, folder: Path) -> li
 
 def _read_rows(
     workspace: Workspace, month_file: MonthFile, since_iso: str | None
-) -> Iterator[StoredRow]:
+) -> Iterator[StoredRating]:
     """The valid ratings of a month file, skipping those before `since_iso` cheaply."""
     for number, line in _lines(read_bytes(month_file.path), 0):
         if since_iso is not None and _clearly_before(line, since_iso):
             continue
         fields = _checked(workspace, month_file, number, line)
         if fields is not None and (since_iso is None or fields["timestamp"] >= since_iso):
-            yield row_of(fields)
+            yield stored_rating(fields)
 
 
 def _parse_rows(
     workspace: Workspace, month_file: MonthFile, data: bytes, first_line: int
-) -> list[StoredRow]:
+) -> list[StoredRating]:
     """The valid ratings in some bytes of a month file whose first line has this number."""
     rows = []
     for number, line in _lines(data, 0, first_line):
         fields = _checked(workspace, month_file, number, line)
         if fields is not None:
-            rows.append(row_of(fields))
+            rows.append(stored_rating(fields))
     return rows
 
 
-def _row_order(row: StoredRow) -> tuple[str, str]:
-    return row[ROW_TIMESTAMP], row[ROW_TRANSACTION]
+def _newest_first(row: StoredRating) -> tuple[str, str]:
+    return row.timestamp, row.transaction_id
 
 
 def _stat(path: Path) -> os.stat_result | None:

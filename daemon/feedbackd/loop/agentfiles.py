@@ -40,7 +40,7 @@ from feedbackd.core.memory import (
 )
 from feedbackd.core.priceledger import PriceRecord, parse_price_ledger
 from feedbackd.core.prompts import examples
-from feedbackd.core.ratings import Rating
+from feedbackd.core.ratings import AnyRating, Rating
 from feedbackd.core.soul import Soul, parse_soul
 from feedbackd.core.workspace import AgentPaths, Workspace
 from feedbackd.edges.files import (
@@ -234,7 +234,7 @@ def append_memory(workspace: Workspace, agent: str, record: MemoryRecord) -> Pat
 
 
 def write_rental_memories(
-    workspace: Workspace, r: Rating, now: datetime, earlier: Sequence[Rating] = ()
+    workspace: Workspace, r: Rating, now: datetime, earlier: Sequence[AnyRating] = ()
 ) -> list[Path]:
     """Append the rental's records to the requester's memory; return the files written."""
     return [append_memory(workspace, agent, rec) for agent, rec in rental_memories(r, now, earlier)]

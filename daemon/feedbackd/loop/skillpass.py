@@ -47,7 +47,7 @@ from feedbackd.core.priceledger import (
     parse_price_ledger,
     price_history,
 )
-from feedbackd.core.ratings import Rating
+from feedbackd.core.ratings import AnyRating
 from feedbackd.core.skillrules import (
     NoChange,
     PriceChange,
@@ -149,7 +149,7 @@ class SkillPass:
         return self.changes
 
     # --- price --------------------------------------------------------------------------------
-    def _price_rule(self, ratings: list[Rating]) -> None:
+    def _price_rule(self, ratings: Sequence[AnyRating]) -> None:
         soul = read_soul(self.agent)
         skill = soul[1].skill(self.skill) if soul is not None else None
         if soul is None or skill is None:
@@ -240,7 +240,7 @@ class SkillPass:
         self._complete_price_change(pending[-1], soul[0])
 
     # --- quality ------------------------------------------------------------------------------
-    def _quality_rule(self, ratings: list[Rating]) -> None:
+    def _quality_rule(self, ratings: Sequence[AnyRating]) -> None:
         finding = decide_quality(ratings, self.settings.optimizer, self.window_label)
         if isinstance(finding, NoChange):
             log.debug("%s/%s: no lessons: %s", self.agent.agent_id, self.skill, finding.reason)
@@ -276,7 +276,7 @@ class SkillPass:
         self._record("optimize", summary, finding.why, sha, details)
         return True
 
-    def _ask_optimizer(self, finding: QualityFinding, ratings: list[Rating]) -> None:
+    def _ask_optimizer(self, finding: QualityFinding, ratings: Sequence[AnyRating]) -> None:
         command = self.settings.optimizer.command
         soul = read_soul(self.agent)
         skill = soul[1].skill(self.skill) if soul is not None else None
