@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.commitmsg import FEEDBACKD_PERSON
+from feedbackd.edges import gittree
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.gitbatch import GitBatch, GitObject, KeptBatch
 from feedbackd.edges.gittree import Entry, commit_object, parse_tree, tree_listing
@@ -134,7 +135,6 @@ def test_a_commit_starts_a_handful_of_git_processes(tmp_path: Path, git_repo: Pa
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
             patch.setenv(key, value)
-        patch.setattr("feedbackd.edges.git.Git.GIT_PYTHON_GIT_EXECUTABLE", str(wrapper))
         for number in range(10):
             write(git_repo, f"_data/agents/w/approved/d{number}.json", "{}\n")
             write(git_repo, "_data/agents/w/feedback.json", f'[{{"n": {number}}}]\n')
@@ -180,6 +180,33 @@ def test_each_folder_is_read_once_per_commit(
     assert git(git_repo, "ls-tree", "-r", "--name-only", "HEAD", "_data").split() == [
         "_data/agents/w/approved/x.json"
     ]
+
+
+def test_a_burst_in_one_big_folder_keeps_a_bounded_number_of_parsed_entries(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each decision makes a new version of its folder's tree; a burst of them in a folder
+    of hundreds of files must not keep every version parsed."""
+    monkeypatch.setattr(gittree, "ENTRIES_KEPT", 1000)
+    for number in range(400):
+        write(git_repo, f"approved/old-{number:03d}.json", "{}\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "a big folder")
+    tree = git(git_repo, "rev-parse", "HEAD^{tree}").strip()
+    blob = git(git_repo, "rev-parse", "HEAD:approved/old-000.json").strip()
+    batch = GitBatch(git_repo, git_repo / ".git")
+    editor = gittree.TreeEditor(batch)
+    try:
+        for number in range(12):
+            change = {(b"approved", b"new-%02d.json" % number): Entry(b"100644", blob)}
+            edited = editor.edit(tree, change)
+            assert edited is not None
+            tree = edited
+            assert editor.entries_kept <= 1000 + 400 + number + 1  # the budget + the newest
+    finally:
+        batch.close()
+    listed = git(git_repo, "ls-tree", "--name-only", tree, "approved/")
+    assert len(listed.split()) == 412
 
 
 def test_a_helper_killed_under_us_is_started_again(git_repo: Path) -> None:

@@ -20,8 +20,10 @@ TREE_MODE = b"40000"
 _TYPES = {TREE_MODE: b"tree", b"160000": b"commit"}  # every other mode is a blob's
 # Trees kept parsed: a decision looks up the same few folders once per path it names, and the
 # next decision walks the same way again. An object id names one content forever, so a kept
-# tree is never out of date; the bound keeps a big site's memory flat.
-_TREES_KEPT = 512
+# tree is never out of date. The bound is on their entries, not on their number: a burst of
+# decisions in one folder makes a new version of that folder's tree at each decision, and
+# keeping hundreds of versions of a folder of thousands of files took memory in proportion.
+ENTRIES_KEPT = 20_000
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class TreeEditor:
     def __init__(self, batch: GitBatch) -> None:
         self._batch = batch
         self._parsed: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
+        self.entries_kept = 0  # in all the trees kept parsed
 
     def entry_at(self, tree: str | None, path: tuple[bytes, ...]) -> Entry | None:
         """The entry at `path` in `tree` (None when there is none)."""
@@ -126,6 +129,8 @@ class TreeEditor:
         if found is None or found.kind != "tree":
             raise GitError(f"the repository has no tree {tree}", hint="run `git fsck`")
         entries = self._parsed[tree] = parse_tree(found.content, id_size=len(tree) // 2)
-        if len(self._parsed) > _TREES_KEPT:
-            self._parsed.popitem(last=False)
+        self.entries_kept += len(entries)
+        while self.entries_kept > ENTRIES_KEPT and len(self._parsed) > 1:
+            _, oldest = self._parsed.popitem(last=False)
+            self.entries_kept -= len(oldest)
         return entries
