@@ -8,9 +8,10 @@ GitRepo is the one door the loop uses; behind it each concern has its module:
   edges/gitlocks.py   whether a `.git/*.lock` is stale, and clearing a stale index lock
   edges/gitrunner.py  running git itself, through the one process runner (edges/process.py)
 
-GitPython is used here only to open the repository (`with Repo(...)`, closed at once, so no
-`git cat-file` children or file handles outlive it in the long-running daemon) and to name the
-git program; it never runs git, and its pure-Python index is never used (too slow).
+Opening the repository finds its git folder: `.git` beside the work tree, read without starting
+git (the daemon opens the repository for every agent of a pass); anything else (a `.git` file
+of a linked worktree or submodule, a damaged `.git`) is asked of git itself, which also says
+when the folder is no repository.
 """
 
 from __future__ import annotations
@@ -23,9 +24,6 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-
-from git import Git, Repo
-from git.exc import InvalidGitRepositoryError, NoSuchPathError
 
 from feedbackd.core.commitmsg import (
     EVENT_KEY,
@@ -93,14 +91,7 @@ class GitRepo:
 
     # --- opening ------------------------------------------------------------------------------
     def __enter__(self) -> GitRepo:
-        try:
-            with Repo(self.root) as repo:  # only to find its folders: it starts no git process
-                git_dir, work_tree = Path(repo.git_dir), Path(repo.working_tree_dir or self.root)
-        except (InvalidGitRepositoryError, NoSuchPathError) as error:
-            raise GitError(
-                f"{self.root} is not a git repository",
-                hint="run `feedbackd init` there, or set git.enabled: false",
-            ) from error
+        git_dir, work_tree = _folders(self.root)
         self._runner = GitRunner(work_tree, git_dir, executable=_executable())
         return self
 
@@ -432,5 +423,22 @@ class GitRepo:
 
 
 def _executable() -> str:
-    """The git program: GitPython's choice ($GIT_PYTHON_GIT_EXECUTABLE), else `git`."""
-    return Git.GIT_PYTHON_GIT_EXECUTABLE or "git"
+    """The git program: $GIT_PYTHON_GIT_EXECUTABLE (as GitPython named it), else `git`."""
+    return os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"
+
+
+def _folders(root: Path) -> tuple[Path, Path]:
+    """(git folder, work tree) of the repository whose work tree is `root`."""
+    dot_git = root / ".git"
+    if (dot_git / "HEAD").is_file() and (dot_git / "objects").is_dir():
+        return dot_git, root
+    status, out, _ = git_in(
+        root, ["rev-parse", "--absolute-git-dir", "--show-toplevel"], executable=_executable()
+    ) if root.is_dir() else (1, b"", b"")  # fmt: skip
+    lines = os.fsdecode(out).splitlines()
+    if status != 0 or len(lines) != 2 or Path(lines[1]).resolve() != root.resolve():
+        raise GitError(
+            f"{root} is not a git repository",
+            hint="run `feedbackd init` there, or set git.enabled: false",
+        )
+    return Path(lines[0]), root
