@@ -57,11 +57,20 @@ class Results:
 
 # --- the workspace ---------------------------------------------------------------------------
 def bench_env(work: Path) -> dict[str, str]:
-    """Git and feedbackd see only this benchmark's configuration (HOME is the work folder)."""
+    """Git and feedbackd see only this benchmark's configuration (HOME is the work folder).
+
+    Python keeps feedbackd's compiled bytecode (in a folder of this run), as an installed
+    feedbackd has it: pip compiles it at install. Without it (PYTHONDONTWRITEBYTECODE, or an
+    editable install on a read-only tree) every command compiles feedbackd's 100 modules
+    again, which costs more than the idle pass itself."""
     home = work / "home"
     home.mkdir(exist_ok=True)
     env = {**os.environ, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
-    for name in ("FEEDBACKD_CONFIG", "FEEDBACKD_WORKSPACE", "FEEDBACKD_CURATOR", "GIT_DIR"):
+    env["PYTHONPYCACHEPREFIX"] = str(work / "bytecode")
+    for name in (
+        "FEEDBACKD_CONFIG", "FEEDBACKD_WORKSPACE", "FEEDBACKD_CURATOR", "GIT_DIR",
+        "PYTHONDONTWRITEBYTECODE",
+    ):  # fmt: skip
         env.pop(name, None)
     env.update(GIT_AUTHOR_NAME="Ada Curator", GIT_AUTHOR_EMAIL="ada@example.org")
     env.update(GIT_COMMITTER_NAME="Ada Curator", GIT_COMMITTER_EMAIL="ada@example.org")

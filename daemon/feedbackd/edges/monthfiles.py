@@ -7,8 +7,9 @@ than `PARALLEL_MIN_BYTES` to read and more than one core, worker processes share
 A worker is a fresh interpreter (`python -S -c ...`) that imports only this module and the light
 pure modules it needs: not a fork (the daemon's other threads may hold locks) and not
 `multiprocessing`'s spawn, which would run the caller's main script again in every worker. It
-reads its share of the jobs, pickled, on stdin and answers one length-prefixed pickle per file
-on stdout. If workers cannot be had or one fails, the files not yet read are read here.
+is dealt one job at a time, a length-prefixed pickle on stdin, and answers one per file on
+stdout; a worker that is done gets the next job, so that one slowed down by other work on the
+machine takes fewer. If workers cannot be had or one fails, the files not yet read are read here.
 
 A file that the bulk reading cannot sum up comes back without a summary, for the caller to read
 line by line, warnings and all.
@@ -25,6 +26,7 @@ import selectors
 import struct
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,33 +141,49 @@ def read_all(jobs: Sequence[Job]) -> Iterator[tuple[Job, Read | None]]:
 
 
 def serve() -> None:
-    """A worker: jobs from stdin, one answer per job on stdout, as each is done."""
-    share: list[tuple[int, Job]] = pickle.load(sys.stdin.buffer)
-    out = sys.stdout.buffer
-    for at, job in share:
+    """A worker: one job at a time from stdin, its answer on stdout, until stdin ends."""
+    inbox, out = sys.stdin.buffer, sys.stdout.buffer
+    while (message := _read_frame(inbox)) is not None:
+        at, job = pickle.loads(message)
         try:
             read: Read | None = read_whole(job)
         except OSError:
             read = None
-        answer = pickle.dumps((at, read), protocol=pickle.HIGHEST_PROTOCOL)
-        out.write(_FRAME.pack(len(answer)) + answer)
+        out.write(_frame((at, read)))
         out.flush()
 
 
 _FRAME = struct.Struct("<Q")
 _WORKER = "from feedbackd.edges.monthfiles import serve; serve()"
+JOBS_AHEAD = 2  # jobs a worker holds: one in hand, one waiting, so it never idles on a reply
+
+
+def _frame(value: object) -> bytes:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    return _FRAME.pack(len(data)) + data
+
+
+def _read_frame(stream: IO[bytes]) -> bytes | None:
+    header = stream.read(_FRAME.size)
+    if len(header) < _FRAME.size:
+        return None
+    (size,) = _FRAME.unpack(header)
+    return stream.read(size)
 
 
 def _read_in_workers(jobs: Sequence[Job], workers: int) -> Iterator[tuple[int, Read | None]]:
+    """Jobs are dealt as workers finish them, biggest first: a worker slowed down by other work
+    on the machine takes fewer, and all of them end together."""
     # Where this package lies, so that a worker imports this very code without site-packages.
     home = str(Path(__file__).resolve().parents[2])
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [home, os.environ.get("PYTHONPATH")])),
     }
+    waiting = deque(sorted(range(len(jobs)), key=lambda at: jobs[at].size, reverse=True))
     children: list[subprocess.Popen[bytes]] = []
     try:
-        for share in _shares(jobs, workers):
+        for _ in range(workers):
             child = subprocess.Popen(
                 [sys.executable, "-S", "-c", _WORKER],
                 stdin=subprocess.PIPE,
@@ -173,10 +191,9 @@ def _read_in_workers(jobs: Sequence[Job], workers: int) -> Iterator[tuple[int, R
                 env=env,
             )
             children.append(child)
-            assert child.stdin is not None
-            with child.stdin:
-                pickle.dump([(at, jobs[at]) for at in share], child.stdin)
-        yield from _answers(children)
+            for _ in range(JOBS_AHEAD):
+                _deal(child, jobs, waiting)
+        yield from _answers(children, jobs, waiting)
         status = max(abs(child.wait()) for child in children)
         if status:
             raise OSError(f"a worker process ended with status {status}")
@@ -185,28 +202,34 @@ def _read_in_workers(jobs: Sequence[Job], workers: int) -> Iterator[tuple[int, R
             if child.poll() is None:
                 child.kill()
                 child.wait()
-            if child.stdout is not None:
-                child.stdout.close()
+            for stream in (child.stdin, child.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
 
 
-def _shares(jobs: Sequence[Job], workers: int) -> list[list[int]]:
-    """Jobs dealt to workers, biggest first to the least loaded, so that they end together."""
-    shares: list[list[int]] = [[] for _ in range(workers)]
-    loads = [0] * workers
-    for at in sorted(range(len(jobs)), key=lambda at: jobs[at].size, reverse=True):
-        lightest = loads.index(min(loads))
-        shares[lightest].append(at)
-        loads[lightest] += jobs[at].size
-    return [share for share in shares if share]
+def _deal(child: subprocess.Popen[bytes], jobs: Sequence[Job], waiting: deque[int]) -> None:
+    """The next job to this worker; when none is left, its stdin ends, and so will it."""
+    assert child.stdin is not None
+    if child.stdin.closed:
+        return
+    if waiting:
+        at = waiting.popleft()
+        child.stdin.write(_frame((at, jobs[at])))
+        child.stdin.flush()
+    else:
+        child.stdin.close()
 
 
-def _answers(children: list[subprocess.Popen[bytes]]) -> Iterator[tuple[int, Read | None]]:
-    """The answers of all workers, as they come."""
+def _answers(
+    children: list[subprocess.Popen[bytes]], jobs: Sequence[Job], waiting: deque[int]
+) -> Iterator[tuple[int, Read | None]]:
+    """The answers of all workers, as they come; each answer earns its worker a new job."""
     with selectors.DefaultSelector() as selector:
         buffers: dict[int, bytearray] = {}
         for child in children:
             assert child.stdout is not None
-            selector.register(child.stdout, selectors.EVENT_READ)
+            selector.register(child.stdout, selectors.EVENT_READ, child)
             buffers[child.stdout.fileno()] = bytearray()
         while selector.get_map():
             for key, _ in selector.select():
@@ -215,7 +238,9 @@ def _answers(children: list[subprocess.Popen[bytes]]) -> Iterator[tuple[int, Rea
                 if not chunk:
                     selector.unregister(stream)
                     continue
-                yield from _frames(buffers[stream.fileno()], chunk)
+                for answer in _frames(buffers[stream.fileno()], chunk):
+                    _deal(key.data, jobs, waiting)
+                    yield answer
 
 
 def _frames(buffer: bytearray, chunk: bytes) -> Iterator[tuple[int, Read | None]]:
