@@ -157,3 +157,33 @@ def test_a_snapshot_a_power_cut_left_empty_is_read_from_git(tmp_path: Path) -> N
     site.reconcile()
     [entry] = site.feedback("w")
     assert (entry["original"], entry["corrected"]) == ("As the agent wrote it", "Edited")
+
+
+def test_an_idle_pass_asks_git_about_the_rental_logs_only(tmp_path: Path) -> None:
+    """Recovering a rating cut short looks at the ratings and memory folders: git status over
+    every agent folder would read each of a big site's drafts on every pass."""
+    site = Site(tmp_path / "site")
+    for number in range(5):
+        site.write("w", f"qi-{number}.json", draft({"title": f"Draft {number}"}))
+    site.reconcile()
+    rating = {
+        "transaction_id": "123e4567-e89b-12d3-a456-426614174000", "provider_agent": "prov",
+        "skill_id": "code-run", "rating": 4, "result_quality": "good", "would_reuse": True,
+        "cost_value_ratio": "fair",
+    }  # fmt: skip
+    assert (
+        site.cli("feedback", "submit", "--as", "buyer", "--json", json.dumps(rating)).returncode
+        == 0
+    )
+    wrapper, log = counting_git(tmp_path / "bin")
+    env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
+    done = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once", "--json"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    statuses = [line for line in log.read_text().splitlines() if line.startswith("status")]
+    assert statuses, log.read_text()
+    for line in statuses:
+        folders = line.split(" -- ", 1)[1].split()
+        assert folders and all(f.endswith(("/ratings", "/memory")) for f in folders), line

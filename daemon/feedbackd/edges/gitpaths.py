@@ -36,10 +36,12 @@ def files_at_head(git: GitRunner, batch: GitBatch, under: str) -> list[str]:
     )
 
 
-def changed_paths(git: GitRunner, under: str) -> list[str]:
-    """Paths below `under` that differ from HEAD: modified, deleted, added or untracked."""
+def changed_paths(git: GitRunner, under: Sequence[str]) -> list[str]:
+    """Paths below the folders (or the files) `under` that differ from HEAD: modified, deleted,
+    added or untracked. Git looks at no file outside them (a big site's drafts are not read)."""
     args = ["status", "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--"]
-    return sorted({entry[3:] for entry in _names(git, [*args, _spec(under)]) if len(entry) > 3})
+    specs = [_spec(path) for path in under]
+    return sorted({entry[3:] for entry in _names(git, [*args, *specs]) if len(entry) > 3})
 
 
 def modified_paths(git: GitRunner, batch: GitBatch, under: Sequence[str]) -> list[str]:
@@ -70,7 +72,7 @@ class Listings:
     def files_at_head(self, under: str) -> list[str]:
         return files_at_head(self._git, self._batch, under)
 
-    def changed_paths(self, under: str) -> list[str]:
+    def changed_paths(self, *under: str) -> list[str]:
         return changed_paths(self._git, under)
 
     def modified_paths(self, under: Sequence[str]) -> list[str]:

@@ -194,7 +194,20 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     if repo is None or not runtime.workspace.agents_dir.is_dir():
         return []
     workspace = runtime.workspace
-    changed = repo.listings.changed_paths(workspace.relative(workspace.agents_dir))
+    paths = [
+        workspace.relative(path)
+        for agent in workspace.agent_ids()
+        for path in (
+            workspace.agent(agent).ratings,
+            workspace.agent(agent).memory,
+            workspace.agent(agent).price_ledger,
+        )
+        if path.exists()
+    ]
+    if not paths:
+        return []
+    # Only these are looked at: git status over all agents reads every draft's file.
+    changed = repo.listings.changed_paths(*paths)
     logs = [workspace.root / rel for rel in changed if _is_rental_log(rel)]
     pending = {log: recovery.appended_since_head(repo, workspace, log) for log in logs}
 
