@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import sys
@@ -211,18 +212,32 @@ def run_rebuild(workspace: Workspace, repeat: int) -> Iterator[str]:
     }
     yield f"rebuild after a fresh clone, {repeat} runs; load average {_load()}"
     times: dict[str, list[float]] = {name: [] for name in cases}
+    cpu: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeat):
         for name, action in cases.items():
+            before = cpu_seconds()
             times[name].append(timed(action, 0)[0])
+            cpu[name].append(cpu_seconds() - before)
     floor = statistics.median(times["list + read every file (floor)"])
-    yield f"{'':32} {'median':>8} {'min':>8} {'max':>8} {'/ floor':>8}"
+    yield f"{'':32} {'median':>8} {'min':>8} {'max':>8} {'/ floor':>8} {'CPU':>8}"
     for name, measured in times.items():
         median = statistics.median(measured)
         yield (
             f"{name:32} {median:7.2f}s {min(measured):7.2f}s {max(measured):7.2f}s"
-            f" {median / floor:7.1f}x"
+            f" {median / floor:7.1f}x {statistics.median(cpu[name]):7.2f}s"
         )
     yield f"load average after: {_load()}"
+    yield "CPU: seconds of processor time, worker processes included (steadier than the wall"
+    yield "clock on a machine shared with other work)"
+
+
+def cpu_seconds() -> float:
+    """Processor time of this process and of its children that ended."""
+    mine, theirs = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return mine.ru_utime + mine.ru_stime + theirs.ru_utime + theirs.ru_stime
 
 
 def _load() -> str:
