@@ -23,7 +23,7 @@ _TYPES = {TREE_MODE: b"tree", b"160000": b"commit"}  # every other mode is a blo
 # tree is never out of date. The bound is on their entries, not on their number: a burst of
 # decisions in one folder makes a new version of that folder's tree at each decision, and
 # keeping hundreds of versions of a folder of thousands of files took memory in proportion.
-ENTRIES_KEPT = 20_000
+ENTRIES_KEPT = 4_000  # about 1 MB
 
 
 @dataclass(frozen=True)
