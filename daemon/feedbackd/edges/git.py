@@ -34,8 +34,6 @@ from feedbackd.core.commitmsg import (
     parse_trailers,
 )
 from feedbackd.core.errors import GitError
-from feedbackd.core.reverts import GREP as REVERT_GREP
-from feedbackd.core.reverts import Undone, reverted_by
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.edges import gitpaths
 from feedbackd.edges.gitbatch import GitBatch, KeptBatch
@@ -273,19 +271,6 @@ class GitRepo:
             ):
                 found.append(entry)
         return found
-
-    def undone(self) -> Undone:
-        """The commits of HEAD's history that a `git revert` undid (and no revert of the revert
-        put back), from one walk that git filters to the revert commits."""
-        if self.head() is None:
-            return Undone({})
-        args = ["log", "-E", f"--grep={REVERT_GREP}", "--format=%H%x00%B%x00", "HEAD"]
-        parts = self._git.run(args).decode("utf-8", errors="replace").split("\0")
-        reverts = {
-            parts[index].strip(): reverted_by(parts[index + 1])
-            for index in range(0, len(parts) - 1, 2)
-        }
-        return Undone(reverts)
 
     def set_config(self, key: str, value: str) -> None:
         """Set a key in the repository's own `.git/config` (e.g. the merge driver)."""

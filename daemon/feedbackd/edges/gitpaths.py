@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from feedbackd.core.reverts import GREP as REVERT_GREP
+from feedbackd.core.reverts import Undone, reverted_by
 from feedbackd.edges.gitbatch import GitBatch
 from feedbackd.edges.gitrunner import GitRunner, rel_path, revision
 from feedbackd.edges.gittree import TREE_MODE, parse_tree
@@ -61,7 +63,8 @@ def untracked_paths(git: GitRunner, under: str) -> list[str]:
 
 
 class Listings:
-    """The listings of one open repository (GitRepo.listings)."""
+    """The listings of one open repository (GitRepo.listings): paths untracked, changed or
+    in HEAD, and the commits of HEAD's history that a revert undid."""
 
     def __init__(self, git: GitRunner, batch: GitBatch) -> None:
         self._git, self._batch = git, batch
@@ -85,6 +88,19 @@ class Listings:
         """Paths that differ between two commits (every path of `new` when old is None)."""
         args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id"]
         return sorted(_names(self._git, [*args, old or self._git.tree_of(None), revision(new)]))
+
+    def undone(self) -> Undone:
+        """The commits of HEAD's history that a `git revert` undid (and no revert of the revert
+        put back), from one walk that git filters to the revert commits."""
+        if not _has_head(self._batch):
+            return Undone({})
+        args = ["log", "-E", f"--grep={REVERT_GREP}", "--format=%H%x00%B%x00", "HEAD"]
+        parts = self._git.run(args).decode("utf-8", errors="replace").split("\0")
+        reverts = {
+            parts[index].strip(): reverted_by(parts[index + 1])
+            for index in range(0, len(parts) - 1, 2)
+        }
+        return Undone(reverts)
 
 
 def _has_head(batch: GitBatch) -> bool:

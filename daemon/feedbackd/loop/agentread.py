@@ -233,7 +233,7 @@ class AgentReader:
             found = found or commits_of(former)
         if not found:
             return None
-        undone = repo.undone()  # a decision commit that a revert undid is no decision
+        undone = repo.listings.undone()  # a decision commit that a revert undid is no decision
         return next((entry for entry in found if entry.commit not in undone), None)
 
     def _revised(
