@@ -39,6 +39,11 @@ log = logging.getLogger("feedbackd")
 
 _COMMIT_ATTEMPTS = 3
 _SETTLE_WAIT_S = 5.0
+# A look at the running git commands this recent stands for a new one: a pass over 200 agents
+# with nothing to do would otherwise spend most of its time reading /proc. A command that starts
+# just after a look is no more seen than one that starts within this moment; either way the
+# change that follows holds the index lock and checks HEAD (see `holding`).
+_SETTLED_FOR_S = 0.05
 _DATES = frozenset({"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"})
 _PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
 _OPERATIONS = {
@@ -133,6 +138,7 @@ class CommitWriter:
         self._clear_index_lock = clear_index_lock
         self._lock_wait_s = lock_wait_s
         self._held: Held | None = None
+        self._settled_at = -_SETTLED_FOR_S
 
     @contextmanager
     def holding(self, expected: str | object | None = _CURRENT) -> Iterator[Held]:
@@ -171,8 +177,10 @@ class CommitWriter:
         """HEAD once no git command of someone else's changes the workspace (waited for a few
         seconds at most: a `git commit` may wait for its editor much longer, and a change that
         follows is checked again anyway): what a pass reads and plans on."""
-        wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
-        wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
+        if time.monotonic() - self._settled_at >= _SETTLED_FOR_S:
+            wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
+            wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
+            self._settled_at = time.monotonic()
         return self.head()
 
     def commit(

@@ -61,27 +61,29 @@ def git_process_in(
     none that this process started (its own commands, a sync's rebase in a worktree of its own).
 
     None when that cannot be known: no readable /proc, or a git process whose folder is hidden.
+    Every step of a change looks, so the look reads one small file per process and only a git's
+    command line and folder: a machine's hundreds of other processes cost a read each.
     """
     try:
         # Newest first: a command that just started is seen before it can get far.
-        entries = sorted(
-            (entry for entry in proc.iterdir() if entry.name.isdigit()),
-            key=lambda entry: -int(entry.name),
-        )
+        pids = sorted((int(name) for name in os.listdir(proc) if name.isdigit()), reverse=True)
     except OSError:
         return None
-    if not entries:
+    if not pids:
         return None
     roots = [folder.resolve() for folder in folders]
-    unknown = False
-    for entry in entries:
-        argv = _git_argv(entry) if int(entry.name) != os.getpid() else None
-        if argv is None or _our_helper(entry, argv):
+    me, unknown = os.getpid(), False
+    for pid in pids:
+        found = _git_process(f"{proc}/{pid}") if pid != me else None
+        if found is None:
             continue
-        if changing_only and (_subcommand(argv) not in CHANGING_COMMANDS or _ours(entry)):
+        argv, ours = found
+        if ours and (changing_only or tuple(arg for arg in argv[1:] if arg) in HELPER_COMMANDS):
+            continue  # this process's own commands; its long-lived helpers never lock the index
+        if changing_only and _subcommand(argv) not in CHANGING_COMMANDS:
             continue
         try:
-            cwd = Path(os.readlink(entry / "cwd"))
+            cwd = Path(os.readlink(f"{proc}/{pid}/cwd"))
         except PermissionError:
             unknown = True
             continue
@@ -93,15 +95,22 @@ def git_process_in(
     return None if unknown else False
 
 
-def _git_argv(entry: Path) -> list[str] | None:
-    """The command line of a git process, or None when the process is not git (or is gone)."""
+def _git_process(entry: str) -> tuple[list[str], bool] | None:
+    """A git process's command line, and whether this process started it; None when the
+    process is not git (or is gone). The kernel's name for the program (`git`, `git-upload-pa`)
+    says which it is, from /proc/PID/stat: `pid (name) state ppid ...`."""
     try:
-        argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        comm = (entry / "comm").read_text(errors="replace").strip()
-    except OSError:
+        with open(f"{entry}/stat", "rb") as stat:
+            head, _, rest = stat.read().rpartition(b")")  # the name may hold spaces and ")"
+        name = head.partition(b"(")[2]
+        if name != b"git" and not name.startswith(b"git-"):
+            return None
+        with open(f"{entry}/cmdline", "rb") as cmdline:
+            argv = cmdline.read().decode(errors="replace").split("\0")
+        parent = int(rest.split()[1])
+    except (OSError, IndexError, ValueError):
         return None
-    name = os.path.basename(argv[0])
-    return argv if name == "git" or name.startswith("git-") or comm == "git" else None
+    return argv, parent == os.getpid()
 
 
 def _subcommand(argv: list[str]) -> str | None:
@@ -118,21 +127,6 @@ def _subcommand(argv: list[str]) -> str | None:
         elif arg and not arg.startswith("-"):
             return arg
     return None
-
-
-def _our_helper(entry: Path, argv: list[str]) -> bool:
-    """One of this process's own long-lived git helpers, which never lock the index."""
-    return tuple(arg for arg in argv[1:] if arg) in HELPER_COMMANDS and _ours(entry)
-
-
-def _ours(entry: Path) -> bool:
-    """A process this one started."""
-    try:
-        # /proc/PID/stat: `pid (comm) state ppid ...`; comm may hold spaces, so split after it
-        fields = (entry / "stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return False
-    return int(fields[1]) == os.getpid()
 
 
 def _inside(path: Path, root: Path) -> bool:

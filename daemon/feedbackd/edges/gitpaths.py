@@ -4,6 +4,7 @@ GitRepo (edges/git.py) is the door; `repo.listings` answers these."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from feedbackd.core.reverts import GREP as REVERT_GREP
@@ -19,11 +20,20 @@ def folders_at_head(batch: GitBatch, under: str) -> list[str]:
     found = batch.read(f"HEAD:{rel_path(under)}") if "\n" not in under else None
     if found is None or found.kind != "tree":
         return []
-    entries = parse_tree(found.content, id_size=len(found.sha) // 2)
-    return sorted(
-        name.decode("utf-8", "surrogateescape")
-        for name, entry in entries.items()
-        if entry.mode == TREE_MODE
+    return list(_folders_of(found.sha, found.content))
+
+
+@functools.lru_cache(maxsize=8)
+def _folders_of(sha: str, content: bytes) -> tuple[str, ...]:
+    """The folders of one tree; kept for the next pass, which most often asks about the same
+    tree (every agent's pass asks for the agents folder)."""
+    entries = parse_tree(content, id_size=len(sha) // 2)
+    return tuple(
+        sorted(
+            name.decode("utf-8", "surrogateescape")
+            for name, entry in entries.items()
+            if entry.mode == TREE_MODE
+        )
     )
 
 
