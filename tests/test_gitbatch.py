@@ -18,7 +18,7 @@ from feedbackd.core.commitmsg import FEEDBACKD_PERSON
 from feedbackd.edges import gittree
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.gitbatch import GitBatch, GitObject, KeptBatch
-from feedbackd.edges.gittree import Entry, commit_object, parse_tree, tree_listing
+from feedbackd.edges.gittree import Entry, commit_object, parse_tree, tree_id, tree_listing
 from tests.conftest import git
 from tests.git_kit import ADA, counting_git, message, write
 
@@ -283,6 +283,33 @@ def test_tree_entries_read_back_as_written() -> None:
     assert tree_listing({b"a folder": entries[b"a folder"]}) == (
         b"40000 tree " + b"b" * 40 + b"\ta folder\0"
     )
+
+
+def test_a_trees_id_is_worked_out_as_git_does(git_repo: Path) -> None:
+    """Git sorts a folder's name as if it ended in `/`: `x` the folder comes after `x.json`
+    and `x-1` but before `x0`. Every new tree's id is worked out before git stores it."""
+
+    def fed(args: list[str], text: bytes) -> str:
+        done = subprocess.run(["git", *args], cwd=git_repo, input=text, capture_output=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.decode().strip()
+
+    blob = fed(["hash-object", "-w", "--stdin"], b"{}\n")
+    inner = fed(["mktree"], f"100644 blob {blob}\tin.json\n".encode())
+    entries = {
+        b"x0": Entry(b"100644", blob),
+        b"x": Entry(b"40000", inner),
+        b"x.json": Entry(b"100644", blob),
+        b"x-1": Entry(b"100755", blob),
+        "été notes".encode(): Entry(b"100644", blob),
+        b"link": Entry(b"120000", blob),
+    }
+    assert tree_id(entries, 20) == fed(["mktree", "-z"], tree_listing(entries))
+    batch = GitBatch(git_repo, git_repo / ".git")
+    try:
+        assert batch.store_trees([tree_listing(entries)]) == [tree_id(entries, 20)]
+    finally:
+        batch.close()
 
 
 # --- helpers ------------------------------------------------------------------------------------

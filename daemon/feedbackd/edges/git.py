@@ -319,6 +319,10 @@ class GitRepo:
         the file's content."""
         return self._commits.entry_id_at_head(path)
 
+    def file_ids_at_head(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """file_id_at_head of each path, HEAD read once."""
+        return self._commits.entry_ids_at_head(paths)
+
     def heal_index(self, depth: int = 20) -> list[str]:
         """Bring index entries that a crash left behind recent commits back in line (see
         CommitWriter.heal_index); the paths fixed."""

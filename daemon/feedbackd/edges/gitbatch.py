@@ -109,6 +109,16 @@ class GitBatch:
 
         return self._ask(_MKTREE, ask)
 
+    def store_trees(self, listings: Sequence[bytes]) -> list[str]:
+        """Store several trees (each as for store_tree) with one request; their ids in order.
+        A tree may name one stored before it in the same request."""
+
+        def ask(helper: Coprocess) -> list[str]:
+            helper.send(b"".join(listing + b"\0" for listing in listings), _ANSWER_S)
+            return [helper.read_line(_ANSWER_S).decode() for _ in listings]
+
+        return self._ask(_MKTREE, ask) if listings else []
+
     def store_commit(self, content: bytes) -> str:
         """Store a commit object (`tree ...`, `parent ...`, people, message); its id."""
         handover = self.git_dir / f"{COMMIT_FILE_PREFIX}{os.getpid()}-{threading.get_ident()}"

@@ -264,9 +264,14 @@ class CommitWriter:
 
     def entry_id_at_head(self, rel: str) -> str | None:
         """The object id HEAD holds at `rel` (None: nothing there), from the trees kept parsed."""
+        return self.entry_ids_at_head([rel])[rel]
+
+    def entry_ids_at_head(self, rels: Sequence[str]) -> dict[str, str | None]:
+        """The object id HEAD holds at each of `rels`, HEAD read once (a pass asks about every
+        decided file of an agent)."""
         head_tree = self._head_and_tree()[1]
-        entry = self._trees.entry_at(head_tree, split_path(rel_path(rel)))
-        return entry.sha if entry is not None else None
+        found = {rel: self._trees.entry_at(head_tree, split_path(rel_path(rel))) for rel in rels}
+        return {rel: entry.sha if entry is not None else None for rel, entry in found.items()}
 
     def _tree_of(self, commit: str | None) -> str | None:
         if commit is None:

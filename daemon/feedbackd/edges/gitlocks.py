@@ -98,19 +98,29 @@ def git_process_in(
 def _git_process(entry: str) -> tuple[list[str], bool] | None:
     """A git process's command line, and whether this process started it; None when the
     process is not git (or is gone). The kernel's name for the program (`git`, `git-upload-pa`)
-    says which it is, from /proc/PID/stat: `pid (name) state ppid ...`."""
+    says which it is: read with the bare system calls, it costs a few microseconds a process."""
     try:
-        with open(f"{entry}/stat", "rb") as stat:
-            head, _, rest = stat.read().rpartition(b")")  # the name may hold spaces and ")"
-        name = head.partition(b"(")[2]
+        name = _read(f"{entry}/comm").rstrip(b"\n")
         if name != b"git" and not name.startswith(b"git-"):
             return None
-        with open(f"{entry}/cmdline", "rb") as cmdline:
-            argv = cmdline.read().decode(errors="replace").split("\0")
-        parent = int(rest.split()[1])
+        argv = _read(f"{entry}/cmdline").decode(errors="replace").split("\0")
+        # /proc/PID/stat: `pid (name) state ppid ...`; the name may hold spaces and ")"
+        parent = int(_read(f"{entry}/stat").rpartition(b")")[2].split()[1])
     except (OSError, IndexError, ValueError):
         return None
     return argv, parent == os.getpid()
+
+
+def _read(path: str) -> bytes:
+    """A whole /proc file (a command line may be long)."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        parts = [os.read(descriptor, 65536)]
+        while len(parts[-1]) == 65536:
+            parts.append(os.read(descriptor, 65536))
+        return b"".join(parts)
+    finally:
+        os.close(descriptor)
 
 
 def _subcommand(argv: list[str]) -> str | None:

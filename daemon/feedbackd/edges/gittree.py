@@ -7,6 +7,7 @@ and writing an index of every file in the repository.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -77,6 +78,25 @@ def tree_listing(entries: Mapping[bytes, Entry]) -> bytes:
     )
 
 
+def tree_id(entries: Mapping[bytes, Entry], id_size: int) -> str:
+    """The id git gives a tree of these entries: its object hashed in git's order, where a
+    folder's name sorts as if it ended in `/`."""
+    order = sorted(
+        entries, key=lambda name: name + b"/" if entries[name].mode == TREE_MODE else name
+    )
+    body = b"".join(
+        b"%s %s\0%s" % (entries[name].mode, name, bytes.fromhex(entries[name].sha))
+        for name in order
+    )
+    digest = hashlib.sha1 if id_size == 20 else hashlib.sha256
+    return digest(b"tree %d\0" % len(body) + body).hexdigest()
+
+
+def _id_size(changes: Changes) -> int:
+    """The repository's id size, from the ids the change names (20 bytes: SHA-1)."""
+    return next((len(entry.sha) // 2 for entry in changes.values() if entry is not None), 20)
+
+
 class TreeEditor:
     """Writes the trees of one change, reading the old ones through a GitBatch."""
 
@@ -96,7 +116,34 @@ class TreeEditor:
         return entry
 
     def edit(self, tree: str | None, changes: Changes) -> str | None:
-        """The id of `tree` with `changes` made; None when nothing is left in it."""
+        """The id of `tree` with `changes` made; None when nothing is left in it.
+
+        Every new tree's id is worked out here, as git would, so that the trees on the way to
+        all changed paths (a folder needs its subfolders' ids) go to git in one request rather
+        than one round trip per folder; git checks that each names objects it has, and its
+        answers must be the ids worked out.
+        """
+        size = len(tree) // 2 if tree else _id_size(changes)
+        new: list[tuple[str, dict[bytes, Entry]]] = []
+        edited = self._edit(tree, changes, size, new)
+        stored = self._batch.store_trees([tree_listing(entries) for _, entries in new])
+        if stored != [sha for sha, _ in new]:
+            raise GitError(
+                "git stored the new trees under other ids than feedbackd worked out",
+                hint="nothing was committed; please report this with `git --version`",
+            )
+        for sha, entries in new:  # kept as written: the next change starts from these trees
+            self._keep(sha, entries)
+        return edited
+
+    def _edit(
+        self,
+        tree: str | None,
+        changes: Changes,
+        size: int,
+        new: list[tuple[str, dict[bytes, Entry]]],
+    ) -> str | None:
+        """`edit` without storing: the new trees go to `new`, each after its subfolders."""
         entries = dict(self.read_tree(tree)) if tree is not None else {}
         before = dict(entries)
         below: dict[bytes, dict[tuple[bytes, ...], Entry | None]] = {}
@@ -110,14 +157,18 @@ class TreeEditor:
         for name, inner in below.items():
             current = entries.get(name)
             subtree = current.sha if current is not None and current.mode == TREE_MODE else None
-            edited = self.edit(subtree, inner)
+            edited = self._edit(subtree, inner, size, new)
             if edited is None:
                 entries.pop(name, None)
             else:
                 entries[name] = Entry(TREE_MODE, edited)
         if entries == before and tree is not None:
             return tree
-        return self._batch.store_tree(tree_listing(entries)) if entries else None
+        if not entries:
+            return None
+        sha = tree_id(entries, size)
+        new.append((sha, entries))
+        return sha
 
     def read_tree(self, tree: str) -> Mapping[bytes, Entry]:
         """The entries of `tree` (read once, then kept: do not change them)."""
@@ -128,9 +179,16 @@ class TreeEditor:
         found = self._batch.read(tree)
         if found is None or found.kind != "tree":
             raise GitError(f"the repository has no tree {tree}", hint="run `git fsck`")
-        entries = self._parsed[tree] = parse_tree(found.content, id_size=len(tree) // 2)
+        entries = parse_tree(found.content, id_size=len(tree) // 2)
+        self._keep(tree, entries)
+        return entries
+
+    def _keep(self, tree: str, entries: dict[bytes, Entry]) -> None:
+        if tree in self._parsed:
+            self._parsed.move_to_end(tree)
+            return
+        self._parsed[tree] = entries
         self.entries_kept += len(entries)
         while self.entries_kept > ENTRIES_KEPT and len(self._parsed) > 1:
             _, oldest = self._parsed.popitem(last=False)
             self.entries_kept -= len(oldest)
-        return entries

@@ -253,9 +253,10 @@ class AgentReader:
             and f.item_id in latest
             and latest[f.item_id].state == f.folder
         ]
-        unknown = [
-            f for f in decided if not self.committed.unchanged(self.runtime, self.repo, f.path)
-        ]
+        unchanged = self.committed.unchanged_among(
+            self.runtime, self.repo, [f.path for f in decided]
+        )
+        unknown = [f for f in decided if f.path not in unchanged]
         if not unknown:
             return []  # as this process committed them or last saw them: no need to ask git
         changed = self.changed_decisions.of(self.repo, self.agent)
@@ -390,7 +391,8 @@ class AgentReader:
         files = self.agent.feedback_files
         if self.repo is None:
             return frozenset(path for path in files if not path.exists())
-        return frozenset(path for path in files if self.repo.file_at_head(self.rel(path)) is None)
+        at_head = self.repo.file_ids_at_head([self.rel(path) for path in files])
+        return frozenset(path for path in files if at_head[self.rel(path)] is None)
 
     def snippet(self) -> str | None:
         """The snippet as it stands. Generated text: bytes that are not UTF-8 are simply

@@ -55,6 +55,21 @@ class CommittedLedgers:
             return False
         return repo.file_id_at_head(runtime.workspace.relative(ledger)) == known[1]
 
+    def unchanged_among(
+        self, runtime: Runtime, repo: GitRepo | None, paths: Sequence[Path]
+    ) -> set[Path]:
+        """Those of `paths` that `unchanged` would call unchanged, HEAD read once."""
+        if repo is None:
+            return set()
+        known = {
+            path: self._states[path][1]
+            for path in paths
+            if path in self._states and self._states[path][0] == file_state(path)
+        }
+        rels = {path: runtime.workspace.relative(path) for path in known}
+        at_head = repo.file_ids_at_head(list(rels.values())) if rels else {}
+        return {path for path, sha in known.items() if at_head[rels[path]] == sha}
+
     def remember(self, runtime: Runtime, repo: GitRepo, path: Path, state: FileState) -> None:
         """Remember a file in a state git said is as HEAD holds it (a decided item): until it
         changes, or HEAD does, nobody need ask git again."""
