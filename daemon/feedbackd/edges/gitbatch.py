@@ -63,6 +63,7 @@ class GitBatch:
         self._helpers: dict[tuple[str, ...], Coprocess] = {}
         self._settings = _settings_stamp(work_tree, git_dir)
         self._remembered: dict[str, object] = {}
+        self._handovers: set[Path] = set()
         self._lock = threading.Lock()
 
     def serves(self, work_tree: Path, git_dir: Path) -> bool:
@@ -127,17 +128,20 @@ class GitBatch:
             helper.send(f"{handover}\n".encode(), _ANSWER_S)
             return helper.read_line(_ANSWER_S).decode()
 
+        # The same file is written over for every commit, and removed at close: a new file
+        # each time costs an inode allocation, which on a busy ext4 is most of a commit's time.
         handover.write_bytes(content)
-        try:
-            return self._ask(_HASH_COMMIT, ask)
-        finally:
-            handover.unlink(missing_ok=True)
+        self._handovers.add(handover)
+        return self._ask(_HASH_COMMIT, ask)
 
     def close(self) -> None:
         with self._lock:
             for helper in self._helpers.values():
                 helper.close()
             self._helpers.clear()
+            for handover in self._handovers:
+                handover.unlink(missing_ok=True)
+            self._handovers.clear()
 
     def remembered(self, key: str, compute: Callable[[], _T]) -> _T:
         """A value that comes from git's settings (the user's identity): computed once, and

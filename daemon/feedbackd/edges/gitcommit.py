@@ -413,7 +413,14 @@ class CommitWriter:
         index = self._git.git_dir / "index"
         try:
             if index.exists():
-                shutil.copyfile(index, copy)
+                # A second name for the index, not a copy: git writes its new index to a new
+                # file, which then takes this name's place, so the index itself is never
+                # written into.
+                copy.unlink(missing_ok=True)
+                try:
+                    os.link(index, copy)
+                except OSError:  # a file system without hard links
+                    shutil.copyfile(index, copy)
             self._git.run(args, env={"GIT_INDEX_FILE": str(copy)})
             os.replace(copy, index)
         finally:
