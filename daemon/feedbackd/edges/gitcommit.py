@@ -387,7 +387,7 @@ class CommitWriter:
         """Run a git command that writes the user's index; a failure is logged, not raised."""
         try:
             if self._held is not None:
-                self._run_on_index_copy(args)
+                run_on_index_copy(self._git, args)
             else:
                 try:
                     self._clear_index_lock()
@@ -404,27 +404,6 @@ class CommitWriter:
                 error,
                 " ".join(rels),
             )
-
-    def _run_on_index_copy(self, args: list[str]) -> None:
-        """Run an index command while this writer holds `.git/index.lock` (which git would want
-        to take): on a copy of the index, which then replaces it, as git's own lock protocol
-        would do."""
-        copy = self._git.git_dir / f"feedbackd-index-{os.getpid()}"
-        index = self._git.git_dir / "index"
-        try:
-            if index.exists():
-                # A second name for the index, not a copy: git writes its new index to a new
-                # file, which then takes this name's place, so the index itself is never
-                # written into.
-                copy.unlink(missing_ok=True)
-                try:
-                    os.link(index, copy)
-                except OSError:  # a file system without hard links
-                    shutil.copyfile(index, copy)
-            self._git.run(args, env={"GIT_INDEX_FILE": str(copy)})
-            os.replace(copy, index)
-        finally:
-            copy.unlink(missing_ok=True)
 
     def heal_index(self, depth: int = 20) -> list[str]:
         """Bring index entries that lag behind recent commits back in line; the paths fixed.
@@ -471,6 +450,27 @@ class CommitWriter:
         if not (self._root / rel).is_file():
             return None
         return self._git.run(["hash-object", "--", str(self._root / rel)]).decode().strip()
+
+
+def run_on_index_copy(git: GitRunner, args: list[str]) -> None:
+    """Run an index command while this process holds `.git/index.lock` (which git would want
+    to take): on a copy of the index, which then replaces it, as git's own lock protocol
+    would do."""
+    copy = git.git_dir / f"feedbackd-index-{os.getpid()}"
+    index = git.git_dir / "index"
+    try:
+        if index.exists():
+            # A second name for the index, not a copy: git writes its new index to a new file,
+            # which then takes this name's place, so the index itself is never written into.
+            copy.unlink(missing_ok=True)
+            try:
+                os.link(index, copy)
+            except OSError:  # a file system without hard links
+                shutil.copyfile(index, copy)
+        git.run(args, env={"GIT_INDEX_FILE": str(copy)})
+        os.replace(copy, index)
+    finally:
+        copy.unlink(missing_ok=True)
 
 
 def _moved(trees: TreeEditor, head_tree: str | None, old: str, new: str) -> WorkTreeChange | None:
