@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -147,3 +148,37 @@ def test_without_git_nothing_is_remembered(site: Site) -> None:
     ledgers = CommittedLedgers()
     ledgers.commit(runtime, None, CommitRequest("sync", "w", "ledger", [path]), [path])
     assert not ledgers.unchanged(runtime, None, path)
+
+
+def test_thousands_of_decided_files_are_remembered_in_little_memory(
+    site: Site, repo: GitRepo
+) -> None:
+    """The daemon remembers every decided file for its life (10,000 after a long day): each
+    must cost a few dozen bytes, not the 800 its path and state took as objects."""
+    runtime = site.runtime()
+    folder = site.agent("w") / "approved"
+    folder.mkdir(parents=True)
+    paths = [folder / f"item-{number:04d}.json" for number in range(2000)]
+    for number, path in enumerate(paths):
+        path.write_text(json.dumps({"id": f"item-{number:04d}"}) + "\n")
+    site.git("add", "-A")
+    site.git("commit", "-q", "-m", "decided files")
+    ledgers = CommittedLedgers()
+    repo.file_ids_at_head([runtime.workspace.relative(path) for path in paths])  # trees parsed
+
+    tracemalloc.start()
+    try:
+        for path in paths:
+            seen = Path(str(path))  # as a pass sees it: its own objects, kept only if remembered
+            state = recovery.file_state(seen)
+            assert state is not None
+            ledgers.remember(runtime, repo, seen, state)
+        kept, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert ledgers.files_remembered == 2000
+    assert kept / 2000 < 200, f"{kept / 2000:.0f} bytes a file"
+    assert ledgers.unchanged_among(runtime, repo, paths) == set(paths)
+    paths[7].write_text('{"id": "item-0007", "edited": true}\n')
+    assert ledgers.unchanged_among(runtime, repo, paths) == set(paths) - {paths[7]}
