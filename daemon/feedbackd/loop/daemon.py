@@ -28,6 +28,7 @@ from types import FrameType
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.timeutil import utcnow
 from feedbackd.edges.instance import InstanceLock, writers_waiting
+from feedbackd.edges.memory import release_free_memory
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
@@ -118,6 +119,7 @@ class Daemon:
         self.sync = SyncThread(self.syncer, self.wakeup)
         self.ledgers = CommittedLedgers()  # the decision ledgers this daemon committed
         self.catch_up: CatchUp | None = None
+        self.memory_to_release = False  # a pass ran since freed memory was last given back
         self.exit_code = 0
 
     # --- life cycle -----------------------------------------------------------------------------
@@ -218,7 +220,12 @@ class Daemon:
 
     def _wait_for_work(self) -> None:
         if not self.watching.has_batches():
-            self.wakeup.wait(self._next_timeout())
+            timeout = self._next_timeout()
+            if timeout > 0 and self.memory_to_release:
+                # Going idle after passes: what they freed goes back to the system, once.
+                release_free_memory()
+                self.memory_to_release = False
+            self.wakeup.wait(timeout)
         for changes in self.watching.drain():
             self.dirty.add(changes)
         if self.settings_file.changed():
@@ -263,6 +270,7 @@ class Daemon:
     # --- passes -------------------------------------------------------------------------------
     def _pass(self) -> None:
         started = time.monotonic()
+        self.memory_to_release = True
         everything, inbox, agents = self.dirty.take()
         if everything:
             self.full_pass.started()
