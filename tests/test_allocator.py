@@ -1,4 +1,4 @@
-"""Memory a pass freed goes back to the system (edges/memory.py), on this machine's glibc."""
+"""Memory a pass freed goes back to the system (edges/allocator.py), on this machine's glibc."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ctypes
 import os
 from pathlib import Path
 
-from feedbackd.edges.memory import release_free_memory
+from feedbackd.edges.allocator import release_free_memory
 
 BLOCK = 4096
 BLOCKS = 20_000  # 80 MB in blocks small enough for the heap (not mmap'd one by one)
