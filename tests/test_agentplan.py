@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import tracemalloc
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -575,3 +576,27 @@ def test_a_forgotten_lesson_is_not_learned_again_when_its_decision_is_replayed()
     [step] = plan(view(approved, forgotten=forgotten)).decisions
     [write] = [w for w in step.writes if w.path == AGENT.feedback]
     assert [entry["field"] for entry in json.loads(write.text)] == ["t"]
+
+
+def test_a_burst_of_decisions_is_planned_without_a_feedback_text_per_decision() -> None:
+    """Each decision of a burst plans its own version of feedback.json; were they all text at
+    once, a pass over a burst would hold the file once per decision (the daemon's high-water
+    mark, which its allocator then keeps). Each text is made as its step is written."""
+    wordy = "a much longer sentence, as a curator writes it " * 20  # about 1 KB
+    burst = [
+        read("approved", item(f"qi-{n}", {"t": f"{wordy}{n}"}, {"t": f"old {n}"}))
+        for n in range(120)
+    ]
+    v = view(*burst)
+    tracemalloc.start()
+    try:
+        p = plan(v)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # As text: 120 versions of 1 to 120 entries of about 1.3 KB each, about 9 MB.
+    assert held < 2_000_000, f"the plan holds {held:,} bytes"
+    last = parse_feedback(p.decisions[-1].writes[0].text)
+    assert [e.queueItemId for e in last] == [f"qi-{n}" for n in range(120)]
+    first = parse_feedback(p.decisions[0].writes[0].text)
+    assert [e.queueItemId for e in first] == ["qi-0"]

@@ -18,9 +18,10 @@ already, so none is written twice.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +89,19 @@ class AgentView:
 # --- the plan -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Write:
-    """A whole file to write (atomically)."""
+    """A whole file to write (atomically): its text, or what makes the text when it is written.
+
+    A burst of decisions in one pass plans a version of feedback.json for each (200 entries,
+    tens of kilobytes): held as text, a burst of 500 would keep them all in memory at once, and
+    the allocator the high-water mark. Versions made when written are held one at a time.
+    """
 
     path: Path
-    text: str
+    content: str | Callable[[], str]
+
+    @property
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else self.content()
 
 
 @dataclass(frozen=True)
@@ -456,14 +466,15 @@ def _feedback_writes(
 ) -> tuple[list[Write], list[FeedbackEntry], _Folder]:
     """feedback.json with the entries not recorded yet, and the snippet, where they change;
     the entries added, and the folder as the writes leave it."""
-    stored, added = merge_new(folder.feedback, entries, settings.feedback.max_entries)
+    merged, added = merge_new(folder.feedback, entries, settings.feedback.max_entries)
+    stored = tuple(merged)
     writes = []
     if added or not folder.feedback_exists:
-        writes.append(Write(agent.feedback, dump_feedback(stored)))
+        writes.append(Write(agent.feedback, partial(dump_feedback, stored)))
     snippet = render_snippet(stored, settings.prompt)
     if snippet != folder.snippet:
         writes.append(Write(agent.prompt, snippet))
-    return writes, added, _Folder(tuple(stored), True, snippet)
+    return writes, added, _Folder(stored, True, snippet)
 
 
 # --- a decided file changed after its commit --------------------------------------------------

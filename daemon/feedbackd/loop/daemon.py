@@ -27,8 +27,8 @@ from types import FrameType
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.timeutil import utcnow
-from feedbackd.edges.instance import InstanceLock, writers_waiting
 from feedbackd.edges.allocator import release_free_memory
+from feedbackd.edges.instance import InstanceLock, writers_waiting
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
