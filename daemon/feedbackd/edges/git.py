@@ -314,6 +314,11 @@ class GitRepo:
         `pull` half-way): what a pass that reads the workspace plans on."""
         return self._commits.settled_head()
 
+    def wait_for_user_git(self) -> None:
+        """Return once no git command of the user's changes the workspace (a few seconds at
+        most): one that started during a commit may still be removing or writing files."""
+        self._commits.wait_for_user_git()
+
     def file_id_at_head(self, path: str) -> str | None:
         """The object id of `path` at HEAD (None when HEAD has nothing there), without reading
         the file's content."""

@@ -178,10 +178,15 @@ class CommitWriter:
         seconds at most: a `git commit` may wait for its editor much longer, and a change that
         follows is checked again anyway): what a pass reads and plans on."""
         if time.monotonic() - self._settled_at >= _SETTLED_FOR_S:
-            wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
-            wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
-            self._settled_at = time.monotonic()
+            self.wait_for_user_git()
         return self.head()
+
+    def wait_for_user_git(self) -> None:
+        """Wait (a few seconds at most) until no git command of someone else's changes the
+        workspace, looking afresh."""
+        wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
+        wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
+        self._settled_at = time.monotonic()
 
     def commit(
         self, paths: Sequence[str], message: str, author: Person, within: str | None = None
