@@ -36,7 +36,7 @@ from feedbackd.edges.git import GitRepo, HeadMoved
 from feedbackd.loop import agentrename, problems, recovery
 from feedbackd.loop.agentfiles import append_record, read_forgotten_text, read_ledger
 from feedbackd.loop.agentread import AgentReader, Lookups
-from feedbackd.loop.draftmemory import put_back_cleaned, remember_drafts
+from feedbackd.loop.draftmemory import remember_drafts
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recording import CommitRequest
 from feedbackd.loop.recovery import CommittedLedgers, file_state
@@ -190,8 +190,6 @@ class AgentPass:
         for first in (plan.drafts, plan.feedback_files):
             if first is not None:
                 self.apply(first)
-        if plan.drafts is not None:
-            put_back_cleaned(self.runtime, self.repo, self.agent, plan.drafts.commit.paths)
         remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
         for done, step in enumerate(plan.decisions, start=1):
             if not self.keep_going():

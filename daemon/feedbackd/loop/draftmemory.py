@@ -10,7 +10,6 @@ processes per agent; and they are remembered with one write per agent, not one f
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import time
@@ -18,7 +17,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from feedbackd.core import agentplan
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import atomic_write_bytes, atomic_write_text
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop.runtime import Runtime
@@ -28,8 +27,6 @@ CHUNK = 2000  # drafts whose first versions are read from git at once: bounds th
 # A file unchanged since this long before git listed the untracked files was seen by it: more
 # than the file system's clock lags behind time.time() (one tick of the kernel's coarse clock).
 SETTLED_S = 0.05
-
-log = logging.getLogger("feedbackd")
 
 
 def snapshot_path(runtime: Runtime, agent: AgentPaths, name: str) -> Path:
@@ -92,48 +89,6 @@ def _as_committed(runtime: Runtime, repo: GitRepo | None, path: Path) -> bytes |
         return path.read_bytes()
     except FileNotFoundError:
         return None
-
-
-def put_back_cleaned(
-    runtime: Runtime, repo: GitRepo | None, agent: AgentPaths, committed: Sequence[Path]
-) -> list[Path]:
-    """The drafts of a commit just made that a racing `git clean` removed, written back as the
-    commit holds them; the paths put back.
-
-    `git clean` takes no lock: one that read the index before a draft's commit reached it takes
-    the draft for untracked and may remove it right after the commit stored it. HEAD and the
-    index then hold the draft and the work tree does not, and `git status` shows a deletion
-    nobody chose. Had the commit come a moment sooner, `git clean` would have kept the draft as
-    tracked, so that is what is made true. A draft moved on to approved/ or rejected/ meanwhile
-    is where its curator put it, and stays there.
-    """
-    queued = [path for path in committed if path.parent == agent.queue]
-    if repo is None or not queued:
-        return []
-    repo.wait_for_user_git()  # a `git clean` still running may remove more
-    put_back = []
-    for path in queued:
-        if path.exists() or _moved_on(agent, path.stem):
-            continue
-        rel = runtime.workspace.relative(path)
-        content = repo.file_at_head(rel)
-        if content is None:  # removed before the commit stored it: not committed
-            continue
-        try:
-            atomic_write_bytes(path, content, within=agent.root)
-        except FileNotFoundError:
-            continue  # the agent folder was moved away
-        log.warning("%s was removed while it was committed (a `git clean`?); put back", rel)
-        put_back.append(path)
-    return put_back
-
-
-def _moved_on(agent: AgentPaths, item: str) -> bool:
-    return any(
-        (agent.folder(folder) / f"{item}{suffix}").exists()
-        for folder in DECISION_FOLDERS
-        for suffix in ITEM_SUFFIXES
-    )
 
 
 def move_drafts(runtime: Runtime, old: AgentPaths, new: AgentPaths) -> None:

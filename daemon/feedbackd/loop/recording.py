@@ -7,12 +7,14 @@ so subjects, trailers and authorship read the same in `git log` whoever made the
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedbackd.core.commitmsg import Person, build_message
-from feedbackd.edges.files import TMP_SUFFIX
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.edges.files import TMP_SUFFIX, atomic_write_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop.runtime import Runtime, choose_author
 
@@ -76,9 +78,47 @@ def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest
         sha = repo.commit_paths(paths, message, author, within)
         if sha is None:
             return None  # already committed (a fresh clone, or the user's own commit)
+        _put_back_removed(runtime, repo, request)
     where = f"{request.agent}/{request.skill}" if request.skill else request.agent
     log.info("%s(%s): %s", request.event, where, request.summary)
     return Event(request.event, request.agent, request.summary, request.item, sha, request.skill)
+
+
+def _put_back_removed(runtime: Runtime, repo: GitRepo, request: CommitRequest) -> None:
+    """Write back, as the commit holds them, the files a racing `git clean` removed.
+
+    `git clean` takes no lock: one that read the index before a commit reached it takes the
+    files the commit adds for untracked, and may remove them right after the commit stored
+    them. HEAD and the index then hold a file the work tree lacks, and `git status` shows a
+    deletion nobody chose. Had the commit come a moment sooner, `git clean` would have kept
+    the files as tracked, so that is what is made true. An item moved on to another folder
+    meanwhile is where its curator put it, and stays there.
+    """
+    repo.wait_for_user_git()  # a `git clean` still running may remove more
+    for path in request.paths:
+        if os.path.lexists(path) or _moved_on(path):
+            continue
+        rel = runtime.workspace.relative(path)
+        content = repo.file_at_head(rel)
+        if content is None:  # deleted by the commit, or removed before it stored the file
+            continue
+        try:
+            atomic_write_bytes(path, content, within=request.within or runtime.workspace.root)
+        except FileNotFoundError:
+            continue  # its folder was moved away (an agent renamed)
+        log.warning("%s was removed while it was committed (a `git clean`?); put back", rel)
+
+
+def _moved_on(path: Path) -> bool:
+    """An item file whose item now lies in another of its agent's folders."""
+    if path.suffix not in ITEM_SUFFIXES:
+        return False
+    agent = path.parent.parent
+    return any(
+        (agent / folder / f"{path.stem}{suffix}").exists()
+        for folder in ("queue", *DECISION_FOLDERS)
+        for suffix in ITEM_SUFFIXES
+    )
 
 
 def relative_paths(runtime: Runtime, paths: Sequence[Path]) -> list[str]:

@@ -1,0 +1,109 @@
+"""Files that `git clean` removes while feedbackd commits them as new.
+
+The chaos test found it: a user's `git reset --hard && git clean -fd` ran while the daemon
+committed a draft that had just arrived. `git clean` takes no lock: it read the index before the
+daemon's commit reached it, took the draft for untracked and removed it just after the daemon
+had stored it. HEAD and the index then held the draft and the work tree did not, and `git status`
+showed it deleted, a change nobody made on purpose, for good. Any file a commit adds can meet
+it: an approved item, a new agent's feedback files, a rating's new month file. Had the commit
+come a moment sooner, `git clean` would have kept the file as tracked: feedbackd makes that so.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from feedbackd.loop.reconcile import reconcile_all
+from tests.workspace_kit import Site, draft
+
+CLEAN = "git clean -fdq -- _data"
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    site = Site(tmp_path / "ws")
+    site.write("w", "qi-0.json", draft({"title": "An earlier draft"}))
+    reconcile_all(site.runtime(), ["w"])  # the agent's own files are committed already
+    return site
+
+
+def _when_head_moves(site: Site, command: str) -> None:
+    """Run the user's command while feedbackd moves HEAD: after its commit is made, before the
+    user's index holds it (git's reference-transaction hook, git 2.28 and later)."""
+    hook = site.root / ".git" / "hooks" / "reference-transaction"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f'#!/bin/sh\n[ "$1" = committed ] && {command}\nexit 0\n')
+    hook.chmod(0o755)
+
+
+def _clean(site: Site) -> bool:
+    return site.git("status", "--porcelain", "--untracked-files=all", "--", "_data") == ""
+
+
+def test_a_new_draft_git_clean_removes_during_its_commit_is_put_back(site: Site) -> None:
+    path = site.write("w", "qi-1.json", draft({"title": "First"}))
+    written = path.read_bytes()
+    _when_head_moves(site, CLEAN)
+
+    report = reconcile_all(site.runtime(), ["w"])
+
+    assert report.problems == []
+    assert site.git("log", "-1", "--format=%s").startswith("draft(w): 1 new draft (qi-1)")
+    assert _clean(site)
+    assert path.read_bytes() == written
+
+
+def test_an_approved_item_git_clean_removes_during_its_commit_is_put_back(site: Site) -> None:
+    site.write("w", "qi-1.json", draft({"title": "First"}))
+    reconcile_all(site.runtime(), ["w"])
+    site.write("w", "qi-1.json", draft({"title": "Better"}))
+    approved = site.move("w", "qi-1.json", "approved")
+    _when_head_moves(site, CLEAN)
+
+    reconcile_all(site.runtime(), ["w"])
+
+    assert site.git("log", "-1", "--format=%s").startswith("approve(w)")
+    assert _clean(site)
+    assert json.loads(approved.read_text())["contentData"]["title"] == "Better"
+    [entry] = site.feedback("w")
+    assert entry["corrected"] == "Better"
+
+
+def test_a_new_month_file_of_ratings_git_clean_removes_is_put_back(site: Site) -> None:
+    site.configure("agent_id: genesis-bot\ndaemon:\n  settle_ms: 0\n")
+    _when_head_moves(site, CLEAN)
+    doc = {
+        "transaction_id": str(uuid.uuid4()),
+        "provider_agent": "w",
+        "skill_id": "summarize",
+        "rating": 4,
+        "result_quality": "good",
+        "would_reuse": True,
+        "cost_value_ratio": "fair",
+    }
+
+    done = site.cli("feedback", "submit", "--json", json.dumps(doc), "--as", "buyer-1")
+
+    assert done.returncode == 0, done.stderr
+    assert "was removed while it was committed" in done.stderr
+    assert _clean(site)
+    [month_file] = (site.agent("w") / "ratings" / "summarize").glob("*.jsonl")
+    assert json.loads(month_file.read_text())["transaction_id"] == doc["transaction_id"]
+
+
+def test_a_draft_moved_on_during_its_commit_is_not_put_back(site: Site) -> None:
+    path = site.write("w", "qi-1.json", draft({"title": "First"}))
+    approved = site.agent("w") / "approved"
+    _when_head_moves(site, f"mkdir -p {approved} && mv {path} {approved}/")
+
+    reconcile_all(site.runtime(), ["w"])
+    reconcile_all(site.runtime(), ["w"])  # the approval
+
+    assert not path.exists()
+    assert (approved / "qi-1.json").exists()
+    assert site.git("log", "-1", "--format=%s").startswith("approve(w)")
+    assert _clean(site)
