@@ -19,6 +19,7 @@ from feedbackd.edges.git import GitRepo
 from feedbackd.loop.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
+_ITEM_FOLDERS = ("queue", *DECISION_FOLDERS)
 
 
 @dataclass(frozen=True)
@@ -111,12 +112,12 @@ def _put_back_removed(runtime: Runtime, repo: GitRepo, request: CommitRequest) -
 
 def _moved_on(path: Path) -> bool:
     """An item file whose item now lies in another of its agent's folders."""
-    if path.suffix not in ITEM_SUFFIXES:
+    if path.parent.name not in _ITEM_FOLDERS or path.suffix not in ITEM_SUFFIXES:
         return False
     agent = path.parent.parent
     return any(
         (agent / folder / f"{path.stem}{suffix}").exists()
-        for folder in ("queue", *DECISION_FOLDERS)
+        for folder in _ITEM_FOLDERS
         for suffix in ITEM_SUFFIXES
     )
 
