@@ -314,6 +314,9 @@ def test_a_revert_under_the_running_daemon_is_an_undo(site: Site, daemon: Daemon
     for name in ("d1", "d2", "d3"):
         curator_approves(site, name, f"Better {name}")
         wait_for(lambda name=name: approve_commit(site, name), what=f"{name}'s approval")
+    # The approval's commit is on the branch a moment before the daemon lets go of git's index
+    # lock; a user who runs git then is told to run it again. This one lets the daemon finish.
+    idle(daemon)
     git_revert(site, decision_commit(site, "d2"))
     wait_for(lambda: "Better d2" not in site.prompt(AGENT), what="the snippet regenerated")
     idle(daemon)
