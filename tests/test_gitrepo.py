@@ -447,3 +447,27 @@ def test_healing_many_lagging_paths_names_them_to_git_a_chunk_at_a_time(
     with GitRepo(git_repo) as repo:
         assert repo.heal_index() == sorted(names)
     assert git(git_repo, "status", "--porcelain") == "A  notes.txt\n"
+
+
+def test_put_back_writes_what_head_holds_and_never_overwrites(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    write(git_repo, "items/run.sh", "#!/bin/sh\n")
+    (git_repo / "items/run.sh").chmod(0o755)
+    os.symlink("run.sh", git_repo / "items/link.sh")
+    write(git_repo, "items/a.json", "{}\n")
+    repo.commit_paths(["items"], message(), ADA)
+    for name in ("run.sh", "link.sh", "a.json"):
+        (git_repo / "items" / name).unlink()
+    (git_repo / "items/a.json").write_text('{"written": "meanwhile"}\n')
+
+    assert repo.put_back("items/run.sh", git_repo)
+    assert repo.put_back("items/link.sh", git_repo)
+    assert not repo.put_back("items/a.json", git_repo)  # something is there: it stays
+    assert not repo.put_back("items/never.json", git_repo)
+
+    assert os.access(git_repo / "items/run.sh", os.X_OK)
+    assert os.readlink(git_repo / "items/link.sh") == "run.sh"
+    assert (git_repo / "items/a.json").read_text() == '{"written": "meanwhile"}\n'
+    assert git(git_repo, "status", "--porcelain", "--", "items") == " M items/a.json\n"
+    assert not [p for p in (git_repo / "items").iterdir() if p.name.startswith(".")]

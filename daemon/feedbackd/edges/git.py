@@ -309,15 +309,15 @@ class GitRepo:
         writes and its commit."""
         return self._commits.holding()
 
-    def settled_head(self) -> str | None:
+    def settled_head(self, *, look_afresh: bool = False) -> str | None:
         """HEAD, once no git command of the user's changes the workspace (a `git stash` or
-        `pull` half-way): what a pass that reads the workspace plans on."""
-        return self._commits.settled_head()
+        `pull` half-way): what a pass that reads the workspace plans on. `look_afresh`: even
+        right after a look (one that started during a commit may still be removing files)."""
+        return self._commits.settled_head(look_afresh=look_afresh)
 
-    def wait_for_user_git(self) -> None:
-        """Return once no git command of the user's changes the workspace (a few seconds at
-        most): one that started during a commit may still be removing or writing files."""
-        self._commits.wait_for_user_git()
+    def put_back(self, path: str, within: Path) -> bool:
+        """Write `path` as HEAD holds it where the work tree has nothing; True when written."""
+        return self._commits.put_back(rel_path(path), within)
 
     def file_id_at_head(self, path: str) -> str | None:
         """The object id of `path` at HEAD (None when HEAD has nothing there), without reading

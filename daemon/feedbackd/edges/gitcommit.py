@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import secrets
 import shutil
 import stat
 import time
@@ -23,7 +24,8 @@ from pathlib import Path
 
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.errors import GitError
-from feedbackd.edges.gitbatch import COMMIT_FILE_PREFIX, GitBatch
+from feedbackd.edges.files import TMP_SUFFIX, make_folders
+from feedbackd.edges.gitbatch import COMMIT_FILE_PREFIX, GitBatch, GitObject
 from feedbackd.edges.gitlocks import holding_index_lock, wait_for_changing_git
 from feedbackd.edges.gitrunner import (
     GitRunner,
@@ -45,6 +47,9 @@ _SETTLE_WAIT_S = 5.0
 # change that follows holds the index lock and checks HEAD (see `holding`).
 _SETTLED_FOR_S = 0.05
 _DATES = frozenset({"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"})
+_LINK_MODE = b"120000"
+# git's modes of the entries a work tree holds as files, and the permissions git gives them
+_FILE_MODES = {b"100644": 0o644, b"100755": 0o755, _LINK_MODE: 0o777}
 _PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
 _OPERATIONS = {
     "rebase-merge": "rebase",
@@ -173,20 +178,15 @@ class CommitWriter:
         """HEAD's commit, read afresh; None before a first commit."""
         return self._head_and_tree()[0]
 
-    def settled_head(self) -> str | None:
+    def settled_head(self, *, look_afresh: bool = False) -> str | None:
         """HEAD once no git command of someone else's changes the workspace (waited for a few
         seconds at most: a `git commit` may wait for its editor much longer, and a change that
         follows is checked again anyway): what a pass reads and plans on."""
-        if time.monotonic() - self._settled_at >= _SETTLED_FOR_S:
-            self.wait_for_user_git()
+        if look_afresh or time.monotonic() - self._settled_at >= _SETTLED_FOR_S:
+            wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
+            wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
+            self._settled_at = time.monotonic()
         return self.head()
-
-    def wait_for_user_git(self) -> None:
-        """Wait (a few seconds at most) until no git command of someone else's changes the
-        workspace, looking afresh."""
-        wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
-        wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
-        self._settled_at = time.monotonic()
 
     def commit(
         self, paths: Sequence[str], message: str, author: Person, within: str | None = None
@@ -266,6 +266,12 @@ class CommitWriter:
         held.head = new
         self.update_user_index(new, rels, change)
         return new
+
+    def put_back(self, rel: str, within: Path) -> bool:
+        """Write `rel` as HEAD holds it where the work tree has nothing (see _write_new)."""
+        entry = self._trees.entry_at(self._head_and_tree()[1], split_path(rel))
+        found = self._batch.read(entry.sha) if entry and entry.mode in _FILE_MODES else None
+        return bool(entry and found and _write_new(self._root / rel, within, entry.mode, found))
 
     def entry_id_at_head(self, rel: str) -> str | None:
         """The object id HEAD holds at `rel` (None: nothing there), from the trees kept parsed."""
@@ -476,6 +482,27 @@ def run_on_index_copy(git: GitRunner, args: list[str]) -> None:
         os.replace(copy, index)
     finally:
         copy.unlink(missing_ok=True)
+
+
+def _write_new(path: Path, within: Path, mode: bytes, blob: GitObject) -> bool:
+    """Make `path` a file (its executable bit as git's `mode` says) or a symbolic link holding
+    the blob, unless something is there: that stays, and False is returned.
+    FileNotFoundError when the folder `within` is gone."""
+    content = blob.content
+    make_folders(path.parent, within)
+    temporary = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    try:
+        if mode == _LINK_MODE:
+            os.symlink(os.fsdecode(content), temporary)
+        else:
+            temporary.write_bytes(content)
+            temporary.chmod(_FILE_MODES[mode])
+        os.link(temporary, path, follow_symlinks=False)  # fails on anything already there
+    except FileExistsError:
+        return False
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
 
 
 def _moved(trees: TreeEditor, head_tree: str | None, old: str, new: str) -> WorkTreeChange | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from feedbackd.core.commitmsg import Person, build_message
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
-from feedbackd.edges.files import TMP_SUFFIX, atomic_write_bytes
+from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop.runtime import Runtime, choose_author
 
@@ -95,19 +95,19 @@ def _put_back_removed(runtime: Runtime, repo: GitRepo, request: CommitRequest) -
     the files as tracked, so that is what is made true. An item moved on to another folder
     meanwhile is where its curator put it, and stays there.
     """
-    repo.wait_for_user_git()  # a `git clean` still running may remove more
+    repo.settled_head(look_afresh=True)  # a `git clean` still running may remove more
+    within = request.within or runtime.workspace.root
     for path in request.paths:
         if os.path.lexists(path) or _moved_on(path):
             continue
         rel = runtime.workspace.relative(path)
-        content = repo.file_at_head(rel)
-        if content is None:  # deleted by the commit, or removed before it stored the file
-            continue
         try:
-            atomic_write_bytes(path, content, within=request.within or runtime.workspace.root)
+            # False for a path the commit deleted, or one removed before it was stored
+            put_back = repo.put_back(rel, within)
         except FileNotFoundError:
             continue  # its folder was moved away (an agent renamed)
-        log.warning("%s was removed while it was committed (a `git clean`?); put back", rel)
+        if put_back:
+            log.warning("%s was removed while it was committed (a `git clean`?); put back", rel)
 
 
 def _moved_on(path: Path) -> bool:
