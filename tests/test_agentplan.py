@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import tracemalloc
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from feedbackd.core.decisions import DecisionRecord, State, latest_states, new_r
 from feedbackd.core.errors import InvalidItem
 from feedbackd.core.feedback import FeedbackEntry, new_entry, parse_feedback
 from feedbackd.core.items import Item
+from feedbackd.core.prompts import render_snippet
 from feedbackd.core.workspace import Workspace
 
 ROOT = Path("/ws")
@@ -349,6 +350,24 @@ def test_a_stale_snippet_is_regenerated_and_a_missing_one_left_alone() -> None:
     assert "Original: a\nCorrected: b" in p.snippet_refresh.writes[0].text
     # No feedback.json, no snippet: nothing to refresh.
     assert plan(view(**NEW_AGENT)).snippet_refresh is None
+
+
+def test_a_snippet_head_lacks_is_committed_as_it_stands() -> None:
+    """A pass killed after writing the snippet, before its commit: it is already what
+    feedback.json makes, so the step commits it and writes nothing."""
+    earlier = new_entry(NOW, type="edit", field="t", original="a", corrected="b")
+    current = render_snippet([earlier], DEFAULTS.prompt)
+    left = plan(view(feedback=[earlier], feedback_exists=True, snippet=current))
+    assert left.snippet_refresh is None
+    uncommitted = view(feedback=[earlier], feedback_exists=True, snippet=current)
+    p = plan(replace(uncommitted, snippet_committed=False))
+    assert p.snippet_refresh is not None and p.snippet_refresh.writes == ()
+    assert p.snippet_refresh.commit.paths == (AGENT.prompt,)
+    # A decision of the same pass commits the snippet anyway: no step of its own.
+    approved = read("approved", item("qi-1", {"t": "c"}, {"t": "d"}))
+    p = plan(replace(view(approved, feedback=[earlier], snippet=current), snippet_committed=False))
+    assert len(p.decisions) == 1 and p.snippet_refresh is None
+    assert AGENT.prompt in p.decisions[0].commit.paths
 
 
 def test_record_adds_an_entry_once() -> None:

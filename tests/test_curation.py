@@ -381,6 +381,29 @@ def test_a_decision_written_but_never_committed_is_committed_by_the_next_pass(
     assert len(site.feedback("w")) == 1
 
 
+def test_a_snippet_written_but_never_committed_is_committed_by_the_next_pass(site: Site) -> None:
+    """A pass killed after it wrote the regenerated snippet, before its commit: the snippet on
+    disk is already what feedback.json makes, yet HEAD holds the one before."""
+    site.write("w", "qi-1.json", draft({"t": "a"}, rejectionFeedback="Too dry."), "rejected")
+    site.reconcile()
+    assert "Too dry." not in site.prompt("w")
+    site.configure("git:\n  enabled: false\nprompt:\n  include_rejections: true\n")
+    site.reconcile()
+    assert "Too dry." in site.prompt("w")
+    assert site.git("status", "--porcelain", "--", "_data").split() == [
+        "M",
+        "_data/agents/w/prompt/feedback.md",
+    ]
+    site.configure("prompt:\n  include_rejections: true\n")
+    site.reconcile()
+    assert site.git("status", "--porcelain", "--", "_data") == ""
+    assert site.git("log", "-1", "--format=%s") == "sync(w): regenerate prompt snippet\n"
+    assert "Too dry." in site.git("show", "HEAD:_data/agents/w/prompt/feedback.md")
+    commits = site.commit_count()
+    site.reconcile()
+    assert site.commit_count() == commits
+
+
 def test_a_rewritten_file_keeps_its_mode(site: Site) -> None:
     """A curator's `chmod 444 feedback.json` stays: the new entries land, the mode is kept."""
     for name in ("qi-1", "qi-2"):

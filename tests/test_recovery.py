@@ -139,6 +139,22 @@ def test_a_reset_that_drops_the_committed_ledger_is_noticed(site: Site, repo: Gi
     assert not ledgers.unchanged(runtime, repo, path)
 
 
+def test_a_file_that_differs_from_head_is_told_and_one_that_does_not_remembered(
+    site: Site, repo: GitRepo
+) -> None:
+    runtime = site.runtime()
+    path = committed_log(site, "snippet\n", "feedback.md")
+    ledgers = CommittedLedgers()
+    assert not ledgers.differs_from_head(runtime, repo, path)
+    assert ledgers.unchanged(runtime, repo, path)  # git vouched for it: not asked again
+    path.write_text("snippet, regenerated\n")  # written by a pass killed before its commit
+    assert ledgers.differs_from_head(runtime, repo, path)
+    assert not ledgers.differs_from_head(runtime, repo, path.with_name("none.md"))
+    untracked = path.with_name("new.md")
+    untracked.write_text("not committed\n")
+    assert not ledgers.differs_from_head(runtime, repo, untracked)  # the new files' own step
+
+
 def test_without_git_nothing_is_remembered(site: Site) -> None:
     site.configure("git:\n  enabled: false\n")
     runtime = Runtime.open(str(site.root), None)

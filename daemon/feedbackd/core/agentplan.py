@@ -84,6 +84,8 @@ class AgentView:
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
     forgotten: frozenset[Identity] = frozenset()  # lessons taken back (`feedbackd forget`)
     revised: Sequence[ReadItem] = ()  # decided files changed since their last commit, read
+    # False: HEAD holds another snippet (a pass killed after writing it, before its commit)
+    snippet_committed: bool = True
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -250,7 +252,8 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         if decision is not None:
             step, folder = _plan_revision(view, decision, folder, settings, now)
             steps.append(step)
-    snippet_refresh = _plan_snippet_refresh(view.agent, folder, settings)
+    left_uncommitted = not view.snippet_committed and folder.snippet == view.snippet
+    snippet_refresh = _plan_snippet_refresh(view.agent, folder, settings, left_uncommitted)
     return AgentPlan(
         drafts,
         snapshots,
@@ -618,15 +621,18 @@ def plan_restore(agent: AgentPaths, records: Sequence[DecisionRecord]) -> Step:
     return Step(Commit("sync", summary, (agent.decisions,)), ledger=tuple(records))
 
 
-def _plan_snippet_refresh(agent: AgentPaths, folder: _Folder, settings: Settings) -> Step | None:
-    """Regenerate a snippet that no longer matches feedback.json (settings changed, a pull)."""
+def _plan_snippet_refresh(
+    agent: AgentPaths, folder: _Folder, settings: Settings, left_uncommitted: bool
+) -> Step | None:
+    """Regenerate a snippet that no longer matches feedback.json (settings changed, a pull);
+    commit one a killed pass regenerated but never committed (`left_uncommitted`)."""
     if not folder.feedback_exists and folder.snippet is None:
         return None
     text = render_snippet(folder.feedback, settings.prompt)
-    if text == folder.snippet:
-        return None
     commit = Commit("sync", "regenerate prompt snippet", (agent.prompt,))
-    return Step(commit, (Write(agent.prompt, text),))
+    if text != folder.snippet:
+        return Step(commit, (Write(agent.prompt, text),))
+    return Step(commit) if left_uncommitted else None
 
 
 def _relative(view: AgentView, path: Path) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,7 +36,7 @@ from feedbackd.core.commitmsg import (
 from feedbackd.core.errors import GitError
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.edges import gitpaths
-from feedbackd.edges.gitbatch import GitBatch, KeptBatch
+from feedbackd.edges.gitbatch import GitBatch, GitObject, KeptBatch
 from feedbackd.edges.gitcommit import (
     CommitWriter,
     HeadMoved,
@@ -158,6 +158,11 @@ class GitRepo:
         """The committed content of `path` at HEAD, or None when HEAD has no such file."""
         return self._blob("HEAD", rel_path(path))
 
+    def object_at_head(self, path: str) -> GitObject | None:
+        """`path` at HEAD with its object id (the content alone: file_at_head)."""
+        found = self._objects.read(f"HEAD:{rel_path(path)}")
+        return found if found is not None and found.kind == "blob" else None
+
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The content of `path` in `commit` (a sha or revision); None when it has no such file."""
         return self._blob(revision(commit), rel_path(path))
@@ -238,17 +243,12 @@ class GitRepo:
         if since is not None and since.tzinfo is None:
             since = since.replace(tzinfo=UTC)  # like every other time in feedbackd
         args = ["log", "-i", f"--grep=^{EVENT_KEY}:", f"--format={_LOG_FORMAT}", "HEAD"]
-        parts = self._git.run(args).decode("utf-8", errors="replace").split("\0")
-        entries: list[LogEntry] = []
-        for index in range(0, len(parts) - 3, 4):
-            commit, date, author, message = parts[index : index + 4]
-            entry = log_entry(commit.strip(), date, author, message)
-            if entry is None or (agent is not None and entry.agent != agent):
-                continue
-            if since is not None and parse_iso(entry.date) < since:
-                continue
-            entries.append(entry)
-        return entries
+        return [
+            entry
+            for entry, _ in _log_entries(self._git.run(args))
+            if (agent is None or entry.agent == agent)
+            and (since is None or parse_iso(entry.date) >= since)
+        ]
 
     def trailer_log(self, trailers: Mapping[str, str]) -> list[LogEntry]:
         """Learning-history commits carrying each of these trailer values exactly, newest first.
@@ -260,15 +260,10 @@ class GitRepo:
             return []
         greps = [f"--grep=^{key}: {literal_pattern(value)}$" for key, value in trailers.items()]
         args = ["log", "-E", "--all-match", *greps, f"--format={_LOG_FORMAT}", "HEAD"]
-        parts = self._git.run(args).decode("utf-8", errors="replace").split("\0")
         found = []
-        for index in range(0, len(parts) - 3, 4):
-            commit, date, author, message = parts[index : index + 4]
-            entry = log_entry(commit.strip(), date, author, message)
+        for entry, message in _log_entries(self._git.run(args)):
             values = {key.lower(): vals[-1] for key, vals in parse_trailers(message).items()}
-            if entry is not None and all(
-                values.get(key.lower()) == value for key, value in trailers.items()
-            ):
+            if all(values.get(key.lower()) == value for key, value in trailers.items()):
                 found.append(entry)
         return found
 
@@ -414,6 +409,16 @@ class GitRepo:
             return self._git.run(["cat-file", "blob", sha]) if sha else None
         found = self._objects.read(f"{rev}:{rel}")
         return found.content if found is not None and found.kind == "blob" else None
+
+
+def _log_entries(out: bytes) -> Iterator[tuple[LogEntry, str]]:
+    """The learning-history commits of `git log --format=_LOG_FORMAT`, each with its message."""
+    parts = out.decode("utf-8", errors="replace").split("\0")
+    for index in range(0, len(parts) - 3, 4):
+        commit, date, author, message = parts[index : index + 4]
+        entry = log_entry(commit.strip(), date, author, message)
+        if entry is not None:
+            yield entry, message
 
 
 def _executable() -> str:

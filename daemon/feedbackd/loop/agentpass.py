@@ -236,7 +236,7 @@ class AgentPass:
     def _commit(self, change: CommitRequest) -> None:
         # The decided files too: a pass then sees, without asking git, that they are unchanged.
         decided = [p for p in change.paths if p.parent.name in DECISION_FOLDERS]
-        kept = [self.agent.decisions, *decided]
+        kept = [self.agent.decisions, self.agent.prompt, *decided]
         recorded = self.ledgers.commit(self.runtime, self.repo, change, kept)
         if recorded is not None:
             self.report.events.append(recorded)

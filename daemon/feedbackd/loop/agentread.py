@@ -103,6 +103,7 @@ class AgentReader:
         revised = self._settled(revised, scan)
         self.read_as = {f.path: file_state(f.path) for f in [*undecided, *revised]}
         from_queue = self._from_curation_queue(ledger, scan) if isinstance(feedback, list) else []
+        snippet_left = self.committed.differs_from_head(self.runtime, self.repo, self.agent.prompt)
         view = AgentView(
             agent=self.agent,
             root=self.runtime.workspace.root,
@@ -119,6 +120,7 @@ class AgentReader:
             ledger_exists=self.agent.decisions.exists(),
             uncommitted=self.uncommitted_files() if drafts or undecided else frozenset(),
             snippet=self.snippet(),
+            snippet_committed=not snippet_left,  # by a killed pass
             author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
         )
@@ -173,8 +175,6 @@ class AgentReader:
         Only a file that HEAD holds where it stands can have been decided: a new decision's
         file has just been moved there, and costs no look at history.
         """
-        if self.repo is None:
-            return list(files)
         undecided = []
         for item_file in files:
             record = self.decision_in_history(item_file)

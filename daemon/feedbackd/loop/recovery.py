@@ -81,6 +81,21 @@ class CommittedLedgers:
         committed = repo.file_id_at_head(runtime.workspace.relative(path))
         self._states[_key(path)] = _fingerprint(state, committed)
 
+    def differs_from_head(self, runtime: Runtime, repo: GitRepo | None, path: Path) -> bool:
+        """True when the file on disk and HEAD's version of it differ (a pass killed after
+        writing it, before its commit); False when either has none. Git is asked once while
+        the file stays as HEAD holds it."""
+        if repo is None or self.unchanged(runtime, repo, path):
+            return False
+        state = file_state(path)
+        at_head = repo.object_at_head(runtime.workspace.relative(path))
+        if state is None or at_head is None:
+            return False
+        if read_file_bytes(path) != at_head.content:
+            return True
+        self._states[_key(path)] = _fingerprint(state, at_head.sha)
+        return False
+
     def commit(
         self, runtime: Runtime, repo: GitRepo | None, change: CommitRequest, ledgers: Iterable[Path]
     ) -> Event | None:
