@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.errors import GitError
+from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.core.workspace import Workspace
 from feedbackd.edges.git import GitRepo
-from feedbackd.edges.gitrunner import GitRunner, git_in
+from feedbackd.edges.gitrunner import GitRunner, git_in, rel_path
 from tests.conftest import git
 from tests.git_kit import ADA, commit_count, committed_names, message, write
 
@@ -73,3 +74,35 @@ def test_a_failing_git_command_keeps_its_status_and_message(git_repo: Path) -> N
     status, out, err = git_in(git_repo, ["rev-parse", "--verify", "no-such-branch"])
     assert (status, out) == (128, b"")
     assert "fatal: Needed a single revision" in err
+
+
+@pytest.mark.parametrize(
+    ("given", "spelled"),
+    [
+        ("_data/agents/w/approved/d1.json", "_data/agents/w/approved/d1.json"),
+        ("_data//agents/./w/", "_data/agents/w"),
+        ("./docs/a.md", "docs/a.md"),
+        ("a/.gitignore", "a/.gitignore"),
+        (".github/x", ".github/x"),
+    ],
+)
+def test_a_path_is_given_to_git_in_its_own_spelling(given: str, spelled: str) -> None:
+    assert rel_path(given) == spelled
+
+
+@pytest.mark.parametrize(
+    "given", ["", "/etc/passwd", "../x", "a/../../x", ".git/config", ".", "a\0b"]
+)
+def test_a_path_that_could_leave_the_workspace_is_refused(given: str) -> None:
+    with pytest.raises(WorkspaceError):
+        rel_path(given)
+
+
+def test_a_workspace_names_its_files_as_git_does(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path / "ws")
+    agent = workspace.agent("w")
+    assert workspace.relative(agent.approved / "d1.json") == "_data/agents/w/approved/d1.json"
+    assert workspace.relative(workspace.root / "feedbackd.yaml") == "feedbackd.yaml"
+    beside = tmp_path / "ws-other" / "x.json"  # shares the root's spelling, not its folder
+    with pytest.raises(ValueError):
+        workspace.relative(beside)

@@ -153,6 +153,8 @@ _REMOTE = re.compile(r"^(?!-)[^\s\0]{1,1000}$")
 def rel_path(path: str) -> str:
     """A clean workspace-relative path in git's spelling; anything that could escape is refused."""
     text = os.fspath(path)
+    if _already_clean(text):
+        return text  # a pass names thousands of files: no pathlib for those needing nothing
     pure = PurePosixPath(text.replace(os.sep, "/"))
     if (
         not text
@@ -166,6 +168,20 @@ def rel_path(path: str) -> str:
             hint="give a path relative to the workspace folder, without '..'",
         )
     return pure.as_posix()
+
+
+def _already_clean(text: str) -> bool:
+    """True when `text` is a relative path as git spells it: no empty, `.` or `..` part, not in
+    .git, no NUL. Whatever else goes the long way, which refuses or cleans it."""
+    parts = text.split("/")
+    return (
+        os.sep == "/"
+        and all(parts)
+        and "\0" not in text
+        and parts[0] != ".git"
+        and "." not in parts
+        and ".." not in parts
+    )
 
 
 def revision(commit: str) -> str:

@@ -49,7 +49,12 @@ from feedbackd.edges.files import (
     atomic_write_text,
     read_file_bytes,
 )
+from feedbackd.edges.parsedfiles import ParsedFiles
 from feedbackd.loop.runtime import Runtime, discover_root
+
+# The agents read last: a pass, and the pass its own commit wakes, find them as they were.
+_FEEDBACK: ParsedFiles[tuple[FeedbackEntry, ...]] = ParsedFiles(keep=8)
+_LEDGERS: ParsedFiles[tuple[DecisionRecord, ...]] = ParsedFiles(keep=8)
 
 log = logging.getLogger("feedbackd")
 
@@ -72,19 +77,24 @@ def read_feedback(path: Path) -> list[FeedbackEntry]:
     if not path.exists():
         return []
     try:
-        text = read_file_bytes(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidFeedback(
-            f"feedback.json is not UTF-8 (byte {exc.start})",
-            hint="restore the last good version from git",
-        ) from None
+        return list(_FEEDBACK.read(path, _parse_feedback_bytes))
     except OSError as exc:  # a folder of that name, no permission, ...
         raise InvalidFeedback(
             f"feedback.json cannot be read: {exc.strerror or exc}",
             hint="make it a readable file: move whatever stands there away, then restore the"
             " last good version from git",
         ) from None
-    return parse_feedback(text)
+
+
+def _parse_feedback_bytes(data: bytes) -> tuple[FeedbackEntry, ...]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidFeedback(
+            f"feedback.json is not UTF-8 (byte {exc.start})",
+            hint="restore the last good version from git",
+        ) from None
+    return tuple(parse_feedback(text))
 
 
 def write_feedback(path: Path, entries: Sequence[FeedbackEntry]) -> None:
@@ -94,7 +104,11 @@ def write_feedback(path: Path, entries: Sequence[FeedbackEntry]) -> None:
 def read_ledger(path: Path) -> list[DecisionRecord]:
     if not path.exists():
         return []
-    return parse_ledger(read_file_bytes(path).decode("utf-8", errors="replace"), str(path))
+    return list(_LEDGERS.read(path, lambda data: _parse_ledger_bytes(data, path)))
+
+
+def _parse_ledger_bytes(data: bytes, path: Path) -> tuple[DecisionRecord, ...]:
+    return tuple(parse_ledger(data.decode("utf-8", errors="replace"), str(path)))
 
 
 def read_forgotten_text(path: Path) -> str:
