@@ -471,3 +471,16 @@ def test_put_back_writes_what_head_holds_and_never_overwrites(
     assert (git_repo / "items/a.json").read_text() == '{"written": "meanwhile"}\n'
     assert git(git_repo, "status", "--porcelain", "--", "items") == " M items/a.json\n"
     assert not [p for p in (git_repo / "items").iterdir() if p.name.startswith(".")]
+
+
+def test_the_ids_head_holds_are_git_own_whatever_the_folder(repo: GitRepo, git_repo: Path) -> None:
+    for rel in ("top.txt", "a/one.json", "a/two.json", "a/b/deep.json"):
+        write(git_repo, rel, f"{rel}\n")
+    repo.commit_paths(["top.txt", "a"], message(), ADA)
+    asked = ["a/one.json", "top.txt", "a/b/deep.json", "a/two.json", "a/none.json", "x/y.json"]
+    asked += ["a/b", "top.txt/z"]  # a folder: its tree; below a file: nothing
+    found = repo.file_ids_at_head(asked)
+    for rel in asked[:4]:
+        assert found[rel] == git(git_repo, "rev-parse", f"HEAD:{rel}").strip()
+    assert [found[rel] for rel in asked[4:]] == [None, None, found["a/b"], None]
+    assert found["a/b"] == git(git_repo, "rev-parse", "HEAD:a/b").strip()

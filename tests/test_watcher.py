@@ -16,7 +16,15 @@ import pytest
 from watchfiles import Change
 
 from feedbackd.edges.files import TMP_SUFFIX, atomic_write_text
-from feedbackd.edges.watcher import EVERYTHING, Changes, classify, watch_agents
+from feedbackd.edges.watcher import (
+    ALERT_FOR_S,
+    ALERT_STEP_MS,
+    EVERYTHING,
+    Changes,
+    classify,
+    step_for,
+    watch_agents,
+)
 
 DEADLINE_S = 10.0
 
@@ -375,3 +383,13 @@ def test_changes_is_immutable() -> None:
     changes = Changes(frozenset({"writer"}))
     with pytest.raises(AttributeError):
         changes.everything = True  # type: ignore[misc]
+
+
+def test_the_watcher_looks_more_often_for_a_while_after_a_change() -> None:
+    """A curator's save is mostly followed by a move within seconds: looked for every few ms
+    then, while an idle daemon wakes only every step."""
+    now = 1000.0
+    assert step_for(10, alert_until=0.0, now=now) == 10  # idle
+    assert step_for(10, alert_until=now + ALERT_FOR_S, now=now) == ALERT_STEP_MS < 10
+    assert step_for(10, alert_until=now, now=now) == 10  # the while is over
+    assert step_for(2, alert_until=now + 1, now=now) == 2  # never slower than asked

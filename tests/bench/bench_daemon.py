@@ -1,13 +1,16 @@
 """Benchmark of the running daemon: approve-to-commit latency against the bare git floor.
 
 Run: `python -m tests.bench.bench_daemon [--files 2000 [100000 ...]] [--samples 30]
-[--burst 400] [--idle 10] [--chart PNG] [--keep DIR]`.
+[--cold 3] [--burst 400] [--idle 10] [--chart PNG] [--keep DIR]`.
 
 One workspace (made by `feedbackd init`) holds `--files` tracked files: drafts of many agents and
 other files. `feedbackd run` is started on it, then, in the same run and on the same repository:
 - single approvals, one at a time: a curator's edit of each draft in queue/ first (a decision
   waits until its file has not changed for daemon.settle_ms), then the moves queue/ → approved/;
-  the time from a move until the daemon's commit is on the branch;
+  the time from a move until the daemon's commit is on the branch (the watcher looks more often
+  for a while after each change: these moves come within that while, as a curator's move after
+  saving the edit does);
+- `--cold` approvals more, each after the daemon has been left alone longer than that while;
 - the floor: `git add <file>` + `git commit -m x` of a similar change, run as subprocesses, the
   same number of times, between the approvals (so both see the same repository and machine);
 - a burst of `--burst` approvals moved at once: the time until all are committed, and a check of
@@ -37,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from feedbackd.edges.watcher import ALERT_FOR_S
 from tests.bench.chart import Chart, Series, write_chart
 
 SINGLE_AGENT = "bench-single"
@@ -51,6 +55,7 @@ TARGET_RATIO, TARGET_CPU_PCT, TARGET_RSS_MB = 1.5, 1.0, 150.0
 @dataclass
 class Results:
     latency_s: list[float] = field(default_factory=list)
+    cold_s: list[float] = field(default_factory=list)  # approvals after a quiet while
     floor_s: list[float] = field(default_factory=list)
     burst_s: float = 0.0
     burst_problems: list[str] = field(default_factory=list)
@@ -216,10 +221,10 @@ def wait_until_quiet(root: Path, quiet_s: float = 1.0) -> None:
 
 
 # --- measurements ----------------------------------------------------------------------------
-def edit_drafts(root: Path, samples: int) -> None:
+def edit_drafts(root: Path, samples: int, first: int = 0) -> None:
     """A curator's edits of the single drafts' titles, in queue/, well before they are moved:
     a decision waits until its file has not changed for daemon.settle_ms (2 s by default)."""
-    for number in range(samples):
+    for number in range(first, first + samples):
         item = f"single-{number:04d}"
         doc = draft(item, f"Draft title {number}")
         doc["contentData"] = {**doc["contentData"], "title": f"Edited title {number}"}  # type: ignore[dict-item]
@@ -257,6 +262,15 @@ def measure_singles(root: Path, samples: int, results: Results) -> None:
     for number in range(samples):
         results.latency_s.append(approve_once(root, number))
         results.floor_s.append(floor_once(root, number))
+
+
+def measure_cold(root: Path, first: int, samples: int, results: Results) -> None:
+    """Approvals each after the watcher's alert while is over, as after a curator's pause."""
+    edit_drafts(root, samples, first)
+    for number in range(first, first + samples):
+        wait_until_quiet(root)
+        time.sleep(ALERT_FOR_S + 0.5)  # the measurement itself: the watcher back to its idle pace
+        results.cold_s.append(approve_once(root, number))
 
 
 def measure_burst(root: Path, burst: int, results: Results) -> None:
@@ -344,8 +358,17 @@ def rows(results: Results, args: argparse.Namespace) -> list[Row]:
     ratio = latency / floor
     cpu, rss = results.idle_cpu_pct, results.rss_mb
     burst = f"{results.burst_s:.1f} s ({ms(results.burst_s / args.burst)} per decision)"
+    cold = [
+        (
+            f"the same after {ALERT_FOR_S:g} s idle",
+            f"{ms(statistics.median(results.cold_s))}, max {ms(max(results.cold_s))}",
+            "",
+            None,
+        )
+    ]
     return [
         ("approve → commit (daemon)", f"{ms(latency)}, p90 {ms(p90(results.latency_s))}", "", None),
+        *(cold if results.cold_s else []),
         ("git add + commit (floor)", f"{ms(floor)}, p90 {ms(p90(results.floor_s))}", "", None),
         (
             "daemon / floor (medians)",
@@ -403,6 +426,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--files", type=int, nargs="+", default=[2000], help="tracked files (one run per size)"
     )
     parser.add_argument("--samples", type=int, default=30, help="single approvals (and floors)")
+    parser.add_argument("--cold", type=int, default=3, help="approvals after a quiet while")
     parser.add_argument("--burst", type=int, default=400, help="approvals moved at once")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of idle measured")
     parser.add_argument("--chart", type=Path, help="draw latency and floor by size (PNG)")
@@ -422,15 +446,18 @@ def run(args: argparse.Namespace, work: Path) -> bool:
 def run_size(args: argparse.Namespace, work: Path, files: int) -> Results:
     root = work / "workspace"
     print(f"building a workspace of {files:,} tracked files in {root}", flush=True)
-    build_workspace(root, files, args.samples, args.burst)
+    build_workspace(root, files, args.samples + args.cold, args.burst)
     results = Results()
     daemon = RunningDaemon(root)
     try:
         print(f"daemon {daemon.pid} ready; {args.samples} single approvals", flush=True)
         measure_singles(root, args.samples, results)
+        print(f"{args.cold} approvals after {ALERT_FOR_S:g} s idle each", flush=True)
+        measure_cold(root, args.samples, args.cold, results)
         print(f"burst of {args.burst} approvals", flush=True)
         measure_burst(root, args.burst, results)
         wait_until_quiet(root)
+        time.sleep(ALERT_FOR_S)  # idle is idle once the watcher is back to its idle pace
         print(f"idle for {args.idle:g} s", flush=True)
         measure_idle(daemon.pid, args.idle, results)
     finally:

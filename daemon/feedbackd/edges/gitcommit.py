@@ -281,8 +281,8 @@ class CommitWriter:
         """The object id HEAD holds at each of `rels`, HEAD read once (a pass asks about every
         decided file of an agent)."""
         head_tree = self._head_and_tree()[1]
-        found = {rel: self._trees.entry_at(head_tree, split_path(rel_path(rel))) for rel in rels}
-        return {rel: entry.sha if entry is not None else None for rel, entry in found.items()}
+        found = self._trees.ids_at(head_tree, [split_path(rel_path(rel)) for rel in rels])
+        return dict(zip(rels, found, strict=True))
 
     def _tree_of(self, commit: str | None) -> str | None:
         if commit is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from feedbackd.core.commitmsg import Person
@@ -114,6 +114,26 @@ class TreeEditor:
             entry = self.read_tree(tree).get(name)
             tree = entry.sha if entry is not None and entry.mode == TREE_MODE else None
         return entry
+
+    def ids_at(self, tree: str | None, paths: Iterable[tuple[bytes, ...]]) -> list[str | None]:
+        """The object id at each of `paths` in `tree` (None: nothing there), each folder looked
+        up once (a pass asks about every decided file of an agent: hundreds in one folder)."""
+        folders: dict[tuple[bytes, ...], Mapping[bytes, Entry]] = {}
+        found: list[str | None] = []
+        for path in paths:
+            folder = path[:-1]
+            if folder not in folders:
+                folders[folder] = self._folder_entries(tree, folder)
+            entry = folders[folder].get(path[-1]) if path else None
+            found.append(entry.sha if entry is not None else None)
+        return found
+
+    def _folder_entries(self, tree: str | None, folder: tuple[bytes, ...]) -> Mapping[bytes, Entry]:
+        """The entries of the folder at `folder` in `tree`; none when there is no such folder."""
+        if folder:
+            entry = self.entry_at(tree, folder)
+            tree = entry.sha if entry is not None and entry.mode == TREE_MODE else None
+        return self.read_tree(tree) if tree is not None else {}
 
     def edit(self, tree: str | None, changes: Changes) -> str | None:
         """The id of `tree` with `changes` made; None when nothing is left in it.
