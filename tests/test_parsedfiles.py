@@ -1,5 +1,5 @@
-"""Files parsed once while they stay as they were read: real files, changed as users and
-writers change them."""
+"""Files parsed once while they hold the same bytes: real files, changed as users and writers
+change them."""
 
 from __future__ import annotations
 
@@ -44,9 +44,30 @@ def test_every_kind_of_change_is_read_again(tmp_path: Path) -> None:
     assert files.read(path, parse) == ["a"] and parse.calls == 2
     atomic_write_text(path, '["b"] ')  # a rewrite of the same size: another inode
     assert files.read(path, parse) == ["b"]
-    path.write_text('["c"] ')  # an edit in place, same size, another moment
-    os.utime(path, ns=(10**18, 10**18))
+    path.write_text('["c"] ')  # an edit in place, same size
     assert files.read(path, parse) == ["c"] and parse.calls == 4
+
+
+def test_other_bytes_are_read_again_even_with_the_same_inode_size_and_times(
+    tmp_path: Path,
+) -> None:
+    """As a `git reset` can leave a ledger: another of the same size within one clock tick."""
+    path = tmp_path / "decisions.jsonl"
+    path.write_text('["a"]')
+    files: ParsedFiles[list[str]] = ParsedFiles(keep=4)
+    parse = Counting()
+    files.read(path, parse)
+    before = path.stat()
+    with path.open("r+") as handle:
+        handle.write('["b"]')
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    )
+    assert files.read(path, parse) == ["b"] and parse.calls == 2
 
 
 def test_what_cannot_be_parsed_is_not_kept(tmp_path: Path) -> None:

@@ -134,20 +134,15 @@ def read_file_bytes(path: Path, limit: int | None = None) -> bytes:
     Whatever else stands at path raises OSError: a folder, a socket, and a named pipe, which is
     opened without waiting (a plain open waits for a writer forever, and the daemon with it).
     """
-    return read_file_and_state(path, limit)[0]
-
-
-def read_file_and_state(path: Path, limit: int | None = None) -> tuple[bytes, os.stat_result]:
-    """read_file_bytes, and the file's state taken before it was read."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     with open(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(mode):
             what = "not a plain file (a pipe, socket or device)"
             raise OSError(errno.EINVAL, what, str(path))
-        return (handle.read() if limit is None else handle.read(limit + 1)), info
+        return handle.read() if limit is None else handle.read(limit + 1)
 
 
 def remove_leftovers(root: Path) -> list[Path]:
