@@ -160,8 +160,7 @@ class GitRepo:
 
     def object_at_head(self, path: str) -> GitObject | None:
         """`path` at HEAD with its object id (the content alone: file_at_head)."""
-        found = self._objects.read(f"HEAD:{rel_path(path)}")
-        return found if found is not None and found.kind == "blob" else None
+        return self._object("HEAD", rel_path(path))
 
     def file_at(self, commit: str, path: str) -> bytes | None:
         """The content of `path` in `commit` (a sha or revision); None when it has no such file."""
@@ -403,12 +402,17 @@ class GitRepo:
         )
 
     def _blob(self, rev: str, rel: str) -> bytes | None:
-        """The file `rel` at `rev`, through the long-lived cat-file; None for none (a folder)."""
+        """The file `rel` at `rev`; None for none (a folder)."""
+        found = self._object(rev, rel)
+        return found.content if found is not None else None
+
+    def _object(self, rev: str, rel: str) -> GitObject | None:
+        """The file `rel` at `rev` and its id, through the long-lived cat-file; None for none."""
         if "\n" in rel:  # cannot be named to cat-file --batch
             sha = self._git.blob_id(rev, rel)
-            return self._git.run(["cat-file", "blob", sha]) if sha else None
+            return GitObject(sha, "blob", self._git.run(["cat-file", "blob", sha])) if sha else None
         found = self._objects.read(f"{rev}:{rel}")
-        return found.content if found is not None and found.kind == "blob" else None
+        return found if found is not None and found.kind == "blob" else None
 
 
 def _log_entries(out: bytes) -> Iterator[tuple[LogEntry, str]]:

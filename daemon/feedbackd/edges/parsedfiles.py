@@ -1,13 +1,17 @@
 """Files parsed once while they hold the same bytes.
 
-Every pass over an agent reads its feedback.json and its ledger, and most passes find them as
-the pass before left them: the pass that records a decision follows the one the curator's edit
-woke, and parsing a full feedback.json (200 entries, each checked against the contract) and a
-long ledger is most of what a pass with little to do costs. What was parsed is kept for the few
-files read last, with a digest of their bytes: a file is still read each time (tens of
-microseconds), and parsed again only when its bytes changed. The bytes, not the file's inode,
-size and times, decide: a `git reset` or `stash` can rewrite a ledger with another of the same
-size, on a reused inode, within one tick of the file system's clock.
+Every pass over an agent reads its feedback.json, and most passes find it as the pass before
+left it: the pass that records a decision follows the one the curator's edit woke, and parsing
+a full feedback.json (200 entries, each checked against the contract) is most of what a pass
+with little to do costs. What was parsed is kept for the few files read last, with a digest of
+their bytes: a file is still read each time (tens of microseconds), and parsed again only when
+its bytes changed. The bytes, not the file's inode, size and times, decide: a `git reset` or
+`stash` can rewrite a file with another of the same size, on a reused inode, within one tick of
+the file system's clock.
+
+Parsed, a file takes about six times its size in memory, so what is kept is bounded in bytes
+too: a file that only grows (a ledger, thousands of decisions) is no candidate, as the daemon
+would keep more of it the longer it runs.
 """
 
 from __future__ import annotations
@@ -25,11 +29,14 @@ T = TypeVar("T")
 
 
 class ParsedFiles(Generic[T]):
-    """What `parse` made of each of the `keep` files read last, by path."""
+    """What `parse` made of each of the `keep` files read last, by path, as long as they hold
+    `max_bytes` in all (a larger file is parsed each time, and not kept)."""
 
-    def __init__(self, keep: int) -> None:
+    def __init__(self, keep: int, max_bytes: int) -> None:
         self.keep = keep
-        self._files: OrderedDict[Path, tuple[bytes, T]] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._files: OrderedDict[Path, tuple[bytes, int, T]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()  # the web panel's threads read agent files too
 
     def read(self, path: Path, parse: Callable[[bytes], T]) -> T:
@@ -41,11 +48,18 @@ class ParsedFiles(Generic[T]):
             kept = self._files.get(path)
             if kept is not None and kept[0] == digest:
                 self._files.move_to_end(path)
-                return kept[1]
+                return kept[2]
         value = parse(data)
         with self._lock:
-            self._files[path] = (digest, value)
-            self._files.move_to_end(path)
-            while len(self._files) > self.keep:
-                self._files.popitem(last=False)
+            self._forget(path)
+            if len(data) <= self.max_bytes:
+                self._files[path] = (digest, len(data), value)
+                self._bytes += len(data)
+            while len(self._files) > self.keep or self._bytes > self.max_bytes:
+                self._forget(next(iter(self._files)))
         return value
+
+    def _forget(self, path: Path) -> None:
+        kept = self._files.pop(path, None)
+        if kept is not None:
+            self._bytes -= kept[1]

@@ -52,9 +52,9 @@ from feedbackd.edges.files import (
 from feedbackd.edges.parsedfiles import ParsedFiles
 from feedbackd.loop.runtime import Runtime, discover_root
 
-# The agents read last: a pass, and the pass its own commit wakes, find them as they were.
-_FEEDBACK: ParsedFiles[tuple[FeedbackEntry, ...]] = ParsedFiles(keep=8)
-_LEDGERS: ParsedFiles[tuple[DecisionRecord, ...]] = ParsedFiles(keep=8)
+# The agents read last: a pass, and the pass its own commit wakes, find feedback.json as it
+# was. 1 MiB: twenty files of 200 entries (the default cap), about 6 MB parsed.
+_FEEDBACK: ParsedFiles[tuple[FeedbackEntry, ...]] = ParsedFiles(keep=8, max_bytes=1 << 20)
 
 log = logging.getLogger("feedbackd")
 
@@ -104,11 +104,7 @@ def write_feedback(path: Path, entries: Sequence[FeedbackEntry]) -> None:
 def read_ledger(path: Path) -> list[DecisionRecord]:
     if not path.exists():
         return []
-    return list(_LEDGERS.read(path, lambda data: _parse_ledger_bytes(data, path)))
-
-
-def _parse_ledger_bytes(data: bytes, path: Path) -> tuple[DecisionRecord, ...]:
-    return tuple(parse_ledger(data.decode("utf-8", errors="replace"), str(path)))
+    return parse_ledger(read_file_bytes(path).decode("utf-8", errors="replace"), str(path))
 
 
 def read_forgotten_text(path: Path) -> str:

@@ -75,10 +75,18 @@ class CommittedLedgers:
             and self._states[_key(path)] == _fingerprint(state, at_head[rels[path]])
         }
 
-    def remember(self, runtime: Runtime, repo: GitRepo, path: Path, state: FileState) -> None:
+    def remember(
+        self,
+        runtime: Runtime,
+        repo: GitRepo,
+        path: Path,
+        state: FileState,
+        committed: str | None = None,
+    ) -> None:
         """Remember a file in a state git said is as HEAD holds it (a decided item): until it
-        changes, or HEAD does, nobody need ask git again."""
-        committed = repo.file_id_at_head(runtime.workspace.relative(path))
+        changes, or HEAD does, nobody need ask git again. `committed`: HEAD's object id of it,
+        when known already."""
+        committed = committed or repo.file_id_at_head(runtime.workspace.relative(path))
         self._states[_key(path)] = _fingerprint(state, committed)
 
     def differs_from_head(self, runtime: Runtime, repo: GitRepo | None, path: Path) -> bool:
@@ -93,7 +101,7 @@ class CommittedLedgers:
             return False
         if read_file_bytes(path) != at_head.content:
             return True
-        self._states[_key(path)] = _fingerprint(state, at_head.sha)
+        self.remember(runtime, repo, path, state, at_head.sha)
         return False
 
     def commit(
