@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -97,3 +99,45 @@ def test_the_decisions_ledger_keeps_a_curator_name_with_a_line_separator(
         logger.removeHandler(caplog.handler)
     assert records == [odd, plain]
     assert "decisions.jsonl line 2 is not a decision record; ignored" in caplog.text
+
+
+# Each record parses strings it will never see again (ids, times): pydantic's process-wide cache
+# of parsed JSON strings would hold up to 16,384 of them for good.
+_PARSE_AND_MEASURE = """
+import gc, json, tracemalloc, uuid
+from feedbackd.core.decisions import parse_ledger
+from feedbackd.core.memory import MemoryRecord
+from feedbackd.core.priceledger import parse_price_ledger
+
+def when(n):
+    return f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"
+
+def lines(make):
+    return "\\n".join(json.dumps(make(str(uuid.uuid4()), n)) for n in range(6000))
+
+ledger = lines(lambda u, n: {"id": u, "item": "i" + u, "state": "approved", "at": when(n)})
+prices = lines(lambda u, n: {"id": u, "skill": "s", "priceOld": u, "priceNew": u,
+                             "reason": u, "createdAt": when(n)})
+memory = lines(lambda u, n: {"id": u, "category": "cases", "importance": 0.5, "content": u,
+                             "source": u, "createdAt": when(n)}).split("\\n")
+tracemalloc.start()
+before = tracemalloc.get_traced_memory()[0]
+records = [parse_ledger(ledger), parse_price_ledger(prices),
+           [MemoryRecord.model_validate_json(line) for line in memory]]
+assert sum(map(len, records)) == 18000
+del records
+gc.collect()
+print(tracemalloc.get_traced_memory()[0] - before)
+"""
+
+
+def test_records_read_from_jsonl_leave_no_strings_behind_once_dropped() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _PARSE_AND_MEASURE],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    kept = int(result.stdout)
+    assert kept < 100_000, f"{kept:,} bytes still held after the records were dropped"

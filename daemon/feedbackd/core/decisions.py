@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from feedbackd.core.ids import DECISION, new_id
-from feedbackd.core.jsonl import parse_jsonl
+from feedbackd.core.jsonl import CACHE_KEYS_ONLY, parse_jsonl
 from feedbackd.core.timeutil import iso_ms
 
 log = logging.getLogger("feedbackd")
@@ -29,7 +29,7 @@ State = Literal["approved", "rejected", "queued"]
 class DecisionRecord(BaseModel):
     """One line of the ledger: what happened to an item, and what the commit should say."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, cache_strings=CACHE_KEYS_ONLY)
 
     id: str
     item: str

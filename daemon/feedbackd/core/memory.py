@@ -25,6 +25,7 @@ from pydantic import (
 
 from feedbackd.core.errors import InvalidMemory
 from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id, validate_id
+from feedbackd.core.jsonl import CACHE_KEYS_ONLY
 from feedbackd.core.ratings import AnyRating, Rating, is_failed
 from feedbackd.core.timeutil import canonical_iso_ms, iso_ms
 from feedbackd.core.workspace import Workspace
@@ -44,7 +45,7 @@ MAX_CONTENT_CHARS = 4000
 class MemoryRecord(BaseModel):
     """One remembered fact; `subject` names what it is about (e.g. a provider's agent id)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, cache_strings=CACHE_KEYS_ONLY)
 
     id: StrictStr = Field(min_length=1, max_length=200)
     category: StrictStr

@@ -17,7 +17,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from feedbackd.core.ids import PRICE_CHANGE, new_id
-from feedbackd.core.jsonl import parse_jsonl
+from feedbackd.core.jsonl import CACHE_KEYS_ONLY, parse_jsonl
 from feedbackd.core.skillrules import PriceHistory
 from feedbackd.core.timeutil import iso_ms, parse_iso
 
@@ -27,7 +27,7 @@ log = logging.getLogger("feedbackd")
 class PriceRecord(BaseModel):
     """One line of the price ledger."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, cache_strings=CACHE_KEYS_ONLY)
 
     id: str
     skill: str
