@@ -14,12 +14,12 @@ from feedbackd.core.errors import InvalidFeedback
 from feedbackd.core.ratings import (
     ALLOWED,
     Rating,
-    is_failed,
     parse_rating,
     parse_rating_file,
     rating_line,
     stored_fields,
 )
+from feedbackd.core.storedratings import is_failed
 
 NOW = datetime(2026, 4, 8, 10, 0, tzinfo=UTC)
 TX = "6f1c2a4e-8b3d-4e9f-a1b2-c3d4e5f60718"

@@ -26,7 +26,8 @@ from pydantic import (
 from feedbackd.core.errors import InvalidMemory
 from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id, validate_id
 from feedbackd.core.jsonl import CACHE_KEYS_ONLY
-from feedbackd.core.ratings import AnyRating, Rating, is_failed
+from feedbackd.core.ratings import Rating
+from feedbackd.core.storedratings import AnyRating, is_failed
 from feedbackd.core.timeutil import canonical_iso_ms, iso_ms
 from feedbackd.core.workspace import Workspace
 

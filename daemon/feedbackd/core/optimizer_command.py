@@ -15,8 +15,8 @@ from typing import Any
 
 from feedbackd.core.commitmsg import one_line
 from feedbackd.core.jsontext import half_character
-from feedbackd.core.ratings import AnyRating
 from feedbackd.core.skillrules import QualityFinding, lessons_as_json
+from feedbackd.core.storedratings import AnyRating
 
 # The optimizer's answer is one small JSON object.
 MAX_ANSWER_CHARS = 64 * 1024

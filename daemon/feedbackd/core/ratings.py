@@ -11,10 +11,9 @@ import difflib
 import functools
 import json
 import re
-import sys
 import uuid
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import (
     BaseModel,
@@ -134,11 +133,6 @@ def parse_rating_file(text: str, *, requester: str | None, now: datetime) -> lis
 def rating_line(r: Rating) -> str:
     """The JSON line stored for a rating: keys in SPEC order, optional fields left out."""
     return json.dumps(r.model_dump(exclude_none=True), ensure_ascii=False)
-
-
-def is_failed(r: AnyRating) -> bool:
-    """A failed rental (SPEC §7): quality poor or failed, or a rating of 2 or less."""
-    return r.result_quality in FAILED_QUALITIES or r.rating <= 2
 
 
 def _load_json(text: str, limit: int) -> Any:
@@ -296,63 +290,6 @@ def stored_fields(line: str | bytes) -> dict[str, Any]:
         return Rating.model_validate(data).model_dump(exclude_none=True)
     except ValidationError as exc:
         raise _explain(exc) from None
-
-
-class StoredRating(NamedTuple):
-    """A stored rating as read back: the fields of `Rating` (already validated), in a tuple.
-
-    A busy provider's ratings window holds tens of thousands; the daemon keeps them read and
-    every new rating goes through them twice. A tuple is a sixth of a `Rating` in memory and
-    costs nothing to hand out again, and its repeated words are shared.
-    """
-
-    transaction_id: str
-    provider_agent: str
-    skill_id: str
-    requester_agent: str
-    rating: int
-    latency_ms: int | None
-    result_quality: Quality
-    quality_details: str | None
-    would_reuse: bool
-    cost_value_ratio: CostValue
-    timestamp: str
-
-    @property
-    def moment(self) -> datetime:
-        return parse_iso(self.timestamp)
-
-    @property
-    def month(self) -> str:
-        return self.timestamp[:7]
-
-    def fields(self) -> dict[str, Any]:
-        """As `Rating.model_dump(exclude_none=True)`: the stored JSON object."""
-        return {name: value for name, value in self._asdict().items() if value is not None}
-
-
-# What reads a rating's fields takes either: one just submitted, or those stored before it.
-AnyRating = Rating | StoredRating
-_SHARED = frozenset(
-    {"provider_agent", "skill_id", "requester_agent", "result_quality", "cost_value_ratio"}
-)
-
-
-def stored_rating(fields: dict[str, Any]) -> StoredRating:
-    """The StoredRating of fields that `stored_fields` has already validated."""
-    return StoredRating._make(
-        sys.intern(fields[name]) if name in _SHARED else fields.get(name)
-        for name in StoredRating._fields
-    )
-
-
-def as_stored(r: Rating) -> StoredRating:
-    return stored_rating(r.model_dump())
-
-
-def rating_fields(r: AnyRating) -> dict[str, Any]:
-    """The stored JSON object of a rating: optional fields that are not given left out."""
-    return r.fields() if isinstance(r, StoredRating) else r.model_dump(exclude_none=True)
 
 
 _OPTIONAL = frozenset({"latency_ms", "quality_details"})

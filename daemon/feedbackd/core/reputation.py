@@ -20,7 +20,8 @@ from datetime import datetime
 from typing import Any
 
 from feedbackd.core.config import ReputationSettings
-from feedbackd.core.ratings import COST_VALUES, QUALITIES, AnyRating, rating_fields
+from feedbackd.core.ratings import COST_VALUES, QUALITIES
+from feedbackd.core.storedratings import AnyRating, rating_fields
 from feedbackd.core.tally import DAY_S as DAY_S
 from feedbackd.core.tally import Point as Point
 from feedbackd.core.tally import Tally as Tally

@@ -18,8 +18,9 @@ from typing import Any, Literal
 
 from feedbackd.core.commitmsg import one_line
 from feedbackd.core.config import OptimizerSettings, PricingSettings
-from feedbackd.core.ratings import FAILED_QUALITIES, AnyRating, is_failed
+from feedbackd.core.ratings import FAILED_QUALITIES
 from feedbackd.core.soul import format_price
+from feedbackd.core.storedratings import AnyRating, is_failed
 from feedbackd.core.timeutil import iso_ms, parse_duration
 
 # SPEC: an increase needs at least this many ratings of 5 from buyers who would reuse the skill.

@@ -11,6 +11,8 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # Longer windows reach back before year 1 (a date Python cannot hold); a century is plenty.
 _MAX_DURATION_S = 100 * 366 * 86400
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
 
 
 def utcnow() -> datetime:
@@ -24,7 +26,9 @@ def iso_ms(moment: datetime) -> str:
 
 
 def unix_ms(moment: datetime) -> int:
-    return int(moment.timestamp() * 1000)
+    """Whole milliseconds since 1970, rounded down as `iso_ms` writes them (integers only, so
+    the two never disagree)."""
+    return (moment.astimezone(UTC) - _EPOCH) // _MS
 
 
 def parse_iso(text: str) -> datetime:

@@ -19,13 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedbackd.core.ratings import StoredRating
+from feedbackd.core.storedratings import RatingRows
 from feedbackd.edges.monthfiles import digest, read_appended, read_bytes
 
 # Reads the valid rows of some bytes of a month file, given the line number of their first line
 # (warnings about bad lines name it).
-Parse = Callable[[bytes, int], list[StoredRating]]
-DEFAULT_MAX_ROWS = 200_000  # about 60 MB; files used least recently are dropped beyond it
+Parse = Callable[[bytes, int], RatingRows]
+DEFAULT_MAX_ROWS = 200_000  # about 10 MB; files used least recently are dropped beyond it
 
 
 @dataclass
@@ -35,7 +35,7 @@ class _Read:
     size: int
     mtime_ns: int
     digest: bytes | None  # of the bytes read; None when they did not end a line
-    rows: list[StoredRating]
+    rows: RatingRows
 
 
 class RatingCache:
@@ -46,13 +46,13 @@ class RatingCache:
         self._files: OrderedDict[Path, _Read] = OrderedDict()
         self._rows = 0
 
-    def rows(self, path: Path, parse: Parse) -> list[StoredRating]:
+    def rows(self, path: Path, parse: Parse) -> RatingRows:
         """The valid rows of the month file as it is now, in file order."""
         earlier = self._forget(path)
         try:
             stat = path.stat()
         except FileNotFoundError:
-            return []
+            return parse(b"", 1)  # no rows
         if earlier is not None and (earlier.size, earlier.mtime_ns) == _size_time(stat):
             read = earlier
         else:
@@ -88,11 +88,13 @@ def _appended(
     if appended is None:
         return None
     ends_a_line = appended.data.endswith(b"\n")
+    # The earlier rows grow in place: a row handed out before still reads the same rating.
+    earlier.rows.extend(parse(appended.data, appended.first_line))
     return _Read(
         earlier.size + len(appended.data),
         stat.st_mtime_ns,
         appended.digest if ends_a_line else None,
-        [*earlier.rows, *parse(appended.data, appended.first_line)],
+        earlier.rows,
     )
 
 

@@ -32,16 +32,10 @@ from typing import Any
 from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError
 from feedbackd.core.ids import is_valid_id, validate_id
-from feedbackd.core.ratings import (
-    Rating,
-    StoredRating,
-    is_canonical_time,
-    rating_line,
-    stored_fields,
-    stored_rating,
-)
+from feedbackd.core.ratings import Rating, is_canonical_time, rating_line, stored_fields
 from feedbackd.core.reputation import Point, Tally, merge, report_from_tallies, tally
-from feedbackd.core.timeutil import iso_ms
+from feedbackd.core.storedratings import NewestFirst, RatingRows, StoredRating
+from feedbackd.core.timeutil import iso_ms, unix_ms
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.files import append_line
 from feedbackd.edges.monthfiles import (
@@ -167,24 +161,22 @@ class RatingStore:
         """A provider's ratings (of one skill, from one requester), at or after `since`,
         newest first."""
         since_iso = iso_ms(since) if since is not None else None
-        found: dict[str, StoredRating] = {}
+        since_ms = unix_ms(since) if since is not None else None
+        found: dict[bytes, tuple[NewestFirst, StoredRating]] = {}
         for month_file in self.month_files(provider, skill):
             if since_iso is not None and month_file.month < since_iso[:7]:
                 continue  # the whole month lies before the window
-            for row in self._rows(month_file, since_iso):
-                if requester is None or row.requester_agent == requester:
-                    found.setdefault(row.transaction_id, row)
-        return sorted(found.values(), key=_newest_first, reverse=True)
+            for order, row in self._rows(month_file, since_iso).select(since_ms, requester):
+                found.setdefault(order[1], (order, row))  # a transaction counts once
+        # Each transaction id is there once, so the orders never tie and rows are not compared.
+        return [row for _, row in sorted(found.values(), reverse=True)]
 
-    def _rows(self, month_file: MonthFile, since_iso: str | None) -> Iterator[StoredRating]:
-        """The valid ratings of a month file at or after `since_iso`, in file order."""
+    def _rows(self, month_file: MonthFile, since_iso: str | None) -> RatingRows:
+        """The valid ratings of a month file (those at or after `since_iso` at least)."""
         if self.cache is None:
-            yield from _read_rows(self.workspace, month_file, since_iso)
-            return
+            return _read_rows(self.workspace, month_file, since_iso)
         parse = functools.partial(_parse_rows, self.workspace, month_file)
-        for row in self.cache.rows(month_file.path, parse):
-            if since_iso is None or row.timestamp >= since_iso:
-                yield row
+        return self.cache.rows(month_file.path, parse)
 
     def skills(self, provider: str) -> list[str]:
         """The skills of a provider that have a ratings folder, sorted."""
@@ -410,32 +402,29 @@ def _months(workspace: Workspace, provider: str, skill: str, folder: Path) -> li
     return found
 
 
-def _read_rows(
-    workspace: Workspace, month_file: MonthFile, since_iso: str | None
-) -> Iterator[StoredRating]:
-    """The valid ratings of a month file, skipping those before `since_iso` cheaply."""
+def _read_rows(workspace: Workspace, month_file: MonthFile, since_iso: str | None) -> RatingRows:
+    """The valid ratings of a month file, skipping lines before `since_iso` cheaply (some may
+    be left: `RatingRows.select` has the last word)."""
+    rows = RatingRows(month_file.provider, month_file.skill)
     for number, line in _lines(read_bytes(month_file.path), 0):
         if since_iso is not None and _clearly_before(line, since_iso):
             continue
         fields = _checked(workspace, month_file, number, line)
-        if fields is not None and (since_iso is None or fields["timestamp"] >= since_iso):
-            yield stored_rating(fields)
+        if fields is not None:
+            rows.add(fields)
+    return rows
 
 
 def _parse_rows(
     workspace: Workspace, month_file: MonthFile, data: bytes, first_line: int
-) -> list[StoredRating]:
+) -> RatingRows:
     """The valid ratings in some bytes of a month file whose first line has this number."""
-    rows = []
+    rows = RatingRows(month_file.provider, month_file.skill)
     for number, line in _lines(data, 0, first_line):
         fields = _checked(workspace, month_file, number, line)
         if fields is not None:
-            rows.append(stored_rating(fields))
+            rows.add(fields)
     return rows
-
-
-def _newest_first(row: StoredRating) -> tuple[str, str]:
-    return row.timestamp, row.transaction_id
 
 
 def _stat(path: Path) -> os.stat_result | None:

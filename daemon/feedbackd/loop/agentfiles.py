@@ -40,8 +40,9 @@ from feedbackd.core.memory import (
 )
 from feedbackd.core.priceledger import PriceRecord, parse_price_ledger
 from feedbackd.core.prompts import examples
-from feedbackd.core.ratings import AnyRating, Rating
+from feedbackd.core.ratings import Rating
 from feedbackd.core.soul import Soul, parse_soul
+from feedbackd.core.storedratings import AnyRating
 from feedbackd.core.workspace import AgentPaths, Workspace
 from feedbackd.edges.files import (
     append_line,

@@ -47,7 +47,6 @@ from feedbackd.core.priceledger import (
     parse_price_ledger,
     price_history,
 )
-from feedbackd.core.ratings import AnyRating
 from feedbackd.core.skillrules import (
     NoChange,
     PriceChange,
@@ -60,6 +59,7 @@ from feedbackd.core.skillrules import (
     render_lessons,
 )
 from feedbackd.core.soul import format_price, set_description, set_price
+from feedbackd.core.storedratings import AnyRating
 from feedbackd.core.timeutil import parse_duration, parse_iso
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore

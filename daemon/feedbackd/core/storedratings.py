@@ -1,0 +1,251 @@
+"""Stored ratings as read back from a month file: kept field by field, handed out as rows.
+
+A busy provider's ratings window holds tens of thousands of ratings, and the daemon keeps the
+windows it has read from one rating to the next. As objects (a tuple of eleven fields, its
+transaction id, time and latency each an object of its own) a rating took about 360 bytes, and
+a daemon's memory grew with every rating it kept. Here one month file's ratings are columns:
+the transaction id as its 16 bytes, the time as milliseconds, the words as small numbers; about
+50 bytes a rating. A `StoredRating` is a view of one row, made when it is asked for.
+
+Rows hold what `stored_fields` has validated: canonical UUIDs and `2026-04-08T10:00:00.000Z`
+times, so what a row gives back is exactly what its line says.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from array import array
+from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from feedbackd.core.ratings import (
+    COST_VALUES,
+    FAILED_QUALITIES,
+    QUALITIES,
+    CostValue,
+    Quality,
+    Rating,
+)
+from feedbackd.core.timeutil import iso_ms, unix_ms
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+_KEY = 16  # bytes of a transaction id
+_NOT_GIVEN = -1  # a latency left out
+_TOO_BIG = -2  # a latency beyond 64 bits, kept aside
+_INT64_MAX = 2**63 - 1
+# The stored JSON object's keys, in the order of SPEC §6.
+FIELDS = tuple(Rating.model_fields)
+# (time in milliseconds, transaction id's bytes): sorts like the stored spellings of the two.
+NewestFirst = tuple[int, bytes]
+
+
+def _stored_ms(timestamp: str) -> int:
+    """The milliseconds of a canonical stored time (`2026-04-08T10:00:00.000Z`)."""
+    return unix_ms(datetime.fromisoformat(timestamp[:-1]).replace(tzinfo=UTC))
+
+
+class RatingRows:
+    """The valid ratings of one month file (one provider's skill), column by column."""
+
+    def __init__(self, provider: str, skill: str) -> None:
+        self.provider = sys.intern(provider)
+        self.skill = sys.intern(skill)
+        self._keys = bytearray()  # transaction ids, 16 bytes each
+        self._times = array("q")  # milliseconds since 1970
+        self._requesters = array("I")  # places in _names
+        self._names: list[str] = []
+        self._name_at: dict[str, int] = {}
+        self._scores = array("b")  # the rating, 1 to 5
+        self._qualities = array("b")  # places in QUALITIES
+        self._values = array("b")  # places in COST_VALUES
+        self._reuse = array("b")
+        self._latencies = array("q")  # _NOT_GIVEN, _TOO_BIG or the latency
+        self._big_latencies: dict[int, int] = {}
+        self._details: list[str | None] = []
+
+    def __len__(self) -> int:
+        return len(self._times)
+
+    def __getitem__(self, row: int) -> StoredRating:
+        if not 0 <= row < len(self):
+            raise IndexError(row)
+        return StoredRating(self, row)
+
+    def __iter__(self) -> Iterator[StoredRating]:
+        return (StoredRating(self, row) for row in range(len(self)))
+
+    def add(self, fields: Mapping[str, Any]) -> None:
+        """Keep one rating, given the fields `stored_fields` returned for its line."""
+        row = len(self)
+        self._keys += uuid.UUID(fields["transaction_id"]).bytes
+        self._times.append(_stored_ms(fields["timestamp"]))
+        self._requesters.append(self._name(fields["requester_agent"]))
+        self._scores.append(fields["rating"])
+        self._qualities.append(QUALITIES.index(fields["result_quality"]))
+        self._values.append(COST_VALUES.index(fields["cost_value_ratio"]))
+        self._reuse.append(fields["would_reuse"])
+        self._latencies.append(self._latency(row, fields.get("latency_ms")))
+        self._details.append(fields.get("quality_details"))
+
+    def extend(self, more: RatingRows) -> None:
+        """Add the rows of `more` (read from the same file's appended lines) after these."""
+        first = len(self)
+        self._keys += more._keys
+        self._times += more._times
+        self._requesters.extend(self._name(more._names[place]) for place in more._requesters)
+        self._scores += more._scores
+        self._qualities += more._qualities
+        self._values += more._values
+        self._reuse += more._reuse
+        self._latencies += more._latencies
+        self._big_latencies.update({first + row: big for row, big in more._big_latencies.items()})
+        self._details += more._details
+
+    def select(
+        self, since_ms: int | None, requester: str | None
+    ) -> Iterator[tuple[NewestFirst, StoredRating]]:
+        """The rows at or after `since_ms` (from `requester` only, when given), in file order,
+        each with what sorts it newest first."""
+        wanted = self._name_at.get(requester, -1) if requester is not None else None
+        if wanted == -1:
+            return
+        keys = self._keys
+        for row, time in enumerate(self._times):
+            if since_ms is not None and time < since_ms:
+                continue
+            if wanted is None or self._requesters[row] == wanted:
+                yield (time, bytes(keys[row * _KEY : (row + 1) * _KEY])), StoredRating(self, row)
+
+    def _name(self, name: str) -> int:
+        place = self._name_at.get(name)
+        if place is None:
+            place = self._name_at[name] = len(self._names)
+            self._names.append(sys.intern(name))
+        return place
+
+    def _latency(self, row: int, latency: int | None) -> int:
+        if latency is None:
+            return _NOT_GIVEN
+        if latency > _INT64_MAX:
+            self._big_latencies[row] = latency
+            return _TOO_BIG
+        return latency
+
+
+class StoredRating:
+    """One stored rating: the fields of `Rating`, already validated, read from its columns."""
+
+    __slots__ = ("_row", "_rows")
+
+    def __init__(self, rows: RatingRows, row: int) -> None:
+        self._rows = rows
+        self._row = row
+
+    @property
+    def transaction_id(self) -> str:
+        start = self._row * _KEY
+        return str(uuid.UUID(bytes=bytes(self._rows._keys[start : start + _KEY])))
+
+    @property
+    def key(self) -> bytes:
+        """The transaction id's 16 bytes: what tells two ratings apart."""
+        start = self._row * _KEY
+        return bytes(self._rows._keys[start : start + _KEY])
+
+    @property
+    def provider_agent(self) -> str:
+        return self._rows.provider
+
+    @property
+    def skill_id(self) -> str:
+        return self._rows.skill
+
+    @property
+    def requester_agent(self) -> str:
+        return self._rows._names[self._rows._requesters[self._row]]
+
+    @property
+    def rating(self) -> int:
+        return self._rows._scores[self._row]
+
+    @property
+    def latency_ms(self) -> int | None:
+        latency = self._rows._latencies[self._row]
+        if latency == _TOO_BIG:
+            return self._rows._big_latencies[self._row]
+        return None if latency == _NOT_GIVEN else latency
+
+    @property
+    def result_quality(self) -> Quality:
+        return QUALITIES[self._rows._qualities[self._row]]
+
+    @property
+    def quality_details(self) -> str | None:
+        return self._rows._details[self._row]
+
+    @property
+    def would_reuse(self) -> bool:
+        return bool(self._rows._reuse[self._row])
+
+    @property
+    def cost_value_ratio(self) -> CostValue:
+        return COST_VALUES[self._rows._values[self._row]]
+
+    @property
+    def unix_ms(self) -> int:
+        return self._rows._times[self._row]
+
+    @property
+    def moment(self) -> datetime:
+        return _EPOCH + self.unix_ms * _MS
+
+    @property
+    def timestamp(self) -> str:
+        return iso_ms(self.moment)
+
+    @property
+    def month(self) -> str:
+        return self.timestamp[:7]
+
+    def newest_first_key(self) -> NewestFirst:
+        """Sorts like (timestamp, transaction_id), the stored spellings, without making them."""
+        return self.unix_ms, self.key
+
+    def fields(self) -> dict[str, Any]:
+        """As `Rating.model_dump(exclude_none=True)`: the stored JSON object."""
+        values = {name: getattr(self, name) for name in FIELDS}
+        return {name: value for name, value in values.items() if value is not None}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StoredRating):
+            return NotImplemented
+        return self.fields() == other.fields()
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __repr__(self) -> str:
+        return f"StoredRating({self.fields()!r})"
+
+
+# What reads a rating's fields takes either: one just submitted, or those stored before it.
+AnyRating = Rating | StoredRating
+
+
+def as_stored(r: Rating) -> StoredRating:
+    rows = RatingRows(r.provider_agent, r.skill_id)
+    rows.add(r.model_dump())
+    return rows[0]
+
+
+def rating_fields(r: AnyRating) -> dict[str, Any]:
+    """The stored JSON object of a rating: optional fields that are not given left out."""
+    return r.fields() if isinstance(r, StoredRating) else r.model_dump(exclude_none=True)
+
+
+def is_failed(r: AnyRating) -> bool:
+    """A failed rental (SPEC §7): quality poor or failed, or a rating of 2 or less."""
+    return r.result_quality in FAILED_QUALITIES or r.rating <= 2
