@@ -6,6 +6,7 @@ import json
 import logging
 import subprocess
 import sys
+import tracemalloc
 from datetime import UTC, datetime
 from typing import Any
 
@@ -99,6 +100,43 @@ def test_the_decisions_ledger_keeps_a_curator_name_with_a_line_separator(
         logger.removeHandler(caplog.handler)
     assert records == [odd, plain]
     assert "decisions.jsonl line 2 is not a decision record; ignored" in caplog.text
+
+
+def test_a_ledger_line_reads_back_to_the_same_line_and_unknown_keys_are_read_past() -> None:
+    now = datetime(2026, 4, 8, tzinfo=UTC)
+    record = new_record(
+        "qi-1", "approved", now, file="a/approved/qi-1.json", curator="Ada",
+        fields=["title"], entries=["fb-1"],
+    )  # fmt: skip
+    assert list(json.loads(record.line())) == [
+        "id", "item", "state", "at", "file", "curator", "fields", "entries"
+    ]  # fmt: skip
+    assert parse_ledger(record.line()) == [record]
+    newer = json.dumps({**json.loads(record.line()), "reviewedBy": "someone"})
+    assert parse_ledger(newer) == [record]
+    assert (
+        parse_ledger(json.dumps({"id": "d-1", "item": "qi-1", "state": "maybe", "at": "x"})) == []
+    )
+
+
+def test_a_ledger_read_back_keeps_a_decision_in_under_900_bytes() -> None:
+    # Every pass reads the agent's whole ledger: its size is the pass's memory peak.
+    now = datetime(2026, 4, 8, tzinfo=UTC)
+    text = "\n".join(
+        new_record(
+            f"soak-{n:05d}", "approved", now, file=f"_data/agents/w/approved/soak-{n:05d}.json",
+            curator="Ada Curator <ada@example.org>", fields=["title"], entries=[f"fb-{n}"],
+        ).line()
+        for n in range(2000)
+    )  # fmt: skip
+    tracemalloc.start()
+    try:
+        records = parse_ledger(text)
+        size = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert len(records) == 2000
+    assert size / len(records) < 900, f"{size / len(records):.0f} bytes a decision"
 
 
 # Each record parses strings it will never see again (ids, times): pydantic's process-wide cache

@@ -38,7 +38,7 @@ from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 
 # --- what was read ------------------------------------------------------------------------------
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # a pass holds one for every file of the agent's folders
 class ItemFile:
     """An item file in `folder` (queue, approved or rejected); its name is the item's id."""
 

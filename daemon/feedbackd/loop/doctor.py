@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedbackd.core.agentplan import ItemFile, to_decide
-from feedbackd.core.decisions import DecisionRecord
+from feedbackd.core.decisions import parse_record
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.feedback import parse_feedback
 from feedbackd.core.ids import is_valid_id
@@ -163,7 +163,7 @@ def _soul_check(path: Path) -> Callable[[], None]:
 
 def _line_checker(agent: AgentPaths, path: Path) -> Callable[[str], object]:
     if path == agent.decisions:
-        return DecisionRecord.model_validate_json
+        return parse_record
     if path.parent == agent.memory:
         return MemoryRecord.model_validate_json
     return stored_fields
