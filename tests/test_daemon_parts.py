@@ -4,6 +4,7 @@ runs the whole daemon."""
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import signal
@@ -198,3 +199,20 @@ def test_a_long_start_up_asks_systemd_for_more_time_and_says_how_far(tmp_path: P
         assert manager.recv(4096) == b"EXTEND_TIMEOUT_USEC=30000000"
     finally:
         manager.close()
+
+
+def test_a_pass_the_workspace_kept_changing_under_is_a_warning_not_an_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    book = AgentBook()
+    logger = logging.getLogger("feedbackd")  # the CLI may have stopped it propagating
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="feedbackd"):
+            book.failed("writer", "the folder kept changing while feedbackd read it", fault=False)
+            book.failed("other", "git said no")
+    finally:
+        logger.removeHandler(caplog.handler)
+    levels = {record.getMessage().split(":")[0]: record.levelname for record in caplog.records}
+    assert levels == {"writer": "WARNING", "other": "ERROR"}
+    assert book.retry_at["writer"] == pytest.approx(time.time() + 1, abs=1)  # still retried

@@ -58,6 +58,11 @@ class GitError(FeedbackdError):
     code = "git_error"
 
 
+class KeptChanging(GitError):
+    """The workspace changed under a pass each time it was read (a user's commits, a pull): the
+    pass is tried again shortly, and nothing was written. Not a fault."""
+
+
 class Locked(FeedbackdError):
     code = "locked"
 

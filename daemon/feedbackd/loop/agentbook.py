@@ -52,12 +52,22 @@ class AgentBook:
     def state(self, key: str) -> AgentState:
         return self.states.setdefault(key, AgentState())
 
-    def failed(self, key: str, message: str, *, disk_full: bool = False) -> None:
+    def failed(
+        self, key: str, message: str, *, disk_full: bool = False, fault: bool = True
+    ) -> None:
+        """A pass that did not finish; `fault` False when nothing is wrong but the timing (the
+        workspace kept changing under it): logged as a warning, not an error."""
         state = self.state(key)
         state.failures += 1
         state.failure = message
         delay = DISK_FULL_RETRY_S if disk_full else backoff(state.failures)
-        log.error("%s: pass failed (%s); trying again in %.0f s", name_of(key), message, delay)
+        log.log(
+            logging.ERROR if fault else logging.WARNING,
+            "%s: pass failed (%s); trying again in %.0f s",
+            name_of(key),
+            message,
+            delay,
+        )
         self.retry_at[key] = time.time() + delay
 
     def passed(self, key: str, report: Report) -> None:

@@ -26,7 +26,7 @@ from feedbackd.core import agentplan, commitmsg, decisions
 from feedbackd.core.agentplan import AgentPlan, BadFile, Step
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.decisions import DecisionRecord
-from feedbackd.core.errors import GitError, InvalidFeedback, NotFound
+from feedbackd.core.errors import InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.forgetting import find_entry, forgotten_line
 from feedbackd.core.timeutil import utcnow
@@ -93,7 +93,7 @@ class AgentPass:
                 return self._run()
             except (HeadMoved, ReadAgain) as moved:
                 if reading == _READS:
-                    raise GitError(
+                    raise KeptChanging(
                         f"the folder kept changing while feedbackd read it: {moved}",
                         hint="it is read again shortly",
                     ) from moved

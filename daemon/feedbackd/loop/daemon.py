@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, KeptChanging
 from feedbackd.core.timeutil import utcnow
 from feedbackd.edges.allocator import release_free_memory
 from feedbackd.edges.instance import InstanceLock, writers_waiting
@@ -356,7 +356,8 @@ class Daemon:
                     clear_stale_git_locks(self.runtime)  # left by a git that was killed?
                 report = work()
         except FeedbackdError as error:
-            self.book.failed(key, str(error), disk_full=out_of_space(error))
+            fault = not isinstance(error, KeptChanging)
+            self.book.failed(key, str(error), disk_full=out_of_space(error), fault=fault)
             return
         except OSError as error:  # feedbackd's own state (the write lock) on a full disk
             where = f"{error.filename}: " if error.filename else ""
