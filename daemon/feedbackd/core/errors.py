@@ -62,6 +62,8 @@ class KeptChanging(GitError):
     """The workspace changed under a pass each time it was read (a user's commits, a pull): the
     pass is tried again shortly, and nothing was written. Not a fault."""
 
+    code = "workspace_changing"
+
 
 class Locked(FeedbackdError):
     code = "locked"
