@@ -1,10 +1,12 @@
-"""Append-only logs: a second line lands after the first, and a cut-short line is terminated."""
+"""Append-only logs: a second line lands after the first, and a cut-short line is terminated;
+and paths of listed names."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-from feedbackd.edges.files import append_line
+from feedbackd.edges.files import append_line, child_path
 
 
 def test_lines_append_in_order(tmp_path: Path) -> None:
@@ -19,3 +21,13 @@ def test_a_line_cut_short_by_a_crash_is_terminated_first(tmp_path: Path) -> None
     log.write_bytes(b'{"n": 1}\n{"n": 2')
     append_line(log, '{"n": 3}')
     assert log.read_text(encoding="utf-8").splitlines() == ['{"n": 1}', '{"n": 2', '{"n": 3}']
+
+
+def test_a_listed_name_makes_its_path_without_being_interned(tmp_path: Path) -> None:
+    # Made at run time, so that neither text is interned in advance.
+    name = "".join(["soak-", str(7 * 11 * 13 * 17), ".json"])
+    path = child_path(tmp_path, name)
+    probe = "".join(["soak-", str(17017), ".json"])
+    assert sys.intern(probe) is probe, "the name went into the table of interned strings"
+    assert str(path) == f"{tmp_path}/soak-17017.json"
+    assert path.name == name and path.parent == tmp_path

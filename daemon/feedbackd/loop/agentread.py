@@ -29,7 +29,7 @@ from feedbackd.core.forgetting import forgotten_identities
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.files import child_path, read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import agentrename, problems, webhouse
 from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
@@ -145,7 +145,7 @@ class AgentReader:
             stem, suffix = os.path.splitext(entry.name)
             if entry.name.startswith(".") or suffix not in ITEM_SUFFIXES:
                 continue
-            path = directory / entry.name
+            path = child_path(directory, entry.name)
             if not self._usable(entry, path, scan):
                 continue
             if not is_valid_id(stem):
