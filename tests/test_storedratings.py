@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from feedbackd.core.ratings import Rating, parse_rating, rating_line, stored_fields
+from feedbackd.core.skillrules import ratings_since_change
 from feedbackd.core.storedratings import RatingRows, StoredRating, as_stored
 from feedbackd.core.timeutil import iso_ms, unix_ms
 
@@ -128,3 +129,24 @@ def test_ten_thousand_kept_ratings_take_under_a_hundred_bytes_each() -> None:
         tracemalloc.stop()
     assert len(rows) == 10_000
     assert size / len(rows) < 100, f"{size / len(rows):.0f} bytes a rating"
+
+
+@pytest.mark.parametrize("stored", [False, True], ids=["submitted", "stored"])
+def test_the_price_rule_counts_ratings_from_the_window_start_and_after_the_last_change(
+    stored: bool,
+) -> None:
+    t = NOW.replace(microsecond=0)
+    at = {n: rating(0, timestamp=iso_ms(t + timedelta(milliseconds=n))) for n in (0, 1, 2)}
+    made = [as_stored(r) if stored else r for r in at.values()]
+
+    def counted(window_start: datetime, last_change: datetime | None) -> list[int]:
+        kept = ratings_since_change(made, last_change, window_start)
+        return [unix_ms(r.moment) - unix_ms(t) for r in kept]
+
+    half = timedelta(microseconds=500)
+    assert counted(t, None) == [0, 1, 2]  # a rating at the window's start is in it
+    assert counted(t + half, None) == [1, 2]
+    assert counted(t - half, None) == [0, 1, 2]
+    assert counted(t - timedelta(days=1), t + timedelta(milliseconds=1)) == [2]  # after, not at
+    assert counted(t - timedelta(days=1), t + half) == [1, 2]
+    assert counted(t + timedelta(milliseconds=2), t) == [2]

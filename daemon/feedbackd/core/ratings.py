@@ -34,7 +34,7 @@ from feedbackd.core.ratingwords import FAILED_QUALITIES as FAILED_QUALITIES
 from feedbackd.core.ratingwords import QUALITIES as QUALITIES
 from feedbackd.core.ratingwords import CostValue as CostValue
 from feedbackd.core.ratingwords import Quality as Quality
-from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, parse_iso, utcnow
+from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, parse_iso, unix_ms, utcnow
 
 # One submitted rating is a few hundred bytes; an inbox file may hold many of them.
 MAX_RATING_CHARS = 64 * 1024
@@ -98,6 +98,10 @@ class Rating(BaseModel):
     @property
     def moment(self) -> datetime:
         return parse_iso(self.timestamp)
+
+    @property
+    def unix_ms(self) -> int:
+        return unix_ms(self.moment)
 
     @property
     def month(self) -> str:

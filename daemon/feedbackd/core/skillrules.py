@@ -21,7 +21,7 @@ from feedbackd.core.config import OptimizerSettings, PricingSettings
 from feedbackd.core.ratings import FAILED_QUALITIES
 from feedbackd.core.soul import format_price
 from feedbackd.core.storedratings import AnyRating, is_failed
-from feedbackd.core.timeutil import iso_ms, parse_duration
+from feedbackd.core.timeutil import ceil_ms, iso_ms, parse_duration, unix_ms
 
 # SPEC: an increase needs at least this many ratings of 5 from buyers who would reuse the skill.
 INCREASE_MIN_TOP_RATINGS = 5
@@ -129,11 +129,13 @@ def ratings_since_change(
     ratings: Sequence[AnyRating], last_change: datetime | None, window_start: datetime
 ) -> list[AnyRating]:
     """Ratings in the window that came after the last price change (by rating time)."""
-    return [
-        r
-        for r in ratings
-        if r.moment >= window_start and (last_change is None or r.moment > last_change)
-    ]
+    # A rating's time is whole milliseconds: compared as integers, with the two bounds rounded
+    # so that each comparison says what it would of the times themselves (a window of tens of
+    # thousands of ratings costs no datetime for each).
+    first = ceil_ms(window_start)
+    if last_change is not None:
+        first = max(first, unix_ms(last_change) + 1)
+    return [r for r in ratings if r.unix_ms >= first]
 
 
 def price_floor(base: float, settings: PricingSettings) -> float:

@@ -31,6 +31,12 @@ def unix_ms(moment: datetime) -> int:
     return (moment.astimezone(UTC) - _EPOCH) // _MS
 
 
+def ceil_ms(moment: datetime) -> int:
+    """Milliseconds since 1970, rounded up: a time in whole milliseconds is at or after
+    `moment` exactly when it is at or after this."""
+    return -((_EPOCH - moment.astimezone(UTC)) // _MS)
+
+
 def parse_iso(text: str) -> datetime:
     """Parse ISO 8601 (with `Z` or an offset); naive times are taken as UTC."""
     moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
