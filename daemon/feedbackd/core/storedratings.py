@@ -14,7 +14,6 @@ times, so what a row gives back is exactly what its line says.
 from __future__ import annotations
 
 import sys
-import uuid
 from array import array
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
@@ -28,7 +27,7 @@ from feedbackd.core.ratings import (
     Quality,
     Rating,
 )
-from feedbackd.core.timeutil import iso_ms, unix_ms
+from feedbackd.core.timeutil import iso_ms
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
@@ -42,9 +41,14 @@ FIELDS = tuple(Rating.model_fields)
 NewestFirst = tuple[int, bytes]
 
 
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+_QUALITY_AT = {quality: place for place, quality in enumerate(QUALITIES)}
+_VALUE_AT = {value: place for place, value in enumerate(COST_VALUES)}
+
+
 def _stored_ms(timestamp: str) -> int:
-    """The milliseconds of a canonical stored time (`2026-04-08T10:00:00.000Z`)."""
-    return unix_ms(datetime.fromisoformat(timestamp[:-1]).replace(tzinfo=UTC))
+    """The milliseconds of a canonical stored time (`2026-04-08T10:00:00.000Z`, always UTC)."""
+    return (datetime.fromisoformat(timestamp[:-1]) - _NAIVE_EPOCH) // _MS
 
 
 class RatingRows:
@@ -80,12 +84,12 @@ class RatingRows:
     def add(self, fields: Mapping[str, Any]) -> None:
         """Keep one rating, given the fields `stored_fields` returned for its line."""
         row = len(self)
-        self._keys += uuid.UUID(fields["transaction_id"]).bytes
+        self._keys += bytes.fromhex(fields["transaction_id"].replace("-", ""))  # canonical
         self._times.append(_stored_ms(fields["timestamp"]))
         self._requesters.append(self._name(fields["requester_agent"]))
         self._scores.append(fields["rating"])
-        self._qualities.append(QUALITIES.index(fields["result_quality"]))
-        self._values.append(COST_VALUES.index(fields["cost_value_ratio"]))
+        self._qualities.append(_QUALITY_AT[fields["result_quality"]])
+        self._values.append(_VALUE_AT[fields["cost_value_ratio"]])
         self._reuse.append(fields["would_reuse"])
         self._latencies.append(self._latency(row, fields.get("latency_ms")))
         self._details.append(fields.get("quality_details"))
@@ -138,16 +142,24 @@ class RatingRows:
 class StoredRating:
     """One stored rating: the fields of `Rating`, already validated, read from its columns."""
 
-    __slots__ = ("_row", "_rows")
+    # The two spellings are made when first asked for and kept while the row is: a listing
+    # sorts by them and then writes them out.
+    __slots__ = ("_row", "_rows", "_timestamp", "_transaction_id")
 
     def __init__(self, rows: RatingRows, row: int) -> None:
         self._rows = rows
         self._row = row
+        self._transaction_id: str | None = None
+        self._timestamp: str | None = None
 
     @property
     def transaction_id(self) -> str:
-        start = self._row * _KEY
-        return str(uuid.UUID(bytes=bytes(self._rows._keys[start : start + _KEY])))
+        if self._transaction_id is None:
+            digits = self.key.hex()
+            self._transaction_id = (
+                f"{digits[:8]}-{digits[8:12]}-{digits[12:16]}-{digits[16:20]}-{digits[20:]}"
+            )
+        return self._transaction_id
 
     @property
     def key(self) -> bytes:
@@ -204,7 +216,9 @@ class StoredRating:
 
     @property
     def timestamp(self) -> str:
-        return iso_ms(self.moment)
+        if self._timestamp is None:
+            self._timestamp = iso_ms(self.moment)
+        return self._timestamp
 
     @property
     def month(self) -> str:
