@@ -12,7 +12,7 @@ import pytest
 
 from feedbackd.core.ratings import Rating, parse_rating, rating_line, stored_fields
 from feedbackd.core.skillrules import ratings_since_change
-from feedbackd.core.storedratings import RatingRows, StoredRating, as_stored
+from feedbackd.core.storedratings import RatingRows, as_stored
 from feedbackd.core.timeutil import iso_ms, unix_ms
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)
@@ -93,10 +93,12 @@ def test_rows_read_later_are_appended_and_earlier_rows_still_read_the_same() -> 
 
 def test_newest_first_sorts_as_the_stored_spellings_do() -> None:
     made = [rating(n % 4) for n in range(12)]  # equal times, different transaction ids
-    rows = list(rows_of(*made))
-    by_key = sorted(rows, key=StoredRating.newest_first_key, reverse=True)
-    by_text = sorted(rows, key=lambda r: (r.timestamp, r.transaction_id), reverse=True)
-    assert [r.transaction_id for r in by_key] == [r.transaction_id for r in by_text]
+    selected = list(rows_of(*made).select(None, None))
+    by_order = [r for _, r in sorted(selected, key=lambda pair: pair[0], reverse=True)]
+    by_text = sorted(
+        (r for _, r in selected), key=lambda r: (r.timestamp, r.transaction_id), reverse=True
+    )
+    assert [r.transaction_id for r in by_order] == [r.transaction_id for r in by_text]
 
 
 def test_times_read_back_to_the_millisecond_that_was_written() -> None:

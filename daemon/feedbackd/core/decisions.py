@@ -9,7 +9,6 @@ of its decision commit removes is gone, and the item is a draft again.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 from collections.abc import Iterable
@@ -48,11 +47,7 @@ class DecisionRecord:
     entries: list[str] | None = None
 
     def line(self) -> str:
-        values = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        return json.dumps(
-            {name: value for name, value in values.items() if value is not None},
-            ensure_ascii=False,
-        )
+        return json.dumps(_RECORD.dump_python(self, exclude_none=True), ensure_ascii=False)
 
 
 _RECORD = TypeAdapter(DecisionRecord)

@@ -2,10 +2,10 @@
 
 A busy provider's ratings window holds tens of thousands of ratings, and the daemon keeps the
 windows it has read from one rating to the next. As objects (a tuple of eleven fields, its
-transaction id, time and latency each an object of its own) a rating took about 360 bytes, and
+transaction id, time and latency each an object of its own) a rating took about 460 bytes, and
 a daemon's memory grew with every rating it kept. Here one month file's ratings are columns:
 the transaction id as its 16 bytes, the time as milliseconds, the words as small numbers; about
-50 bytes a rating. A `StoredRating` is a view of one row, made when it is asked for.
+96 bytes a rating. A `StoredRating` is a view of one row, made when it is asked for.
 
 Rows hold what `stored_fields` has validated: canonical UUIDs and `2026-04-08T10:00:00.000Z`
 times, so what a row gives back is exactly what its line says.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from feedbackd.core.ratings import (
@@ -27,10 +27,8 @@ from feedbackd.core.ratings import (
     Quality,
     Rating,
 )
-from feedbackd.core.timeutil import iso_ms
+from feedbackd.core.timeutil import from_unix_ms, iso_ms, stored_ms
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
 _KEY = 16  # bytes of a transaction id
 _NOT_GIVEN = -1  # a latency left out
 _TOO_BIG = -2  # a latency beyond 64 bits, kept aside
@@ -39,16 +37,8 @@ _INT64_MAX = 2**63 - 1
 FIELDS = tuple(Rating.model_fields)
 # (time in milliseconds, transaction id's bytes): sorts like the stored spellings of the two.
 NewestFirst = tuple[int, bytes]
-
-
-_NAIVE_EPOCH = datetime(1970, 1, 1)
 _QUALITY_AT = {quality: place for place, quality in enumerate(QUALITIES)}
 _VALUE_AT = {value: place for place, value in enumerate(COST_VALUES)}
-
-
-def _stored_ms(timestamp: str) -> int:
-    """The milliseconds of a canonical stored time (`2026-04-08T10:00:00.000Z`, always UTC)."""
-    return (datetime.fromisoformat(timestamp[:-1]) - _NAIVE_EPOCH) // _MS
 
 
 class RatingRows:
@@ -85,7 +75,7 @@ class RatingRows:
         """Keep one rating, given the fields `stored_fields` returned for its line."""
         row = len(self)
         self._keys += bytes.fromhex(fields["transaction_id"].replace("-", ""))  # canonical
-        self._times.append(_stored_ms(fields["timestamp"]))
+        self._times.append(stored_ms(fields["timestamp"]))
         self._requesters.append(self._name(fields["requester_agent"]))
         self._scores.append(fields["rating"])
         self._qualities.append(_QUALITY_AT[fields["result_quality"]])
@@ -116,12 +106,15 @@ class RatingRows:
         wanted = self._name_at.get(requester, -1) if requester is not None else None
         if wanted == -1:
             return
-        keys = self._keys
         for row, time in enumerate(self._times):
             if since_ms is not None and time < since_ms:
                 continue
             if wanted is None or self._requesters[row] == wanted:
-                yield (time, bytes(keys[row * _KEY : (row + 1) * _KEY])), StoredRating(self, row)
+                yield (time, self.key_at(row)), StoredRating(self, row)
+
+    def key_at(self, row: int) -> bytes:
+        """The transaction id of a row, as its 16 bytes."""
+        return bytes(self._keys[row * _KEY : (row + 1) * _KEY])
 
     def _name(self, name: str) -> int:
         place = self._name_at.get(name)
@@ -164,8 +157,7 @@ class StoredRating:
     @property
     def key(self) -> bytes:
         """The transaction id's 16 bytes: what tells two ratings apart."""
-        start = self._row * _KEY
-        return bytes(self._rows._keys[start : start + _KEY])
+        return self._rows.key_at(self._row)
 
     @property
     def provider_agent(self) -> str:
@@ -212,7 +204,7 @@ class StoredRating:
 
     @property
     def moment(self) -> datetime:
-        return _EPOCH + self.unix_ms * _MS
+        return from_unix_ms(self.unix_ms)
 
     @property
     def timestamp(self) -> str:
@@ -223,10 +215,6 @@ class StoredRating:
     @property
     def month(self) -> str:
         return self.timestamp[:7]
-
-    def newest_first_key(self) -> NewestFirst:
-        """Sorts like (timestamp, transaction_id), the stored spellings, without making them."""
-        return self.unix_ms, self.key
 
     def fields(self) -> dict[str, Any]:
         """As `Rating.model_dump(exclude_none=True)`: the stored JSON object."""

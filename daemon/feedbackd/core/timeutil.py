@@ -12,6 +12,7 @@ _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # Longer windows reach back before year 1 (a date Python cannot hold); a century is plenty.
 _MAX_DURATION_S = 100 * 366 * 86400
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
 _MS = timedelta(milliseconds=1)
 
 
@@ -29,6 +30,17 @@ def unix_ms(moment: datetime) -> int:
     """Whole milliseconds since 1970, rounded down as `iso_ms` writes them (integers only, so
     the two never disagree)."""
     return (moment.astimezone(UTC) - _EPOCH) // _MS
+
+
+def from_unix_ms(ms: int) -> datetime:
+    """The UTC time `ms` milliseconds after 1970 (what `unix_ms` gives back exactly)."""
+    return _EPOCH + ms * _MS
+
+
+def stored_ms(text: str) -> int:
+    """`unix_ms` of a time in the stored spelling (`2026-04-08T10:00:00.000Z`, always UTC),
+    read without an aware datetime: a store reads tens of thousands of them."""
+    return (datetime.fromisoformat(text[:-1]) - _NAIVE_EPOCH) // _MS
 
 
 def ceil_ms(moment: datetime) -> int:
