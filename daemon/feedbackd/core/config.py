@@ -142,6 +142,11 @@ class HttpSettings(BaseModel):
     model_config = _STRICT
     listen: str = Field("127.0.0.1:8787", min_length=1)
     token_file: str | None = None
+    # The names and addresses users reach the server by, besides the listen address and loopback
+    # (a Host header naming anything else is refused as DNS rebinding).
+    public_names: list[str] = Field(default_factory=list)
+    max_connections: int = Field(512, ge=16, le=65536)
+    write_wait_s: float = Field(30.0, gt=0, le=3600)
 
 
 class WebhouseSettings(BaseModel):
