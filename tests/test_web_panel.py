@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.web_kit import Server
+from tests.web_kit import Server, free_port
 from tests.workspace_kit import Site, draft
 
 pytestmark = pytest.mark.slow
@@ -202,3 +204,51 @@ def test_no_asset_comes_from_another_host(browser: Browser, server: Server) -> N
     page.goto(f"http://{server.host}/agents/lark")
     page.wait_for_load_state("networkidle")
     assert asked and all(url.startswith(f"http://{server.host}/") for url in asked)
+
+
+# --- a page on another origin ---------------------------------------------------------
+@pytest.fixture
+def foreign_page(server: Server) -> Iterator[str]:
+    """Another origin (another port) serving a page that frames the panel, as a hostile site would
+    to have a curator click Approve without knowing."""
+    page = (
+        "<!doctype html><title>Win a prize</title><h1>Click the button to win</h1>"
+        f'<iframe id="bait" src="http://{server.host}/agents/lark" width="1000" height="600">'
+        "</iframe>"
+    ).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # the test's output stays readable
+
+    foreign = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    thread = threading.Thread(target=foreign.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{foreign.server_address[1]}/"
+    foreign.shutdown()
+    foreign.server_close()
+    thread.join(timeout=10)
+
+
+def test_a_page_on_another_origin_cannot_frame_the_panel(
+    browser: Browser, site: Site, server: Server, foreign_page: str, tmp_path: Path
+) -> None:
+    commits = site.commit_count()
+    page = open_page(browser, foreign_page)
+    page.wait_for_load_state("load")  # the frame has loaded, or has been refused
+    [framed] = [frame for frame in page.frames if frame is not page.main_frame]
+    page.screenshot(path=str(tmp_path / "framed.png"))
+    approve = framed.locator("button.approve")
+    if approve.count():  # what the hostile page would have the curator do
+        approve.first.click()
+        page.wait_for_timeout(1000)
+    assert approve.count() == 0, "the panel loaded inside another site's page"
+    assert site.commit_count() == commits
+    assert (site.agent("lark") / "queue" / "qi-1.json").is_file()

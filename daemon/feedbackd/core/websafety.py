@@ -83,11 +83,19 @@ def host_allowed(host_header: str | None, listen: ListenAddress) -> bool:
     return host.lower() == listen.host.lower() or is_loopback_host(host)
 
 
-def origin_allowed(origin: str | None, host_header: str | None) -> bool:
+def origin_allowed(
+    origin: str | None, host_header: str | None, fetch_site: str | None = None
+) -> bool:
     """A write from a browser must come from our own pages: its Origin names the same host and
-    port the request was sent to. Clients that send no Origin (curl, agents) are not browsers."""
+    port the request was sent to. Clients that send no Origin (curl, agents) are not browsers.
+
+    Our pages' referrer policy (no-referrer) makes a browser send `Origin: null` with their form
+    posts (the login form); such a write is ours only when the browser's own Sec-Fetch-Site,
+    which no page can set, says it came from the same origin."""
     if origin is None:
         return True
+    if origin == "null":
+        return fetch_site == "same-origin"
     parts = urlsplit(origin)
     if parts.scheme not in ("http", "https") or not parts.netloc or not host_header:
         return False

@@ -1,6 +1,7 @@
 """The safety rules every request passes before any route sees it (SPEC section 12): the Host
 check against DNS rebinding, the token, the Origin check against cross-site writes, and the
-1 MiB body limit. An ASGI middleware, so that no route can forget one.
+1 MiB body limit; and the security headers every answer carries, whichever layer made it. An
+ASGI middleware, so that no route can forget one.
 """
 
 from __future__ import annotations
@@ -30,6 +31,19 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 TOKEN_COOKIE = "feedbackd_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_PATHS = frozenset({"/healthz", "/login"})  # reachable without the token
+# The page may be framed by no one (another site's page would have a curator click Approve
+# unawares), and loads nothing but its own files; no answer is sniffed as another type, and no
+# address leaks to other sites in a Referer.
+SECURITY_HEADERS = (
+    (
+        b"content-security-policy",
+        b"default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+_SECURITY_NAMES = frozenset(name for name, _ in SECURITY_HEADERS)
 
 
 class Guard:
@@ -42,6 +56,7 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = _with_security_headers(send)
         headers = Headers(scope=scope)
         refusal = self._refusal(scope, headers)
         if refusal is None and scope["method"] not in SAFE_METHODS:
@@ -65,7 +80,9 @@ class Guard:
             )
         if scope["path"] not in OPEN_PATHS and not self._has_token(headers):
             return _unauthorised(scope)
-        if scope["method"] not in SAFE_METHODS and not origin_allowed(headers.get("origin"), host):
+        if scope["method"] in SAFE_METHODS:
+            return None
+        if not origin_allowed(headers.get("origin"), host, headers.get("sec-fetch-site")):
             return refuse(403, "forbidden", "a write from another site's page is refused")
         return None
 
@@ -120,3 +137,13 @@ def _replay(body: bytes) -> Receive:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return receive
+
+
+def _with_security_headers(send: Send) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            kept = [(k, v) for k, v in message.get("headers", []) if k not in _SECURITY_NAMES]
+            message = {**message, "headers": [*kept, *SECURITY_HEADERS]}
+        await send(message)
+
+    return sending
