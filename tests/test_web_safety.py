@@ -1,14 +1,19 @@
 """`feedbackd serve`'s hardening (SPEC section 12), over real HTTP on loopback: the security
-headers on every answer."""
+headers on every answer, and the names a server reached from other machines answers to."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.web_kit import Server
+from tests.web_kit import Server, free_port
 from tests.workspace_kit import Site, draft
 
 pytestmark = pytest.mark.slow
@@ -40,6 +45,13 @@ def guarded(site: Site) -> Iterator[Server]:
 
 def lower(headers: dict[str, str]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items()}
+
+
+def serve(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    listen = f"127.0.0.1:{free_port()}"
+    argv = [sys.executable, "-m", "feedbackd", "-w", str(root), "serve", "--listen", listen]
+    clean = {k: v for k, v in os.environ.items() if k != "FEEDBACKD_HTTP_TOKEN"}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env={**clean, **env})
 
 
 # --- security headers ---------------------------------------------------------------------------
@@ -92,3 +104,55 @@ def test_a_null_origin_is_a_write_of_our_own_only_when_the_browser_says_so(
     assert (site.agent("writer") / "queue" / "qi-1.json").is_file()  # nothing happened
     ours = {**null, "Sec-Fetch-Site": "same-origin"}
     assert guarded.post(path, {"notes": "x"}, headers=ours).status == 200
+
+
+# --- public names -------------------------------------------------------------------------------
+def test_a_public_name_passes_the_host_check_on_any_listen(site: Site) -> None:
+    site.configure("http:\n  public_names: [feedback.example.org, 192.0.2.10, '[2001:db8::7]']\n")
+    server = Server(site.root)
+    try:
+        for name in (
+            "feedback.example.org",
+            "FEEDBACK.example.org.",
+            "192.0.2.10",
+            "[2001:db8::7]",
+        ):
+            answer = server.get("/api/agents", headers={"Host": f"{name}:{server.port}"})
+            assert answer.status == 200, name
+        for name in ("other.example.org", "192.0.2.11", "example.org"):
+            answer = server.get("/api/agents", headers={"Host": f"{name}:{server.port}"})
+            assert answer.status == 421, name
+    finally:
+        server.close()
+
+
+def machine_addresses() -> list[str]:
+    """The addresses a user reads with `hostname -I`: the machine's own, not loopback."""
+    if shutil.which("hostname") is None:
+        return []
+    shown = subprocess.run(["hostname", "-I"], capture_output=True, text=True, check=False)
+    return shown.stdout.split()
+
+
+def test_on_a_wildcard_listen_the_machines_own_names_pass(site: Site) -> None:
+    site.configure("http:\n  public_names: [feedback.example.org]\n")
+    server = Server(site.root, env={"FEEDBACKD_HTTP_TOKEN": TOKEN}, listen_host="0.0.0.0")
+    try:
+        names = [socket.gethostname(), socket.getfqdn(), "feedback.example.org"]
+        hosts = [*names, *(f"[{a}]" if ":" in a else a for a in machine_addresses())]
+        for host in hosts:
+            answer = server.get("/api/agents", headers={**BEARER, "Host": f"{host}:{server.port}"})
+            assert answer.status == 200, host
+        rebinding = server.get("/api/agents", headers={**BEARER, "Host": "attacker.example"})
+        assert rebinding.status == 421
+        assert server.get("/api/agents", headers={"Host": socket.gethostname()}).status == 401
+    finally:
+        server.close()
+
+
+def test_a_public_name_with_a_port_stops_serve_with_a_clear_error(site: Site) -> None:
+    site.configure("http:\n  public_names: ['feedback.example.org:8788']\n")
+    done = serve(site.root, {})
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: config_error: http.public_names: ")
+    assert "no scheme, no port" in done.stderr

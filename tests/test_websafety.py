@@ -1,8 +1,60 @@
-"""The pure rules behind `serve`'s refusals."""
+"""The pure rules behind `serve`'s refusals: which Host names pass, which public names are
+accepted in the configuration, and which Origins are our own."""
 
 from __future__ import annotations
 
-from feedbackd.core.websafety import origin_allowed
+import pytest
+
+from feedbackd.core.errors import ConfigError
+from feedbackd.core.websafety import (
+    ListenAddress,
+    host_allowed,
+    origin_allowed,
+    parse_listen,
+    public_names,
+)
+
+NAMES = public_names(["Feedback.Example.org.", "192.0.2.10", "[2001:DB8::7]", "fd00::2"])
+
+
+@pytest.mark.parametrize(
+    ("host", "allowed"),
+    [
+        ("feedback.example.org:8788", True),
+        ("FEEDBACK.EXAMPLE.ORG.", True),
+        ("192.0.2.10:8788", True),
+        ("[2001:db8:0::7]:8788", True),
+        ("[fd00:0:0::2]", True),
+        ("127.0.0.1:8788", True),
+        ("localhost", True),
+        ("example.org", False),
+        ("feedback.example.org.attacker.example", False),
+        ("192.0.2.11", False),
+        ("2001:db8::7", False),  # an IPv6 address in a Host header has brackets
+        ("", False),
+    ],
+)
+def test_a_public_name_passes_as_the_listen_address_does(host: str, allowed: bool) -> None:
+    assert host_allowed(host, ListenAddress("127.0.0.1", 8788), NAMES) is allowed
+
+
+def test_without_public_names_only_the_listen_address_and_loopback_pass() -> None:
+    listen = ListenAddress("192.0.2.10", 8788)
+    assert host_allowed("192.0.2.10:8788", listen)
+    assert not host_allowed("feedback.example.org:8788", listen)
+
+
+@pytest.mark.parametrize("name", ["feedback.example.org:8788", "http://feedback.example.org", ""])
+def test_a_public_name_with_a_port_or_scheme_is_a_config_error(name: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        public_names([name])
+    assert "http.public_names" in str(raised.value) and "no scheme, no port" in str(raised.value)
+
+
+def test_a_wildcard_listen_is_recognised() -> None:
+    assert parse_listen("0.0.0.0:8788").is_wildcard
+    assert parse_listen("[::]:8788").is_wildcard
+    assert not parse_listen("192.0.2.10:8788").is_wildcard
 
 
 def test_a_null_origin_passes_only_from_the_same_origin() -> None:

@@ -38,12 +38,18 @@ def free_port() -> int:
 
 
 class Server:
-    """`python -m feedbackd -w ROOT serve --listen 127.0.0.1:PORT`, ready once /healthz answers."""
+    """`python -m feedbackd -w ROOT serve --listen 127.0.0.1:PORT`, ready once /healthz answers.
 
-    def __init__(self, root: Path, *, env: dict[str, str] | None = None) -> None:
+    `listen_host` "0.0.0.0" serves every address of the machine; the tests still connect to
+    127.0.0.1 only, and name the address a user would in the Host header."""
+
+    def __init__(
+        self, root: Path, *, env: dict[str, str] | None = None, listen_host: str = "127.0.0.1"
+    ) -> None:
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "feedbackd", "-w", str(root), "serve", "--listen", self.host]
+        listen = f"{listen_host}:{self.port}"
+        argv = [sys.executable, "-m", "feedbackd", "-w", str(root), "serve", "--listen", listen]
         self.process = subprocess.Popen(
             argv,
             stdout=subprocess.PIPE,

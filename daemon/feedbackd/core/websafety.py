@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -25,6 +26,14 @@ class ListenAddress:
     @property
     def is_loopback(self) -> bool:
         return is_loopback_host(self.host)
+
+    @property
+    def is_wildcard(self) -> bool:
+        """0.0.0.0 or [::]: every address of the machine is served."""
+        try:
+            return ipaddress.ip_address(self.host).is_unspecified
+        except ValueError:
+            return False
 
     def __str__(self) -> str:
         return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
@@ -72,15 +81,46 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def host_allowed(host_header: str | None, listen: ListenAddress) -> bool:
-    """A request's Host must name the listen address, localhost or a loopback address: a
-    DNS-rebinding page reaches us under its own name and is refused."""
+def host_allowed(
+    host_header: str | None, listen: ListenAddress, public_names: frozenset[str] = frozenset()
+) -> bool:
+    """A request's Host must name the listen address, localhost, a loopback address or one of
+    the public names (as host_names() spells them): a DNS-rebinding page reaches us under its own
+    name and is refused."""
     if not host_header:
         return False
     host, _ = _split_host_port(host_header if ":" in host_header else f"{host_header}:0")
     if host is None:  # an IPv6 address without brackets or a malformed header
         return False
-    return host.lower() == listen.host.lower() or is_loopback_host(host)
+    named = normal_host(host)
+    return named == normal_host(listen.host) or is_loopback_host(host) or named in public_names
+
+
+def normal_host(name: str) -> str:
+    """One spelling per host: lower case, no final dot, no brackets, an IP address compressed."""
+    bare = name.strip().lower().rstrip(".").removeprefix("[").removesuffix("]")
+    try:
+        return str(ipaddress.ip_address(bare))
+    except ValueError:
+        return bare
+
+
+def host_names(names: Iterable[str]) -> frozenset[str]:
+    """The machine's own names and addresses, spelled as host_allowed compares them."""
+    return frozenset(normal_host(name) for name in names if name.strip())
+
+
+def public_names(configured: Iterable[str], source: str = "http.public_names") -> frozenset[str]:
+    """http.public_names, checked: a host name or an IP address each, without port or scheme."""
+    for name in configured:
+        bare = name.strip().removeprefix("[").removesuffix("]")
+        if not bare or not _is_host_name(bare):
+            raise ConfigError(
+                f"{source}: {name!r} is not a host name or IP address",
+                hint="list names and addresses alone, e.g. feedback.example.org or 192.0.2.10 "
+                "(no scheme, no port)",
+            )
+    return host_names(configured)
 
 
 def origin_allowed(

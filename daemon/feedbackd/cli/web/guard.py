@@ -47,10 +47,18 @@ _SECURITY_NAMES = frozenset(name for name, _ in SECURITY_HEADERS)
 
 
 class Guard:
-    def __init__(self, app: ASGIApp, listen: ListenAddress, token: str | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        listen: ListenAddress,
+        token: str | None,
+        *,
+        public_names: frozenset[str] = frozenset(),
+    ) -> None:
         self.app = app
         self.listen = listen
         self.token = token
+        self.public_names = public_names
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -72,11 +80,12 @@ class Guard:
 
     def _refusal(self, scope: Scope, headers: Headers) -> Response | None:
         host = headers.get("host")
-        if not host_allowed(host, self.listen):
+        if not host_allowed(host, self.listen, self.public_names):
             return refuse(
                 421,
                 "misdirected_request",
-                f"this server answers to {self.listen}, localhost or a loopback address only",
+                f"this server answers to {self.listen}, localhost, a loopback address or a "
+                "name in http.public_names only",
             )
         if scope["path"] not in OPEN_PATHS and not self._has_token(headers):
             return _unauthorised(scope)

@@ -27,7 +27,8 @@ from feedbackd.cli.web import api, panel
 from feedbackd.cli.web.guard import Guard
 from feedbackd.cli.web.metrics import RequestCounter, pass_lines, status_lines
 from feedbackd.core.errors import ConfigError, FeedbackdError
-from feedbackd.core.websafety import ListenAddress, parse_listen
+from feedbackd.core.websafety import ListenAddress, host_names, parse_listen, public_names
+from feedbackd.edges.hostnames import machine_names
 from feedbackd.loop import queries
 from feedbackd.loop.runtime import Runtime
 from feedbackd.loop.statusfile import pass_times
@@ -49,8 +50,9 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
             f"listening on {listen} (not a loopback address) needs a token",
             hint=f"put one in a file named by http.token_file, or set ${TOKEN_ENV}",
         )
+    names = _public_names(runtime, listen)
     sock = _bind(listen)
-    app = build_app(api.Site(str(runtime.workspace.root), config), listen, token)
+    app = build_app(api.Site(str(runtime.workspace.root), config), listen, token, names)
     settings = uvicorn.Config(
         app,
         log_level="warning",
@@ -80,6 +82,12 @@ def _clean_stop() -> Iterator[None]:
 
 def _stopped(number: int, frame: FrameType | None) -> None:
     """The server has already stopped by the time this runs: nothing is left to do."""
+
+
+def _public_names(runtime: Runtime, listen: ListenAddress) -> frozenset[str]:
+    """http.public_names, and on a wildcard listen the machine's own names and addresses."""
+    configured = public_names(runtime.settings.http.public_names)
+    return configured | host_names(machine_names()) if listen.is_wildcard else configured
 
 
 def load_token(runtime: Runtime) -> str | None:
@@ -116,7 +124,9 @@ def _bind(listen: ListenAddress) -> socket.socket:
     return sock
 
 
-def build_app(site: api.Site, listen: ListenAddress, token: str | None) -> Guard:
+def build_app(
+    site: api.Site, listen: ListenAddress, token: str | None, names: frozenset[str] = frozenset()
+) -> Guard:
     counter: RequestCounter
 
     async def metrics(request: Request) -> Response:
@@ -145,4 +155,4 @@ def build_app(site: api.Site, listen: ListenAddress, token: str | None) -> Guard
         exception_handlers={FeedbackdError: refused, HTTPException: no_route},
     )
     counter = RequestCounter(starlette)  # the metrics route reads it when called
-    return Guard(counter, listen, token)
+    return Guard(counter, listen, token, public_names=names)
