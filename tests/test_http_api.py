@@ -261,17 +261,18 @@ def test_a_body_over_1_mib_is_413_and_malformed_json_400(site: Site, server: Ser
 
 
 def test_with_a_token_every_request_but_healthz_needs_it(site: Site) -> None:
-    server = Server(site.root, env={"FEEDBACKD_HTTP_TOKEN": "s3cret"})
+    token = "c0ffee42" * 8  # as `openssl rand -hex 32` makes one
+    server = Server(site.root, env={"FEEDBACKD_HTTP_TOKEN": token})
     try:
         assert server.get("/healthz").status == 200
         assert server.get("/api/agents").status == 401
         wrong = {"Authorization": "Bearer nope"}
         assert server.get("/api/agents", headers=wrong).status == 401
-        right = {"Authorization": "Bearer s3cret"}
+        right = {"Authorization": f"Bearer {token}"}
         assert server.get("/api/agents", headers=right).status == 200
         assert server.get("/").status == 303  # the page sends a person to its login form
         login = server.request(
-            "POST", "/login", raw=b"token=s3cret",
+            "POST", "/login", raw=f"token={token}".encode(),
             headers={"Content-Type": "application/x-www-form-urlencoded"},
         )  # fmt: skip
         cookie = login.headers["set-cookie"]

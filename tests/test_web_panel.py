@@ -206,7 +206,7 @@ def test_no_asset_comes_from_another_host(browser: Browser, server: Server) -> N
     assert asked and all(url.startswith(f"http://{server.host}/") for url in asked)
 
 
-# --- a page on another origin ---------------------------------------------------------
+# --- a page on another origin, and the login form ---------------------------------------------
 @pytest.fixture
 def foreign_page(server: Server) -> Iterator[str]:
     """Another origin (another port) serving a page that frames the panel, as a hostile site would
@@ -252,3 +252,23 @@ def test_a_page_on_another_origin_cannot_frame_the_panel(
     assert approve.count() == 0, "the panel loaded inside another site's page"
     assert site.commit_count() == commits
     assert (site.agent("lark") / "queue" / "qi-1.json").is_file()
+
+
+def test_the_login_page_is_styled_and_signs_the_curator_in(browser: Browser, site: Site) -> None:
+    token = "5e1f" * 16
+    server = Server(site.root, env={"FEEDBACKD_HTTP_TOKEN": token})
+    try:
+        page = browser.new_page()
+        refused: list[str] = []
+        page.on("console", lambda message: refused.append(message.text))
+        page.goto(f"http://{server.host}/agents/lark")
+        expect(page).to_have_url(f"http://{server.host}/login")
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(246, 248, 250)"  # panel.css's --page colour: it was loaded
+        page.fill('input[name="token"]', token)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page).to_have_url(f"http://{server.host}/")
+        expect(page.locator("table.agents")).to_contain_text("Ledger Lark")
+        assert not [text for text in refused if "Content Security Policy" in text]
+    finally:
+        server.close()

@@ -1,5 +1,6 @@
 """`feedbackd serve`'s hardening (SPEC section 12), over real HTTP on loopback: the security
-headers on every answer, and the names a server reached from other machines answers to."""
+headers on every answer, the names a server reached from other machines answers to, and the
+token's hygiene (its length, the limit on guesses, the cookie, the login page's stylesheet)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.web_kit import Server, free_port
+from tests.web_kit import Answer, Server, free_port
 from tests.workspace_kit import Site, draft
 
 pytestmark = pytest.mark.slow
 
 TOKEN = "0f3a9c1e7b2d4f60" * 4  # 64 characters, as `openssl rand -hex 32` makes
 BEARER = {"Authorization": f"Bearer {TOKEN}"}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "x-content-type-options": "nosniff",
@@ -45,6 +47,11 @@ def guarded(site: Site) -> Iterator[Server]:
 
 def lower(headers: dict[str, str]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items()}
+
+
+def login(server: Server, token: str, source: str | None = None) -> Answer:
+    body = f"token={token}".encode()
+    return server.request("POST", "/login", raw=body, headers=FORM, source=source)
 
 
 def serve(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -156,3 +163,64 @@ def test_a_public_name_with_a_port_stops_serve_with_a_clear_error(site: Site) ->
     assert done.returncode == 1
     assert done.stderr.startswith("error: config_error: http.public_names: ")
     assert "no scheme, no port" in done.stderr
+
+
+# --- the token ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("where", ["environment", "token_file"])
+def test_a_token_under_32_characters_is_refused(site: Site, where: str) -> None:
+    short = "x" * 31
+    if where == "token_file":
+        (site.root / "http-token").write_text(short + "\n")
+        site.configure("http:\n  token_file: http-token\n")
+        done = serve(site.root, {})
+    else:
+        done = serve(site.root, {"FEEDBACKD_HTTP_TOKEN": short})
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: config_error: ")
+    assert "31 characters" in done.stderr and "at least 32" in done.stderr
+    assert "openssl rand -hex 32" in done.stderr
+    assert short not in done.stderr  # a refused token is not written to the log
+
+
+def test_wrong_tokens_are_limited_to_ten_a_minute_per_address(guarded: Server) -> None:
+    statuses = [login(guarded, f"guess-{n}").status for n in range(30)]
+    assert statuses == [401] * 10 + [429] * 20
+    refused = login(guarded, TOKEN)  # even the right token, while guessing is refused
+    assert refused.status == 429
+    assert 0 < int(lower(refused.headers)["retry-after"]) <= 60
+    assert "Too many wrong tokens" in refused.text and "<form" not in refused.text
+    api = guarded.get("/api/agents", headers=BEARER)
+    assert api.status == 429 and lower(api.headers)["retry-after"].isdigit()
+    assert set(api.json()) == {"error", "message"} and api.json()["error"] == "too_many_attempts"
+    # another address is not held up by this one's guesses
+    assert guarded.get("/api/agents", headers=BEARER, source="127.0.0.2").status == 200
+    assert login(guarded, TOKEN, source="127.0.0.2").status == 303
+
+
+def test_wrong_bearer_tokens_count_as_guesses_too(guarded: Server) -> None:
+    wrong = {"Authorization": "Bearer not-the-token"}
+    statuses = [guarded.get("/api/agents", headers=wrong).status for _ in range(12)]
+    assert statuses == [401] * 10 + [429] * 2
+    assert login(guarded, TOKEN).status == 429
+
+
+def test_the_cookie_holds_a_value_derived_from_the_token(guarded: Server) -> None:
+    cookie = lower(login(guarded, TOKEN).headers)["set-cookie"]
+    assert TOKEN not in cookie
+    name, _, value = cookie.split(";", 1)[0].partition("=")
+    assert len(value) >= 32
+    assert guarded.get("/api/agents", headers={"Cookie": f"{name}={value}"}).status == 200
+    assert guarded.get("/api/agents", headers={"Cookie": f"{name}={TOKEN}"}).status == 401
+    assert guarded.get("/api/agents", headers={"Authorization": f"Bearer {value}"}).status == 401
+    assert guarded.get("/api/agents", headers=BEARER).status == 200
+
+
+def test_the_login_page_gets_its_stylesheet_and_nothing_more(guarded: Server) -> None:
+    form = guarded.get("/login")
+    assert 'href="/static/panel.css"' in form.text
+    assert "panel.js" not in form.text  # the form needs no script
+    style = guarded.get("/static/panel.css")
+    assert style.status == 200 and lower(style.headers)["content-type"].startswith("text/css")
+    assert guarded.get("/static/panel.js").status == 303
+    assert guarded.get("/static/panel.css/../panel.js").status in (303, 404)
+    assert guarded.get("/api/agents").status == 401

@@ -1,5 +1,5 @@
 """The pure rules behind `serve`'s refusals: which Host names pass, which public names are
-accepted in the configuration, and which Origins are our own."""
+accepted in the configuration, how long a token must be, and what the panel's cookie holds."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from feedbackd.core.websafety import (
     origin_allowed,
     parse_listen,
     public_names,
+    require_strong_token,
+    session_value,
 )
 
 NAMES = public_names(["Feedback.Example.org.", "192.0.2.10", "[2001:DB8::7]", "fd00::2"])
@@ -55,6 +57,20 @@ def test_a_wildcard_listen_is_recognised() -> None:
     assert parse_listen("0.0.0.0:8788").is_wildcard
     assert parse_listen("[::]:8788").is_wildcard
     assert not parse_listen("192.0.2.10:8788").is_wildcard
+
+
+def test_a_token_needs_32_characters_and_the_refusal_does_not_show_it() -> None:
+    assert require_strong_token("a" * 32, "$FEEDBACKD_HTTP_TOKEN") == "a" * 32
+    with pytest.raises(ConfigError) as raised:
+        require_strong_token("hunter2", "$FEEDBACKD_HTTP_TOKEN")
+    assert "hunter2" not in str(raised.value) and "openssl rand -hex 32" in str(raised.value)
+
+
+def test_the_cookie_value_is_derived_from_the_token_and_fixed() -> None:
+    token = "0123456789abcdef" * 4
+    value = session_value(token)
+    assert value == session_value(token) != session_value(token[::-1])
+    assert len(value) == 64 and token not in value
 
 
 def test_a_null_origin_passes_only_from_the_same_origin() -> None:

@@ -75,8 +75,14 @@ class Server:
         *,
         headers: dict[str, str] | None = None,
         raw: bytes | None = None,
+        source: str | None = None,
     ) -> Answer:
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        """`source` is the loopback address the request comes from (e.g. 127.0.0.2): another
+        client address without leaving the machine."""
+        origin = None if source is None else (source, 0)
+        connection = http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=60, source_address=origin
+        )
         sent = {"Host": self.host, **(headers or {})}
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         if data is not None:

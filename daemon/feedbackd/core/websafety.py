@@ -6,6 +6,7 @@ Pure: strings in, answers out; the HTTP face applies them to every request.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 from collections.abc import Iterable
@@ -16,6 +17,14 @@ from feedbackd.core.errors import ConfigError
 
 MAX_BODY_BYTES = 1024 * 1024
 _LISTEN_HINT = "use HOST:PORT, e.g. 127.0.0.1:8787, localhost:8787 or [::1]:8787"
+MIN_TOKEN_CHARS = 32  # 32 random hex digits are 128 bits: beyond guessing at 10 tries a minute
+_TOKEN_HINT = (
+    "make one with `openssl rand -hex 32` (or "
+    "`python3 -c 'import secrets; print(secrets.token_hex(32))'`) and put it there"
+)
+# What the panel's cookie holds: a value only the token's holder can make, so that a stolen
+# cookie (a browser profile, a backup) does not give away the token scripts use.
+_SESSION_LABEL = b"feedbackd web panel session"
 
 
 @dataclass(frozen=True)
@@ -143,7 +152,24 @@ def origin_allowed(
 
 
 def token_matches(presented: str | None, token: str) -> bool:
+    """In constant time, so that the time an answer takes does not tell how much was right."""
     return presented is not None and hmac.compare_digest(presented.encode(), token.encode())
+
+
+def require_strong_token(token: str, source: str) -> str:
+    """The token, if it is long enough to resist guessing; ConfigError (not showing it) else."""
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"{source}: the token is {len(token)} characters; it must be at least "
+            f"{MIN_TOKEN_CHARS}",
+            hint=_TOKEN_HINT,
+        )
+    return token
+
+
+def session_value(token: str) -> str:
+    """What the panel's cookie holds: HMAC-SHA256 of a fixed label, keyed by the token."""
+    return hmac.new(token.encode(), _SESSION_LABEL, hashlib.sha256).hexdigest()
 
 
 def bearer_token(authorization: str | None) -> str | None:

@@ -1,7 +1,7 @@
 """The safety rules every request passes before any route sees it (SPEC section 12): the Host
-check against DNS rebinding, the token, the Origin check against cross-site writes, and the
-1 MiB body limit; and the security headers every answer carries, whichever layer made it. An
-ASGI middleware, so that no route can forget one.
+check against DNS rebinding, the token (with its limit on wrong guesses), the Origin check
+against cross-site writes, and the 1 MiB body limit; and the security headers every answer
+carries, whichever layer made it. An ASGI middleware, so that no route can forget one.
 """
 
 from __future__ import annotations
@@ -13,12 +13,14 @@ from starlette.datastructures import Headers
 from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse, Response
 
+from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.core.websafety import (
     MAX_BODY_BYTES,
     ListenAddress,
     bearer_token,
     host_allowed,
     origin_allowed,
+    session_value,
     token_matches,
 )
 
@@ -30,7 +32,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 TOKEN_COOKIE = "feedbackd_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-OPEN_PATHS = frozenset({"/healthz", "/login"})  # reachable without the token
+# Reachable without the token: the health check, the login form and the one stylesheet the form
+# needs (code, no data).
+OPEN_PATHS = frozenset({"/healthz", "/login", "/static/panel.css"})
 # The page may be framed by no one (another site's page would have a curator click Approve
 # unawares), and loads nothing but its own files; no answer is sniffed as another type, and no
 # address leaks to other sites in a Referer.
@@ -54,11 +58,14 @@ class Guard:
         token: str | None,
         *,
         public_names: frozenset[str] = frozenset(),
+        attempts: FailedAttempts | None = None,
     ) -> None:
         self.app = app
         self.listen = listen
         self.token = token
+        self.session = None if token is None else session_value(token)
         self.public_names = public_names
+        self.attempts = FailedAttempts() if attempts is None else attempts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,25 +94,63 @@ class Guard:
                 f"this server answers to {self.listen}, localhost, a loopback address or a "
                 "name in http.public_names only",
             )
-        if scope["path"] not in OPEN_PATHS and not self._has_token(headers):
-            return _unauthorised(scope)
+        if scope["path"] not in OPEN_PATHS:
+            refusal = self._token_refusal(scope, headers)
+            if refusal is not None:
+                return refusal
         if scope["method"] in SAFE_METHODS:
             return None
         if not origin_allowed(headers.get("origin"), host, headers.get("sec-fetch-site")):
             return refuse(403, "forbidden", "a write from another site's page is refused")
         return None
 
-    def _has_token(self, headers: Headers) -> bool:
-        if self.token is None:
-            return True
+    def _token_refusal(self, scope: Scope, headers: Headers) -> Response | None:
+        """Scripts present the token itself; the panel's browsers, the cookie login gave them.
+        A wrong token counts against the client's address; a wrong cookie is no guess worth
+        counting (it is 64 hex digits, and a stale one follows every change of token)."""
+        if self.token is None or self.session is None:
+            return None
         presented = bearer_token(headers.get("authorization"))
         if presented is None:
-            presented = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE)
-        return token_matches(presented, self.token)
+            cookie = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE)
+            return None if token_matches(cookie, self.session) else _unauthorised(scope)
+        address = client_address(scope)
+        wait = self.attempts.wait_s(address)
+        if wait is not None:
+            return too_many_attempts(wait)
+        if token_matches(presented, self.token):
+            return None
+        self.attempts.failed(address)
+        return _unauthorised(scope)
+
+
+def client_address(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "unknown"
 
 
 def refuse(status: int, code: str, message: str) -> Response:
     return JSONResponse({"error": code, "message": message}, status_code=status)
+
+
+def too_many_attempts(wait_s: int) -> Response:
+    response = refuse(
+        429,
+        "too_many_attempts",
+        f"too many wrong tokens from your address: try again in {wait_s} s",
+    )
+    response.headers["Retry-After"] = str(wait_s)
+    return response
+
+
+def _with_security_headers(send: Send) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            kept = [(k, v) for k, v in message.get("headers", []) if k not in _SECURITY_NAMES]
+            message = {**message, "headers": [*kept, *SECURITY_HEADERS]}
+        await send(message)
+
+    return sending
 
 
 def _unauthorised(scope: Scope) -> Response:
@@ -146,13 +191,3 @@ def _replay(body: bytes) -> Receive:
         return {"type": "http.request", "body": body, "more_body": False}
 
     return receive
-
-
-def _with_security_headers(send: Send) -> Send:
-    async def sending(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            kept = [(k, v) for k, v in message.get("headers", []) if k not in _SECURITY_NAMES]
-            message = {**message, "headers": [*kept, *SECURITY_HEADERS]}
-        await send(message)
-
-    return sending

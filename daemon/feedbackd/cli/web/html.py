@@ -10,19 +10,22 @@ def e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def page(title: str, body: str, *, agent: str | None = None) -> str:
+def page(title: str, body: str, *, agent: str | None = None, script: bool = True) -> str:
+    """A whole page; `script=False` for pages that need no script (the login form, whose
+    visitor may not fetch the panel's script before signing in)."""
     curator = (
         '<label class="curator">Curator <input id="curator" autocomplete="name"'
         ' placeholder="Name &lt;email&gt;"></label>'
         if agent is not None
         else ""
     )
+    loads = '<script src="/static/panel.js" defer></script>' if script else ""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)} · feedbackd</title>"
         '<link rel="stylesheet" href="/static/panel.css">'
-        '<script src="/static/panel.js" defer></script></head>'
+        f"{loads}</head>"
         f'<body><header class="top"><a class="brand" href="/">feedbackd</a>{curator}</header>'
         f"<main>{body}</main></body></html>"
     )

@@ -18,10 +18,11 @@ from starlette.routing import Route
 
 from feedbackd.cli.web import charts
 from feedbackd.cli.web.api import Site, work
-from feedbackd.cli.web.guard import TOKEN_COOKIE
+from feedbackd.cli.web.attempts import FailedAttempts
+from feedbackd.cli.web.guard import TOKEN_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
 from feedbackd.core.errors import FeedbackdError
-from feedbackd.core.websafety import token_matches
+from feedbackd.core.websafety import session_value, token_matches
 from feedbackd.loop import queries
 
 RECENT = 5
@@ -29,7 +30,7 @@ STATIC = {"panel.css": "text/css", "panel.js": "text/javascript"}
 ENTRY_TYPES = frozenset({"correction", "edit", "rejection"})  # each has a badge colour
 
 
-def routes(site: Site, token: str | None) -> list[Route]:
+def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Route]:
     async def overview(request: Request) -> Response:
         runtime = await work(site.runtime)
         agents = await work(lambda: queries.agents_overview(runtime))
@@ -55,7 +56,7 @@ def routes(site: Site, token: str | None) -> list[Route]:
         Route("/", overview, methods=["GET"]),
         Route("/agents/{agent}", agent_page, methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
-        *_login_routes(token),
+        *_login_routes(token, attempts),
     ]
 
 
@@ -282,20 +283,32 @@ def _price_change(entry: dict[str, Any]) -> str:
 
 
 # --- login (only when a token is set) ---------------------------------------------------------
-def _login_routes(token: str | None) -> list[Route]:
+def _login_routes(token: str | None, attempts: FailedAttempts) -> list[Route]:
     async def form(request: Request) -> Response:
-        return HTMLResponse(page("Sign in", _login_form(failed=False)))
+        return _login_page(_login_form(failed=False))
 
     async def login(request: Request) -> Response:
+        address = client_address(request.scope)
+        wait = attempts.wait_s(address)
+        if wait is not None:  # refused before reading: even the right token, while guessing
+            refusal = _login_page(_too_many(wait), status_code=429)
+            refusal.headers["Retry-After"] = str(wait)
+            return refusal
         posted = parse_qs((await request.body()).decode("utf-8", errors="replace"))
         value = (posted.get("token") or [""])[0]
         if token is None or not token_matches(value, token):
-            return HTMLResponse(page("Sign in", _login_form(failed=True)), status_code=401)
+            attempts.failed(address)
+            return _login_page(_login_form(failed=True), status_code=401)
         response = RedirectResponse("/", status_code=303)
-        response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict", path="/")
+        cookie = session_value(token)
+        response.set_cookie(TOKEN_COOKIE, cookie, httponly=True, samesite="strict", path="/")
         return response
 
     return [Route("/login", form, methods=["GET"]), Route("/login", login, methods=["POST"])]
+
+
+def _login_page(body: str, status_code: int = 200) -> HTMLResponse:
+    return HTMLResponse(page("Sign in", body, script=False), status_code=status_code)
 
 
 def _login_form(*, failed: bool) -> str:
@@ -306,4 +319,12 @@ def _login_form(*, failed: bool) -> str:
         f'{problem}<form method="post" action="/login" class="login">'
         '<label>Token <input type="password" name="token" autocomplete="current-password"'
         ' required></label><button type="submit">Sign in</button></form>'
+    )
+
+
+def _too_many(wait_s: int) -> str:
+    return (
+        "<h1>Sign in</h1>"
+        f'<p class="problem">Too many wrong tokens from your address: try again in {wait_s} s.'
+        '</p><p><a href="/login">Back to the sign-in form</a></p>'
     )

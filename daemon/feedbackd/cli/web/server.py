@@ -24,10 +24,17 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from feedbackd.cli.web import api, panel
+from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import Guard
 from feedbackd.cli.web.metrics import RequestCounter, pass_lines, status_lines
 from feedbackd.core.errors import ConfigError, FeedbackdError
-from feedbackd.core.websafety import ListenAddress, host_names, parse_listen, public_names
+from feedbackd.core.websafety import (
+    ListenAddress,
+    host_names,
+    parse_listen,
+    public_names,
+    require_strong_token,
+)
 from feedbackd.edges.hostnames import machine_names
 from feedbackd.loop import queries
 from feedbackd.loop.runtime import Runtime
@@ -94,7 +101,8 @@ def load_token(runtime: Runtime) -> str | None:
     """The token from http.token_file (relative to the workspace), else $FEEDBACKD_HTTP_TOKEN."""
     name = runtime.settings.http.token_file
     if name is None:
-        return os.environ.get(TOKEN_ENV, "").strip() or None
+        value = os.environ.get(TOKEN_ENV, "").strip()
+        return require_strong_token(value, f"${TOKEN_ENV}") if value else None
     path = runtime.workspace.root / Path(name).expanduser()
     try:
         token = path.read_text(encoding="utf-8").strip()
@@ -105,7 +113,7 @@ def load_token(runtime: Runtime) -> str | None:
         ) from None
     if not token:
         raise ConfigError(f"http.token_file {path} is empty", hint="write the token into it")
-    return token
+    return require_strong_token(token, f"http.token_file {path}")
 
 
 def _bind(listen: ListenAddress) -> socket.socket:
@@ -128,6 +136,7 @@ def build_app(
     site: api.Site, listen: ListenAddress, token: str | None, names: frozenset[str] = frozenset()
 ) -> Guard:
     counter: RequestCounter
+    attempts = FailedAttempts()  # wrong tokens, shared by the login form and the bearer check
 
     async def metrics(request: Request) -> Response:
         runtime = await api.work(site.runtime)
@@ -149,10 +158,10 @@ def build_app(
     starlette = Starlette(
         routes=[
             *api.routes(site),
-            *panel.routes(site, token),
+            *panel.routes(site, token, attempts),
             Route("/metrics", metrics, methods=["GET"]),
         ],
         exception_handlers={FeedbackdError: refused, HTTPException: no_route},
     )
     counter = RequestCounter(starlette)  # the metrics route reads it when called
-    return Guard(counter, listen, token, public_names=names)
+    return Guard(counter, listen, token, public_names=names, attempts=attempts)
