@@ -248,13 +248,15 @@ def test_a_page_on_another_origin_cannot_frame_the_panel(
     approve = framed.locator("button.approve")
     if approve.count():  # what the hostile page would have the curator do
         approve.first.click()
-        page.wait_for_timeout(1000)
+        expect(framed.locator(".result").first).to_contain_text("approved")
     assert approve.count() == 0, "the panel loaded inside another site's page"
     assert site.commit_count() == commits
     assert (site.agent("lark") / "queue" / "qi-1.json").is_file()
 
 
-def test_the_login_page_is_styled_and_signs_the_curator_in(browser: Browser, site: Site) -> None:
+def test_the_login_page_is_styled_and_signs_the_curator_in(
+    browser: Browser, site: Site, tmp_path: Path
+) -> None:
     token = "5e1f" * 16
     server = Server(site.root, env={"FEEDBACKD_HTTP_TOKEN": token})
     try:
@@ -265,6 +267,7 @@ def test_the_login_page_is_styled_and_signs_the_curator_in(browser: Browser, sit
         expect(page).to_have_url(f"http://{server.host}/login")
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(246, 248, 250)"  # panel.css's --page colour: it was loaded
+        page.screenshot(path=str(tmp_path / "login.png"))
         page.fill('input[name="token"]', token)
         page.get_by_role("button", name="Sign in").click()
         expect(page).to_have_url(f"http://{server.host}/")
