@@ -211,6 +211,8 @@ def test_the_cookie_holds_a_value_derived_from_the_token(guarded: Server) -> Non
     assert len(value) >= 32
     assert guarded.get("/api/agents", headers={"Cookie": f"{name}={value}"}).status == 200
     assert guarded.get("/api/agents", headers={"Cookie": f"{name}={TOKEN}"}).status == 401
+    old_cookie = {"Cookie": f"feedbackd_token={TOKEN}"}  # what earlier versions set
+    assert guarded.get("/api/agents", headers=old_cookie).status == 401
     assert guarded.get("/api/agents", headers={"Authorization": f"Bearer {value}"}).status == 401
     assert guarded.get("/api/agents", headers=BEARER).status == 200
 

@@ -30,7 +30,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-TOKEN_COOKIE = "feedbackd_token"
+SESSION_COOKIE = "feedbackd_session"  # holds websafety.session_value(token), never the token
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Reachable without the token: the health check, the login form and the one stylesheet the form
 # needs (code, no data).
@@ -112,7 +112,7 @@ class Guard:
             return None
         presented = bearer_token(headers.get("authorization"))
         if presented is None:
-            cookie = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE)
+            cookie = cookie_parser(headers.get("cookie", "")).get(SESSION_COOKIE)
             return None if token_matches(cookie, self.session) else _unauthorised(scope)
         address = client_address(scope)
         wait = self.attempts.wait_s(address)

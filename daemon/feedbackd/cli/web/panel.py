@@ -19,7 +19,7 @@ from starlette.routing import Route
 from feedbackd.cli.web import charts
 from feedbackd.cli.web.api import Site, work
 from feedbackd.cli.web.attempts import FailedAttempts
-from feedbackd.cli.web.guard import TOKEN_COOKIE, client_address
+from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.websafety import session_value, token_matches
@@ -301,7 +301,7 @@ def _login_routes(token: str | None, attempts: FailedAttempts) -> list[Route]:
             return _login_page(_login_form(failed=True), status_code=401)
         response = RedirectResponse("/", status_code=303)
         cookie = session_value(token)
-        response.set_cookie(TOKEN_COOKIE, cookie, httponly=True, samesite="strict", path="/")
+        response.set_cookie(SESSION_COOKIE, cookie, httponly=True, samesite="strict", path="/")
         return response
 
     return [Route("/login", form, methods=["GET"]), Route("/login", login, methods=["POST"])]
