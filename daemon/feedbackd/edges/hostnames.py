@@ -2,8 +2,9 @@
 name, what those resolve to, and the addresses of its network interfaces. A server listening on
 every address (0.0.0.0, [::]) answers to these as its own (SPEC section 12).
 
-Read once, when the server starts. Addresses an interface gains later, and names only a DNS
-server elsewhere knows, belong in http.public_names.
+Read once, when the server starts; Linux's tables give every address (elsewhere, the host name
+and what it resolves to). Addresses gained later, and names only a DNS server elsewhere knows
+(or a proxy in front), belong in http.public_names.
 """
 
 from __future__ import annotations
@@ -12,16 +13,19 @@ import fcntl
 import ipaddress
 import socket
 import struct
+from itertools import pairwise
 from pathlib import Path
 
-_SIOCGIFADDR = 0x8915  # Linux: the IPv4 address of one interface
+_SIOCGIFADDR = 0x8915  # Linux: the (first) IPv4 address of one interface
+_IPV4_ROUTES = Path("/proc/net/fib_trie")  # Linux: every IPv4 address, secondary ones too
 _IPV6_TABLE = Path("/proc/net/if_inet6")  # Linux: every IPv6 address, one a line
 
 
 def machine_names() -> set[str]:
     host = socket.gethostname()
     names = {host, _fqdn(host)}
-    return {name for name in names | _resolved(host) | _ipv4() | _ipv6() if name}
+    addresses = _resolved(host) | _ipv4() | _ipv4_routes() | _ipv6()
+    return {name for name in names | addresses if name}
 
 
 def _fqdn(host: str) -> str:
@@ -54,6 +58,20 @@ def _ipv4() -> set[str]:
                 continue
             found.add(socket.inet_ntoa(answer[20:24]))
     return found
+
+
+def _ipv4_routes() -> set[str]:
+    """The machine's own IPv4 addresses: in the routing table, each is a line `|-- ADDRESS`
+    followed by `/32 host LOCAL`."""
+    try:
+        lines = _IPV4_ROUTES.read_text(encoding="ascii").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return set()
+    return {
+        line.split("|--", 1)[1].strip()
+        for line, following in pairwise(lines)
+        if "|--" in line and following.strip() == "/32 host LOCAL"
+    }
 
 
 def _ipv6() -> set[str]:
