@@ -215,3 +215,9 @@ def test_web_unit_is_hardened_like_the_daemon_and_stops_on_sigterm() -> None:
     for key, value in HARDENING.items():
         assert settings.get(key) == value, key
     assert "After" in parse_unit(WEB_UNIT)["Unit"]
+
+
+def test_web_unit_leaves_room_for_every_connection() -> None:
+    """http.max_connections (512 by default, 65536 at most) open connections need a file each,
+    besides git's and the workspace's: the unit raises systemd's default limit of 1,024."""
+    assert int(service(WEB_UNIT)["LimitNOFILE"]) >= 65536 + 1024

@@ -5,13 +5,17 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import resource
+import selectors
 import signal
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from tests.daemon_kit import wait_for
 
@@ -37,25 +41,57 @@ def free_port() -> int:
         return port
 
 
-class Server:
-    """`python -m feedbackd -w ROOT serve --listen 127.0.0.1:PORT`, ready once /healthz answers."""
+def open_files_limit(count: int) -> Callable[[], None]:
+    """For Popen's preexec_fn: the child may open `count` files, soft and hard limit alike (a
+    service manager's default is 1,024)."""
 
-    def __init__(self, root: Path, *, env: dict[str, str] | None = None) -> None:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
+
+
+class Server:
+    """`python -m feedbackd -w ROOT serve --listen 127.0.0.1:PORT`, ready once /healthz answers.
+
+    `log`: a file for the server's log (stderr), to read while it runs; `open_files`: its limit
+    on open files, soft and hard."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+        open_files: int | None = None,
+    ) -> None:
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
+        self.log = log
         argv = [sys.executable, "-m", "feedbackd", "-w", str(root), "serve", "--listen", self.host]
-        self.process = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-        )
+        log_file: IO[bytes] | None = None if log is None else log.open("wb")
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if log_file is None else log_file,
+                env={**os.environ, **(env or {})},
+                preexec_fn=None if open_files is None else open_files_limit(open_files),
+            )
+        finally:
+            if log_file is not None:
+                log_file.close()  # the child has its own copy
         wait_for(self._healthy, what="the server to answer /healthz")
+
+    def log_text(self) -> str:
+        assert self.log is not None, "start the Server with log=PATH to read its log"
+        return self.log.read_text(errors="replace")
 
     def _healthy(self) -> bool:
         if self.process.poll() is not None:
             _, err = self.process.communicate()
-            raise AssertionError(f"serve exited {self.process.returncode}: {err.decode()}")
+            said = err.decode() if err is not None else self.log_text()
+            raise AssertionError(f"serve exited {self.process.returncode}: {said}")
         try:
             return self.request("GET", "/healthz").status == 200
         except OSError:
@@ -104,3 +140,65 @@ class Server:
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
+
+
+@dataclass
+class SlowClient:
+    sock: socket.socket
+    opened: float
+    closed: float | None = None
+
+
+@dataclass
+class SlowClients:
+    """Loopback connections that each send part of a request head and then trickle one byte
+    now and then, never finishing it: the slow-client attack, on non-blocking sockets."""
+
+    port: int
+    clients: list[SlowClient] = field(default_factory=list)
+    selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
+
+    def open(self, count: int) -> None:
+        start = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nX-Slow: ".encode()
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            sock.sendall(start)
+            sock.setblocking(False)
+            client = SlowClient(sock, time.monotonic())
+            self.clients.append(client)
+            self.selector.register(sock, selectors.EVENT_READ, client)
+
+    def trickle(self) -> None:
+        """One more byte of the head on every connection still open."""
+        for client in self.still_open():
+            try:
+                client.sock.send(b"a")
+            except OSError:  # reset by the server, or its buffer full: closed either way
+                self._closed(client)
+
+    def notice_closes(self, wait: float) -> None:
+        """Record the connections the server closed (up to `wait` seconds for the first)."""
+        for key, _ in self.selector.select(timeout=wait):
+            client: SlowClient = key.data
+            try:
+                if client.sock.recv(4096):
+                    continue  # the server answered something: the close comes next
+            except BlockingIOError:
+                continue
+            except OSError:
+                pass
+            self._closed(client)
+
+    def still_open(self) -> list[SlowClient]:
+        return [client for client in self.clients if client.closed is None]
+
+    def _closed(self, client: SlowClient) -> None:
+        if client.closed is None:
+            client.closed = time.monotonic()
+            self.selector.unregister(client.sock)
+            client.sock.close()
+
+    def close(self) -> None:
+        for client in self.still_open():
+            self._closed(client)
+        self.selector.close()

@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from feedbackd.cli.web import api, panel
+from feedbackd.cli.web.connections import Connections, accept_backlog, raise_open_file_limit
 from feedbackd.cli.web.guard import Guard
 from feedbackd.cli.web.metrics import RequestCounter, pass_lines, status_lines
 from feedbackd.core.errors import ConfigError, FeedbackdError
@@ -51,8 +52,12 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
         )
     sock = _bind(listen)
     app = build_app(api.Site(str(runtime.workspace.root), config), listen, token)
+    max_connections = runtime.settings.http.max_connections
+    open_files = raise_open_file_limit(max_connections)
     settings = uvicorn.Config(
         app,
+        http=Connections(max_connections).protocol(),
+        backlog=accept_backlog(max_connections, open_files),
         log_level="warning",
         access_log=False,
         lifespan="off",
