@@ -11,11 +11,15 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+import uvicorn
 
 from tests.daemon_kit import wait_for
 
@@ -49,6 +53,40 @@ def open_files_limit(count: int) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
 
     return limit
+
+
+@dataclass
+class InThread:
+    """A uvicorn server running in a thread of the test process."""
+
+    server: uvicorn.Server
+    port: int
+    thread: threading.Thread
+
+    def stop(self) -> None:
+        """What SIGTERM does; then wait for the server to finish."""
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@contextmanager
+def uvicorn_in_thread(server_for: Callable[[int], uvicorn.Server]) -> Iterator[InThread]:
+    """The server that server_for(port) makes, serving a free loopback port, for a test that
+    needs the server's parts in hand (a short grace, a small cap) rather than the command."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    server = server_for(port)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    running = InThread(server, port, thread)
+    try:
+        wait_for(lambda: server.started or not thread.is_alive(), what="the server to start")
+        assert thread.is_alive(), "the server stopped as it started"
+        yield running
+    finally:
+        running.stop()
+        sock.close()
 
 
 class Server:
