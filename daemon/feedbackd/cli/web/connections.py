@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import resource
+import time
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -27,6 +28,7 @@ HEAD_TIMEOUT_S = 10.0
 # Descriptors the server needs besides its connections: the listening socket, git helpers and
 # their pipes, the workspace's files, logs.
 OTHER_FILES = 64
+REFUSAL_LOG_EVERY_S = 60.0
 MIN_BACKLOG, MAX_BACKLOG = 16, 2048  # 2048: uvicorn's own default
 
 
@@ -40,6 +42,8 @@ class Connections:
         self.open: set[LimitedH11Protocol] = set()
         # A dict keeps insertion order: the first key has waited longest.
         self.waiting: dict[LimitedH11Protocol, None] = {}
+        self.refusals = 0  # since the log last said so
+        self._said_at = -REFUSAL_LOG_EVERY_S
 
     def protocol(self) -> type[H11Protocol]:
         """The protocol class uvicorn builds for each connection (`uvicorn.Config(http=...)`)."""
@@ -49,6 +53,21 @@ class Connections:
             shared = connections
 
         return Protocol
+
+    def refused(self) -> None:
+        """Count a refused connection; say so in the log at most once a minute, so that a flood
+        of them does not flood the log too."""
+        self.refusals += 1
+        now = time.monotonic()
+        if now - self._said_at < REFUSAL_LOG_EVERY_S:
+            return
+        log.warning(
+            "refused %d connection(s): all %d open connections were busy with requests "
+            "(raise http.max_connections if the machine can take more)",
+            self.refusals,
+            self.max_open,
+        )
+        self.refusals, self._said_at = 0, now
 
     def make_room(self) -> bool:
         """Close the connection that has waited longest for its request head; False if every
@@ -125,11 +144,7 @@ class LimitedH11Protocol(H11Protocol):
         self.close_connection()
 
     def _refuse(self) -> None:
-        log.warning(
-            "refused a connection: all %d connections are busy with requests "
-            "(raise http.max_connections if the machine can take more)",
-            self.shared.max_open,
-        )
+        self.shared.refused()
         self.transport.write(busy_response(self.shared.max_open))
         self.close_connection()
 

@@ -118,7 +118,7 @@ class GracefulServer(uvicorn.Server):
 
     def _cut_reads(self) -> None:
         reads = self._tasks() - self.stopping.writes
-        if self.stopping.writes:
+        if reads or self.stopping.writes:
             log.info(
                 "stopping: the %g s grace is over; %d read(s) cut, waiting for %d write(s) "
                 "in flight to finish",
