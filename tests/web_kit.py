@@ -199,7 +199,7 @@ class SlowClients:
     def open(self, count: int) -> None:
         start = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nX-Slow: ".encode()
         for _ in range(count):
-            sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+            sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
             sock.sendall(start)
             sock.setblocking(False)
             client = SlowClient(sock, time.monotonic())

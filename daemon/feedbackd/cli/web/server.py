@@ -54,7 +54,16 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
     sock = _bind(listen)
     stopping = Stopping()
     app = build_app(api.Site(str(runtime.workspace.root), config), listen, token, stopping)
-    max_connections = runtime.settings.http.max_connections
+    server = _server(app, runtime.settings.http.max_connections, stopping)
+    log.info("serving http://%s/ for %s", listen, runtime.workspace.root)
+    with _clean_stop():
+        server.run(sockets=[sock])
+    log.info("stopped")
+    return 0
+
+
+def _server(app: Guard, max_connections: int, stopping: Stopping) -> GracefulServer:
+    """uvicorn with the connection cap, the head timeout and the stop that waits for writes."""
     open_files = raise_open_file_limit(max_connections)
     settings = uvicorn.Config(
         app,
@@ -64,11 +73,7 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
         access_log=False,
         lifespan="off",
     )
-    log.info("serving http://%s/ for %s", listen, runtime.workspace.root)
-    with _clean_stop():
-        GracefulServer(settings, stopping, GRACE_S).run(sockets=[sock])
-    log.info("stopped")
-    return 0
+    return GracefulServer(settings, stopping, GRACE_S)
 
 
 @contextmanager
