@@ -140,7 +140,11 @@ class LimitedH11Protocol(H11Protocol):
 
     def _head_too_slow(self) -> None:
         self._head_timer = None
-        log.debug("closed a connection from %s: no whole request head within 10 s", self.client)
+        log.debug(
+            "closed a connection from %s: no whole request head within %g s",
+            self.client,
+            self.shared.head_timeout_s,
+        )
         self.close_connection()
 
     def _refuse(self) -> None:
