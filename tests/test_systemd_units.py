@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.cli.web.server import GRACE_S
+from feedbackd.core.config import HttpSettings
+
 UNITS = Path(__file__).resolve().parent.parent / "systemd"
 SYSTEM_UNIT = UNITS / "feedbackd.service"
 USER_UNIT = UNITS / "feedbackd-user.service"
@@ -215,3 +218,16 @@ def test_web_unit_is_hardened_like_the_daemon_and_stops_on_sigterm() -> None:
     for key, value in HARDENING.items():
         assert settings.get(key) == value, key
     assert "After" in parse_unit(WEB_UNIT)["Unit"]
+
+
+def test_web_unit_leaves_room_for_every_connection() -> None:
+    """http.max_connections (512 by default, 65536 at most) open connections need a file each,
+    besides git's and the workspace's: the unit raises systemd's default limit of 1,024."""
+    assert int(service(WEB_UNIT)["LimitNOFILE"]) >= 65536 + 1024
+
+
+def test_web_unit_lets_a_write_in_flight_finish_before_sigkill() -> None:
+    """At SIGTERM a write may wait http.write_wait_s for the workspace lock and then commit; the
+    server waits for it, so systemd must too (reads are cut after GRACE_S)."""
+    stop_s = int(service(WEB_UNIT)["TimeoutStopSec"])
+    assert stop_s >= HttpSettings().write_wait_s + 60 and stop_s > GRACE_S

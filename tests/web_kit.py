@@ -5,13 +5,21 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import resource
+import selectors
 import signal
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import uvicorn
 
 from tests.daemon_kit import wait_for
 
@@ -37,31 +45,95 @@ def free_port() -> int:
         return port
 
 
+def open_files_limit(count: int) -> Callable[[], None]:
+    """For Popen's preexec_fn: the child may open `count` files, soft and hard limit alike (a
+    service manager's default is 1,024)."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
+
+
+@dataclass
+class InThread:
+    """A uvicorn server running in a thread of the test process."""
+
+    server: uvicorn.Server
+    port: int
+    thread: threading.Thread
+
+    def stop(self) -> None:
+        """What SIGTERM does; then wait for the server to finish."""
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@contextmanager
+def uvicorn_in_thread(server_for: Callable[[int], uvicorn.Server]) -> Iterator[InThread]:
+    """The server that server_for(port) makes, serving a free loopback port, for a test that
+    needs the server's parts in hand (a short grace, a small cap) rather than the command."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    server = server_for(port)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    running = InThread(server, port, thread)
+    try:
+        wait_for(lambda: server.started or not thread.is_alive(), what="the server to start")
+        assert thread.is_alive(), "the server stopped as it started"
+        yield running
+    finally:
+        running.stop()
+        sock.close()
+
+
 class Server:
     """`python -m feedbackd -w ROOT serve --listen 127.0.0.1:PORT`, ready once /healthz answers.
 
-    `listen_host` "0.0.0.0" serves every address of the machine; the tests still connect to
-    127.0.0.1 only, and name the address a user would in the Host header."""
+    `log`: a file for the server's log (stderr), to read while it runs; `open_files`: its limit
+    on open files, soft and hard. `listen_host` "0.0.0.0" serves every address of the machine;
+    the tests still connect to 127.0.0.1 only, and name the address a user would in the Host
+    header."""
 
     def __init__(
-        self, root: Path, *, env: dict[str, str] | None = None, listen_host: str = "127.0.0.1"
+        self,
+        root: Path,
+        *,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+        open_files: int | None = None,
+        listen_host: str = "127.0.0.1",
     ) -> None:
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
+        self.log = log
         listen = f"{listen_host}:{self.port}"
         argv = [sys.executable, "-m", "feedbackd", "-w", str(root), "serve", "--listen", listen]
-        self.process = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-        )
+        log_file: IO[bytes] | None = None if log is None else log.open("wb")
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if log_file is None else log_file,
+                env={**os.environ, **(env or {})},
+                preexec_fn=None if open_files is None else open_files_limit(open_files),
+            )
+        finally:
+            if log_file is not None:
+                log_file.close()  # the child has its own copy
         wait_for(self._healthy, what="the server to answer /healthz")
+
+    def log_text(self) -> str:
+        assert self.log is not None, "start the Server with log=PATH to read its log"
+        return self.log.read_text(errors="replace")
 
     def _healthy(self) -> bool:
         if self.process.poll() is not None:
             _, err = self.process.communicate()
-            raise AssertionError(f"serve exited {self.process.returncode}: {err.decode()}")
+            said = err.decode() if err is not None else self.log_text()
+            raise AssertionError(f"serve exited {self.process.returncode}: {said}")
         try:
             return self.request("GET", "/healthz").status == 200
         except OSError:
@@ -116,3 +188,65 @@ class Server:
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
+
+
+@dataclass
+class SlowClient:
+    sock: socket.socket
+    opened: float
+    closed: float | None = None
+
+
+@dataclass
+class SlowClients:
+    """Loopback connections that each send part of a request head and then trickle one byte
+    now and then, never finishing it: the slow-client attack, on non-blocking sockets."""
+
+    port: int
+    clients: list[SlowClient] = field(default_factory=list)
+    selector: selectors.BaseSelector = field(default_factory=selectors.DefaultSelector)
+
+    def open(self, count: int) -> None:
+        start = f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nX-Slow: ".encode()
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            sock.sendall(start)
+            sock.setblocking(False)
+            client = SlowClient(sock, time.monotonic())
+            self.clients.append(client)
+            self.selector.register(sock, selectors.EVENT_READ, client)
+
+    def trickle(self) -> None:
+        """One more byte of the head on every connection still open."""
+        for client in self.still_open():
+            try:
+                client.sock.send(b"a")
+            except OSError:  # reset by the server, or its buffer full: closed either way
+                self._closed(client)
+
+    def notice_closes(self, wait: float) -> None:
+        """Record the connections the server closed (up to `wait` seconds for the first)."""
+        for key, _ in self.selector.select(timeout=wait):
+            client: SlowClient = key.data
+            try:
+                if client.sock.recv(4096):
+                    continue  # the server answered something: the close comes next
+            except BlockingIOError:
+                continue
+            except OSError:
+                pass
+            self._closed(client)
+
+    def still_open(self) -> list[SlowClient]:
+        return [client for client in self.clients if client.closed is None]
+
+    def _closed(self, client: SlowClient) -> None:
+        if client.closed is None:
+            client.closed = time.monotonic()
+            self.selector.unregister(client.sock)
+            client.sock.close()
+
+    def close(self) -> None:
+        for client in self.still_open():
+            self._closed(client)
+        self.selector.close()

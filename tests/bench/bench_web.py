@@ -4,8 +4,9 @@ in the same run.
     python -m tests.bench.bench_web [--ratings 1000000] [--repeat 50]
 
 Figures: `GET /api/reputation/{id}` over a million stored ratings (index warm), 400 requests from
-16 concurrent clients, the agent page with 200 feedback entries and 100 queued drafts, and the
-idle server's CPU and memory. Exit status 1 when a target is missed.
+16 concurrent clients, the agent page with 200 feedback entries and 100 queued drafts, the idle
+server's CPU and memory, and `GET /healthz` while 1,100 slow clients trickle request heads they
+never finish. Exit status 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -24,10 +26,17 @@ from pathlib import Path
 from feedbackd.core.workspace import Workspace
 from feedbackd.loop.workspace_init import init_workspace
 from tests.bench import bench_ratings
-from tests.web_kit import Server
+from tests.web_kit import Server, SlowClients
 
 PAGE_AGENT = "writer"
-TARGETS = {"reputation": 0.020, "slowest of 400": 1.0, "agent page": 0.300}
+SLOW_CLIENTS = 1100
+UNDER_SLOW_CLIENTS = f"/healthz, {SLOW_CLIENTS:,} slow clients"
+TARGETS = {
+    "reputation": 0.020,
+    "slowest of 400": 1.0,
+    "agent page": 0.300,
+    UNDER_SLOW_CLIENTS: 0.100,
+}
 CPU_TARGET_PCT, RSS_TARGET_MB = 0.5, 120
 
 
@@ -101,6 +110,26 @@ def idle_figures(server: Server, seconds: float = 10.0) -> tuple[float, float]:
     return 100 * used / (time.monotonic() - start), rss_mb(pid)
 
 
+def under_slow_clients(server: Server, repeat: int) -> list[float]:
+    """`GET /healthz` times while slow clients hold connections (each evicted in turn by the
+    connection cap, or closed by the head timeout); a round every 0.4 s, so the timeout is not
+    reached within 20 rounds."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # this process holds them all
+    slow = SlowClients(server.port)
+    try:
+        slow.open(SLOW_CLIENTS)
+        times = []
+        for _ in range(min(repeat, 20)):
+            slow.trickle()
+            times.extend(timed(lambda: server.get("/healthz"), 1))
+            slow.notice_closes(wait=0.4)
+        print(f"  ({len(slow.still_open())} slow clients still open at the end)")
+        return times
+    finally:
+        slow.close()
+
+
 def measure(server: Server, repeat: int) -> bool:
     provider = bench_ratings.PROVIDER
     server.get(f"/api/reputation/{provider}")  # builds the index: the figures are warm
@@ -115,6 +144,7 @@ def measure(server: Server, repeat: int) -> bool:
           f"{max(load) * 1000:9.1f} ms")  # fmt: skip
     ok &= report("slowest of 400", [max(load)], baseline)
     ok &= report("agent page", timed(lambda: server.get(f"/agents/{PAGE_AGENT}"), 10), baseline)
+    ok &= report(UNDER_SLOW_CLIENTS, under_slow_clients(server, repeat), baseline)
     cpu, rss = idle_figures(server)
     idle_ok = cpu <= CPU_TARGET_PCT and rss <= RSS_TARGET_MB
     print(f"idle: CPU {cpu:.2f} % (target ≤ {CPU_TARGET_PCT} %), RSS {rss:.0f} MB"

@@ -1,8 +1,8 @@
 """`feedbackd serve`: build the web application for one workspace and serve it with uvicorn.
 
 Refusals come before anything listens: a bad listen address, a missing token for a non-loopback
-address, a port already taken. uvicorn turns SIGTERM and SIGINT into a clean stop that lets the
-requests in flight finish.
+address, a port already taken. SIGTERM and SIGINT stop it cleanly: reads in flight have GRACE_S
+to finish, writes in flight are waited for (cli/web/stopping.py), and the exit status is 0.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ from starlette.routing import Route
 
 from feedbackd.cli.web import api, panel
 from feedbackd.cli.web.attempts import FailedAttempts
+from feedbackd.cli.web.connections import Connections, accept_backlog, raise_open_file_limit
 from feedbackd.cli.web.guard import Guard
 from feedbackd.cli.web.metrics import RequestCounter, pass_lines, status_lines
+from feedbackd.cli.web.stopping import GracefulServer, Stopping
 from feedbackd.core.errors import ConfigError, FeedbackdError
 from feedbackd.core.websafety import (
     ListenAddress,
@@ -42,7 +44,7 @@ from feedbackd.loop.statusfile import pass_times
 
 log = logging.getLogger("feedbackd")
 TOKEN_ENV = "FEEDBACKD_HTTP_TOKEN"
-GRACE_S = 10  # how long requests in flight may take to finish after SIGTERM
+GRACE_S = 10  # how long reads in flight may take to finish after SIGTERM (writes are waited for)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -59,26 +61,36 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
         )
     names = _public_names(runtime, listen)
     sock = _bind(listen)
-    app = build_app(api.Site(str(runtime.workspace.root), config), listen, token, names)
-    settings = uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        timeout_graceful_shutdown=GRACE_S,
-    )
+    stopping = Stopping()
+    site = api.Site(str(runtime.workspace.root), config)
+    app = build_app(site, listen, token, stopping, names)
+    server = _server(app, runtime.settings.http.max_connections, stopping)
     log.info("serving http://%s/ for %s", listen, runtime.workspace.root)
     with _clean_stop():
-        uvicorn.Server(settings).run(sockets=[sock])
+        server.run(sockets=[sock])
     log.info("stopped")
     return 0
 
 
+def _server(app: Guard, max_connections: int, stopping: Stopping) -> GracefulServer:
+    """uvicorn with the connection cap, the head timeout and the stop that waits for writes."""
+    open_files = raise_open_file_limit(max_connections)
+    settings = uvicorn.Config(
+        app,
+        http=Connections(max_connections).protocol(),
+        backlog=accept_backlog(max_connections, open_files),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+    )
+    return GracefulServer(settings, stopping, GRACE_S)
+
+
 @contextmanager
 def _clean_stop() -> Iterator[None]:
-    """uvicorn finishes the requests in flight on SIGTERM or SIGINT, then sends the signal again
-    to the handler it found; this one lets that pass, so a clean stop exits 0 (as systemd
-    expects of a service it stopped)."""
+    """The server finishes the requests in flight on SIGTERM or SIGINT, then uvicorn sends the
+    signal again to the handler it found; this one lets that pass, so a clean stop exits 0 (as
+    systemd expects of a service it stopped)."""
     previous = {number: signal.signal(number, _stopped) for number in STOP_SIGNALS}
     try:
         yield
@@ -133,7 +145,11 @@ def _bind(listen: ListenAddress) -> socket.socket:
 
 
 def build_app(
-    site: api.Site, listen: ListenAddress, token: str | None, names: frozenset[str] = frozenset()
+    site: api.Site,
+    listen: ListenAddress,
+    token: str | None,
+    stopping: Stopping,
+    names: frozenset[str] = frozenset(),
 ) -> Guard:
     counter: RequestCounter
     attempts = FailedAttempts()  # wrong tokens, shared by the login form and the bearer check
@@ -164,4 +180,4 @@ def build_app(
         exception_handlers={FeedbackdError: refused, HTTPException: no_route},
     )
     counter = RequestCounter(starlette)  # the metrics route reads it when called
-    return Guard(counter, listen, token, public_names=names, attempts=attempts)
+    return Guard(stopping.gate(counter), listen, token, public_names=names, attempts=attempts)

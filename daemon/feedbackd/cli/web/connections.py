@@ -1,0 +1,205 @@
+"""Open connections under slow and idle clients (SPEC section 12): a connection that has not sent a
+whole request head within 10 s is closed, and at most `http.max_connections` are open at once.
+
+uvicorn closes a keep-alive connection that stays silent, but not one that starts a request head
+and trickles it a byte at a time, and it accepts connections until the process runs out of file
+descriptors (then every request fails, `/healthz` included). The h11 protocol below adds both
+limits to uvicorn's own.
+
+At the cap, a new connection makes room by closing the connection that has waited longest for its
+request head: a slow client is evicted, while a real one sends its head at once and is served.
+Only when every open connection is busy with a request is the new one refused, with a 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import resource
+import time
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+log = logging.getLogger("feedbackd")
+HEAD_TIMEOUT_S = 10.0
+# Descriptors the server needs besides its connections: the listening socket, git helpers and
+# their pipes, the workspace's files, logs.
+OTHER_FILES = 64
+REFUSAL_LOG_EVERY_S = 60.0
+MIN_BACKLOG, MAX_BACKLOG = 16, 2048  # 2048: uvicorn's own default
+
+
+class Connections:
+    """What the open connections share: the cap, the head timeout, and which of them are waiting
+    for a request head, longest-waiting first."""
+
+    def __init__(self, max_open: int, head_timeout_s: float = HEAD_TIMEOUT_S) -> None:
+        self.max_open = max_open
+        self.head_timeout_s = head_timeout_s
+        self.open: set[LimitedH11Protocol] = set()
+        # A dict keeps insertion order: the first key has waited longest.
+        self.waiting: dict[LimitedH11Protocol, None] = {}
+        self.refusals = 0  # since the log last said so
+        self._said_at = -REFUSAL_LOG_EVERY_S
+
+    def protocol(self) -> type[H11Protocol]:
+        """The protocol class uvicorn builds for each connection (`uvicorn.Config(http=...)`)."""
+        connections = self
+
+        class Protocol(LimitedH11Protocol):
+            shared = connections
+
+        return Protocol
+
+    def refused(self) -> None:
+        """Count a refused connection; say so in the log at most once a minute, so that a flood
+        of them does not flood the log too."""
+        self.refusals += 1
+        now = time.monotonic()
+        if now - self._said_at < REFUSAL_LOG_EVERY_S:
+            return
+        log.warning(
+            "refused %d connection(s): all %d open connections were busy with requests "
+            "(raise http.max_connections if the machine can take more)",
+            self.refusals,
+            self.max_open,
+        )
+        self.refusals, self._said_at = 0, now
+
+    def make_room(self) -> bool:
+        """Close the connection that has waited longest for its request head; False if every
+        open connection is busy with a request."""
+        oldest = next(iter(self.waiting), None)
+        if oldest is None:
+            return False
+        oldest.close_connection()
+        return True
+
+
+class LimitedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with the head timeout and the cap on open connections."""
+
+    shared: Connections
+    _head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.shared.open.add(self)
+        if len(self.shared.open) > self.shared.max_open and not self.shared.make_room():
+            self._refuse()
+            return
+        self._wait_for_head()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._follow_state()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._follow_state()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_waiting()
+        self.shared.open.discard(self)
+        super().connection_lost(exc)
+
+    def close_connection(self) -> None:
+        """Close this connection now; it no longer counts as open."""
+        self._stop_waiting()
+        self.shared.open.discard(self)
+        if self.transport.is_closing():
+            return
+        with contextlib.suppress(h11.LocalProtocolError):  # h11 may already be in an end state
+            self.conn.send(h11.ConnectionClosed())
+        self.transport.close()
+
+    def _follow_state(self) -> None:
+        """Waiting for a head between requests (the first, or the next on a keep-alive
+        connection), busy while a request is being answered."""
+        answering = self.cycle is not None and not self.cycle.response_complete
+        if answering or self.transport.is_closing():
+            self._stop_waiting()
+        else:
+            self._wait_for_head()
+
+    def _wait_for_head(self) -> None:
+        """Start the head clock, unless it is already running (trickled bytes do not reset it)."""
+        if self in self.shared.waiting:
+            return
+        self.shared.waiting[self] = None
+        self._head_timer = self.loop.call_later(self.shared.head_timeout_s, self._head_too_slow)
+
+    def _stop_waiting(self) -> None:
+        self.shared.waiting.pop(self, None)
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        log.debug(
+            "closed a connection from %s: no whole request head within %g s",
+            self.client,
+            self.shared.head_timeout_s,
+        )
+        self.close_connection()
+
+    def _refuse(self) -> None:
+        self.shared.refused()
+        self.transport.write(busy_response(self.shared.max_open))
+        self.close_connection()
+
+
+def busy_response(max_open: int) -> bytes:
+    """A whole HTTP response, sent before the request is read: the server is full."""
+    body = json.dumps(
+        {
+            "error": "busy",
+            "message": f"all {max_open} connections are busy with requests; try again shortly",
+        }
+    ).encode()
+    head = (
+        "HTTP/1.1 503 Service Unavailable\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        "Retry-After: 1\r\n"
+        "X-Content-Type-Options: nosniff\r\n"
+        "Connection: close\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+def raise_open_file_limit(max_open: int) -> int:
+    """Raise this process's soft limit on open files to its hard limit (systemd's LimitNOFILE=
+    sets both), say so if the connection cap still does not fit under it, and return it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (OSError, ValueError):  # a sandbox may forbid it: the soft limit stays
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return MAX_BACKLOG * 4 + max_open + OTHER_FILES
+    if max_open + OTHER_FILES + MIN_BACKLOG * 4 > soft:
+        log.warning(
+            "http.max_connections is %d but this process may open only %d files: lower "
+            "http.max_connections or raise the limit (LimitNOFILE= in the unit, ulimit -n)",
+            max_open,
+            soft,
+        )
+    return soft
+
+
+def accept_backlog(max_open: int, open_files: int) -> int:
+    """How many pending connections to accept in one go (uvicorn's backlog).
+
+    asyncio accepts up to `backlog` connections at once, and a connection closed to make room
+    gives its descriptor back a few turns of the event loop later, so during a burst up to about
+    three batches are open beyond the cap: the batch is sized so that they still fit under the
+    limit on open files."""
+    spare = (open_files - max_open - OTHER_FILES) // 4
+    return max(MIN_BACKLOG, min(MAX_BACKLOG, spare))
