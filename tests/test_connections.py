@@ -124,6 +124,7 @@ def test_a_new_connection_is_refused_only_when_every_one_is_busy(
         reply = refused.makefile("rb").read()
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in head
+    assert b"x-frame-options: DENY" in head  # the security headers, even on this refusal
     assert json.loads(body)["error"] == "busy"
     app.release.set()
     for client in busy:

@@ -16,6 +16,19 @@ from urllib.parse import urlsplit
 from feedbackd.core.errors import ConfigError
 
 MAX_BODY_BYTES = 1024 * 1024
+
+# The page may be framed by no one (another site's page would have a curator click Approve
+# unawares), and loads nothing but its own files; no answer is sniffed as another type, and no
+# address leaks to other sites in a Referer.
+SECURITY_HEADERS = (
+    (
+        b"content-security-policy",
+        b"default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    ),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
 _LISTEN_HINT = "use HOST:PORT, e.g. 127.0.0.1:8787, localhost:8787 or [::1]:8787"
 MIN_TOKEN_CHARS = 32  # 32 random hex digits are 128 bits: beyond guessing at 10 tries a minute
 _TOKEN_HINT = (

@@ -23,6 +23,8 @@ import time
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from feedbackd.core.websafety import SECURITY_HEADERS
+
 log = logging.getLogger("feedbackd")
 HEAD_TIMEOUT_S = 10.0
 # Descriptors the server needs besides its connections: the listening socket, git helpers and
@@ -166,10 +168,10 @@ def busy_response(max_open: int) -> bytes:
         "Content-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\n"
         "Retry-After: 1\r\n"
-        "X-Content-Type-Options: nosniff\r\n"
-        "Connection: close\r\n\r\n"
+        "Connection: close\r\n"
     )
-    return head.encode("ascii") + body
+    security = b"".join(name + b": " + value + b"\r\n" for name, value in SECURITY_HEADERS)
+    return head.encode("ascii") + security + b"\r\n" + body
 
 
 def raise_open_file_limit(max_open: int) -> int:

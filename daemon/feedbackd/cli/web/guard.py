@@ -16,6 +16,7 @@ from starlette.responses import JSONResponse, Response
 from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.core.websafety import (
     MAX_BODY_BYTES,
+    SECURITY_HEADERS,
     ListenAddress,
     bearer_token,
     host_allowed,
@@ -35,18 +36,6 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Reachable without the token: the health check, the login form and the one stylesheet the form
 # needs (code, no data).
 OPEN_PATHS = frozenset({"/healthz", "/login", "/static/panel.css"})
-# The page may be framed by no one (another site's page would have a curator click Approve
-# unawares), and loads nothing but its own files; no answer is sniffed as another type, and no
-# address leaks to other sites in a Referer.
-SECURITY_HEADERS = (
-    (
-        b"content-security-policy",
-        b"default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-    ),
-    (b"x-frame-options", b"DENY"),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-)
 _SECURITY_NAMES = frozenset(name for name, _ in SECURITY_HEADERS)
 
 
