@@ -179,7 +179,8 @@ def _read_limited(path: Path) -> bytes:
             data = handle.read(MAX_ITEM_BYTES + 1)
     except FileNotFoundError:
         raise NotFound(
-            f"item file {path} does not exist", hint="it may have been moved or deleted"
+            f"item file {path.parent.name}/{path.name} does not exist",
+            hint="it may have been moved or deleted",
         ) from None
     except OSError as exc:
         raise ItemError(

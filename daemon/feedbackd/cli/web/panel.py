@@ -20,7 +20,7 @@ from feedbackd.cli.web import charts
 from feedbackd.cli.web.api import Site, work
 from feedbackd.cli.web.guard import TOKEN_COOKIE
 from feedbackd.cli.web.html import e, page
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.websafety import token_matches
 from feedbackd.loop import queries
 
@@ -47,7 +47,11 @@ def routes(site: Site, token: str | None) -> list[Route]:
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in STATIC:
-            return Response("not found", status_code=404)
+            # The JSON error every other layer answers, not a page: a script or a browser's
+            # console reads the same shape.
+            raise NotFound(
+                f"no file {name!r} in /static/", hint=f"the panel has {', '.join(STATIC)}"
+            )
         text = resources.files("feedbackd.cli.web").joinpath("static", name).read_text("utf-8")
         return Response(text, media_type=f"{STATIC[name]}; charset=utf-8")
 

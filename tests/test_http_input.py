@@ -1,0 +1,150 @@
+"""`feedbackd serve` refuses malformed and hostile input with a 400 JSON error, answers every
+error in the shape `{"error": code, "message": text}` whatever layer finds it, never shows a path
+of the server's disk, and follows no symbolic link out of the workspace (SPEC section 12)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import pytest
+
+from tests.web_kit import Answer, Server
+from tests.workspace_kit import Site, draft
+
+pytestmark = pytest.mark.slow
+
+RATING = {
+    "transaction_id": "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
+    "provider_agent": "writer",
+    "skill_id": "summarise",
+    "rating": 5,
+    "result_quality": "excellent",
+    "would_reuse": True,
+    "cost_value_ratio": "fair",
+    "requester_agent": "buyer-1",
+}
+DEEP = '{"type": "edit", "original": "a", "corrected": "b", "x": ' + "[" * 2000 + "]" * 2000 + "}"
+HUGE_NUMBER = "9" * 5000
+APPROVE = "/api/agents/writer/queue/qi-1/approve"
+REJECT = "/api/agents/writer/queue/qi-1/reject"
+CMS = "/api/cms/agents/writer/feedback"
+
+
+class Bad(NamedTuple):
+    """A request a client might send, the status it must get and the error code."""
+
+    method: str
+    path: str
+    body: str | None
+    status: int
+    code: str
+
+
+BAD_REQUESTS = {
+    "nested 2,000 deep": Bad("POST", CMS, DEEP, 400, "invalid_feedback"),
+    "nested 65 deep": Bad("POST", APPROVE, '{"edits": ' + "[" * 65 + "]" * 65 + "}", 400, ""),
+    "a 5,000-digit integer": Bad("POST", "/api/feedback", f'{{"rating": {HUGE_NUMBER}}}', 400, ""),
+    "a 101-digit integer": Bad("POST", APPROVE, f'{{"curator": {"1" * 101}}}', 400, ""),
+    "limit of 5,000 nines": Bad("GET", f"{CMS}?limit={HUGE_NUMBER}", None, 400, ""),
+    "limit superscript two": Bad("GET", f"{CMS}?limit=%C2%B2", None, 400, ""),
+    "limit negative": Bad("GET", "/api/feedback/summarise?limit=-1", None, 400, ""),
+    "ratings limit nines": Bad(
+        "GET", f"/api/feedback/summarise?limit={HUGE_NUMBER}", None, 400, ""
+    ),
+    "ratings since banana": Bad("GET", "/api/feedback/summarise?since=banana", None, 400, ""),
+    "ratings agent bad id": Bad("GET", "/api/feedback/summarise?agent=..%2Fx", None, 400, ""),
+    "log since banana": Bad("GET", "/api/log?since=banana", None, 400, ""),
+    "log agent bad id": Bad("GET", "/api/log?agent=a%20b", None, 400, "invalid_id"),
+    "rating given twice": Bad(
+        "POST", "/api/feedback", json.dumps(RATING)[:-1] + ', "rating": 1}', 400, ""
+    ),
+    "curator given twice": Bad(
+        "POST", APPROVE, '{"curator": "A <a@x.org>", "curator": "B <b@x.org>"}', 400, ""
+    ),
+    "approve unknown key": Bad("POST", APPROVE, '{"edit": {"title": "New"}}', 400, ""),
+    "reject unknown key": Bad("POST", REJECT, '{"notes": "dry", "note": "dry"}', 400, ""),
+    "approve edits not text": Bad("POST", APPROVE, '{"edits": {"title": 3}}', 400, ""),
+    "approve not an object": Bad("POST", APPROVE, "[]", 400, ""),
+    "approve not JSON": Bad("POST", APPROVE, "{", 400, ""),
+    "approve NaN": Bad("POST", APPROVE, '{"edits": NaN}', 400, ""),
+    "cms unknown type": Bad("POST", CMS, '{"type": "x"}', 400, "invalid_feedback"),
+    "static file missing": Bad("GET", "/static/nope", None, 404, "not_found"),
+    "no such route": Bad("GET", "/api/nothing", None, 404, "not_found"),
+    "wrong method": Bad("DELETE", "/api/agents", None, 405, ""),
+    "id with an encoded slash": Bad("GET", "/api/agents/a%2Fb", None, 400, "invalid_id"),
+    "queue id with an encoded slash": Bad(
+        "GET", "/api/agents/a%2Fb/queue", None, 400, "invalid_id"
+    ),
+    "item id with an encoded slash": Bad(
+        "POST", "/api/agents/writer/queue/..%2F..%2Fx/approve", "{}", 400, "invalid_id"
+    ),
+    "unknown agent": Bad("GET", "/api/agents/nobody/queue", None, 404, "not_found"),
+    "unknown draft": Bad("POST", "/api/agents/writer/queue/qi-9/approve", "{}", 404, "not_found"),
+    "draft already decided": Bad(
+        "POST", "/api/agents/writer/queue/qi-done/approve", "{}", 409, "already_decided"
+    ),
+    "a bug in the server": Bad("GET", "/api/agents/broken/prompt", None, 500, "internal"),
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
+    site = Site(tmp_path_factory.mktemp("input") / "ws")
+    site.write("writer", "qi-1.json", draft({"title": "Old title"}))
+    site.write("writer", "qi-done.json", draft({"title": "Done"}), folder="approved")
+    site.write("broken", "qi-1.json", draft({"title": "Broken"}))
+    site.reconcile()
+    # A folder where the snippet file should be: reading it fails in a way no route expects.
+    prompt = site.agent("broken") / "prompt" / "feedback.md"
+    prompt.unlink()
+    prompt.mkdir()
+    return site
+
+
+@pytest.fixture(scope="module")
+def server(site: Site) -> Iterator[Server]:
+    running = Server(site.root)
+    yield running
+    running.close()
+
+
+def send(server: Server, bad: Bad) -> Answer:
+    raw = None if bad.body is None else bad.body.encode()
+    return server.request(bad.method, bad.path, raw=raw)
+
+
+@pytest.mark.parametrize("bad", BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
+def test_a_bad_request_gets_a_json_error_without_server_paths(
+    site: Site, server: Server, bad: Bad
+) -> None:
+    answer = send(server, bad)
+    assert answer.status == bad.status, answer.body[:300]
+    assert answer.headers["content-type"].startswith("application/json"), answer.body[:300]
+    error = answer.json()
+    assert set(error) == {"error", "message"}, error
+    assert all(isinstance(value, str) and value for value in error.values()), error
+    assert bad.code in ("", error["error"]), error
+    assert str(site.root.parent) not in error["message"]
+    assert "Traceback" not in answer.text
+
+
+def test_nothing_was_decided_by_the_refused_requests(site: Site, server: Server) -> None:
+    for bad in BAD_REQUESTS.values():
+        send(server, bad)
+    assert (site.agent("writer") / "queue" / "qi-1.json").is_file()
+    assert site.feedback("writer") == []
+
+
+def test_an_unexpected_error_keeps_its_traceback_in_the_log(site: Site) -> None:
+    running = Server(site.root)
+    try:
+        answer = running.get("/api/agents/broken/prompt")
+        running.process.send_signal(signal.SIGTERM)
+        _, log = running.process.communicate(timeout=20)
+    finally:
+        running.close()
+    assert answer.status == 500 and "Traceback" not in answer.text
+    assert b"Traceback" in log and b"IsADirectoryError" in log
