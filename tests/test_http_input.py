@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -148,3 +149,66 @@ def test_an_unexpected_error_keeps_its_traceback_in_the_log(site: Site) -> None:
         running.close()
     assert answer.status == 500 and "Traceback" not in answer.text
     assert b"Traceback" in log and b"IsADirectoryError" in log
+
+
+# --- symbolic links: none is followed out of the workspace ---------------------------------------
+SECRET = "outside-secret-7f3a"
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> Iterator[tuple[Site, Server]]:
+    """A workspace with a draft that links to a file outside it, and an agent folder that is a
+    link to a folder outside it (with a draft of its own)."""
+    site = Site(tmp_path / "ws")
+    site.write("writer", "qi-1.json", draft({"title": "Inside"}))
+    site.reconcile()
+    outside = tmp_path / "outside"
+    (outside / "agent" / "queue").mkdir(parents=True)
+    (outside / "draft.json").write_text(json.dumps(draft({"title": SECRET})))
+    (outside / "agent" / "queue" / "qi-1.json").write_text(json.dumps(draft({"title": SECRET})))
+    (site.agent("writer") / "queue" / "qi-link.json").symlink_to(outside / "draft.json")
+    site.agent("elsewhere").symlink_to(outside / "agent", target_is_directory=True)
+    running = Server(site.root)
+    yield site, running
+    running.close()
+
+
+def test_a_draft_linking_outside_is_neither_shown_nor_approved(
+    linked: tuple[Site, Server],
+) -> None:
+    site, server = linked
+    listed = server.get("/api/agents/writer/queue")
+    assert listed.status == 200
+    assert [d["id"] for d in listed.json()["drafts"]] == ["qi-1"]
+    assert server.get("/api/agents/writer").json()["queued"] == 1
+    assert SECRET not in server.get("/agents/writer").text
+    for decision, body in (("approve", {}), ("reject", {"notes": "no"})):
+        refused = server.post(f"/api/agents/writer/queue/qi-link/{decision}", body)
+        assert refused.status == 404 and refused.json()["error"] == "not_found"
+        assert SECRET not in refused.text
+    assert not (site.agent("writer") / "approved" / "qi-link.json").exists()
+    assert SECRET not in site.git("log", "--all", "-p")
+
+
+def test_an_agent_folder_linking_outside_is_not_served(linked: tuple[Site, Server]) -> None:
+    site, server = linked
+    assert [a["agent_id"] for a in server.get("/api/agents").json()["agents"]] == ["writer"]
+    for path in (
+        "/api/agents/elsewhere",
+        "/api/agents/elsewhere/queue",
+        "/api/agents/elsewhere/prompt",
+        "/api/cms/agents/elsewhere/feedback",
+    ):
+        answer = server.get(path)
+        assert answer.status == 404 and answer.json()["error"] == "not_found", path
+        assert SECRET not in answer.text
+    assert server.get("/agents/elsewhere").status == 404
+    for decision, body in (("approve", {}), ("reject", {"notes": "no"})):
+        refused = server.post(f"/api/agents/elsewhere/queue/qi-1/{decision}", body)
+        assert refused.status == 404 and SECRET not in refused.text
+    recorded = server.post(
+        "/api/cms/agents/elsewhere/feedback", {"type": "rejection", "notes": "x"}
+    )
+    assert recorded.status == 404
+    assert sorted(p.name for p in (site.agent("elsewhere")).iterdir()) == ["queue"]
+    assert SECRET not in site.git("log", "--all", "-p")

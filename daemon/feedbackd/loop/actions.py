@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import (
     existing_agent,
+    item_file_problem,
     read_item,
     read_ledger,
     set_content_fields,
@@ -43,13 +45,21 @@ RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes
 
 
 def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
+    """The draft's file in queue/, read as the daemon reads it: a symbolic link that leads
+    outside the workspace is no draft."""
     validate_id(item_id, "item id")
     found = [agent.queue / (item_id + suffix) for suffix in ITEM_SUFFIXES]
-    existing = [path for path in found if path.is_file()]
+    present = [path for path in found if os.path.lexists(path)]
+    problems = {path: item_file_problem(runtime.workspace, path) for path in present}
+    existing = [path for path in present if problems[path] is None]
     queue = runtime.workspace.relative(agent.queue)
     if not existing:
         _refuse_if_decided(runtime, agent, item_id)
-        raise NotFound(f"no draft {item_id} in {queue}/", hint=f"list the drafts with `ls {queue}`")
+        hint = f"list the drafts with `ls {queue}`"
+        if present:  # only files the daemon ignores: say why
+            first = runtime.workspace.relative(present[0])
+            raise NotFound(f"{first}: {problems[present[0]]}; ignored", hint=hint)
+        raise NotFound(f"no draft {item_id} in {queue}/", hint=hint)
     if len(existing) > 1:
         names = ", ".join(path.name for path in existing)
         raise FeedbackdError(f"{item_id} is in {queue}/ more than once ({names})", hint="keep one")

@@ -60,18 +60,57 @@ _FEEDBACK: ParsedFiles[tuple[FeedbackEntry, ...]] = ParsedFiles(keep=8, max_byte
 log = logging.getLogger("feedbackd")
 
 
+OUTSIDE_LINK = "symbolic link leads outside the workspace"
+
+
 def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     """The agent's folder; NotFound (naming the closest agent) when it has none: a command on a
-    mistyped agent must neither look like success nor create a new agent."""
+    mistyped agent must neither look like success nor create a new agent. A folder that is a
+    symbolic link leading outside the workspace is none (the daemon ignores it too)."""
     agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
     if agent.root.is_dir():
-        return agent
+        if runtime.workspace.is_inside(agent.root):
+            return agent
+        raise NotFound(
+            f"{runtime.workspace.relative(agent.root)}: {OUTSIDE_LINK}; ignored",
+            hint="move the agent's folder itself into the workspace, in place of the link",
+        )
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
     known = runtime.workspace.agent_ids()
     close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
     new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
     hint = f"did you mean {close[0]}? ({new})" if close else f"`ls {where}` lists them; {new}"
     raise NotFound(f"no agent {agent_id} in {where}/", hint=hint)
+
+
+def item_file_problem(workspace: Workspace, path: Path) -> str | None:
+    """Why a file named like an item is not read as one, or None when it is: it must be a plain
+    file, or a symbolic link to one, inside the workspace. The daemon's scan and every reader
+    of a single draft (the queue listing, approve, reject) ask this one question, so none of
+    them reads a file the others ignore."""
+    problem = not_an_item(path)
+    if problem is None and not workspace.is_inside(path):
+        problem = OUTSIDE_LINK
+    return problem
+
+
+def not_an_item(path: Path) -> str | None:
+    """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
+
+    A curator who made a folder `qi-1.json` in approved/ hears why nothing happens, and a pipe
+    is never opened (reading it would wait for a writer forever).
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "symbolic link to nothing" if path.is_symlink() else None
+    except OSError as error:  # a loop of symbolic links, a folder that cannot be searched
+        return f"cannot be read ({error.strerror})"
+    if stat.S_ISDIR(mode):
+        return "a folder, not an item file"
+    if not stat.S_ISREG(mode):
+        return "not a plain file (a pipe, socket or device)"
+    return None
 
 
 def read_feedback(path: Path) -> list[FeedbackEntry]:

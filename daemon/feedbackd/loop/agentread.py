@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,7 +31,12 @@ from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import child_path, read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import agentrename, problems, webhouse
-from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
+from feedbackd.loop.agentfiles import (
+    item_file_problem,
+    read_feedback,
+    read_forgotten_text,
+    read_item,
+)
 from feedbackd.loop.decidedfiles import ChangedDecisions
 from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
 from feedbackd.loop.recovery import CommittedLedgers, FileState, file_state
@@ -158,9 +162,7 @@ class AgentReader:
         """A plain file, or a symbolic link to one inside the workspace; a warning says why
         anything else named like an item is ignored."""
         if entry.is_symlink():
-            not_an_item = _not_an_item(path)
-            if not_an_item is None and not self.runtime.workspace.is_inside(path):
-                not_an_item = "symbolic link leads outside the workspace"
+            not_an_item = item_file_problem(self.runtime.workspace, path)
         else:
             not_an_item = _not_a_plain_file(entry)
         if not_an_item is not None:
@@ -425,27 +427,8 @@ def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:
         return None
 
 
-def _not_an_item(path: Path) -> str | None:
-    """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
-
-    A curator who made a folder `qi-1.json` in approved/ hears why nothing happens, and a pipe
-    is never opened (reading it would wait for a writer forever).
-    """
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return "symbolic link to nothing" if path.is_symlink() else None
-    except OSError as error:  # a loop of symbolic links, a folder that cannot be searched
-        return f"cannot be read ({error.strerror})"
-    if stat.S_ISDIR(mode):
-        return "a folder, not an item file"
-    if not stat.S_ISREG(mode):
-        return "not a plain file (a pipe, socket or device)"
-    return None
-
-
 def _not_a_plain_file(entry: os.DirEntry[str]) -> str | None:
-    """As _not_an_item, for a listed entry that is no symbolic link (no stat of its own when
+    """As not_an_item, for a listed entry that is no symbolic link (no stat of its own when
     the file system tells the type in the listing)."""
     try:
         if entry.is_dir(follow_symlinks=False):

@@ -30,6 +30,7 @@ from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.agentfiles import (
     existing_agent,
+    item_file_problem,
     read_feedback,
     read_item,
     read_price_ledger,
@@ -196,7 +197,9 @@ def agents_overview(runtime: Runtime) -> list[dict[str, Any]]:
 def agent_summary(runtime: Runtime, agent_id: str) -> dict[str, Any]:
     """One agent: its drafts by folder, feedback entries, snippet examples and skills."""
     agent = existing_agent(runtime, agent_id)
-    counts = {folder: len(_item_files(agent, folder)) for folder in ("queue", *DECISION_FOLDERS)}
+    counts = {
+        folder: len(_item_files(runtime, agent, folder)) for folder in ("queue", *DECISION_FOLDERS)
+    }
     try:
         entries: list[FeedbackEntry] | None = read_feedback(agent.feedback)
     except FeedbackdError:
@@ -227,21 +230,24 @@ def _soul_of(agent: AgentPaths) -> Soul | None:
     return found[1] if found is not None else None
 
 
-def _item_files(agent: AgentPaths, folder: str) -> list[Path]:
+def _item_files(runtime: Runtime, agent: AgentPaths, folder: str) -> list[Path]:
+    """The item files of one folder, as the daemon reads them (no link out of the workspace)."""
     directory = agent.folder(folder)
     if not directory.is_dir():
         return []
     return sorted(
         path
         for path in directory.iterdir()
-        if path.suffix in ITEM_SUFFIXES and not path.name.startswith(".") and path.is_file()
+        if path.suffix in ITEM_SUFFIXES
+        and not path.name.startswith(".")
+        and item_file_problem(runtime.workspace, path) is None
     )
 
 
 def queue(runtime: Runtime, agent_id: str) -> list[dict[str, Any]]:
     """Each queued draft with its text fields, original beside current (`GET .../queue`)."""
     agent = existing_agent(runtime, agent_id)
-    paths = _item_files(agent, "queue")
+    paths = _item_files(runtime, agent, "queue")
     from_git = _first_versions_in_git(runtime, agent, paths)
     return [_draft_json(runtime, agent, path, from_git.get(path.name)) for path in paths]
 
