@@ -212,3 +212,19 @@ def test_an_agent_folder_linking_outside_is_not_served(linked: tuple[Site, Serve
     assert recorded.status == 404
     assert sorted(p.name for p in (site.agent("elsewhere")).iterdir()) == ["queue"]
     assert SECRET not in site.git("log", "--all", "-p")
+
+
+def test_problems_in_answers_name_files_inside_the_workspace(tmp_path: Path) -> None:
+    site = Site(tmp_path / "ws")
+    site.write("writer", "qi-1.json", draft({"title": "Fine"}))
+    site.write("writer", "qi-bad.json", "{bad")
+    server = Server(site.root)
+    try:
+        approved = server.post(APPROVE, {})
+        status = server.get("/api/status")
+    finally:
+        server.close()
+    assert approved.status == 200
+    expected = "_data/agents/writer/queue/qi-bad.json: invalid JSON"
+    assert [line[: len(expected)] for line in approved.json()["problems"]] == [expected]
+    assert [line[: len(expected)] for line in status.json()["problems"]] == [expected]

@@ -179,14 +179,26 @@ def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, 
     """`status --json`: the daemon's state, with what the commands know besides (a failed
     pricing sync command, a stopped remote sync, `.error` files when no daemon runs)."""
     state = describe(runtime.workspace.state_dir)
-    problems: list[str] = config_problems + state["problems"]
+    problems: list[str] = config_problems + [
+        _relative_line(line, runtime.workspace.root) for line in state["problems"]
+    ]
     line = problem_line(sync_status(runtime))
     for extra in [*publish_problems(runtime.workspace.state_dir), *([line] if line else [])]:
         problems += [extra] if extra not in problems else []
     if not state["running"]:  # what the last pass left explained in `.error` files
-        problems += [p for p in reported_problems(runtime.workspace.data) if p not in problems]
+        problems += [
+            p
+            for p in reported_problems(runtime.workspace.data, runtime.workspace.root)
+            if p not in problems
+        ]
     state["problems"] = problems
     return state
+
+
+def _relative_line(line: str, root: Path) -> str:
+    """A problem line of the daemon's status file with its file relative to the workspace (the
+    daemon names files by their full path there); status and the HTTP API show no server path."""
+    return line.removeprefix(f"{root}/")
 
 
 def agents_overview(runtime: Runtime) -> list[dict[str, Any]]:

@@ -111,11 +111,11 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= 40 else text[:40] + "…")
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report, root: Path) -> dict[str, Any]:
     """What `approve --json` and `reject --json` print."""
     return {
         "events": [event.as_json() for event in report.events],
-        "problems": [problem.line() for problem in report.problems],
+        "problems": [problem.line(root) for problem in report.problems],
         "warnings": report.warnings,
     }
 
@@ -269,7 +269,7 @@ async def _decide(
         existing_agent(runtime, agent)
         return decide(runtime, agent, item)
 
-    return JSONResponse(report_json(await work(checked_decision)))
+    return JSONResponse(report_json(await work(checked_decision), runtime.workspace.root))
 
 
 # --- the workspace ------------------------------------------------------------------------------
