@@ -228,3 +228,18 @@ def test_problems_in_answers_name_files_inside_the_workspace(tmp_path: Path) -> 
     expected = "_data/agents/writer/queue/qi-bad.json: invalid JSON"
     assert [line[: len(expected)] for line in approved.json()["problems"]] == [expected]
     assert [line[: len(expected)] for line in status.json()["problems"]] == [expected]
+
+
+def test_a_configuration_error_names_the_file_without_its_folder(tmp_path: Path) -> None:
+    site = Site(tmp_path / "ws")
+    server = Server(site.root)
+    try:
+        site.configure("feedback:\n  max_entries: 200\nbogus: 1\n")
+        answer = server.get("/api/agents")
+    finally:
+        server.close()
+    assert answer.status == 500
+    error = answer.json()
+    assert error["error"] == "config_error"
+    assert error["message"].startswith("feedbackd.yaml, line 3: unknown key `bogus`")
+    assert str(tmp_path) not in error["message"]

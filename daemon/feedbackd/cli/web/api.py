@@ -307,8 +307,19 @@ STATUS_OF_CODE = {
 }
 
 
-def error_response(error: FeedbackdError) -> Response:
+def error_response(error: FeedbackdError, workspace: str | None = None) -> Response:
     """`{"error": code, "message": text}` with the status the code stands for (400 for refused
-    input)."""
+    input), naming files relative to the `workspace`."""
     status = STATUS_OF_CODE.get(error.code, 400)
-    return JSONResponse({"error": error.code, "message": str(error)}, status_code=status)
+    message = str(error) if workspace is None else without_workspace(str(error), workspace)
+    return JSONResponse({"error": error.code, "message": message}, status_code=status)
+
+
+def without_workspace(message: str, workspace: str) -> str:
+    """The message with the workspace's own path cut from the files it names. feedbackd's
+    messages name files relative to the workspace already; what git, the operating system or
+    the configuration loader quote (`/srv/site/feedbackd.yaml, line 3`) does not, and a client
+    must not learn the server's folders from it."""
+    for root in dict.fromkeys([workspace, str(Path(workspace).resolve())]):
+        message = message.replace(f"{root.rstrip('/')}/", "")
+    return message

@@ -151,7 +151,7 @@ def build_app(site: api.Site, listen: ListenAddress, token: str | None) -> Guard
 
     async def refused(request: Request, error: Exception) -> Response:
         assert isinstance(error, FeedbackdError)
-        return api.error_response(error)
+        return api.error_response(error, site.workspace)
 
     starlette = Starlette(
         routes=[
