@@ -166,6 +166,12 @@ def linked(tmp_path: Path) -> Iterator[tuple[Site, Server]]:
     (outside / "agent" / "queue").mkdir(parents=True)
     (outside / "draft.json").write_text(json.dumps(draft({"title": SECRET})))
     (outside / "agent" / "queue" / "qi-1.json").write_text(json.dumps(draft({"title": SECRET})))
+    ratings = outside / "agent" / "ratings" / "summarise"
+    ratings.mkdir(parents=True)
+    rated = {**RATING, "provider_agent": "elsewhere", "quality_details": SECRET}
+    (ratings / "2026-12.jsonl").write_text(
+        json.dumps({**rated, "timestamp": "2026-12-01T10:00:00.000Z"}) + "\n"
+    )
     (site.agent("writer") / "queue" / "qi-link.json").symlink_to(outside / "draft.json")
     site.agent("elsewhere").symlink_to(outside / "agent", target_is_directory=True)
     running = Server(site.root)
@@ -203,6 +209,10 @@ def test_an_agent_folder_linking_outside_is_not_served(linked: tuple[Site, Serve
         assert answer.status == 404 and answer.json()["error"] == "not_found", path
         assert SECRET not in answer.text
     assert server.get("/agents/elsewhere").status == 404
+    for path in ("/api/feedback/summarise?agent=elsewhere", "/api/reputation/elsewhere"):
+        answer = server.get(path)
+        assert answer.status == 404 and answer.json()["error"] == "not_found", path
+    assert server.get("/api/feedback/summarise").json()["count"] == 0
     for decision, body in (("approve", {}), ("reject", {"notes": "no"})):
         refused = server.post(f"/api/agents/elsewhere/queue/qi-1/{decision}", body)
         assert refused.status == 404 and SECRET not in refused.text
@@ -210,7 +220,7 @@ def test_an_agent_folder_linking_outside_is_not_served(linked: tuple[Site, Serve
         "/api/cms/agents/elsewhere/feedback", {"type": "rejection", "notes": "x"}
     )
     assert recorded.status == 404
-    assert sorted(p.name for p in (site.agent("elsewhere")).iterdir()) == ["queue"]
+    assert sorted(p.name for p in site.agent("elsewhere").iterdir()) == ["queue", "ratings"]
     assert SECRET not in site.git("log", "--all", "-p")
 
 

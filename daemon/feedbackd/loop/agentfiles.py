@@ -67,20 +67,27 @@ def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     """The agent's folder; NotFound (naming the closest agent) when it has none: a command on a
     mistyped agent must neither look like success nor create a new agent. A folder that is a
     symbolic link leading outside the workspace is none (the daemon ignores it too)."""
-    agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
+    agent = refuse_outside_agent(runtime, agent_id)
     if agent.root.is_dir():
-        if runtime.workspace.is_inside(agent.root):
-            return agent
-        raise NotFound(
-            f"{runtime.workspace.relative(agent.root)}: {OUTSIDE_LINK}; ignored",
-            hint="move the agent's folder itself into the workspace, in place of the link",
-        )
+        return agent
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
     known = runtime.workspace.agent_ids()
     close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
     new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
     hint = f"did you mean {close[0]}? ({new})" if close else f"`ls {where}` lists them; {new}"
     raise NotFound(f"no agent {agent_id} in {where}/", hint=hint)
+
+
+def refuse_outside_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
+    """The agent's paths; NotFound when its folder is a symbolic link that leads outside the
+    workspace (the daemon ignores such a folder, so nothing is read through it)."""
+    agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
+    if os.path.lexists(agent.root) and not runtime.workspace.is_inside(agent.root):
+        raise NotFound(
+            f"{runtime.workspace.relative(agent.root)}: {OUTSIDE_LINK}; ignored",
+            hint="move the agent's folder itself into the workspace, in place of the link",
+        )
+    return agent
 
 
 def item_file_problem(workspace: Workspace, path: Path) -> str | None:

@@ -35,6 +35,7 @@ from feedbackd.loop.agentfiles import (
     read_item,
     read_price_ledger,
     read_soul,
+    refuse_outside_agent,
 )
 from feedbackd.loop.draftmemory import kept_in_git
 from feedbackd.loop.problems import reported_problems
@@ -135,7 +136,10 @@ def feedback_list(
     now = utcnow()
     start = since_start(since, now)
     store = RatingStore(runtime.workspace, progress=progress)
-    providers = [validate_id(agent, "agent id")] if agent else _providers_of(runtime, skill)
+    if agent:
+        providers = [refuse_outside_agent(runtime, agent).agent_id]
+    else:
+        providers = _providers_of(runtime, skill)
     found = [r for p in providers for r in store.ratings(p, skill, start)]
     return feedback_list_report(skill, agent, since, found, runtime.settings.reputation, now, limit)
 
@@ -168,7 +172,7 @@ def reputation(
     runtime: Runtime, agent: str, skill: str | None, progress: Progress | None = None
 ) -> dict[str, Any]:
     """`reputation --json`: the provider's score, overall and per skill."""
-    validate_id(agent, "agent id")
+    refuse_outside_agent(runtime, agent)
     if skill is not None:
         validate_id(skill, "skill id")
     store = RatingStore(runtime.workspace, progress=progress)
