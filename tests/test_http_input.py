@@ -157,8 +157,8 @@ SECRET = "outside-secret-7f3a"
 
 @pytest.fixture
 def linked(tmp_path: Path) -> Iterator[tuple[Site, Server]]:
-    """A workspace with a draft that links to a file outside it, and an agent folder that is a
-    link to a folder outside it (with a draft of its own)."""
+    """A workspace with a draft that links to a file outside it, an agent folder that is a link
+    to a folder outside it (with a draft of its own), and an agent whose queue/ is such a link."""
     site = Site(tmp_path / "ws")
     site.write("writer", "qi-1.json", draft({"title": "Inside"}))
     site.reconcile()
@@ -174,6 +174,8 @@ def linked(tmp_path: Path) -> Iterator[tuple[Site, Server]]:
     )
     (site.agent("writer") / "queue" / "qi-link.json").symlink_to(outside / "draft.json")
     site.agent("elsewhere").symlink_to(outside / "agent", target_is_directory=True)
+    site.agent("linked-queue").mkdir()
+    (site.agent("linked-queue") / "queue").symlink_to(outside / "agent" / "queue")
     running = Server(site.root)
     yield site, running
     running.close()
@@ -193,12 +195,30 @@ def test_a_draft_linking_outside_is_neither_shown_nor_approved(
         assert refused.status == 404 and refused.json()["error"] == "not_found"
         assert SECRET not in refused.text
     assert not (site.agent("writer") / "approved" / "qi-link.json").exists()
+    site.reconcile()  # the daemon's pass ignores them too
+    assert SECRET not in site.git("log", "--all", "-p")
+
+
+def test_a_queue_folder_linking_outside_is_neither_shown_nor_approved(
+    linked: tuple[Site, Server],
+) -> None:
+    site, server = linked
+    assert server.get("/api/agents/linked-queue/queue").json()["drafts"] == []
+    assert server.get("/api/agents/linked-queue").json()["queued"] == 0
+    refused = server.post("/api/agents/linked-queue/queue/qi-1/approve", {})
+    assert refused.status == 404 and SECRET not in refused.text
+    warnings = site.reconcile().warnings
+    assert (
+        "_data/agents/linked-queue/queue: symbolic link leads outside the workspace; ignored"
+        in (warnings)
+    )
     assert SECRET not in site.git("log", "--all", "-p")
 
 
 def test_an_agent_folder_linking_outside_is_not_served(linked: tuple[Site, Server]) -> None:
     site, server = linked
-    assert [a["agent_id"] for a in server.get("/api/agents").json()["agents"]] == ["writer"]
+    listed = [a["agent_id"] for a in server.get("/api/agents").json()["agents"]]
+    assert listed == ["linked-queue", "writer"]
     for path in (
         "/api/agents/elsewhere",
         "/api/agents/elsewhere/queue",

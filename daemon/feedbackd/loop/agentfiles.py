@@ -101,6 +101,29 @@ def item_file_problem(workspace: Workspace, path: Path) -> str | None:
     return problem
 
 
+def listed_item_problem(workspace: Workspace, entry: os.DirEntry[str]) -> str | None:
+    """item_file_problem for an entry of a folder that lies inside the workspace: a plain file
+    costs no stat of its own (thousands of drafts in a big site's queue/)."""
+    if entry.is_symlink():
+        return item_file_problem(workspace, Path(entry.path))
+    return _not_a_plain_file(entry)
+
+
+def _not_a_plain_file(entry: os.DirEntry[str]) -> str | None:
+    """As not_an_item, for a listed entry that is no symbolic link (no stat of its own when
+    the file system tells the type in the listing)."""
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            return "a folder, not an item file"
+        if entry.is_file(follow_symlinks=False):
+            return None
+    except FileNotFoundError:
+        return None  # removed since the folder was listed: its reading says so
+    except OSError as error:
+        return f"cannot be read ({error.strerror})"
+    return "not a plain file (a pipe, socket or device)"
+
+
 def not_an_item(path: Path) -> str | None:
     """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
 

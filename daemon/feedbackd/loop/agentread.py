@@ -32,7 +32,8 @@ from feedbackd.edges.files import child_path, read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import agentrename, problems, webhouse
 from feedbackd.loop.agentfiles import (
-    item_file_problem,
+    OUTSIDE_LINK,
+    listed_item_problem,
     read_feedback,
     read_forgotten_text,
     read_item,
@@ -136,8 +137,12 @@ class AgentReader:
         for folder in ("queue", *DECISION_FOLDERS):
             directory = self.agent.folder(folder)
             problems.clear_orphans(directory)
-            if directory.is_dir():
+            if not directory.is_dir():
+                continue
+            if self.runtime.workspace.is_inside(directory):
                 scan.files.extend(self._scan_folder(folder, directory, scan))
+            else:
+                scan.warnings.append(f"{self.rel(directory)}: {OUTSIDE_LINK}; ignored")
         return scan
 
     def _scan_folder(self, folder: str, directory: Path, scan: Scan) -> Iterator[ItemFile]:
@@ -161,10 +166,7 @@ class AgentReader:
     def _usable(self, entry: os.DirEntry[str], path: Path, scan: Scan) -> bool:
         """A plain file, or a symbolic link to one inside the workspace; a warning says why
         anything else named like an item is ignored."""
-        if entry.is_symlink():
-            not_an_item = item_file_problem(self.runtime.workspace, path)
-        else:
-            not_an_item = _not_a_plain_file(entry)
+        not_an_item = listed_item_problem(self.runtime.workspace, entry)
         if not_an_item is not None:
             scan.warnings.append(f"{self.rel(path)}: {not_an_item}; ignored")
             return False
@@ -425,21 +427,6 @@ def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:
         return items.parse_item(data, item_file.path.suffix, item_file.item_id)
     except FeedbackdError:
         return None
-
-
-def _not_a_plain_file(entry: os.DirEntry[str]) -> str | None:
-    """As not_an_item, for a listed entry that is no symbolic link (no stat of its own when
-    the file system tells the type in the listing)."""
-    try:
-        if entry.is_dir(follow_symlinks=False):
-            return "a folder, not an item file"
-        if entry.is_file(follow_symlinks=False):
-            return None
-    except FileNotFoundError:
-        return None  # removed since the folder was listed: its reading says so
-    except OSError as error:
-        return f"cannot be read ({error.strerror})"
-    return "not a plain file (a pipe, socket or device)"
 
 
 def _bad_name(stem: str) -> tuple[str, str]:

@@ -5,6 +5,7 @@ answers are the same values, built here once, so a script gets the same numbers 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -30,7 +31,7 @@ from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.agentfiles import (
     existing_agent,
-    item_file_problem,
+    listed_item_problem,
     read_feedback,
     read_item,
     read_price_ledger,
@@ -247,17 +248,19 @@ def _soul_of(agent: AgentPaths) -> Soul | None:
 
 
 def _item_files(runtime: Runtime, agent: AgentPaths, folder: str) -> list[Path]:
-    """The item files of one folder, as the daemon reads them (no link out of the workspace)."""
+    """The item files of one folder, as the daemon reads them (no link out of the workspace,
+    whether the file or the folder is the link)."""
     directory = agent.folder(folder)
-    if not directory.is_dir():
+    if not directory.is_dir() or not runtime.workspace.is_inside(directory):
         return []
-    return sorted(
-        path
-        for path in directory.iterdir()
-        if path.suffix in ITEM_SUFFIXES
-        and not path.name.startswith(".")
-        and item_file_problem(runtime.workspace, path) is None
-    )
+    with os.scandir(directory) as listing:
+        return sorted(
+            Path(entry.path)
+            for entry in listing
+            if os.path.splitext(entry.name)[1] in ITEM_SUFFIXES
+            and not entry.name.startswith(".")
+            and listed_item_problem(runtime.workspace, entry) is None
+        )
 
 
 def queue(runtime: Runtime, agent_id: str) -> list[dict[str, Any]]:
