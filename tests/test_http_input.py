@@ -35,46 +35,69 @@ CMS = "/api/cms/agents/writer/feedback"
 
 
 class Bad(NamedTuple):
-    """A request a client might send, the status it must get and the error code."""
+    """A request a client might send, the status it must get and what its error says (in
+    `{code}: {message}`)."""
 
     method: str
     path: str
     body: str | None
     status: int
-    code: str
+    says: str
 
 
+NESTED_65 = '{"edits": {"title": ' + "[" * 64 + "]" * 64 + "}}"
 BAD_REQUESTS = {
-    "nested 2,000 deep": Bad("POST", CMS, DEEP, 400, "invalid_feedback"),
-    "nested 65 deep": Bad("POST", APPROVE, '{"edits": ' + "[" * 65 + "]" * 65 + "}", 400, ""),
-    "a 5,000-digit integer": Bad("POST", "/api/feedback", f'{{"rating": {HUGE_NUMBER}}}', 400, ""),
-    "a 101-digit integer": Bad("POST", APPROVE, f'{{"curator": {"1" * 101}}}', 400, ""),
-    "limit of 5,000 nines": Bad("GET", f"{CMS}?limit={HUGE_NUMBER}", None, 400, ""),
-    "limit superscript two": Bad("GET", f"{CMS}?limit=%C2%B2", None, 400, ""),
-    "limit negative": Bad("GET", "/api/feedback/summarise?limit=-1", None, 400, ""),
-    "ratings limit nines": Bad(
-        "GET", f"/api/feedback/summarise?limit={HUGE_NUMBER}", None, 400, ""
+    "nested 2,000 deep": Bad("POST", CMS, DEEP, 400, "invalid_feedback: the JSON is nested"),
+    "nested 65 deep": Bad("POST", APPROVE, NESTED_65, 400, "nested more than 64 levels"),
+    "a 5,000-digit integer": Bad(
+        "POST", "/api/feedback", f'{{"rating": {HUGE_NUMBER}}}', 400, "of 5,000 digits"
     ),
-    "ratings since banana": Bad("GET", "/api/feedback/summarise?since=banana", None, 400, ""),
-    "ratings agent bad id": Bad("GET", "/api/feedback/summarise?agent=..%2Fx", None, 400, ""),
-    "log since banana": Bad("GET", "/api/log?since=banana", None, 400, ""),
+    "a 101-digit integer": Bad("POST", APPROVE, f'{{"curator": {"1" * 101}}}', 400, "101 digits"),
+    "limit of 5,000 nines": Bad("GET", f"{CMS}?limit={HUGE_NUMBER}", None, 400, "limit '999"),
+    "limit superscript two": Bad("GET", f"{CMS}?limit=%C2%B2", None, 400, "limit '²'"),
+    "limit negative": Bad("GET", "/api/feedback/summarise?limit=-1", None, 400, "limit '-1'"),
+    "ratings limit nines": Bad(
+        "GET", f"/api/feedback/summarise?limit={HUGE_NUMBER}", None, 400, "limit '999"
+    ),
+    "ratings since banana": Bad(
+        "GET", "/api/feedback/summarise?since=banana", None, 400, "since 'banana'"
+    ),
+    "ratings agent bad id": Bad(
+        "GET", "/api/feedback/summarise?agent=..%2Fx", None, 400, "invalid_id"
+    ),
+    "log since banana": Bad("GET", "/api/log?since=banana", None, 400, "'banana'"),
     "log agent bad id": Bad("GET", "/api/log?agent=a%20b", None, 400, "invalid_id"),
     "rating given twice": Bad(
-        "POST", "/api/feedback", json.dumps(RATING)[:-1] + ', "rating": 1}', 400, ""
+        "POST",
+        "/api/feedback",
+        json.dumps(RATING)[:-1] + ', "rating": 1}',
+        400,
+        "the key 'rating' appears twice",
     ),
     "curator given twice": Bad(
-        "POST", APPROVE, '{"curator": "A <a@x.org>", "curator": "B <b@x.org>"}', 400, ""
+        "POST",
+        APPROVE,
+        '{"curator": "A <a@x.org>", "curator": "B <b@x.org>"}',
+        400,
+        "the key 'curator' appears twice",
     ),
-    "approve unknown key": Bad("POST", APPROVE, '{"edit": {"title": "New"}}', 400, ""),
-    "reject unknown key": Bad("POST", REJECT, '{"notes": "dry", "note": "dry"}', 400, ""),
-    "approve edits not text": Bad("POST", APPROVE, '{"edits": {"title": 3}}', 400, ""),
-    "approve not an object": Bad("POST", APPROVE, "[]", 400, ""),
-    "approve not JSON": Bad("POST", APPROVE, "{", 400, ""),
-    "approve NaN": Bad("POST", APPROVE, '{"edits": NaN}', 400, ""),
-    "cms unknown type": Bad("POST", CMS, '{"type": "x"}', 400, "invalid_feedback"),
+    "approve unknown key": Bad(
+        "POST", APPROVE, '{"edit": {"title": "New"}}', 400, "`edit` (did you mean `edits`?)"
+    ),
+    "reject unknown key": Bad(
+        "POST", REJECT, '{"notes": "dry", "note": "dry"}', 400, "unknown field `note`"
+    ),
+    "approve edits not text": Bad("POST", APPROVE, '{"edits": {"title": 3}}', 400, "edits"),
+    "approve not an object": Bad("POST", APPROVE, "[]", 400, "must be a JSON object"),
+    "approve not JSON": Bad("POST", APPROVE, "{", 400, "the JSON ends before it is complete"),
+    "approve not UTF-8": Bad("POST", APPROVE, '{"curator": "\udcff"}', 400, "not UTF-8"),
+    "approve NaN": Bad("POST", APPROVE, '{"edits": NaN}', 400, "NaN is not a JSON value"),
+    "cms unknown type": Bad(
+        "POST", CMS, '{"type": "x"}', 400, "invalid_feedback: type must be one of"
+    ),
     "static file missing": Bad("GET", "/static/nope", None, 404, "not_found"),
     "no such route": Bad("GET", "/api/nothing", None, 404, "not_found"),
-    "wrong method": Bad("DELETE", "/api/agents", None, 405, ""),
+    "wrong method": Bad("DELETE", "/api/agents", None, 405, "method_not_allowed"),
     "id with an encoded slash": Bad("GET", "/api/agents/a%2Fb", None, 400, "invalid_id"),
     "queue id with an encoded slash": Bad(
         "GET", "/api/agents/a%2Fb/queue", None, 400, "invalid_id"
@@ -83,9 +106,15 @@ BAD_REQUESTS = {
         "POST", "/api/agents/writer/queue/..%2F..%2Fx/approve", "{}", 400, "invalid_id"
     ),
     "unknown agent": Bad("GET", "/api/agents/nobody/queue", None, 404, "not_found"),
-    "unknown draft": Bad("POST", "/api/agents/writer/queue/qi-9/approve", "{}", 404, "not_found"),
+    "unknown draft": Bad(
+        "POST", "/api/agents/writer/queue/qi-9/approve", "{}", 404, "`ls _data/agents/writer/queue`"
+    ),
     "draft already decided": Bad(
-        "POST", "/api/agents/writer/queue/qi-done/approve", "{}", 409, "already_decided"
+        "POST",
+        "/api/agents/writer/queue/qi-done/approve",
+        "{}",
+        409,
+        "move _data/agents/writer/approved/qi-done.json back",
     ),
     "a bug in the server": Bad("GET", "/api/agents/broken/prompt", None, 500, "internal"),
 }
@@ -113,7 +142,7 @@ def server(site: Site) -> Iterator[Server]:
 
 
 def send(server: Server, bad: Bad) -> Answer:
-    raw = None if bad.body is None else bad.body.encode()
+    raw = None if bad.body is None else bad.body.encode("utf-8", "surrogateescape")
     return server.request(bad.method, bad.path, raw=raw)
 
 
@@ -127,7 +156,7 @@ def test_a_bad_request_gets_a_json_error_without_server_paths(
     error = answer.json()
     assert set(error) == {"error", "message"}, error
     assert all(isinstance(value, str) and value for value in error.values()), error
-    assert bad.code in ("", error["error"]), error
+    assert bad.says in f"{error['error']}: {error['message']}", error
     assert str(site.root.parent) not in error["message"]
     assert "Traceback" not in answer.text
 
