@@ -28,13 +28,13 @@ from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import (
     existing_agent,
-    item_file_problem,
     read_item,
     read_ledger,
     set_content_fields,
     set_rejection_feedback,
 )
 from feedbackd.loop.agentpass import forget_entry, record_entry
+from feedbackd.loop.itemfiles import item_file_problem
 from feedbackd.loop.locking import pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.recording import Event

@@ -20,7 +20,7 @@ from typing import Any
 from feedbackd.core.decisions import DecisionRecord, parse_ledger
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
-from feedbackd.core.ids import is_valid_id, validate_id
+from feedbackd.core.ids import is_valid_id
 from feedbackd.core.itemedits import with_content_edits, with_rejection_feedback
 from feedbackd.core.items import (
     MAX_ITEM_BYTES,
@@ -51,6 +51,7 @@ from feedbackd.edges.files import (
     read_file_bytes,
 )
 from feedbackd.edges.parsedfiles import ParsedFiles
+from feedbackd.loop.itemfiles import refuse_outside_agent
 from feedbackd.loop.runtime import Runtime, discover_root
 
 # The agents read last: a pass, and the pass its own commit wakes, find feedback.json as it
@@ -58,9 +59,6 @@ from feedbackd.loop.runtime import Runtime, discover_root
 _FEEDBACK: ParsedFiles[tuple[FeedbackEntry, ...]] = ParsedFiles(keep=8, max_bytes=1 << 20)
 
 log = logging.getLogger("feedbackd")
-
-
-OUTSIDE_LINK = "symbolic link leads outside the workspace"
 
 
 def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
@@ -76,71 +74,6 @@ def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
     hint = f"did you mean {close[0]}? ({new})" if close else f"`ls {where}` lists them; {new}"
     raise NotFound(f"no agent {agent_id} in {where}/", hint=hint)
-
-
-def refuse_outside_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
-    """The agent's paths; NotFound when its folder is a symbolic link that leads outside the
-    workspace (the daemon ignores such a folder, so nothing is read through it)."""
-    agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
-    if os.path.lexists(agent.root) and not runtime.workspace.is_inside(agent.root):
-        raise NotFound(
-            f"{runtime.workspace.relative(agent.root)}: {OUTSIDE_LINK}; ignored",
-            hint="move the agent's folder itself into the workspace, in place of the link",
-        )
-    return agent
-
-
-def item_file_problem(workspace: Workspace, path: Path) -> str | None:
-    """Why a file named like an item is not read as one, or None when it is: it must be a plain
-    file, or a symbolic link to one, inside the workspace. The daemon's scan and every reader
-    of a single draft (the queue listing, approve, reject) ask this one question, so none of
-    them reads a file the others ignore."""
-    problem = not_an_item(path)
-    if problem is None and not workspace.is_inside(path):
-        problem = OUTSIDE_LINK
-    return problem
-
-
-def listed_item_problem(workspace: Workspace, entry: os.DirEntry[str]) -> str | None:
-    """item_file_problem for an entry of a folder that lies inside the workspace: a plain file
-    costs no stat of its own (thousands of drafts in a big site's queue/)."""
-    if entry.is_symlink():
-        return item_file_problem(workspace, Path(entry.path))
-    return _not_a_plain_file(entry)
-
-
-def _not_a_plain_file(entry: os.DirEntry[str]) -> str | None:
-    """As not_an_item, for a listed entry that is no symbolic link (no stat of its own when
-    the file system tells the type in the listing)."""
-    try:
-        if entry.is_dir(follow_symlinks=False):
-            return "a folder, not an item file"
-        if entry.is_file(follow_symlinks=False):
-            return None
-    except FileNotFoundError:
-        return None  # removed since the folder was listed: its reading says so
-    except OSError as error:
-        return f"cannot be read ({error.strerror})"
-    return "not a plain file (a pipe, socket or device)"
-
-
-def not_an_item(path: Path) -> str | None:
-    """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
-
-    A curator who made a folder `qi-1.json` in approved/ hears why nothing happens, and a pipe
-    is never opened (reading it would wait for a writer forever).
-    """
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return "symbolic link to nothing" if path.is_symlink() else None
-    except OSError as error:  # a loop of symbolic links, a folder that cannot be searched
-        return f"cannot be read ({error.strerror})"
-    if stat.S_ISDIR(mode):
-        return "a folder, not an item file"
-    if not stat.S_ISREG(mode):
-        return "not a plain file (a pipe, socket or device)"
-    return None
 
 
 def read_feedback(path: Path) -> list[FeedbackEntry]:

@@ -31,15 +31,10 @@ from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import child_path, read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.loop import agentrename, problems, webhouse
-from feedbackd.loop.agentfiles import (
-    OUTSIDE_LINK,
-    listed_item_problem,
-    read_feedback,
-    read_forgotten_text,
-    read_item,
-)
+from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
 from feedbackd.loop.decidedfiles import ChangedDecisions
 from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
+from feedbackd.loop.itemfiles import OUTSIDE_LINK, listed_item_problem
 from feedbackd.loop.recovery import CommittedLedgers, FileState, file_state
 from feedbackd.loop.runtime import Runtime, choose_author
 

@@ -31,14 +31,13 @@ from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.agentfiles import (
     existing_agent,
-    listed_item_problem,
     read_feedback,
     read_item,
     read_price_ledger,
     read_soul,
-    refuse_outside_agent,
 )
 from feedbackd.loop.draftmemory import kept_in_git
+from feedbackd.loop.itemfiles import listed_item_problem, refuse_outside_agent
 from feedbackd.loop.problems import reported_problems
 from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
