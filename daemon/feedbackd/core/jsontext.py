@@ -94,8 +94,8 @@ def _syntax_error(exc: json.JSONDecodeError, text: str) -> MalformedJson:
     if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
         return MalformedJson(
             "the JSON ends before it is complete",
-            hint="if a program is still writing it, wait; otherwise add the missing end "
-            "(a closing quote, } or ])",
+            hint="add the missing end (a closing quote, } or ]); a file that a program is still "
+            "writing is read again once it is complete",
             line=exc.lineno,
             column=exc.colno,
         )
