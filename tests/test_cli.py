@@ -131,7 +131,16 @@ def test_record_appends_an_edit_once(site: Site) -> None:
 
 @pytest.mark.parametrize(
     "payload",
-    ['{"type": "praise"}', '{"type": "edit"}', '{"type": "rejection", "notes": 3}', "[1]", "{"],
+    [
+        '{"type": "praise"}',
+        '{"type": "edit"}',
+        '{"type": "rejection", "notes": 3}',
+        "[1]",
+        "{",
+        '{"type": "rejection", "notes": "too dry", "notes": "fine"}',
+        '{"type": "rejection", "notes": "x", "n": ' + "[" * 2000 + "]" * 2000 + "}",
+        '{"type": "rejection", "notes": "x", "n": ' + "9" * 5000 + "}",
+    ],
 )
 def test_record_refuses_bad_entries(site: Site, payload: str) -> None:
     done = site.cli("record", "w", "--json", payload)

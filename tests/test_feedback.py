@@ -97,6 +97,8 @@ def test_unknown_fields_of_other_tools_are_kept() -> None:
     ("text", "expected"),
     [
         ('[{"id": "x", "type": "correction",', "not valid JSON"),
+        ('[{"id": "x", "id": "y"}]', "not valid JSON: the key 'id' appears twice"),
+        ('[{"n": ' + "9" * 5000 + "}]", "not valid JSON: a number of 5,000 digits"),
         ('{"entries": []}', "JSON array"),
         ("[1]", "entry 1 is not an object"),
         ('[{"id": "x", "type": "praise", "createdAt": "z"}]', "entry 1: `type`"),

@@ -72,7 +72,8 @@ def test_webhouse_post_stores_the_entry_and_get_lists_newest_first(
 def test_webhouse_post_without_a_known_type_is_400(server: Server, body: dict[str, Any]) -> None:
     answer = server.post("/api/cms/agents/writer/feedback", body)
     assert answer.status == 400
-    assert "type" in answer.json()["error"]
+    assert answer.json()["error"] == "invalid_feedback"
+    assert answer.json()["message"].startswith("type must be one of correction, rejection, edit")
 
 
 def test_webhouse_limit_is_capped_at_100(site: Site, server: Server) -> None:
@@ -202,7 +203,7 @@ def test_reject_needs_notes_and_a_decided_item_is_409(site: Site, server: Server
         ("GET", "/api/agents/nobody", 404),
         ("GET", "/api/agents/nobody/queue", 404),
         ("POST", "/api/agents/writer/queue/qi-404/approve", 404),
-        ("GET", "/api/agents/..%2F..%2Fetc/queue", 404),  # no such route: nothing is read
+        ("GET", "/api/agents/..%2F..%2Fetc/queue", 400),  # a bad id: nothing is read
         ("POST", "/api/agents/writer/queue/bad%20id/approve", 400),
         ("GET", "/api/feedback/..", 400),
         ("GET", "/api/agents/..", 400),

@@ -266,7 +266,8 @@ def test_approve_and_reject_into_a_file_change_nothing_and_say_why(site: Site) -
 
     for done, folder in ((approving, "approved"), (rejecting, "rejected")):
         assert done.returncode == 1, done.stderr
-        assert f"error: workspace_error: {site.agent('a1') / folder} is a file" in done.stderr
+        where = f"_data/agents/a1/{folder}"  # relative to the workspace, as every message says
+        assert f"error: workspace_error: {where} is a file" in done.stderr
     assert draft_path.read_bytes() == before  # the notes were not written either
 
 

@@ -69,7 +69,7 @@ def approve(
 ) -> None:
     """Move queue/ITEM to approved/ and record the corrections."""
     runtime = GLOBALS.runtime().with_curator(curator)
-    report_out(actions.approve(runtime, agent, item), as_json)
+    report_out(actions.approve(runtime, agent, item), as_json, runtime.workspace.root)
 
 
 @app.command()
@@ -83,7 +83,7 @@ def reject(
 ) -> None:
     """Write the note into the item, move it to rejected/ and record the rejection."""
     runtime = GLOBALS.runtime().with_curator(curator)
-    report_out(actions.reject(runtime, agent, item, notes), as_json)
+    report_out(actions.reject(runtime, agent, item, notes), as_json, runtime.workspace.root)
 
 
 @app.command()
@@ -117,7 +117,7 @@ def forget(
 ) -> None:
     """Take back one lesson (a curator's slip) without undoing its decision."""
     runtime = GLOBALS.runtime().with_curator(curator)
-    report_out(actions.forget(runtime, agent, entry, reason), as_json)
+    report_out(actions.forget(runtime, agent, entry, reason), as_json, runtime.workspace.root)
 
 
 @app.command()
@@ -207,7 +207,7 @@ def run(
         show = not (as_json or GLOBALS.quiet)
         with progress_bar("reconciling agents", show, stderr=True) as progress:
             report = run_once(runtime, progress=progress)
-        report_out(report, as_json)
+        report_out(report, as_json, runtime.workspace.root)
         return
     from feedbackd.loop.service import run_daemon
 

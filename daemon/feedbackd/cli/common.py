@@ -8,6 +8,7 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -64,12 +65,13 @@ def command(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def report_out(report: Report, as_json: bool) -> None:
+def report_out(report: Report, as_json: bool, root: Path) -> None:
+    """A pass's report; files are named relative to the workspace `root`."""
     if as_json:
         print_json(
             {
                 "events": [event.as_json() for event in report.events],
-                "problems": [problem.line() for problem in report.problems],
+                "problems": [problem.line(root) for problem in report.problems],
                 "warnings": report.warnings,
             }
         )
@@ -81,4 +83,4 @@ def report_out(report: Report, as_json: bool) -> None:
         typer.echo(f"{event.event}({event.agent}): {event.summary}{commit}")
     for problem in report.problems:
         state = "" if problem.settled else " (waiting for the writer to finish)"
-        typer.echo(f"problem: {problem.line()}{state}", err=True)
+        typer.echo(f"problem: {problem.line(root)}{state}", err=True)

@@ -59,7 +59,7 @@ def sync(as_json: JsonOption = False) -> None:
     if as_json:
         print_json({"outcome": result.outcome, "message": result.message, **syncer.status()})
     else:
-        report_out(result.report, False)
+        report_out(result.report, False, runtime.workspace.root)
         if not GLOBALS.quiet or not result.ok:
             typer.echo(result.message, err=not result.ok)
         if result.conflict is not None:

@@ -10,11 +10,10 @@ here are worded as pydantic words them, so both tell a curator the same thing.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Any, Literal, get_args
 
 from feedbackd.core.errors import InvalidFeedback
-from feedbackd.core.jsontext import half_character
+from feedbackd.core.jsontext import MalformedJson, half_character, load_strict_json
 
 EntryType = Literal["correction", "rejection", "edit"]
 ENTRY_TYPES: tuple[str, ...] = get_args(EntryType)
@@ -36,10 +35,10 @@ def read_entries(text: str) -> list[dict[str, Any]]:
     if not text.strip():
         return []
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
+        raw = load_strict_json(text)
+    except MalformedJson as exc:
         raise InvalidFeedback(
-            f"feedback.json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
+            f"feedback.json is not valid JSON: {exc.message}",
             hint="repair it by hand or restore the last good version from git",
         ) from None
     if not isinstance(raw, list):

@@ -7,7 +7,6 @@ corrections an approval records are computed from two content mappings, nothing 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,12 +16,9 @@ from typing import Any, Literal, NamedTuple
 from feedbackd.core import yamlio
 from feedbackd.core.errors import InvalidId, InvalidItem
 from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import half_character
+from feedbackd.core.jsontext import MAX_NESTING, MalformedJson, half_character, load_strict_json
 
 MAX_ITEM_BYTES = 1024 * 1024
-# Content is a handful of fields, maybe a nested `seo` block; anything this deep is not a draft,
-# and refusing it keeps every later recursive walk far from Python's recursion limit.
-MAX_NESTING = 64
 
 ItemFormat = Literal["json", "yaml", "md"]
 FORMATS: dict[str, ItemFormat] = {".json": "json", ".yaml": "yaml", ".yml": "yaml", ".md": "md"}
@@ -220,57 +216,13 @@ def _load_json(text: str) -> tuple[dict[str, Any], Locator]:
 
 
 def load_json_value(text: str, extra_nesting: int = 0) -> Any:
-    """JSON text as plain values, read as strictly as an item file (no repeated keys, no NaN,
-    no runaway nesting); ItemError says where it breaks. A document that holds items (a list
-    of them) may nest `extra_nesting` levels deeper."""
+    """JSON text as plain values, read as strictly as every JSON feedbackd accepts (no repeated
+    keys, no NaN, no runaway nesting); ItemError says where it breaks. A document that holds
+    items (a list of them) may nest `extra_nesting` levels deeper."""
     try:
-        value = json.loads(
-            text, object_pairs_hook=_json_object, parse_constant=_refuse_json_constant
-        )
-    except json.JSONDecodeError as exc:
-        raise _json_error(exc, text) from None
-    except RecursionError:
-        raise _too_deep() from None
-    _check_nesting(value, MAX_NESTING + extra_nesting)
-    return value
-
-
-def _json_error(exc: json.JSONDecodeError, text: str) -> ItemError:
-    # An unterminated string can only run to the end of the file: a newline would stop it first.
-    if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
-        return ItemError(
-            "the JSON ends before it is complete",
-            hint="if a program is still writing the file, wait; otherwise add the missing end "
-            "(a closing quote, } or ])",
-            line=exc.lineno,
-            column=exc.colno,
-        )
-    problem = exc.msg.removesuffix(" at")  # "Invalid control character at": the place follows
-    return ItemError(
-        f"invalid JSON: {problem[:1].lower()}{problem[1:]}",
-        hint="fix the JSON at that position (a missing comma, quote or bracket is the usual cause)",
-        line=exc.lineno,
-        column=exc.colno,
-    )
-
-
-def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Python would keep the last of two equal keys silently; the curator meant one of them.
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ItemError(
-                f"the key {key!r} appears twice in one object",
-                hint="keep one of the two values and delete the other",
-            )
-        result[key] = value
-    return result
-
-
-def _refuse_json_constant(name: str) -> Any:
-    raise ItemError(
-        f"{name} is not a JSON value", hint="write the number as a string or use null instead"
-    )
+        return load_strict_json(text, MAX_NESTING + extra_nesting)
+    except MalformedJson as exc:
+        raise ItemError(exc.what, hint=exc.hint, line=exc.line, column=exc.column) from None
 
 
 def _nowhere(key: str) -> tuple[int, int] | None:

@@ -29,6 +29,7 @@ from pydantic_core import ErrorDetails
 
 from feedbackd.core.errors import InvalidFeedback
 from feedbackd.core.ids import ID_RULE, is_valid_id
+from feedbackd.core.jsontext import json_kind, load_strict_json
 from feedbackd.core.ratingwords import COST_VALUES as COST_VALUES
 from feedbackd.core.ratingwords import FAILED_QUALITIES as FAILED_QUALITIES
 from feedbackd.core.ratingwords import QUALITIES as QUALITIES
@@ -145,38 +146,13 @@ def _load_json(text: str, limit: int) -> Any:
             f"the rating text is too large ({len(text)} characters, at most {limit})",
             hint="submit one rating of a few hundred characters at a time",
         )
-    try:
-        return json.loads(text, object_pairs_hook=_no_repeated_keys, parse_constant=_no_constant)
-    except json.JSONDecodeError as exc:
-        raise InvalidFeedback(
-            f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            hint='write the rating as a JSON object, e.g. {"transaction_id": "...", ...}',
-        ) from None
-    except RecursionError:
-        raise InvalidFeedback(
-            "not valid JSON: nested too deeply", hint="send a flat object"
-        ) from None
-
-
-def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise InvalidFeedback(
-                f"field `{key}` is given twice", hint="keep one value for each field"
-            )
-        result[key] = value
-    return result
-
-
-def _no_constant(name: str) -> Any:
-    raise InvalidFeedback(f"not valid JSON: {name} is not a JSON number", hint="use a number")
+    return load_strict_json(text)
 
 
 def _rating_from_object(data: Any, *, requester: str | None, now: datetime) -> Rating:
     if not isinstance(data, dict):
         raise InvalidFeedback(
-            f"a rating must be a JSON object, not {_json_kind(data)}",
+            f"a rating must be a JSON object, not {json_kind(data)}",
             hint='send {"transaction_id": ..., "provider_agent": ..., ...}',
         )
     fields = {key: value for key, value in data.items() if not _absent(key, value)}
@@ -265,14 +241,6 @@ def _show(value: Any) -> str:
     return f"{text[:50]}…{size}"
 
 
-def _json_kind(value: Any) -> str:
-    kinds = {list: "a list", str: "a string", bool: "true/false", type(None): "null"}
-    for kind, name in kinds.items():
-        if isinstance(value, kind):
-            return name
-    return "a number" if isinstance(value, int | float) else type(value).__name__
-
-
 def stored_fields(line: str | bytes) -> dict[str, Any]:
     """Validate one stored JSON line and return its fields (raise InvalidFeedback when bad).
 
@@ -286,7 +254,7 @@ def stored_fields(line: str | bytes) -> dict[str, Any]:
     if _is_canonical(data):
         return data  # type: ignore[no-any-return]
     if not isinstance(data, dict):
-        raise InvalidFeedback(f"a stored rating must be a JSON object, not {_json_kind(data)}")
+        raise InvalidFeedback(f"a stored rating must be a JSON object, not {json_kind(data)}")
     if data.get("timestamp") is None:
         # The model would default a missing time to now; a stored rating must carry its own.
         raise InvalidFeedback(f"timestamp is missing ({ALLOWED['timestamp']})")

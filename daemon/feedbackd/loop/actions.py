@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ from feedbackd.core.errors import (
     WorkspaceError,
 )
 from feedbackd.core.feedback import FeedbackEntry, new_entry
+from feedbackd.core.feedbackjson import ENTRY_TYPES
 from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import half_character
+from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.ratingstore import Progress
@@ -32,6 +34,7 @@ from feedbackd.loop.agentfiles import (
     set_rejection_feedback,
 )
 from feedbackd.loop.agentpass import forget_entry, record_entry
+from feedbackd.loop.itemfiles import item_file_problem
 from feedbackd.loop.locking import pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.recording import Event
@@ -41,30 +44,39 @@ from feedbackd.loop.runtime import Runtime
 RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
 
 
-def find_queued(agent: AgentPaths, item_id: str) -> Path:
+def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
+    """The draft's file in queue/, read as the daemon reads it: a symbolic link that leads
+    outside the workspace is no draft."""
     validate_id(item_id, "item id")
     found = [agent.queue / (item_id + suffix) for suffix in ITEM_SUFFIXES]
-    existing = [path for path in found if path.is_file()]
+    present = [path for path in found if os.path.lexists(path)]
+    problems = {path: item_file_problem(runtime.workspace, path) for path in present}
+    existing = [path for path in present if problems[path] is None]
+    queue = runtime.workspace.relative(agent.queue)
     if not existing:
-        _refuse_if_decided(agent, item_id)
-        raise NotFound(
-            f"no draft {item_id} in {agent.agent_id}/queue/",
-            hint=f"list the drafts with `ls {agent.queue}`",
-        )
+        _refuse_if_decided(runtime, agent, item_id)
+        hint = f"list the drafts with `ls {queue}`"
+        if present:  # only files the daemon ignores: say why
+            first = runtime.workspace.relative(present[0])
+            raise NotFound(f"{first}: {problems[present[0]]}; ignored", hint=hint)
+        raise NotFound(f"no draft {item_id} in {queue}/", hint=hint)
     if len(existing) > 1:
         names = ", ".join(path.name for path in existing)
-        raise FeedbackdError(f"{item_id} is in queue/ more than once ({names})", hint="keep one")
+        raise FeedbackdError(f"{item_id} is in {queue}/ more than once ({names})", hint="keep one")
     return existing[0]
 
 
-def _refuse_if_decided(agent: AgentPaths, item_id: str) -> None:
+def _refuse_if_decided(runtime: Runtime, agent: AgentPaths, item_id: str) -> None:
     for folder in ("approved", "rejected"):
         for suffix in ITEM_SUFFIXES:
-            if (agent.folder(folder) / (item_id + suffix)).is_file():
+            decided = agent.folder(folder) / (item_id + suffix)
+            if decided.is_file():
                 when = _decided_at(agent, item_id)
+                where = runtime.workspace.relative(decided)
                 raise AlreadyDecided(
                     f"{item_id} is already in {agent.agent_id}/{folder}/{when}",
-                    hint=f"move it back to queue/ to decide it again ({agent.queue})",
+                    hint=f"to decide it again, move {where} back to "
+                    f"{runtime.workspace.relative(agent.queue)}/",
                 )
 
 
@@ -79,26 +91,30 @@ def _decided_at(agent: AgentPaths, item_id: str) -> str:
     return f" (decided at {record.at[:16].replace('T', ' ')} UTC)"
 
 
-def move_target(source: Path, folder: Path) -> Path:
+def move_target(runtime: Runtime, source: Path, folder: Path) -> Path:
     """Where source goes in folder; refused before anything is changed when it cannot go."""
     target = folder / source.name
     if folder.exists() and not folder.is_dir():
         raise WorkspaceError(
-            f"{folder} is a file, not a folder",
+            f"{runtime.workspace.relative(folder)} is a file, not a folder",
             hint=f"move that file away: {folder.name}/ must be a folder for the items",
         )
     if target.exists():
-        raise InvalidItem(f"{target} already exists", hint="remove or rename it first")
+        raise InvalidItem(
+            f"{runtime.workspace.relative(target)} already exists",
+            hint="remove or rename it first",
+        )
     return target
 
 
-def move_item(source: Path, target: Path) -> None:
+def move_item(runtime: Runtime, source: Path, target: Path) -> None:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         source.rename(target)
     except OSError as error:
+        where = runtime.workspace.relative(target.parent)
         raise WorkspaceError(
-            f"cannot move {source.name} to {target.parent}: {error.strerror or error}",
+            f"cannot move {source.name} to {where}/: {error.strerror or error}",
             hint="check that the folder can be written",
         ) from None
 
@@ -114,17 +130,17 @@ def approve(
 
 def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str]) -> Report:
     agent = existing_agent(runtime, agent_id)
-    source = find_queued(agent, item_id)
-    target = move_target(source, agent.approved)
+    source = find_queued(runtime, agent, item_id)
+    target = move_target(runtime, source, agent.approved)
     read_item(source)  # refuse an unreadable draft before moving anything
     if edits:
         # The draft as first seen must be on record before it is edited: a draft nobody has
         # looked at yet is taken now, so its edits show as corrections, not as its original.
         report = reconcile_all(runtime, [agent_id])
         set_content_fields(source, edits)
-        move_item(source, target)
+        move_item(runtime, source, target)
         return report.followed_by(_decide(runtime, agent_id, target))
-    move_item(source, target)
+    move_item(runtime, source, target)
     return _decide(runtime, agent_id, target)
 
 
@@ -136,11 +152,11 @@ def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
 
 def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
     agent = existing_agent(runtime, agent_id)
-    source = find_queued(agent, item_id)
-    target = move_target(source, agent.rejected)  # before the notes change the draft
+    source = find_queued(runtime, agent, item_id)
+    target = move_target(runtime, source, agent.rejected)  # before the notes change the draft
     read_item(source)
     set_rejection_feedback(source, notes)
-    move_item(source, target)
+    move_item(runtime, source, target)
     return _decide(runtime, agent_id, target)
 
 
@@ -152,41 +168,28 @@ def _decide(runtime: Runtime, agent_id: str, moved: Path) -> Report:
 
 def parse_record(payload: str) -> dict[str, Any]:
     """The `record --json` payload: type plus the fields its type needs."""
-    try:
-        data = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        raise InvalidFeedback(
-            f"--json is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})",
-            hint="""pass an object like '{"type": "edit", "original": "…", "corrected": "…"}'""",
-        ) from None
-    if not isinstance(data, dict):
-        raise InvalidFeedback("--json must be a JSON object")
-    half = half_character(data)
-    if half is not None:
-        raise InvalidFeedback(
-            f"--json holds {half}, half of a character pair",
-            hint="write the character itself, or both halves of its escape pair",
-        )
-    return check_record(data)
+    return check_record(load_json_object(payload, "--json"))
 
 
 def check_record(data: dict[str, Any]) -> dict[str, Any]:
     """A record payload already parsed: only known fields, strings, the type's needed fields."""
-    unknown = sorted(set(data) - RECORD_FIELDS)
-    if unknown:
-        raise InvalidFeedback(
-            f"unknown field `{unknown[0]}`", hint=f"allowed: {', '.join(sorted(RECORD_FIELDS))}"
-        )
+    _check_type(data.get("type"))
+    refuse_unknown_keys(data, RECORD_FIELDS)
     _check_record_shape(data)
     return data
 
 
-def _check_record_shape(data: dict[str, Any]) -> None:
-    kind = data.get("type")
-    if kind not in ("correction", "rejection", "edit"):
+def _check_type(kind: Any) -> None:
+    if kind not in ENTRY_TYPES:
+        given = "missing" if kind is None else json.dumps(kind)
         raise InvalidFeedback(
-            f"type: {kind!r} is not allowed", hint="use correction, rejection or edit"
+            f"type must be one of {', '.join(ENTRY_TYPES)} ({given})",
+            hint="correction and edit need original and corrected; rejection needs notes",
         )
+
+
+def _check_record_shape(data: dict[str, Any]) -> None:
+    kind = data["type"]
     for key in RECORD_FIELDS - {"type"}:
         if key in data and not isinstance(data[key], str):
             raise InvalidFeedback(f"{key}: must be a string, not {json.dumps(data[key])}")

@@ -20,7 +20,7 @@ from typing import Any
 from feedbackd.core.decisions import DecisionRecord, parse_ledger
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound
 from feedbackd.core.feedback import FeedbackEntry, dump_feedback, parse_feedback
-from feedbackd.core.ids import is_valid_id, validate_id
+from feedbackd.core.ids import is_valid_id
 from feedbackd.core.itemedits import with_content_edits, with_rejection_feedback
 from feedbackd.core.items import (
     MAX_ITEM_BYTES,
@@ -51,6 +51,7 @@ from feedbackd.edges.files import (
     read_file_bytes,
 )
 from feedbackd.edges.parsedfiles import ParsedFiles
+from feedbackd.loop.itemfiles import refuse_outside_agent
 from feedbackd.loop.runtime import Runtime, discover_root
 
 # The agents read last: a pass, and the pass its own commit wakes, find feedback.json as it
@@ -62,8 +63,9 @@ log = logging.getLogger("feedbackd")
 
 def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     """The agent's folder; NotFound (naming the closest agent) when it has none: a command on a
-    mistyped agent must neither look like success nor create a new agent."""
-    agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
+    mistyped agent must neither look like success nor create a new agent. A folder that is a
+    symbolic link leading outside the workspace is none (the daemon ignores it too)."""
+    agent = refuse_outside_agent(runtime, agent_id)
     if agent.root.is_dir():
         return agent
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
@@ -179,7 +181,8 @@ def _read_limited(path: Path) -> bytes:
             data = handle.read(MAX_ITEM_BYTES + 1)
     except FileNotFoundError:
         raise NotFound(
-            f"item file {path} does not exist", hint="it may have been moved or deleted"
+            f"item file {path.parent.name}/{path.name} does not exist",
+            hint="it may have been moved or deleted",
         ) from None
     except OSError as exc:
         raise ItemError(

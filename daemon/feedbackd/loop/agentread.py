@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,6 +34,7 @@ from feedbackd.loop import agentrename, problems, webhouse
 from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
 from feedbackd.loop.decidedfiles import ChangedDecisions
 from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
+from feedbackd.loop.itemfiles import OUTSIDE_LINK, listed_item_problem
 from feedbackd.loop.recovery import CommittedLedgers, FileState, file_state
 from feedbackd.loop.runtime import Runtime, choose_author
 
@@ -132,8 +132,12 @@ class AgentReader:
         for folder in ("queue", *DECISION_FOLDERS):
             directory = self.agent.folder(folder)
             problems.clear_orphans(directory)
-            if directory.is_dir():
+            if not directory.is_dir():
+                continue
+            if self.runtime.workspace.is_inside(directory):
                 scan.files.extend(self._scan_folder(folder, directory, scan))
+            else:
+                scan.warnings.append(f"{self.rel(directory)}: {OUTSIDE_LINK}; ignored")
         return scan
 
     def _scan_folder(self, folder: str, directory: Path, scan: Scan) -> Iterator[ItemFile]:
@@ -157,12 +161,7 @@ class AgentReader:
     def _usable(self, entry: os.DirEntry[str], path: Path, scan: Scan) -> bool:
         """A plain file, or a symbolic link to one inside the workspace; a warning says why
         anything else named like an item is ignored."""
-        if entry.is_symlink():
-            not_an_item = _not_an_item(path)
-            if not_an_item is None and not self.runtime.workspace.is_inside(path):
-                not_an_item = "symbolic link leads outside the workspace"
-        else:
-            not_an_item = _not_a_plain_file(entry)
+        not_an_item = listed_item_problem(self.runtime.workspace, entry)
         if not_an_item is not None:
             scan.warnings.append(f"{self.rel(path)}: {not_an_item}; ignored")
             return False
@@ -423,40 +422,6 @@ def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:
         return items.parse_item(data, item_file.path.suffix, item_file.item_id)
     except FeedbackdError:
         return None
-
-
-def _not_an_item(path: Path) -> str | None:
-    """Why an entry named like an item cannot be one (None: a plain file, or gone meanwhile).
-
-    A curator who made a folder `qi-1.json` in approved/ hears why nothing happens, and a pipe
-    is never opened (reading it would wait for a writer forever).
-    """
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        return "symbolic link to nothing" if path.is_symlink() else None
-    except OSError as error:  # a loop of symbolic links, a folder that cannot be searched
-        return f"cannot be read ({error.strerror})"
-    if stat.S_ISDIR(mode):
-        return "a folder, not an item file"
-    if not stat.S_ISREG(mode):
-        return "not a plain file (a pipe, socket or device)"
-    return None
-
-
-def _not_a_plain_file(entry: os.DirEntry[str]) -> str | None:
-    """As _not_an_item, for a listed entry that is no symbolic link (no stat of its own when
-    the file system tells the type in the listing)."""
-    try:
-        if entry.is_dir(follow_symlinks=False):
-            return "a folder, not an item file"
-        if entry.is_file(follow_symlinks=False):
-            return None
-    except FileNotFoundError:
-        return None  # removed since the folder was listed: its reading says so
-    except OSError as error:
-        return f"cannot be read ({error.strerror})"
-    return "not a plain file (a pipe, socket or device)"
 
 
 def _bad_name(stem: str) -> tuple[str, str]:

@@ -30,8 +30,17 @@ class Problem:
     settled: bool
     retry_at: float  # wall-clock time when an unsettled file should be looked at again
 
-    def line(self) -> str:
-        return f"{self.path}: {self.message}"
+    def line(self, root: Path | None = None) -> str:
+        """`{file}: {what is wrong}`; the file relative to the workspace `root` when given, as
+        every message a user reads names it."""
+        return f"{relative_to(self.path, root)}: {self.message}"
+
+
+def relative_to(path: Path, root: Path | None) -> str:
+    """path relative to root (forward slashes, as git names it), or as it is outside it."""
+    if root is None or not path.is_relative_to(root):
+        return str(path)
+    return path.relative_to(root).as_posix()
 
 
 # A full disk is looked at again this soon (not after the growing backoff of other failures):
@@ -122,8 +131,9 @@ def clear_orphans(folder: Path) -> None:
 _REPORT_PATTERNS = ("agents/*/*/*", "agents/*/*", "inbox/ratings/*")
 
 
-def reported_problems(data_dir: Path) -> list[str]:
-    """Problems still explained on disk by `.error` files, as `{file}: {what is wrong}` lines.
+def reported_problems(data_dir: Path, root: Path) -> list[str]:
+    """Problems still explained on disk by `.error` files, as `{file}: {what is wrong}` lines
+    (the file relative to the workspace root).
 
     `status` shows these when no daemon runs, so a `run --once` from a timer leaves them visible.
     """
@@ -132,7 +142,7 @@ def reported_problems(data_dir: Path) -> list[str]:
         for report in sorted(data_dir.glob(pattern + ERROR_SUFFIX)):
             bad = report.with_name(report.name[: -len(ERROR_SUFFIX)])
             if report.is_file() and bad.exists():
-                lines.append(f"{bad}: {_first_line(report)}")
+                lines.append(f"{relative_to(bad, root)}: {_first_line(report)}")
     return lines
 
 

@@ -5,6 +5,7 @@ answers are the same values, built here once, so a script gets the same numbers 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from feedbackd.loop.agentfiles import (
     read_soul,
 )
 from feedbackd.loop.draftmemory import kept_in_git
+from feedbackd.loop.itemfiles import listed_item_problem, refuse_outside_agent
 from feedbackd.loop.problems import reported_problems
 from feedbackd.loop.publishing import publish_problems
 from feedbackd.loop.repo import open_repo
@@ -134,7 +136,10 @@ def feedback_list(
     now = utcnow()
     start = since_start(since, now)
     store = RatingStore(runtime.workspace, progress=progress)
-    providers = [validate_id(agent, "agent id")] if agent else _providers_of(runtime, skill)
+    if agent:
+        providers = [refuse_outside_agent(runtime, agent).agent_id]
+    else:
+        providers = _providers_of(runtime, skill)
     found = [r for p in providers for r in store.ratings(p, skill, start)]
     return feedback_list_report(skill, agent, since, found, runtime.settings.reputation, now, limit)
 
@@ -167,7 +172,7 @@ def reputation(
     runtime: Runtime, agent: str, skill: str | None, progress: Progress | None = None
 ) -> dict[str, Any]:
     """`reputation --json`: the provider's score, overall and per skill."""
-    validate_id(agent, "agent id")
+    refuse_outside_agent(runtime, agent)
     if skill is not None:
         validate_id(skill, "skill id")
     store = RatingStore(runtime.workspace, progress=progress)
@@ -178,14 +183,26 @@ def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, 
     """`status --json`: the daemon's state, with what the commands know besides (a failed
     pricing sync command, a stopped remote sync, `.error` files when no daemon runs)."""
     state = describe(runtime.workspace.state_dir)
-    problems: list[str] = config_problems + state["problems"]
+    problems: list[str] = config_problems + [
+        _relative_line(line, runtime.workspace.root) for line in state["problems"]
+    ]
     line = problem_line(sync_status(runtime))
     for extra in [*publish_problems(runtime.workspace.state_dir), *([line] if line else [])]:
         problems += [extra] if extra not in problems else []
     if not state["running"]:  # what the last pass left explained in `.error` files
-        problems += [p for p in reported_problems(runtime.workspace.data) if p not in problems]
+        problems += [
+            p
+            for p in reported_problems(runtime.workspace.data, runtime.workspace.root)
+            if p not in problems
+        ]
     state["problems"] = problems
     return state
+
+
+def _relative_line(line: str, root: Path) -> str:
+    """A problem line of the daemon's status file with its file relative to the workspace (the
+    daemon names files by their full path there); status and the HTTP API show no server path."""
+    return line.removeprefix(f"{root}/")
 
 
 def agents_overview(runtime: Runtime) -> list[dict[str, Any]]:
@@ -196,7 +213,9 @@ def agents_overview(runtime: Runtime) -> list[dict[str, Any]]:
 def agent_summary(runtime: Runtime, agent_id: str) -> dict[str, Any]:
     """One agent: its drafts by folder, feedback entries, snippet examples and skills."""
     agent = existing_agent(runtime, agent_id)
-    counts = {folder: len(_item_files(agent, folder)) for folder in ("queue", *DECISION_FOLDERS)}
+    counts = {
+        folder: len(_item_files(runtime, agent, folder)) for folder in ("queue", *DECISION_FOLDERS)
+    }
     try:
         entries: list[FeedbackEntry] | None = read_feedback(agent.feedback)
     except FeedbackdError:
@@ -227,21 +246,26 @@ def _soul_of(agent: AgentPaths) -> Soul | None:
     return found[1] if found is not None else None
 
 
-def _item_files(agent: AgentPaths, folder: str) -> list[Path]:
+def _item_files(runtime: Runtime, agent: AgentPaths, folder: str) -> list[Path]:
+    """The item files of one folder, as the daemon reads them (no link out of the workspace,
+    whether the file or the folder is the link)."""
     directory = agent.folder(folder)
-    if not directory.is_dir():
+    if not directory.is_dir() or not runtime.workspace.is_inside(directory):
         return []
-    return sorted(
-        path
-        for path in directory.iterdir()
-        if path.suffix in ITEM_SUFFIXES and not path.name.startswith(".") and path.is_file()
-    )
+    with os.scandir(directory) as listing:
+        return sorted(
+            Path(entry.path)
+            for entry in listing
+            if os.path.splitext(entry.name)[1] in ITEM_SUFFIXES
+            and not entry.name.startswith(".")
+            and listed_item_problem(runtime.workspace, entry) is None
+        )
 
 
 def queue(runtime: Runtime, agent_id: str) -> list[dict[str, Any]]:
     """Each queued draft with its text fields, original beside current (`GET .../queue`)."""
     agent = existing_agent(runtime, agent_id)
-    paths = _item_files(agent, "queue")
+    paths = _item_files(runtime, agent, "queue")
     from_git = _first_versions_in_git(runtime, agent, paths)
     return [_draft_json(runtime, agent, path, from_git.get(path.name)) for path in paths]
 

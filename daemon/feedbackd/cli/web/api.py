@@ -9,8 +9,9 @@ command prints with --json.
 from __future__ import annotations
 
 import json
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,7 +22,7 @@ from starlette.routing import Route
 
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import half_character
+from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms, utcnow
 from feedbackd.loop import actions, queries
 from feedbackd.loop.agentfiles import existing_agent
@@ -31,6 +32,9 @@ from feedbackd.loop.runtime import Runtime
 
 T = TypeVar("T")
 MAX_LIMIT = 100
+_WHOLE_NUMBER = re.compile(r"[0-9]{1,9}")  # more digits are never a sensible limit
+APPROVE_KEYS = frozenset({"curator", "edits"})
+REJECT_KEYS = frozenset({"notes", "curator"})
 
 
 class Site:
@@ -71,37 +75,47 @@ async def work(function: Callable[[], T]) -> T:
     return await run_in_threadpool(function)
 
 
-async def json_object(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object; InvalidFeedback (400) for anything else."""
+async def json_object(request: Request, allowed: Collection[str] | None = None) -> dict[str, Any]:
+    """The request body as a JSON object, read as strictly as every JSON feedbackd accepts;
+    with `allowed`, a key outside it is refused too. InvalidFeedback (400) for anything else."""
     body = await request.body()
     try:
-        value = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise InvalidFeedback(
-            f"the body is not valid JSON: {exc}", hint="send a JSON object"
+            f"the body is not UTF-8 (byte {exc.start})", hint="send JSON encoded as UTF-8"
         ) from None
-    if not isinstance(value, dict):
-        raise InvalidFeedback("the body must be a JSON object", hint="send {...}")
-    half = half_character(value)
-    if half is not None:
-        raise InvalidFeedback(f"the body holds {half}, half of a character pair")
-    return value
+    data = load_json_object(text, "the body")
+    if allowed is not None:
+        refuse_unknown_keys(data, allowed)
+    return data
 
 
 def limit_of(request: Request, default: int) -> int:
+    """`?limit=N`: a whole number; above MAX_LIMIT counts as MAX_LIMIT."""
     text = request.query_params.get("limit")
     if text is None:
         return default
-    if not text.isdigit():
-        raise InvalidFeedback(f"limit {text!r} is not a whole number", hint="e.g. limit=10")
+    # ASCII digits only: str.isdigit() also passes "²", which int() refuses.
+    if not _WHOLE_NUMBER.fullmatch(text):
+        raise InvalidFeedback(
+            f"limit {_shown(text)} is not a whole number (digits 0-9, at most 9 of them)",
+            hint=f"e.g. limit=10; at most {MAX_LIMIT} are listed",
+        )
     return min(int(text), MAX_LIMIT)
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def _shown(text: str) -> str:
+    """A value from the request as a message quotes it: cut short, so a megabyte of digits is
+    not sent back."""
+    return repr(text if len(text) <= 40 else text[:40] + "…")
+
+
+def report_json(report: Report, root: Path) -> dict[str, Any]:
     """What `approve --json` and `reject --json` print."""
     return {
         "events": [event.as_json() for event in report.events],
-        "problems": [problem.line() for problem in report.problems],
+        "problems": [problem.line(root) for problem in report.problems],
         "warnings": report.warnings,
     }
 
@@ -132,13 +146,10 @@ def _webhouse_routes(site: Site) -> list[Route]:
 
     async def record(request: Request) -> Response:
         agent = request.path_params["agent"]
-        data = await json_object(request)
-        if data.get("type") not in ("correction", "rejection", "edit"):
-            message = "type must be one of correction, rejection, edit"
-            return JSONResponse({"error": message}, status_code=400)
+        data = actions.check_record(await json_object(request))
         runtime = await work(site.runtime)
         await work(lambda: existing_agent(runtime, agent))
-        entry = await work(lambda: actions.record(runtime, agent, actions.check_record(data)))
+        entry = await work(lambda: actions.record(runtime, agent, data))
         return JSONResponse(entry.as_json())
 
     path = "/api/cms/agents/{agent}/feedback"
@@ -223,7 +234,7 @@ def _agent_routes(site: Site) -> list[Route]:
 
 def _approve(site: Site) -> Callable[[Request], Any]:
     async def approve(request: Request) -> Response:
-        data = await json_object(request)
+        data = await json_object(request, APPROVE_KEYS)
         edits = data.get("edits") or {}
         if not isinstance(edits, dict) or not all(isinstance(v, str) for v in edits.values()):
             raise InvalidFeedback('edits must be an object of text fields: {"title": "..."}')
@@ -234,7 +245,7 @@ def _approve(site: Site) -> Callable[[Request], Any]:
 
 def _reject(site: Site) -> Callable[[Request], Any]:
     async def reject(request: Request) -> Response:
-        data = await json_object(request)
+        data = await json_object(request, REJECT_KEYS)
         notes = optional_string(data, "notes")
         if not notes or not notes.strip():
             raise InvalidFeedback("notes are required: say why the draft is rejected")
@@ -258,7 +269,7 @@ async def _decide(
         existing_agent(runtime, agent)
         return decide(runtime, agent, item)
 
-    return JSONResponse(report_json(await work(checked_decision)))
+    return JSONResponse(report_json(await work(checked_decision), runtime.workspace.root))
 
 
 # --- the workspace ------------------------------------------------------------------------------
@@ -296,8 +307,19 @@ STATUS_OF_CODE = {
 }
 
 
-def error_response(error: FeedbackdError) -> Response:
+def error_response(error: FeedbackdError, workspace: str | None = None) -> Response:
     """`{"error": code, "message": text}` with the status the code stands for (400 for refused
-    input)."""
+    input), naming files relative to the `workspace`."""
     status = STATUS_OF_CODE.get(error.code, 400)
-    return JSONResponse({"error": error.code, "message": str(error)}, status_code=status)
+    message = str(error) if workspace is None else without_workspace(str(error), workspace)
+    return JSONResponse({"error": error.code, "message": message}, status_code=status)
+
+
+def without_workspace(message: str, workspace: str) -> str:
+    """The message with the workspace's own path cut from the files it names. feedbackd's
+    messages name files relative to the workspace already; what git, the operating system or
+    the configuration loader quote (`/srv/site/feedbackd.yaml, line 3`) does not, and a client
+    must not learn the server's folders from it."""
+    for root in dict.fromkeys([workspace, str(Path(workspace).resolve())]):
+        message = message.replace(f"{root.rstrip('/')}/", "")
+    return message

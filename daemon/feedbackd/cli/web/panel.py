@@ -21,7 +21,7 @@ from feedbackd.cli.web.api import Site, work
 from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.websafety import session_value, token_matches
 from feedbackd.loop import queries
 
@@ -48,7 +48,11 @@ def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Rout
     async def static(request: Request) -> Response:
         name = request.path_params["name"]
         if name not in STATIC:
-            return Response("not found", status_code=404)
+            # The JSON error every other layer answers, not a page: a script or a browser's
+            # console reads the same shape.
+            raise NotFound(
+                f"no file {name!r} in /static/", hint=f"the panel has {', '.join(STATIC)}"
+            )
         text = resources.files("feedbackd.cli.web").joinpath("static", name).read_text("utf-8")
         return Response(text, media_type=f"{STATIC[name]}; charset=utf-8")
 

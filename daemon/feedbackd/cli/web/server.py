@@ -29,7 +29,8 @@ from feedbackd.cli.web.connections import Connections, accept_backlog, raise_ope
 from feedbackd.cli.web.guard import Guard
 from feedbackd.cli.web.metrics import RequestCounter, pass_lines, status_lines
 from feedbackd.cli.web.stopping import GracefulServer, Stopping
-from feedbackd.core.errors import ConfigError, FeedbackdError
+from feedbackd.core.errors import ConfigError, FeedbackdError, InvalidId
+from feedbackd.core.ids import ID_RULE
 from feedbackd.core.websafety import (
     ListenAddress,
     host_names,
@@ -144,6 +145,28 @@ def _bind(listen: ListenAddress) -> socket.socket:
     return sock
 
 
+async def no_route(request: Request, error: Exception) -> Response:
+    """Routing's refusals (no such route, a method the route does not take) in the shape every
+    error has. An id holding an encoded `/` (`a%2Fb`) splits the path and matches no route:
+    it is a bad id, said as such."""
+    assert isinstance(error, HTTPException)
+    raw_path = bytes(request.scope.get("raw_path") or b"")
+    if error.status_code == 404 and b"%2f" in raw_path.lower():
+        refusal = InvalidId("an id in the path holds a / (sent as %2F)", hint=f"ids are {ID_RULE}")
+        return api.error_response(refusal)
+    code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "usage")
+    message = f"{request.method} {request.url.path}: {error.detail}"
+    body = {"error": code, "message": message}
+    return JSONResponse(body, status_code=error.status_code, headers=error.headers)
+
+
+async def unexpected(request: Request, error: Exception) -> Response:
+    """A bug: a 500 that says so without any detail of the server (Starlette then raises the
+    exception again, and uvicorn logs it with its traceback)."""
+    message = "the server failed unexpectedly; its log has the details"
+    return JSONResponse({"error": "internal", "message": message}, status_code=500)
+
+
 def build_app(
     site: api.Site,
     listen: ListenAddress,
@@ -163,13 +186,7 @@ def build_app(
 
     async def refused(request: Request, error: Exception) -> Response:
         assert isinstance(error, FeedbackdError)
-        return api.error_response(error)
-
-    async def no_route(request: Request, error: Exception) -> Response:
-        assert isinstance(error, HTTPException)
-        code = "not_found" if error.status_code == 404 else "usage"
-        message = f"{request.method} {request.url.path}: {error.detail}"
-        return JSONResponse({"error": code, "message": message}, status_code=error.status_code)
+        return api.error_response(error, site.workspace)
 
     starlette = Starlette(
         routes=[
@@ -177,7 +194,11 @@ def build_app(
             *panel.routes(site, token, attempts),
             Route("/metrics", metrics, methods=["GET"]),
         ],
-        exception_handlers={FeedbackdError: refused, HTTPException: no_route},
+        exception_handlers={
+            FeedbackdError: refused,
+            HTTPException: no_route,
+            Exception: unexpected,
+        },
     )
     counter = RequestCounter(starlette)  # the metrics route reads it when called
     return Guard(stopping.gate(counter), listen, token, public_names=names, attempts=attempts)
