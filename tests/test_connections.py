@@ -132,3 +132,17 @@ def test_a_new_connection_is_refused_only_when_every_one_is_busy(
         client.close()
     with socket.create_connection(("127.0.0.1", running.port), timeout=5) as later:
         assert b" 200 " in request(later, "/healthz")
+
+
+def test_a_request_head_that_is_not_http_is_answered_in_the_error_shape(
+    running: InThread,
+) -> None:
+    with connect(running) as client:
+        client.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nnot a header line\r\n\r\n")
+        reply = client.makefile("rb").read()
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ")
+    assert b"content-type: application/json" in head.lower()
+    assert b"x-frame-options: DENY" in head
+    answer = json.loads(body)
+    assert answer["error"] == "bad_request" and "HTTP" in answer["message"]

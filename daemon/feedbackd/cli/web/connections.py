@@ -149,6 +149,13 @@ class LimitedH11Protocol(H11Protocol):
         )
         self.close_connection()
 
+    def send_400_response(self, msg: str) -> None:
+        """A request that is not HTTP (h11 could not parse its head): uvicorn answers it in
+        plain text; here it is the JSON error every other refusal is."""
+        message = f"the request is not valid HTTP/1.1 ({msg.rstrip('.')})"
+        self.transport.write(error_reply(400, "Bad Request", "bad_request", message))
+        self.close_connection()
+
     def _refuse(self) -> None:
         self.shared.refused()
         self.transport.write(busy_response(self.shared.max_open))
@@ -157,21 +164,26 @@ class LimitedH11Protocol(H11Protocol):
 
 def busy_response(max_open: int) -> bytes:
     """A whole HTTP response, sent before the request is read: the server is full."""
-    body = json.dumps(
-        {
-            "error": "busy",
-            "message": f"all {max_open} connections are busy with requests; try again shortly",
-        }
-    ).encode()
-    head = (
-        "HTTP/1.1 503 Service Unavailable\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        "Retry-After: 1\r\n"
-        "Connection: close\r\n"
-    )
+    message = f"all {max_open} connections are busy with requests; try again shortly"
+    return error_reply(503, "Service Unavailable", "busy", message, retry_after_s=1)
+
+
+def error_reply(
+    status: int, reason: str, code: str, message: str, *, retry_after_s: int | None = None
+) -> bytes:
+    """A whole HTTP response in the shape of every other error, with the security headers, for
+    refusals made below the application (which never sees these connections)."""
+    body = json.dumps({"error": code, "message": message}).encode()
+    lines = [
+        f"HTTP/1.1 {status} {reason}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+        *([f"Retry-After: {retry_after_s}"] if retry_after_s is not None else []),
+        "Connection: close",
+    ]
+    head = "".join(line + "\r\n" for line in lines).encode("ascii")
     security = b"".join(name + b": " + value + b"\r\n" for name, value in SECURITY_HEADERS)
-    return head.encode("ascii") + security + b"\r\n" + body
+    return head + security + b"\r\n" + body
 
 
 def raise_open_file_limit(max_open: int) -> int:
