@@ -37,7 +37,8 @@ _MKTREE = ("mktree", "--batch", "-z")
 # file because hash-object reads objects of other kinds than blobs only from paths or stdin.
 _HASH_COMMIT = ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths")
 COMMIT_FILE_PREFIX = "feedbackd-commit-"
-# None of them ever takes `.git/index.lock` (edges/gitlocks.py does not wait for them).
+# None of them ever takes `.git/index.lock`: edges/gitlocks.py counts no such command, whichever
+# feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
 HELPER_COMMANDS = frozenset({_CAT_FILE, _HASH_OBJECT, _MKTREE, _HASH_COMMIT})
 
 
