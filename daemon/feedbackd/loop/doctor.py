@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +11,7 @@ from feedbackd.core.agentplan import ItemFile, to_decide
 from feedbackd.core.decisions import parse_record
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.feedback import parse_feedback
-from feedbackd.core.ids import is_valid_id
+from feedbackd.core.ids import ID_RULE, is_valid_id
 from feedbackd.core.memory import MemoryRecord
 from feedbackd.core.ratings import parse_rating_file, stored_fields
 from feedbackd.core.soul import parse_soul
@@ -52,8 +53,9 @@ def examine(
         findings.append(Finding(".", "the workspace is not a git repository", hint))
     for entry in sorted(workspace.agents_dir.iterdir()):
         if entry.is_dir() and not is_valid_id(entry.name):
-            hint = "rename the folder to a valid id"
-            findings.append(Finding(workspace.relative(entry), "bad agent id", hint))
+            message = f"folder name {shown_name(entry.name)} is not a valid agent id"
+            hint = f"rename the folder: an agent id has {ID_RULE}"
+            findings.append(Finding(workspace.relative(entry), message, hint))
     checks = [c for a in workspace.agent_ids() for c in _checks(runtime, workspace.agent(a))]
     checks += inbox_checks(runtime)
     checks += webhouse.doctor_checks(runtime)
@@ -211,11 +213,18 @@ def _item_check(path: Path) -> Callable[[], None]:
     def check() -> None:
         if not is_valid_id(path.stem):
             raise FeedbackdError(
-                f"file name {path.stem!r} is not a valid item id", hint="rename it"
+                f"file name {shown_name(path.stem)} is not a valid item id",
+                hint=f"rename it: an item id has {ID_RULE}",
             )
         read_item(path)
 
     return check
+
+
+def shown_name(name: str) -> str:
+    """A file name as a curator can read and type it: quoted, with line breaks and tabs
+    visible, and each byte that is not UTF-8 (read with surrogateescape) as `\\xNN`."""
+    return re.sub(r"\\udc([89a-f][0-9a-f])", r"\\x\1", repr(name))
 
 
 def _feedback_check(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:
