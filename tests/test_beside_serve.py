@@ -4,18 +4,25 @@ shows in `status`, and a write over HTTP that cannot go ahead answers 503 instea
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from subprocess import PIPE
 
 import pytest
 
 from feedbackd.edges.gitlocks import FRESH_LOCK_S
-from tests.web_kit import Server
+from feedbackd.edges.instance import WriteLock
+from tests.daemon_kit import DaemonProcess, NotifyListener, status_json, wait_for
+from tests.web_kit import Answer, Server
 from tests.workspace_kit import Site, draft, settling_in
 
 pytestmark = pytest.mark.slow
+
+EDIT = {"type": "edit", "field": "title", "original": "a", "corrected": "b"}
 
 
 @pytest.fixture
@@ -77,3 +84,85 @@ def test_a_stale_index_lock_is_cleared_while_serve_keeps_its_git_helpers(
     assert not lock.exists()
     assert site.git("log", "-1", "--format=%s").startswith("approve(writer): qi-3")
     assert site.git("status", "--porcelain") == ""
+
+
+@contextlib.contextmanager
+def users_git_holding_the_index(site: Site) -> Iterator[None]:
+    """A real git that holds `.git/index.lock` while it waits on its input, as a user's commit
+    waiting for its editor does; it lets go when its input ends."""
+    with subprocess.Popen(["git", "update-index", "--stdin"], cwd=site.root, stdin=PIPE) as git:
+        wait_for(lambda: (site.root / ".git" / "index.lock").exists(), what="git to take the lock")
+        try:
+            yield
+        finally:
+            assert git.stdin is not None
+            git.stdin.close()
+
+
+def impatient(site: Site) -> None:
+    """Writes over HTTP wait half a second for the workspace, not the default 30 s."""
+    site.configure("daemon:\n  settle_ms: 50\nhttp:\n  write_wait_s: 0.5\n")
+    site.git("commit", "-q", "-am", "writes over HTTP wait half a second")
+
+
+def assert_busy(answer: Answer, site: Site) -> None:
+    """503 `busy`, with a message that names no path of the server's disk, and Retry-After."""
+    assert answer.status == 503, answer.body
+    assert answer.json()["error"] == "busy"
+    assert "try again" in answer.json()["message"]
+    assert str(site.root) not in answer.json()["message"]
+    headers = {name.lower(): value for name, value in answer.headers.items()}
+    assert int(headers["retry-after"]) > 0
+
+
+def test_a_write_over_http_answers_busy_while_another_writer_holds_the_workspace(
+    site: Site,
+) -> None:
+    impatient(site)
+    server = Server(site.root)
+    try:
+        head = site.git("rev-parse", "HEAD")
+        with WriteLock(site.root / ".feedbackd"):  # a daemon pass, a command: another writer
+            started = time.monotonic()
+            assert_busy(server.post("/api/agents/writer/queue/qi-1/approve", {}), site)
+            assert_busy(server.post("/api/cms/agents/writer/feedback", EDIT), site)
+            assert time.monotonic() - started < 10  # it did not hang
+        assert site.git("rev-parse", "HEAD") == head
+        assert site.git("status", "--porcelain") == ""
+        assert (site.agent("writer") / "queue" / "qi-1.json").is_file()
+        assert server.post("/api/agents/writer/queue/qi-1/approve", {}).status == 200
+    finally:
+        server.close()
+
+
+def test_a_write_over_http_answers_busy_while_a_git_command_holds_the_index(
+    site: Site,
+) -> None:
+    impatient(site)
+    server = Server(site.root)
+    try:
+        head = site.git("rev-parse", "HEAD")
+        with users_git_holding_the_index(site):
+            assert_busy(server.post("/api/agents/writer/queue/qi-1/approve", {}), site)
+            assert_busy(server.post("/api/cms/agents/writer/feedback", EDIT), site)
+            assert (site.agent("writer") / "queue" / "qi-1.json").is_file()
+            assert not site.feedback("writer")
+        assert site.git("rev-parse", "HEAD") == head
+        assert site.git("status", "--porcelain") == ""
+        assert server.post("/api/agents/writer/queue/qi-1/approve", {}).status == 200
+    finally:
+        server.close()
+
+
+def test_a_pass_that_keeps_failing_is_a_status_problem_until_one_succeeds(
+    site: Site, start: type[DaemonProcess], listener: NotifyListener
+) -> None:
+    site.move("writer", "qi-1.json", "approved")
+    with users_git_holding_the_index(site):
+        daemon = start(site, listener)
+        problems = wait_for(lambda: status_json(site)["problems"], what="a status problem")
+        assert any("index" in line and "git command" in line for line in problems), problems
+        assert "approve(writer): qi-1" not in site.git("log", "--format=%s")
+    wait_for(lambda: "approve(writer): qi-1" in site.git("log", "--format=%s"), what="a commit")
+    wait_for(lambda: not status_json(site)["problems"], what="the problem to clear")
+    assert daemon.proc.poll() is None

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from feedbackd.core.errors import FeedbackdError, InvalidFeedback
+from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import half_character
 from feedbackd.core.timeutil import iso_ms, utcnow
@@ -50,7 +50,9 @@ class Site:
             root = Path(self.workspace)
             seen = _file_state(config_path(self.config, root))
             if self._runtime is None or seen != self._seen:
-                self._runtime = Runtime.open(self.workspace, self.config)
+                opened = Runtime.open(self.workspace, self.config)
+                # A request does not hang on a busy workspace: it answers 503 busy instead.
+                self._runtime = opened.waiting_at_most(opened.settings.http.write_wait_s)
                 self._seen = seen
             runtime = self._runtime
         return runtime.with_curator(curator)
@@ -296,8 +298,16 @@ STATUS_OF_CODE = {
 }
 
 
+# Seconds a client is told to wait before it tries a write again that found the workspace busy.
+RETRY_BUSY_S = 5
+
+
 def error_response(error: FeedbackdError) -> Response:
     """`{"error": code, "message": text}` with the status the code stands for (400 for refused
-    input)."""
+    input); a write that gave up on a busy workspace, having changed nothing, is 503 `busy`."""
+    if isinstance(error, Busy):
+        message = f"{error.who}; nothing was changed: try again in a few seconds"
+        headers = {"Retry-After": str(RETRY_BUSY_S)}
+        return JSONResponse({"error": "busy", "message": message}, 503, headers=headers)
     status = STATUS_OF_CODE.get(error.code, 400)
     return JSONResponse({"error": error.code, "message": str(error)}, status_code=status)
