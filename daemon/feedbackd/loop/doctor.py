@@ -114,7 +114,8 @@ def _ledger_lines_lost(runtime: Runtime, agent: AgentPaths) -> Callable[[], None
         undecided = to_decide(files, read_ledger(agent.decisions))
         with open_repo(runtime) as repo:
             reader = AgentReader(runtime, repo, agent)
-            lost = [f.item_id for f in undecided if reader.decision_in_history(f) is not None]
+            found = reader.decisions_in_history(undecided)
+            lost = [f.item_id for f, record in zip(undecided, found, strict=True) if record]
         if lost:
             raise _lost_lines_error(runtime, agent, lost)
 
