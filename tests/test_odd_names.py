@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft, settling_in
 
 pytestmark = pytest.mark.slow
@@ -75,6 +76,28 @@ def answered(done: subprocess.CompletedProcess[bytes]) -> str:
 )
 def test_every_command_answers_with_odd_file_names(site: Site, command: tuple[str, ...]) -> None:
     answered(cli(site, *command))
+
+
+def test_status_shows_each_problem_on_one_line(site: Site) -> None:
+    answered(cli(site, "run", "--once"))
+    done = cli(site, "status", "--json")
+    answered(done)
+    problems = json.loads(done.stdout)["problems"]
+    assert any("bad id" in line for line in problems)
+    assert not any("\n" in line or "\t" in line for line in problems), problems
+
+
+def test_the_daemon_reports_odd_names_and_goes_on(
+    site: Site, start: type[DaemonProcess], listener: NotifyListener
+) -> None:
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    site.move("writer", "qi-1.json", "approved")
+    wait_for(lambda: "approve(writer): qi-1" in site.git("log", "--format=%s"), what="a commit")
+    problems = json.loads(cli(site, "status", "--json").stdout)["problems"]
+    assert any("bad id" in line for line in problems)
+    assert "internal error" not in daemon.log()
+    assert daemon.proc.poll() is None
 
 
 def test_doctor_names_each_invalid_id_as_a_problem(site: Site) -> None:

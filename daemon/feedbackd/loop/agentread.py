@@ -26,7 +26,7 @@ from feedbackd.core.decisions import DecisionRecord, State, new_record
 from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.forgetting import forgotten_identities
-from feedbackd.core.ids import is_valid_id
+from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import child_path, read_file_bytes
@@ -451,7 +451,7 @@ def _not_a_plain_file(entry: os.DirEntry[str]) -> str | None:
 
 def _bad_name(stem: str) -> tuple[str, str]:
     return (
-        f"item id {stem!r} (the file name) is not a valid id",
+        f"item id {shown_name(stem)} (the file name) is not a valid id",
         "rename the file to 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter"
         " or digit",
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +10,7 @@ from feedbackd.core.agentplan import ItemFile, to_decide
 from feedbackd.core.decisions import parse_record
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.feedback import parse_feedback
-from feedbackd.core.ids import ID_RULE, is_valid_id
+from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.memory import MemoryRecord
 from feedbackd.core.ratings import parse_rating_file, stored_fields
 from feedbackd.core.soul import parse_soul
@@ -142,10 +141,12 @@ def _items_in(folder: Path) -> list[Path]:
 
 
 def _in_both_folders(item_id: str) -> Callable[[], None]:
+    shown = shown_path(item_id)
+
     def check() -> None:
         raise FeedbackdError(
-            f"{item_id} is in both approved/ and rejected/; it is not decided until one goes",
-            hint=f"keep one: remove {item_id} from the folder that is wrong",
+            f"{shown} is in both approved/ and rejected/; it is not decided until one goes",
+            hint=f"keep one: remove {shown} from the folder that is wrong",
         )
 
     return check
@@ -220,12 +221,6 @@ def _item_check(path: Path) -> Callable[[], None]:
         read_item(path)
 
     return check
-
-
-def shown_name(name: str) -> str:
-    """A file name as a curator can read and type it: quoted, with line breaks and tabs
-    visible, and each byte that is not UTF-8 (read with surrogateescape) as `\\xNN`."""
-    return re.sub(r"\\udc([89a-f][0-9a-f])", r"\\x\1", repr(name))
 
 
 def _feedback_check(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:

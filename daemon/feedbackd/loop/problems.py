@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.ids import shown_path
 from feedbackd.edges.files import NO_SPACE, atomic_write_text
 
 log = logging.getLogger("feedbackd")
@@ -31,7 +32,7 @@ class Problem:
     retry_at: float  # wall-clock time when an unsettled file should be looked at again
 
     def line(self) -> str:
-        return f"{self.path}: {self.message}"
+        return f"{shown_path(str(self.path))}: {self.message}"
 
 
 # A full disk is looked at again this soon (not after the growing backoff of other failures):
@@ -132,7 +133,7 @@ def reported_problems(data_dir: Path) -> list[str]:
         for report in sorted(data_dir.glob(pattern + ERROR_SUFFIX)):
             bad = report.with_name(report.name[: -len(ERROR_SUFFIX)])
             if report.is_file() and bad.exists():
-                lines.append(f"{bad}: {_first_line(report)}")
+                lines.append(f"{shown_path(str(bad))}: {_first_line(report)}")
     return lines
 
 
