@@ -110,6 +110,38 @@ def test_a_git_that_never_takes_a_lock_is_no_holder(git_repo: Path, command: lis
         process.stdin.close()
 
 
+def fake_proc(tmp_path: Path, repo: Path, argv: list[str], environ: list[str]) -> Path:
+    """A /proc with one git process working in `repo` (not started by this process)."""
+    entry = tmp_path / "proc" / "4242"
+    entry.mkdir(parents=True)
+    (entry / "comm").write_text("git\n")
+    (entry / "cmdline").write_bytes(b"\0".join(arg.encode() for arg in argv) + b"\0")
+    (entry / "stat").write_text("4242 (git) S 1 4242 4242 0 -1\n")
+    (entry / "environ").write_bytes(b"\0".join(item.encode() for item in environ) + b"\0")
+    (entry / "cwd").symlink_to(repo)
+    return tmp_path / "proc"
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "holder"),
+    [
+        (["git", "status", "--porcelain"], ["HOME=/home/ada"], True),  # refreshes the index
+        (["git", "status", "--porcelain"], ["GIT_OPTIONAL_LOCKS=0"], False),  # feedbackd's
+        (["git", "--no-optional-locks", "status"], [], False),
+        (["git", "diff"], [], True),
+        (["git", "-C", "x", "log", "--oneline"], [], False),
+        (["git", "commit"], [], True),
+        (["git", "frobnicate"], [], True),  # unknown: counted, to stay safe
+        (["git"], [], True),
+    ],
+)
+def test_which_git_commands_may_hold_a_lock(
+    git_repo: Path, tmp_path: Path, argv: list[str], environ: list[str], holder: bool
+) -> None:
+    proc = fake_proc(tmp_path, git_repo, argv, environ)
+    assert git_process_in([git_repo], proc=proc) is holder
+
+
 def test_feedbackds_own_git_helpers_are_lock_free_commands() -> None:
     assert {command[0] for command in HELPER_COMMANDS} <= LOCK_FREE_COMMANDS
 

@@ -84,7 +84,7 @@ class WriterBusy(Locked, Busy):
     who = "another feedbackd process (the daemon, a command) is writing to the workspace"
 
 
-class IndexBusy(GitError, Busy):
+class IndexHeld(GitError, Busy):
     """git's index lock stayed held by a running git command."""
 
     who = "a git command holds the workspace's git index (a commit waiting for its editor?)"

@@ -49,6 +49,9 @@ LOCK_FREE_COMMANDS = frozenset(
         "show-ref", "var", "verify-commit", "verify-tag", "version", "whatchanged",
     }
 )  # fmt: skip
+# Commands that refresh the index, taking its lock, when they can; not when asked to take no
+# optional lock (`git --no-optional-locks`, GIT_OPTIONAL_LOCKS=0), as feedbackd's own are.
+OPTIONAL_LOCK_COMMANDS = frozenset({"status", "diff", "describe"})
 # Options of git itself that take the next argument as their value.
 _VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 
@@ -92,7 +95,7 @@ def git_process_in(
         if found is None:
             continue
         argv, ours = found
-        if not _may_hold_a_lock(_subcommand(argv), ours, changing_only):
+        if not _may_hold_a_lock(argv, ours, changing_only) or _no_optional_locks(pid, argv, proc):
             continue
         try:
             cwd = Path(os.readlink(f"{proc}/{pid}/cwd"))
@@ -107,11 +110,28 @@ def git_process_in(
     return None if unknown else False
 
 
-def _may_hold_a_lock(command: str | None, ours: bool, changing_only: bool) -> bool:
-    """Whether a git running `command` counts (an unknown one does, to stay safe)."""
+def _may_hold_a_lock(argv: list[str], ours: bool, changing_only: bool) -> bool:
+    """Whether a git running `argv` counts (an unknown command does, to stay safe)."""
+    command = _subcommand(argv)
     if changing_only:
         return not ours and command in CHANGING_COMMANDS
     return command not in LOCK_FREE_COMMANDS
+
+
+def _no_optional_locks(pid: int, argv: list[str], proc: Path) -> bool:
+    """True for a `status` or `diff` told to take no optional lock (the web server's, the
+    daemon's own): it never takes the index lock. Its environment is read only then."""
+    command = _subcommand(argv)
+    if command not in OPTIONAL_LOCK_COMMANDS:
+        return False
+    options = argv[1 : argv.index(command)] if command in argv else []  # git's, not status's
+    if "--no-optional-locks" in options:
+        return True
+    try:
+        environment = _read(f"{proc}/{pid}/environ").split(b"\0")
+    except OSError:
+        return False  # another user's process, or gone: it counts, to stay safe
+    return b"GIT_OPTIONAL_LOCKS=0" in environment
 
 
 def _git_process(entry: str) -> tuple[list[str], bool] | None:

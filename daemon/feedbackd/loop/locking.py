@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from feedbackd.core.errors import FeedbackdError, GitError, IndexBusy, Locked, WriterBusy
+from feedbackd.core.errors import FeedbackdError, GitError, IndexHeld, Locked, WriterBusy
 from feedbackd.edges.files import remove_leftovers
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.gitlocks import clear_index_lock, git_process_in, lock_verdict
@@ -31,7 +31,7 @@ def pipeline_lock(runtime: Runtime) -> Iterator[None]:
     A writer that died holding it (its pid is still in the lock file) may have been cut off in
     the middle of a commit: the git index is brought in line first. A git command that holds
     the index lock is waited for before anything is written, so a write that cannot go ahead
-    (WriterBusy, IndexBusy: each lock waited for up to the runtime's wait) changes nothing."""
+    (WriterBusy, IndexHeld: each lock waited for up to the runtime's wait) changes nothing."""
     state_dir = runtime.workspace.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as held:
@@ -59,7 +59,7 @@ def _wait_for_index(runtime: Runtime) -> None:
             wait_s=runtime.index_wait_s,
         )
     except GitError as error:
-        raise IndexBusy(error.message, hint=error.hint) from None
+        raise IndexHeld(error.message, hint=error.hint) from None
 
 
 def clean_leftovers(runtime: Runtime) -> None:
