@@ -23,6 +23,17 @@ from tests.workspace_kit import Site, draft, settling_in
 pytestmark = pytest.mark.slow
 
 EDIT = {"type": "edit", "field": "title", "original": "a", "corrected": "b"}
+NOTE = {"notes": "off topic"}
+RATING = {
+    "transaction_id": "3f1c2a9e-8d4b-4c7a-9e2f-1b5d6c7a8e90",
+    "provider_agent": "provider-1",
+    "skill_id": "summarise",
+    "rating": 2,
+    "result_quality": "poor",
+    "would_reuse": False,
+    "cost_value_ratio": "overpriced",
+    "requester_agent": "buyer-1",
+}
 
 
 @pytest.fixture
@@ -125,12 +136,15 @@ def test_a_write_over_http_answers_busy_while_another_writer_holds_the_workspace
         with WriteLock(site.root / ".feedbackd"):  # a daemon pass, a command: another writer
             started = time.monotonic()
             assert_busy(server.post("/api/agents/writer/queue/qi-1/approve", {}), site)
+            assert_busy(server.post("/api/agents/writer/queue/qi-2/reject", NOTE), site)
             assert_busy(server.post("/api/cms/agents/writer/feedback", EDIT), site)
+            assert_busy(server.post("/api/feedback", RATING), site)
             assert time.monotonic() - started < 10  # it did not hang
         assert site.git("rev-parse", "HEAD") == head
         assert site.git("status", "--porcelain") == ""
         assert (site.agent("writer") / "queue" / "qi-1.json").is_file()
         assert server.post("/api/agents/writer/queue/qi-1/approve", {}).status == 200
+        assert server.post("/api/feedback", RATING).status == 201  # not stored before
     finally:
         server.close()
 
