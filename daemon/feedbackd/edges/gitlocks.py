@@ -38,8 +38,8 @@ CHANGING_COMMANDS = frozenset(
 # Git commands that never take a lock in `.git` (index.lock, HEAD.lock, a ref's lock): they only
 # read, or store objects. A running one holds none of the locks judged here, whoever started it:
 # the web server's long-lived `cat-file --batch` beside the daemon must not keep a lock a killed
-# git left from being cleared. Not among them: `status` and `diff` (they refresh the index when
-# they can take its lock), `describe --dirty` (likewise), and every command not named here.
+# git left from being cleared. Not among them: OPTIONAL_LOCK_COMMANDS, and every command not
+# named here (it counts, to stay safe).
 LOCK_FREE_COMMANDS = frozenset(
     {
         "annotate", "blame", "cat-file", "check-attr", "check-ignore", "check-ref-format",
