@@ -98,7 +98,7 @@ class GitBatch:
             chunk = rels[start : start + _PATHS_AT_ONCE]
 
             def ask(helper: Coprocess, chunk: Sequence[str] = chunk) -> list[str]:
-                helper.send("".join(f"{rel}\n" for rel in chunk).encode(), _ANSWER_S)
+                helper.send(b"".join(batch_name(rel) + b"\n" for rel in chunk), _ANSWER_S)
                 return [helper.read_line(_ANSWER_S).decode() for _ in chunk]
 
             ids += self._ask(_HASH_OBJECT, ask)
@@ -232,8 +232,8 @@ def _settings_stamp(work_tree: Path, git_dir: Path) -> Mapping[str, tuple[int, i
 
 
 def batch_name(name: str) -> bytes:
-    """An object name as `cat-file --batch` reads it: a path's bytes as they are on disk (a
-    name that is not UTF-8 was read with surrogateescape, as os.fsdecode reads it)."""
+    """An object name (or a path) as the helpers read it: a path's bytes as they are on disk
+    (a name that is not UTF-8 was read with surrogateescape, as os.fsdecode reads it)."""
     return name.encode("utf-8", "surrogateescape")
 
 
