@@ -169,14 +169,17 @@ def test_a_write_over_http_answers_busy_while_a_git_command_holds_the_index(
 
 
 def test_a_pass_that_keeps_failing_is_a_status_problem_until_one_succeeds(
-    site: Site, start: type[DaemonProcess], listener: NotifyListener
+    site: Site, server: Server, start: type[DaemonProcess], listener: NotifyListener
 ) -> None:
     site.move("writer", "qi-1.json", "approved")
     with users_git_holding_the_index(site):
         daemon = start(site, listener)
         problems = wait_for(lambda: status_json(site)["problems"], what="a status problem")
         assert any("index" in line and "git command" in line for line in problems), problems
+        shown = server.get("/api/status").json()["problems"]  # the same object, over HTTP
+        assert any("index" in line and "git command" in line for line in shown), shown
         assert "approve(writer): qi-1" not in site.git("log", "--format=%s")
     wait_for(lambda: "approve(writer): qi-1" in site.git("log", "--format=%s"), what="a commit")
     wait_for(lambda: not status_json(site)["problems"], what="the problem to clear")
+    assert server.get("/api/status").json()["problems"] == []
     assert daemon.proc.poll() is None
