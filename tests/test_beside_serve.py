@@ -171,11 +171,14 @@ def test_a_write_over_http_answers_busy_while_a_git_command_holds_the_index(
 def test_a_pass_that_keeps_failing_is_a_status_problem_until_one_succeeds(
     site: Site, server: Server, start: type[DaemonProcess], listener: NotifyListener
 ) -> None:
+    site.write("reader", "qi-9.json", draft({"title": "On record, nothing to commit"}))
+    site.reconcile()
     site.move("writer", "qi-1.json", "approved")
     with users_git_holding_the_index(site):
         daemon = start(site, listener)
         problems = wait_for(lambda: status_json(site)["problems"], what="a status problem")
         assert any("index" in line and "git command" in line for line in problems), problems
+        assert not any(line.startswith("reader") for line in problems)  # it needs no index
         shown = server.get("/api/status").json()["problems"]  # the same object, over HTTP
         assert any("index" in line and "git command" in line for line in shown), shown
         assert "approve(writer): qi-1" not in site.git("log", "--format=%s")

@@ -25,13 +25,15 @@ log = logging.getLogger("feedbackd")
 
 
 @contextmanager
-def pipeline_lock(runtime: Runtime) -> Iterator[None]:
+def pipeline_lock(runtime: Runtime, *, index_first: bool = False) -> Iterator[None]:
     """Hold the workspace's write lock; the daemon takes the same one around each pass.
 
     A writer that died holding it (its pid is still in the lock file) may have been cut off in
-    the middle of a commit: the git index is brought in line first. A git command that holds
-    the index lock is waited for before anything is written, so a write that cannot go ahead
-    (WriterBusy, IndexHeld: each lock waited for up to the runtime's wait) changes nothing."""
+    the middle of a commit: the git index is brought in line first. With `index_first` (a
+    curator's write, which always commits), a git command that holds the index lock is waited
+    for too, before anything is written. A write that cannot go ahead (WriterBusy, IndexHeld:
+    each lock waited for up to the runtime's wait) has then changed nothing. A daemon pass
+    does not wait so: most agents of a pass commit nothing, and need no index."""
     state_dir = runtime.workspace.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as held:
@@ -41,7 +43,8 @@ def pipeline_lock(runtime: Runtime) -> Iterator[None]:
             raise WriterBusy(error.message, hint=error.hint) from None
         if lock.abandoned_by is not None:
             _heal_after(runtime, lock)
-        _wait_for_index(runtime)
+        if index_first:
+            _wait_for_index(runtime)
         yield
 
 
