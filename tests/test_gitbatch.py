@@ -75,6 +75,28 @@ def test_the_tree_is_the_one_git_add_makes(tmp_path: Path, git_repo: Path) -> No
     assert git(git_repo, "fsck", "--strict") == ""
 
 
+def test_files_with_odd_names_are_committed_as_git_add_commits_them(
+    tmp_path: Path, git_repo: Path
+) -> None:
+    names = [
+        "bad id.json",
+        'say "hi".json',
+        "tab\there.json",
+        "caf\u00e9.json",
+        "latin1 \udce9.json",
+    ]
+    paths = [f"_data/agents/w/memory/{name}" for name in names]
+    for rel in paths:
+        (git_repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (git_repo / rel).write_text("{}\n")  # a name that is not UTF-8 is written as its bytes
+    expected = reference_tree(tmp_path, git_repo, paths)
+    with GitRepo(git_repo) as repo:
+        repo.commit_paths(paths, message(), ADA)
+        assert [repo.file_at_head(rel) for rel in paths] == [b"{}\n"] * len(paths)
+    assert git(git_repo, "rev-parse", "HEAD^{tree}").strip() == expected
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
 def test_committed_paths_need_no_refresh_in_the_users_index(git_repo: Path) -> None:
     """The index entries of the committed files carry their stat data: commands that trust the
     index without refreshing it (`diff-files`, a sync's `read-tree -m -u`) see no change."""

@@ -6,6 +6,7 @@ its editor.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -17,7 +18,8 @@ import pytest
 
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git import GitRepo, HeadMoved
-from feedbackd.edges.gitlocks import git_process_in, lock_verdict
+from feedbackd.edges.gitbatch import HELPER_COMMANDS
+from feedbackd.edges.gitlocks import LOCK_FREE_COMMANDS, git_process_in, lock_verdict
 from tests.conftest import git
 from tests.git_kit import ADA, commit_count, message, wait_until, write
 
@@ -51,9 +53,16 @@ def leave_stale_lock(lock: Path) -> None:
 
 @pytest.fixture
 def live_git(git_repo: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """A real git process working in the repository (waiting on its input, like an editor)."""
+    with users_git(git_repo) as process:
+        yield process
+
+
+@contextlib.contextmanager
+def users_git(git_repo: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real git process working in the repository that holds its index lock while it waits on
+    its input, like a commit waiting for its editor."""
     process = subprocess.Popen(
-        ["git", "hash-object", "--stdin"],
+        ["git", "update-index", "--stdin"],
         cwd=git_repo,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -77,10 +86,81 @@ def test_a_git_pointed_at_the_repository_from_elsewhere_is_found(
 ) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    command = ["git", f"--git-dir={git_repo / '.git'}", "hash-object", "--stdin"]
+    command = ["git", f"--git-dir={git_repo / '.git'}", "update-index", "--stdin"]
     with subprocess.Popen(command, cwd=elsewhere, stdin=subprocess.PIPE) as process:
         wait_until(lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git")
         assert git_process_in([git_repo, git_repo / ".git"]) is True
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["cat-file", "--batch"],  # another feedbackd's helpers (the web server's)
+        ["hash-object", "-w", "--stdin-paths"],
+        ["mktree", "--batch", "-z"],
+        ["log", "--stdin"],  # read-only commands of a user or a tool
+        ["rev-list", "--stdin"],
+    ],
+)
+def test_a_git_that_never_takes_a_lock_is_no_holder(git_repo: Path, command: list[str]) -> None:
+    # Started by a shell, as by another process (the web server beside the daemon): not one
+    # of this process's own helpers.
+    shell = ["sh", "-c", f"git {' '.join(command)}; :"]
+    with subprocess.Popen(shell, cwd=git_repo, stdin=subprocess.PIPE) as process:
+        wait_until(lambda: git_children(process.pid) != [])
+        assert git_process_in([git_repo, git_repo / ".git"]) is False
+        assert process.stdin is not None
+        process.stdin.close()
+
+
+def git_children(pid: int) -> list[int]:
+    """The git processes `pid` started."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            name = (entry / "comm").read_text().strip()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == pid and name == "git":
+            found.append(int(entry.name))
+    return found
+
+
+def fake_proc(tmp_path: Path, repo: Path, argv: list[str], environ: list[str]) -> Path:
+    """A /proc with one git process working in `repo` (not started by this process)."""
+    entry = tmp_path / "proc" / "4242"
+    entry.mkdir(parents=True)
+    (entry / "comm").write_text("git\n")
+    (entry / "cmdline").write_bytes(b"\0".join(arg.encode() for arg in argv) + b"\0")
+    (entry / "stat").write_text("4242 (git) S 1 4242 4242 0 -1\n")
+    (entry / "environ").write_bytes(b"\0".join(item.encode() for item in environ) + b"\0")
+    (entry / "cwd").symlink_to(repo)
+    return tmp_path / "proc"
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "holder"),
+    [
+        (["git", "status", "--porcelain"], ["HOME=/home/ada"], True),  # refreshes the index
+        (["git", "status", "--porcelain"], ["GIT_OPTIONAL_LOCKS=0"], False),  # feedbackd's
+        (["git", "--no-optional-locks", "status"], [], False),
+        (["git", "diff"], [], True),
+        (["git", "-C", "x", "log", "--oneline"], [], False),
+        (["git", "commit"], [], True),
+        (["git", "frobnicate"], [], True),  # unknown: counted, to stay safe
+        (["git"], [], True),
+    ],
+)
+def test_which_git_commands_may_hold_a_lock(
+    git_repo: Path, tmp_path: Path, argv: list[str], environ: list[str], holder: bool
+) -> None:
+    proc = fake_proc(tmp_path, git_repo, argv, environ)
+    assert git_process_in([git_repo], proc=proc) is holder
+
+
+def test_feedbackds_own_git_helpers_are_lock_free_commands() -> None:
+    assert {command[0] for command in HELPER_COMMANDS} <= LOCK_FREE_COMMANDS
 
 
 def test_a_young_lock_is_given_a_moment_even_with_no_git_in_sight(git_repo: Path) -> None:
@@ -117,7 +197,7 @@ def test_a_commit_goes_through_once_the_live_lock_is_released(
     assert live_git.stdin is not None
     live_git.stdin.close()
     live_git.wait(timeout=10)
-    lock.unlink()  # what the user's git does when it ends
+    lock.unlink(missing_ok=True)  # what the user's git does when it ends
     with GitRepo(git_repo, lock_wait_s=5) as repo:
         assert repo.commit_paths(["f.json"], message(), ADA) is not None
 
@@ -136,14 +216,13 @@ def test_a_lock_that_appears_after_the_commit_is_cleared_and_the_index_updated(
 
 
 def test_an_index_that_stays_locked_after_the_commit_keeps_the_commit_and_warns(
-    live_git: subprocess.Popen[bytes], git_repo: Path, caplog: pytest.LogCaptureFixture
+    git_repo: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     write(git_repo, "f.json", "[]\n")
     with GitRepo(git_repo, lock_wait_s=0.1) as repo:
         sha = repo.commit_paths(["f.json"], message(), ADA)
         assert sha is not None
-        leave_stale_lock(git_repo / ".git/index.lock")
-        with caplog.at_level(logging.WARNING, logger="feedbackd"):
+        with users_git(git_repo), caplog.at_level(logging.WARNING, logger="feedbackd"):
             repo._commits.update_user_index(sha, ["f.json"])
     assert "git reset -q HEAD -- f.json" in caplog.text
     assert repo_head(git_repo) == sha

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 from feedbackd.cli.output import console, print_json, progress_bar
+from feedbackd.core.ids import shown_path
 from feedbackd.loop.doctor import Finding, examine
 from feedbackd.loop.runtime import Runtime
 
@@ -27,7 +28,8 @@ def _print_human(checked: int, findings: list[Finding]) -> None:
         out.print(f"[green]ok[/]: {checked} files checked, no problems")
         return
     for finding in findings:
-        out.print(f"[red]problem[/]: {escape(f'{finding.path}: {finding.message}')}")
+        where = shown_path(finding.path)
+        out.print(f"[red]problem[/]: {escape(f'{where}: {finding.message}')}")
         if finding.hint:
             out.print(f"  fix: {escape(finding.hint)}")
     out.print(f"{len(findings)} problem(s) in {checked} files checked")

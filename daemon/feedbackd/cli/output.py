@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,7 +32,18 @@ def console(stderr: bool = False) -> Console:
 
 
 def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(value, indent=2, ensure_ascii=False)
+    sys.stdout.write(_UNDECODABLE.sub(_shown_byte, text) + "\n")
+
+
+# A file name that is not UTF-8 is read with surrogateescape: each byte that is not UTF-8 stands
+# as one of these characters, which written out would make the JSON invalid UTF-8. It is shown
+# as the text `\xe9` instead, as doctor's plain output shows it.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
+
+
+def _shown_byte(found: re.Match[str]) -> str:
+    return f"\\\\x{ord(found.group()) - 0xDC00:02x}"
 
 
 def print_error(error: FeedbackdError, as_json: bool) -> None:

@@ -69,6 +69,27 @@ class Locked(FeedbackdError):
     code = "locked"
 
 
+class Busy:
+    """Mixed into the errors of a write that gave up before it changed anything, because another
+    writer held the workspace (its write lock, or git's index lock) for longer than the write
+    may wait. The commands say so with their usual codes; the HTTP server answers 503 `busy`
+    with `who`, which names no file of the server's disk."""
+
+    who = "another writer holds the workspace"
+
+
+class WriterBusy(Locked, Busy):
+    """The workspace's write lock stayed held by another feedbackd process."""
+
+    who = "another feedbackd process (the daemon, a command) is writing to the workspace"
+
+
+class IndexHeld(GitError, Busy):
+    """git's index lock stayed held by a running git command."""
+
+    who = "a git command holds the workspace's git index (a commit waiting for its editor?)"
+
+
 class MergeRefused(FeedbackdError):
     """The merge driver cannot merge these versions; git records a conflict instead."""
 

@@ -36,6 +36,18 @@ def is_valid_id(value: str) -> bool:
     return bool(ID_PATTERN.fullmatch(value)) and ".." not in value
 
 
+def shown_name(name: str) -> str:
+    """A file name as a curator can read and type it: quoted, with line breaks and tabs
+    visible, and each byte that is not UTF-8 (read with surrogateescape) as `\\xNN`."""
+    return re.sub(r"\\udc([89a-f][0-9a-f])", r"\\x\1", repr(name))
+
+
+def shown_path(path: str) -> str:
+    """A path on one line of output: as it is, unless it holds a line break, a tab, another
+    control character or a byte that is not UTF-8; then quoted as shown_name quotes it."""
+    return path if path.isprintable() else shown_name(path)
+
+
 @dataclass(frozen=True)
 class IdKind:
     """How the ids of one kind of record look: `{prefix}-{unix ms}-{6 of alphabet}`."""

@@ -36,7 +36,7 @@ from feedbackd.core.commitmsg import (
 from feedbackd.core.errors import GitError
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.edges import gitpaths
-from feedbackd.edges.gitbatch import GitBatch, GitObject, KeptBatch
+from feedbackd.edges.gitbatch import GitBatch, GitObject, KeptBatch, batch_header, batch_name
 from feedbackd.edges.gitcommit import (
     CommitWriter,
     HeadMoved,
@@ -213,21 +213,25 @@ class GitRepo:
         return found
 
     def _blobs(self, revisions: dict[str, str]) -> dict[str, bytes]:
-        """The contents of `path` at `sha` for each path → sha, from one `cat-file --batch`."""
-        order = sorted(revisions)
-        request = "".join(f"{revisions[path]}:{path}\n" for path in order).encode()
-        out = self._git.run(["cat-file", "--batch"], stdin=request)
+        """The contents of `path` at `sha` for each path → sha, from one `cat-file --batch` (a
+        path with a line break, which cannot be named on its line, is asked for on its own)."""
+        order = sorted(path for path in revisions if "\n" not in path)
+        request = b"".join(batch_name(f"{revisions[path]}:{path}") + b"\n" for path in order)
+        out = self._git.run(["cat-file", "--batch"], stdin=request) if order else b""
         contents: dict[str, bytes] = {}
         position = 0
         for path in order:
             header_end = out.index(b"\n", position)
-            header = out[position:header_end].split()
+            header = batch_header(out[position:header_end])
             position = header_end + 1
-            if header[-1] == b"missing":
+            if header is None:  # `<sha>:<path> missing`
                 continue
-            size = int(header[2])
-            contents[path] = out[position : position + size]
-            position += size + 1  # the content, then a newline
+            contents[path] = out[position : position + header[2]]
+            position += header[2] + 1  # the content, then a newline
+        for path in set(revisions) - set(order):
+            found = self._blob(revisions[path], path)
+            if found is not None:
+                contents[path] = found
         return contents
 
     @property

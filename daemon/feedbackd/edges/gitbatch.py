@@ -13,6 +13,7 @@ by close(); a process whose owner dies exits on the end of its input.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -37,7 +38,8 @@ _MKTREE = ("mktree", "--batch", "-z")
 # file because hash-object reads objects of other kinds than blobs only from paths or stdin.
 _HASH_COMMIT = ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths")
 COMMIT_FILE_PREFIX = "feedbackd-commit-"
-# None of them ever takes `.git/index.lock` (edges/gitlocks.py does not wait for them).
+# None of them ever takes `.git/index.lock`: edges/gitlocks.py counts no such command, whichever
+# feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
 HELPER_COMMANDS = frozenset({_CAT_FILE, _HASH_OBJECT, _MKTREE, _HASH_COMMIT})
 
 
@@ -76,12 +78,13 @@ class GitBatch:
             raise GitError(f"not an object name: {name!r}")
 
         def ask(helper: Coprocess) -> GitObject | None:
-            helper.send(f"{name}\n".encode(), _ANSWER_S)
-            header = helper.read_line(_ANSWER_S).split()
-            if len(header) != 3:  # `<name> missing`, `<name> ambiguous`
+            helper.send(batch_name(name) + b"\n", _ANSWER_S)
+            header = batch_header(helper.read_line(_ANSWER_S))
+            if header is None:  # `<name> missing`, `<name> ambiguous`
                 return None
-            content = helper.read_exact(int(header[2]) + 1, _ANSWER_S)
-            return GitObject(header[0].decode(), header[1].decode(), content[:-1])
+            sha, kind, size = header
+            content = helper.read_exact(size + 1, _ANSWER_S)
+            return GitObject(sha, kind, content[:-1])
 
         return self._ask(_CAT_FILE, ask)
 
@@ -95,7 +98,7 @@ class GitBatch:
             chunk = rels[start : start + _PATHS_AT_ONCE]
 
             def ask(helper: Coprocess, chunk: Sequence[str] = chunk) -> list[str]:
-                helper.send("".join(f"{rel}\n" for rel in chunk).encode(), _ANSWER_S)
+                helper.send(b"".join(batch_name(rel) + b"\n" for rel in chunk), _ANSWER_S)
                 return [helper.read_line(_ANSWER_S).decode() for _ in chunk]
 
             ids += self._ask(_HASH_OBJECT, ask)
@@ -226,6 +229,27 @@ def _settings_stamp(work_tree: Path, git_dir: Path) -> Mapping[str, tuple[int, i
         changed = (0, 0) if name == "objects" else (info.st_mtime_ns, info.st_size)
         stamp[name] = (info.st_ino, *changed)
     return stamp
+
+
+def batch_name(name: str) -> bytes:
+    """An object name (or a path) as the helpers read it: a path's bytes as they are on disk
+    (a name that is not UTF-8 was read with surrogateescape, as os.fsdecode reads it)."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def batch_header(line: bytes) -> tuple[str, str, int] | None:
+    """`<sha> <type> <size>`, the line `cat-file --batch` prints before an object; None for its
+    `<name> missing` (or `ambiguous`) answer, whose name may hold spaces of its own."""
+    fields = line.split(b" ")
+    if len(fields) != 3 or fields[1] not in _KINDS or not fields[2].isdigit():
+        return None
+    if not _HEX.fullmatch(fields[0]):
+        return None
+    return fields[0].decode(), fields[1].decode(), int(fields[2])
+
+
+_KINDS = frozenset({b"blob", b"tree", b"commit", b"tag"})
+_HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 class KeptBatch:

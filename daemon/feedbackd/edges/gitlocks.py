@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Literal
 
 from feedbackd.core.errors import GitError
-from feedbackd.edges.gitbatch import HELPER_COMMANDS
 
 log = logging.getLogger("feedbackd")
 
@@ -36,6 +35,23 @@ CHANGING_COMMANDS = frozenset(
         "stash", "switch", "update-index", "update-ref",
     }
 )  # fmt: skip
+# Git commands that never take a lock in `.git` (index.lock, HEAD.lock, a ref's lock): they only
+# read, or store objects. A running one holds none of the locks judged here, whoever started it:
+# the web server's long-lived `cat-file --batch` beside the daemon must not keep a lock a killed
+# git left from being cleared. Not among them: OPTIONAL_LOCK_COMMANDS, and every command not
+# named here (it counts, to stay safe).
+LOCK_FREE_COMMANDS = frozenset(
+    {
+        "annotate", "blame", "cat-file", "check-attr", "check-ignore", "check-ref-format",
+        "cherry", "commit-tree", "config", "count-objects", "diff-tree", "for-each-ref", "grep",
+        "hash-object", "interpret-trailers", "log", "ls-files", "ls-remote", "ls-tree",
+        "merge-base", "mktree", "name-rev", "rev-list", "rev-parse", "shortlog", "show",
+        "show-ref", "var", "verify-commit", "verify-tag", "version", "whatchanged",
+    }
+)  # fmt: skip
+# Commands that refresh the index, taking its lock, when they can; not when asked to take no
+# optional lock (`git --no-optional-locks`, GIT_OPTIONAL_LOCKS=0), as feedbackd's own are.
+OPTIONAL_LOCK_COMMANDS = frozenset({"status", "diff", "describe"})
 # Options of git itself that take the next argument as their value.
 _VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 
@@ -56,9 +72,10 @@ def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> V
 def git_process_in(
     folders: Sequence[Path], proc: Path = Path("/proc"), *, changing_only: bool = False
 ) -> bool | None:
-    """True if a live git process (other than this one) has its working folder inside `folders`;
-    with `changing_only`, only a command that changes the index, work tree or HEAD counts, and
-    none that this process started (its own commands, a sync's rebase in a worktree of its own).
+    """True if a live git process (other than this one) that may hold a lock in `.git` has its
+    working folder inside `folders` (one of LOCK_FREE_COMMANDS never does); with
+    `changing_only`, only a command that changes the index, work tree or HEAD counts, and none
+    that this process started (its own commands, a sync's rebase in a worktree of its own).
 
     None when that cannot be known: no readable /proc, or a git process whose folder is hidden.
     Every step of a change looks, so the look reads one small file per process and only a git's
@@ -78,9 +95,7 @@ def git_process_in(
         if found is None:
             continue
         argv, ours = found
-        if ours and (changing_only or tuple(arg for arg in argv[1:] if arg) in HELPER_COMMANDS):
-            continue  # this process's own commands; its long-lived helpers never lock the index
-        if changing_only and _subcommand(argv) not in CHANGING_COMMANDS:
+        if not _may_hold_a_lock(argv, ours, changing_only) or _no_optional_locks(pid, argv, proc):
             continue
         try:
             cwd = Path(os.readlink(f"{proc}/{pid}/cwd"))
@@ -93,6 +108,30 @@ def git_process_in(
         if any(_inside(cwd, root) or any(str(root) in arg for arg in argv) for root in roots):
             return True
     return None if unknown else False
+
+
+def _may_hold_a_lock(argv: list[str], ours: bool, changing_only: bool) -> bool:
+    """Whether a git running `argv` counts (an unknown command does, to stay safe)."""
+    command = _subcommand(argv)
+    if changing_only:
+        return not ours and command in CHANGING_COMMANDS
+    return command not in LOCK_FREE_COMMANDS
+
+
+def _no_optional_locks(pid: int, argv: list[str], proc: Path) -> bool:
+    """True for a `status` or `diff` told to take no optional lock (the web server's, the
+    daemon's own): it never takes the index lock. Its environment is read only then."""
+    command = _subcommand(argv)
+    if command not in OPTIONAL_LOCK_COMMANDS:
+        return False
+    options = argv[1 : argv.index(command)] if command in argv else []  # git's, not status's
+    if "--no-optional-locks" in options:
+        return True
+    try:
+        environment = _read(f"{proc}/{pid}/environ").split(b"\0")
+    except OSError:
+        return False  # another user's process, or gone: it counts, to stay safe
+    return b"GIT_OPTIONAL_LOCKS=0" in environment
 
 
 def _git_process(entry: str) -> tuple[list[str], bool] | None:

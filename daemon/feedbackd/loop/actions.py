@@ -124,7 +124,7 @@ def approve(
 ) -> Report:
     """Approve a queued draft; `edits` (content fields by dotted name) are written into it
     first, so the approval records them as corrections."""
-    with pipeline_lock(runtime):
+    with pipeline_lock(runtime, index_first=True):
         return _approve(runtime, agent_id, item_id, edits or {})
 
 
@@ -146,7 +146,7 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
     """Write the note into a queued draft and reject it."""
-    with pipeline_lock(runtime):
+    with pipeline_lock(runtime, index_first=True):
         return _reject(runtime, agent_id, item_id, notes)
 
 
@@ -204,7 +204,7 @@ def _check_record_shape(data: dict[str, Any]) -> None:
 def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEntry:
     """Record one programmatic entry (checked with check_record) and commit it."""
     entry = build_record_entry(data)
-    with pipeline_lock(runtime):
+    with pipeline_lock(runtime, index_first=True):
         record_entry(runtime, existing_agent(runtime, agent_id).agent_id, entry)
     return entry
 
@@ -212,7 +212,7 @@ def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEnt
 def forget(runtime: Runtime, agent_id: str, entry_id: str, reason: str) -> Report:
     """Take back one lesson of an agent without undoing its decision (`feedbackd forget`)."""
     agent = existing_agent(runtime, agent_id)
-    with pipeline_lock(runtime):
+    with pipeline_lock(runtime, index_first=True):
         return forget_entry(runtime, agent.agent_id, entry_id, reason)
 
 
@@ -223,7 +223,7 @@ def submit_rating(
     `progress` follows the indexing of the ratings, which a fresh clone's first one builds."""
     if as_agent is not None:
         validate_id(as_agent, "--as agent id")
-    with pipeline_lock(runtime), open_repo(runtime) as repo:
+    with pipeline_lock(runtime, index_first=True), open_repo(runtime) as repo:
         return rentals.submit(runtime, repo, payload, as_agent, progress)
 
 

@@ -20,19 +20,20 @@ from pathlib import Path
 
 from feedbackd.core import agentplan, decisions, items
 from feedbackd.core.agentplan import AgentView, BadFile, ItemFile, ReadItem
-from feedbackd.core.commitmsg import LogEntry, Person
+from feedbackd.core.commitmsg import Person
 from feedbackd.core.decisions import DecisionRecord, State, new_record
 from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.forgetting import forgotten_identities
-from feedbackd.core.ids import is_valid_id
+from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import child_path, read_file_bytes
 from feedbackd.edges.git import GitRepo
-from feedbackd.loop import agentrename, problems, webhouse
+from feedbackd.loop import problems, webhouse
 from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
 from feedbackd.loop.decidedfiles import ChangedDecisions
+from feedbackd.loop.decisionhistory import DecisionHistory
 from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
 from feedbackd.loop.itemfiles import OUTSIDE_LINK, listed_item_problem
 from feedbackd.loop.recovery import CommittedLedgers, FileState, file_state
@@ -175,29 +176,36 @@ class AgentReader:
         file has just been moved there, and costs no look at history.
         """
         undecided = []
-        for item_file in files:
-            record = self.decision_in_history(item_file)
+        for item_file, record in zip(files, self.decisions_in_history(files), strict=True):
             if record is None:
                 undecided.append(item_file)
             else:
                 scan.restored.append(record)
         return undecided
 
-    def decision_in_history(self, item_file: ItemFile) -> DecisionRecord | None:
-        """The ledger line of a decided file's decision commit, when HEAD holds the file where
-        it stands and history has that commit (a line lost from decisions.jsonl); else None."""
-        if self.repo is None:
-            return None
-        rel = self.rel(item_file.path)
-        if self.repo.file_at_head(rel) is None:
-            return None
+    def decisions_in_history(self, files: Sequence[ItemFile]) -> list[DecisionRecord | None]:
+        """For each decided file, the ledger line of its decision commit when HEAD holds the
+        file where it stands and history has that commit (a line lost from decisions.jsonl);
+        else None. History is read once for all of them (loop/decisionhistory.py)."""
+        repo = self.repo
+        if repo is None:
+            return [None] * len(files)
+        history = DecisionHistory(repo, self.agent.agent_id)
+        return [
+            self._decision_of(item_file, history)
+            if repo.file_at_head(self.rel(item_file.path)) is not None
+            else None
+            for item_file in files
+        ]
+
+    def _decision_of(self, item_file: ItemFile, history: DecisionHistory) -> DecisionRecord | None:
         event = "approve" if item_file.folder == "approved" else "reject"
-        last = self._decision_commit(event, item_file.item_id)
+        last = history.newest(event, item_file.item_id)
         if last is None:
             return None  # committed by hand (or again, after a revert): decided now
         state: State = "approved" if event == "approve" else "rejected"
         return new_record(
-            item_file.item_id, state, parse_iso(last.date), file=rel,
+            item_file.item_id, state, parse_iso(last.date), file=self.rel(item_file.path),
             curator=last.curator, fields=last.fields,
         )  # fmt: skip
 
@@ -216,24 +224,6 @@ class AgentReader:
         unknown = [read.file for read in found.items if read.file.item_id not in known]
         still = set(self._not_in_history(unknown, scan))
         return [r for r in found.items if r.file.item_id in known or r.file in still]
-
-    def _decision_commit(self, event: str, item_id: str) -> LogEntry | None:
-        """The newest `event` commit of the item that no `git revert` undid, made under this
-        agent's name or any it had before its folder was renamed."""
-        repo = self.repo
-        assert repo is not None
-
-        def commits_of(agent_id: str) -> list[LogEntry]:
-            trailers = {"Feedback-Agent": agent_id, "Feedback-Item": item_id}
-            return [e for e in repo.trailer_log(trailers) if e.event == event]
-
-        found = commits_of(self.agent.agent_id)
-        for former in [] if found else agentrename.former_names(repo, self.agent.agent_id):
-            found = found or commits_of(former)
-        if not found:
-            return None
-        undone = repo.listings.undone()  # a decision commit that a revert undid is no decision
-        return next((entry for entry in found if entry.commit not in undone), None)
 
     def _revised(
         self, files: Sequence[ItemFile], ledger: Sequence[DecisionRecord]
@@ -426,7 +416,7 @@ def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:
 
 def _bad_name(stem: str) -> tuple[str, str]:
     return (
-        f"item id {stem!r} (the file name) is not a valid id",
+        f"item id {shown_name(stem)} (the file name) is not a valid id",
         "rename the file to 1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter"
         " or digit",
     )

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 
@@ -59,6 +59,7 @@ SYNC_GRACE_S = 10.0  # at shutdown, how long a sync in flight may take to finish
 WRITERS_FIRST_MAX_S = 10.0  # how long a pass gives way to commands waiting for the lock
 STATUS_EVERY_S = 1.0  # during a burst, how often the status file shows how far it got
 SETTINGS_LOOK_S = 1.0  # how soon an edited feedbackd.yaml is picked up
+PASS_INDEX_WAIT_S = 2.0  # how long a pass waits for a git command holding the index lock
 
 
 @dataclass
@@ -96,7 +97,10 @@ class Daemon:
     """`feedbackd run`: one daemon per workspace, reconciling whatever its watcher points at."""
 
     def __init__(self, runtime: Runtime, notifier: Notifier | None = None) -> None:
-        self.runtime = runtime
+        # A pass waits only briefly for a git command holding the index lock (a commit waiting
+        # for its editor): it is tried again with backoff, `status` shows why meanwhile, and
+        # the write lock is free for the commands and the web server between the tries.
+        self.runtime = replace(runtime, index_wait_s=min(runtime.index_wait_s, PASS_INDEX_WAIT_S))
         self.notifier = notifier or Notifier()
         self.stop = threading.Event()
         self.stop_signal = 0

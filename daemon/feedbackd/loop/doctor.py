@@ -10,7 +10,7 @@ from feedbackd.core.agentplan import ItemFile, to_decide
 from feedbackd.core.decisions import parse_record
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.feedback import parse_feedback
-from feedbackd.core.ids import is_valid_id
+from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.memory import MemoryRecord
 from feedbackd.core.ratings import parse_rating_file, stored_fields
 from feedbackd.core.soul import parse_soul
@@ -52,8 +52,9 @@ def examine(
         findings.append(Finding(".", "the workspace is not a git repository", hint))
     for entry in sorted(workspace.agents_dir.iterdir()):
         if entry.is_dir() and not is_valid_id(entry.name):
-            hint = "rename the folder to a valid id"
-            findings.append(Finding(workspace.relative(entry), "bad agent id", hint))
+            message = f"folder name {shown_name(entry.name)} is not a valid agent id"
+            hint = f"rename the folder: an agent id has {ID_RULE}"
+            findings.append(Finding(workspace.relative(entry), message, hint))
     checks = [c for a in workspace.agent_ids() for c in _checks(runtime, workspace.agent(a))]
     checks += inbox_checks(runtime)
     checks += webhouse.doctor_checks(runtime)
@@ -112,7 +113,8 @@ def _ledger_lines_lost(runtime: Runtime, agent: AgentPaths) -> Callable[[], None
         undecided = to_decide(files, read_ledger(agent.decisions))
         with open_repo(runtime) as repo:
             reader = AgentReader(runtime, repo, agent)
-            lost = [f.item_id for f in undecided if reader.decision_in_history(f) is not None]
+            found = reader.decisions_in_history(undecided)
+            lost = [f.item_id for f, record in zip(undecided, found, strict=True) if record]
         if lost:
             raise _lost_lines_error(runtime, agent, lost)
 
@@ -139,10 +141,12 @@ def _items_in(folder: Path) -> list[Path]:
 
 
 def _in_both_folders(item_id: str) -> Callable[[], None]:
+    shown = shown_path(item_id)
+
     def check() -> None:
         raise FeedbackdError(
-            f"{item_id} is in both approved/ and rejected/; it is not decided until one goes",
-            hint=f"keep one: remove {item_id} from the folder that is wrong",
+            f"{shown} is in both approved/ and rejected/; it is not decided until one goes",
+            hint=f"keep one: remove {shown} from the folder that is wrong",
         )
 
     return check
@@ -211,7 +215,8 @@ def _item_check(path: Path) -> Callable[[], None]:
     def check() -> None:
         if not is_valid_id(path.stem):
             raise FeedbackdError(
-                f"file name {path.stem!r} is not a valid item id", hint="rename it"
+                f"file name {shown_name(path.stem)} is not a valid item id",
+                hint=f"rename it: an item id has {ID_RULE}",
             )
         read_item(path)
 

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, GitError, IndexHeld, Locked, WriterBusy
 from feedbackd.edges.files import remove_leftovers
 from feedbackd.edges.git import GitRepo
-from feedbackd.edges.gitlocks import git_process_in, lock_verdict
+from feedbackd.edges.gitlocks import clear_index_lock, git_process_in, lock_verdict
 from feedbackd.edges.instance import WriteLock
 from feedbackd.loop.runtime import Runtime
 
@@ -25,17 +25,44 @@ log = logging.getLogger("feedbackd")
 
 
 @contextmanager
-def pipeline_lock(runtime: Runtime, timeout: float = 60.0) -> Iterator[None]:
+def pipeline_lock(runtime: Runtime, *, index_first: bool = False) -> Iterator[None]:
     """Hold the workspace's write lock; the daemon takes the same one around each pass.
 
     A writer that died holding it (its pid is still in the lock file) may have been cut off in
-    the middle of a commit: the git index is brought in line first."""
+    the middle of a commit: the git index is brought in line first. With `index_first` (a
+    curator's write, which always commits), a git command that holds the index lock is waited
+    for too, before anything is written. A write that cannot go ahead (WriterBusy, IndexHeld:
+    each lock waited for up to the runtime's wait) has then changed nothing. A daemon pass
+    does not wait so: most agents of a pass commit nothing, and need no index."""
     state_dir = runtime.workspace.state_dir
     state_dir.mkdir(parents=True, exist_ok=True)
-    with WriteLock(state_dir, timeout=timeout) as lock:
+    with contextlib.ExitStack() as held:
+        try:
+            lock = held.enter_context(WriteLock(state_dir, timeout=runtime.write_wait_s))
+        except Locked as error:
+            raise WriterBusy(error.message, hint=error.hint) from None
         if lock.abandoned_by is not None:
             _heal_after(runtime, lock)
+        if index_first:
+            _wait_for_index(runtime)
         yield
+
+
+def _wait_for_index(runtime: Runtime) -> None:
+    """Wait for a git command that holds the index lock, or remove the lock a killed git left
+    (every commit would wait for it anyway, after the files are written)."""
+    git_dir = runtime.workspace.root / ".git"
+    if not runtime.git_enabled or not (git_dir / "index.lock").exists():
+        return
+    try:
+        clear_index_lock(
+            runtime.workspace.root,
+            git_dir,
+            stale_after_s=runtime.settings.git.stale_lock_s,
+            wait_s=runtime.index_wait_s,
+        )
+    except GitError as error:
+        raise IndexHeld(error.message, hint=error.hint) from None
 
 
 def clean_leftovers(runtime: Runtime) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.ids import shown_path
 from feedbackd.edges.files import NO_SPACE, atomic_write_text
 
 log = logging.getLogger("feedbackd")
@@ -33,7 +34,7 @@ class Problem:
     def line(self, root: Path | None = None) -> str:
         """`{file}: {what is wrong}`; the file relative to the workspace `root` when given, as
         every message a user reads names it."""
-        return f"{relative_to(self.path, root)}: {self.message}"
+        return f"{shown_path(relative_to(self.path, root))}: {self.message}"
 
 
 def relative_to(path: Path, root: Path | None) -> str:
@@ -142,7 +143,7 @@ def reported_problems(data_dir: Path, root: Path) -> list[str]:
         for report in sorted(data_dir.glob(pattern + ERROR_SUFFIX)):
             bad = report.with_name(report.name[: -len(ERROR_SUFFIX)])
             if report.is_file() and bad.exists():
-                lines.append(f"{relative_to(bad, root)}: {_first_line(report)}")
+                lines.append(f"{shown_path(relative_to(bad, root))}: {_first_line(report)}")
     return lines
 
 

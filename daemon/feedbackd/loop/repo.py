@@ -25,6 +25,7 @@ def open_repo(runtime: Runtime) -> Iterator[GitRepo | None]:
     with GitRepo(
         root,
         stale_lock_s=runtime.settings.git.stale_lock_s,
+        lock_wait_s=runtime.index_wait_s,
         committer=runtime.committer,
         kept=runtime.git_helpers,
     ) as repo:

@@ -25,6 +25,11 @@ class Runtime:
     git_helpers: KeptBatch = field(default_factory=KeptBatch, compare=False, repr=False)
     # the ratings windows read so far, so that each new rating reads only what was appended
     rating_cache: RatingCache = field(default_factory=RatingCache, compare=False, repr=False)
+    # How long a write waits for another writer before it gives up, having changed nothing: for
+    # the workspace's write lock, and for git's index lock that a git command holds. A command
+    # waits long (a curator at a terminal sees it wait); the web server, http.write_wait_s.
+    write_wait_s: float = 60.0
+    index_wait_s: float = 30.0
 
     @classmethod
     def open(cls, workspace: str | None, config: str | None) -> Runtime:
@@ -37,6 +42,10 @@ class Runtime:
         if curator is not None:
             parse_person(curator, "--curator")
         return replace(self, curator=curator)
+
+    def waiting_at_most(self, seconds: float) -> Runtime:
+        """This runtime for writes that wait `seconds` at most for each lock (a web request)."""
+        return replace(self, write_wait_s=seconds, index_wait_s=seconds)
 
     def reload(self) -> Runtime:
         # A workspace feedbackd.yaml written since start-up is found, as a fresh start finds it.

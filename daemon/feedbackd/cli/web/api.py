@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from feedbackd.core.errors import FeedbackdError, InvalidFeedback
+from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms, utcnow
@@ -54,7 +54,9 @@ class Site:
             root = Path(self.workspace)
             seen = _file_state(config_path(self.config, root))
             if self._runtime is None or seen != self._seen:
-                self._runtime = Runtime.open(self.workspace, self.config)
+                opened = Runtime.open(self.workspace, self.config)
+                # A request does not hang on a busy workspace: it answers 503 busy instead.
+                self._runtime = opened.waiting_at_most(opened.settings.http.write_wait_s)
                 self._seen = seen
             runtime = self._runtime
         return runtime.with_curator(curator)
@@ -307,9 +309,18 @@ STATUS_OF_CODE = {
 }
 
 
+# Seconds a client is told to wait before it tries a write again that found the workspace busy.
+RETRY_BUSY_S = 5
+
+
 def error_response(error: FeedbackdError, workspace: str | None = None) -> Response:
     """`{"error": code, "message": text}` with the status the code stands for (400 for refused
-    input), naming files relative to the `workspace`."""
+    input), naming files relative to the `workspace`; a write that gave up on a busy workspace,
+    having changed nothing, is 503 `busy`."""
+    if isinstance(error, Busy):
+        message = f"{error.who}; nothing was changed: try again in a few seconds"
+        headers = {"Retry-After": str(RETRY_BUSY_S)}
+        return JSONResponse({"error": "busy", "message": message}, 503, headers=headers)
     status = STATUS_OF_CODE.get(error.code, 400)
     message = str(error) if workspace is None else without_workspace(str(error), workspace)
     return JSONResponse({"error": error.code, "message": message}, status_code=status)
