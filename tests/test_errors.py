@@ -30,12 +30,14 @@ def test_no_error_code_is_made_up_outside_core_errors() -> None:
     assert _codes_set_outside_errors() == []
 
 
-def test_each_error_class_has_a_code_of_its_own() -> None:
+def test_each_error_code_is_defined_by_one_class() -> None:
+    """A subclass that only narrows an error (WriterBusy is a Locked the HTTP server answers as
+    busy) keeps its parent's code, so the commands answer as they always did."""
     classes = [
         value
         for value in vars(errors).values()
         if isinstance(value, type) and issubclass(value, errors.FeedbackdError)
     ]
-    codes = [cls.code for cls in classes]
+    codes = [cls.code for cls in classes if "code" in vars(cls)]
     assert len(codes) == len(set(codes)), codes
     assert {"feedback_already_submitted", "invalid_id", "not_found", "merge_conflict"} <= set(codes)

@@ -215,20 +215,8 @@ class GitRepo:
     def _blobs(self, revisions: dict[str, str]) -> dict[str, bytes]:
         """The contents of `path` at `sha` for each path → sha, from one `cat-file --batch` (a
         path with a line break, which cannot be named on its line, is asked for on its own)."""
-        order = sorted(path for path in revisions if "\n" not in path)
-        request = b"".join(batch_name(f"{revisions[path]}:{path}") + b"\n" for path in order)
-        out = self._git.run(["cat-file", "--batch"], stdin=request) if order else b""
-        contents: dict[str, bytes] = {}
-        position = 0
-        for path in order:
-            header_end = out.index(b"\n", position)
-            header = batch_header(out[position:header_end])
-            position = header_end + 1
-            if header is None:  # `<sha>:<path> missing`
-                continue
-            contents[path] = out[position : position + header[2]]
-            position += header[2] + 1  # the content, then a newline
-        for path in set(revisions) - set(order):
+        contents = _batch_blobs(self._git, revisions)
+        for path in {path for path in revisions if "\n" in path}:
             found = self._blob(revisions[path], path)
             if found is not None:
                 contents[path] = found
@@ -417,6 +405,24 @@ class GitRepo:
             return GitObject(sha, "blob", self._git.run(["cat-file", "blob", sha])) if sha else None
         found = self._objects.read(f"{rev}:{rel}")
         return found if found is not None and found.kind == "blob" else None
+
+
+def _batch_blobs(git: GitRunner, revisions: dict[str, str]) -> dict[str, bytes]:
+    """What one `cat-file --batch` answers for each path → sha whose path has no line break."""
+    order = sorted(path for path in revisions if "\n" not in path)
+    request = b"".join(batch_name(f"{revisions[path]}:{path}") + b"\n" for path in order)
+    out = git.run(["cat-file", "--batch"], stdin=request) if order else b""
+    contents: dict[str, bytes] = {}
+    position = 0
+    for path in order:
+        header_end = out.index(b"\n", position)
+        header = batch_header(out[position:header_end])
+        position = header_end + 1
+        if header is None:  # `<sha>:<path> missing`
+            continue
+        contents[path] = out[position : position + header[2]]
+        position += header[2] + 1  # the content, then a newline
+    return contents
 
 
 def _log_entries(out: bytes) -> Iterator[tuple[LogEntry, str]]:
