@@ -38,14 +38,17 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
         time.sleep(0.005)
 
 
-def counting_git(folder: Path) -> tuple[Path, Path]:
+def counting_git(folder: Path, *, history_s: float = 0) -> tuple[Path, Path]:
     """A git that appends its arguments to a log, one line per process, then runs git; point
-    $GIT_PYTHON_GIT_EXECUTABLE (which feedbackd honours) at it to count git processes."""
+    $GIT_PYTHON_GIT_EXECUTABLE (which feedbackd honours) at it to count git processes.
+    `history_s`: each `git log` first waits that long, as a walk of a big site's long history
+    does."""
     folder.mkdir()
     log = folder / "git-calls.log"
     wrapper = folder / "git"
     real = shutil.which("git")
     assert real is not None
-    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    slow = f'case "$*" in log\\ *) sleep {history_s:g};; esac\n' if history_s else ""
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\n{slow}exec "{real}" "$@"\n')
     wrapper.chmod(0o755)
     return wrapper, log

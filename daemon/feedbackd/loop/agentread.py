@@ -91,6 +91,9 @@ class AgentReader:
         self.changed_decisions = lookups.changed_decisions or ChangedDecisions(
             runtime, [agent.agent_id]
         )
+        # the files this pass decides, and their drafts' commits (read at most once, together)
+        self.deciding: set[ItemFile] = set()
+        self._drafts_in_git: dict[str, bytes] | None = None
 
     def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
@@ -103,6 +106,7 @@ class AgentReader:
         revised = self._revised(scan.files, ledger) if isinstance(feedback, list) else []
         revised = self._settled(revised, scan)
         self.read_as = {f.path: file_state(f.path) for f in [*undecided, *revised]}
+        self.deciding = {*undecided, *revised}
         from_queue = self._from_curation_queue(ledger, scan) if isinstance(feedback, list) else []
         snippet_left = self.committed.differs_from_head(self.runtime, self.repo, self.agent.prompt)
         view = AgentView(
@@ -347,21 +351,39 @@ class AgentReader:
         item decided before this machine saw it in queue/, or a snapshot a crash left empty)."""
         for suffix in _suffixes_starting_with(item_file.path.suffix):
             queue_path = self.agent.queue / (item_file.item_id + suffix)
-            for data in self._first_copies(queue_path):
+            for data in self._first_copies(item_file, queue_path):
                 try:
                     return items.parse_item(data, suffix, item_file.item_id)
                 except FeedbackdError:
                     continue
         return None
 
-    def _first_copies(self, queue_path: Path) -> Iterator[bytes]:
+    def _first_copies(self, item_file: ItemFile, queue_path: Path) -> Iterator[bytes]:
         """The snapshot of a draft, then (only if that one is not usable) its draft commit."""
         snapshot = snapshot_path(self.runtime, self.agent, queue_path.name)
         if snapshot.exists():
             yield snapshot.read_bytes()
-        data = self.repo.file_at_first_add(self.rel(queue_path)) if self.repo else None
+        data = self._draft_commits(item_file).get(self.rel(queue_path))
         if data is not None:
             yield data
+
+    def _draft_commits(self, asking: ItemFile) -> dict[str, bytes]:
+        """The draft commit of every item this pass decides (under each name its draft may
+        have had): one history walk and one `git cat-file --batch` for all of them, however
+        many wait, so that a burst of approvals costs no git process per item."""
+        if asking not in self.deciding:
+            self.deciding.add(asking)
+            self._drafts_in_git = None
+        if self._drafts_in_git is None:
+            wanted = [
+                self.rel(self.agent.queue / (item_file.item_id + suffix))
+                for item_file in self.deciding
+                if item_file.folder == "approved"
+                for suffix in ITEM_SUFFIXES
+            ]
+            repo, queue = self.repo, self.rel(self.agent.queue)
+            self._drafts_in_git = repo.files_at_last_add(queue, wanted) if repo else {}
+        return self._drafts_in_git
 
     # --- feedback, snippet, curator -----------------------------------------------------------
     def feedback(self) -> list[FeedbackEntry] | FeedbackdError:

@@ -1,0 +1,136 @@
+"""Passes with many decisions waiting stay short and stop when asked.
+
+A pass starts a bounded number of git processes, however many decisions wait: reading the
+drafts' first versions (which approvals are diffed against) walks history once per agent, not
+once per item. The decisions' own commits are the only git work that grows with them: one
+`update-ref` (HEAD moved by compare-and-swap) and one `update-index` (the user's index follows)
+per decision. And SIGTERM during such a pass ends the daemon within seconds, after the decision
+in hand, even where each walk of history is slow (a big site's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import git
+from tests.daemon_kit import DaemonProcess, NotifyListener, committed, decided, ledger, wait_for
+from tests.git_kit import counting_git
+from tests.workspace_kit import Site, draft, settling_in
+
+pytestmark = pytest.mark.slow
+
+# The git commands of one decision's commit (edges/gitcommit.py); anything else is reading.
+COMMIT_COMMANDS = ("update-ref", "update-index")
+
+
+def cloned_site(root: Path, approvals: int) -> Site:
+    """A site whose drafts came with a clone (committed by another machine, first versions in
+    git), then `approvals` of them edited and moved to approved/ before the next pass."""
+    site = settling_in(root, 50)
+    for number in range(approvals + 1):
+        site.write("writer", f"qd-{number}.json", draft({"title": f"Draft {number}"}))
+    site.git("add", "-A")
+    site.git("commit", "-q", "-m", "drafts from another machine")
+    site.reconcile()  # keeps the drafts as git first had them
+    for number in range(approvals):
+        site.write("writer", f"qd-{number}.json", draft({"title": f"Kept {number}"}), "approved")
+        (site.agent("writer") / "queue" / f"qd-{number}.json").unlink()
+    return site
+
+
+def pass_git_commands(site: Site, tmp_path: Path) -> Counter[str]:
+    """How many git processes of each command `run --once` started."""
+    wrapper, calls = counting_git(tmp_path / f"git-{site.root.name}")
+    env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
+    command = [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = calls.read_text().splitlines() if calls.exists() else []
+    return Counter(_command_of(line) for line in lines)
+
+
+def _command_of(line: str) -> str:
+    """The git command of one logged call (`-C dir`, `-c key=value` and the like skipped)."""
+    words = line.split()
+    index = 0
+    while index < len(words) and words[index].startswith("-"):
+        index += 2 if words[index] in ("-C", "-c") else 1
+    return words[index] if index < len(words) else ""
+
+
+def test_a_pass_over_30_approvals_reads_history_as_often_as_over_3(tmp_path: Path) -> None:
+    few = pass_git_commands(cloned_site(tmp_path / "small", 3), tmp_path)
+    big_site = cloned_site(tmp_path / "big", 30)
+    many = pass_git_commands(big_site, tmp_path)
+    reads_few = {k: v for k, v in few.items() if k not in COMMIT_COMMANDS}
+    reads_many = {k: v for k, v in many.items() if k not in COMMIT_COMMANDS}
+    assert reads_many == reads_few, f"3 approvals: {few}; 30 approvals: {many}"
+    for command in COMMIT_COMMANDS:
+        assert many[command] - few[command] == 27, f"3 approvals: {few}; 30 approvals: {many}"
+    assert sorted(decided(big_site, "writer")) == sorted(f"qd-{n}" for n in range(30))
+    feedback = json.loads((big_site.agent("writer") / "feedback.json").read_text())
+    assert len(feedback) == 30  # each approval's correction, diffed against the first version
+
+
+def test_sigterm_in_a_pass_over_200_approvals_stops_within_10_s(
+    tmp_path: Path,
+    listener: NotifyListener,
+    start: type[DaemonProcess],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    site = settling_in(tmp_path / "ws", 50)
+    names = [f"qd-{number:03d}" for number in range(200)]
+    for name in names:
+        site.write("w", f"{name}.json", draft({"title": f"Draft {name}"}))
+    site.git("add", "-A")
+    site.git("commit", "-q", "-m", "drafts from another machine")
+    wrapper, _ = counting_git(tmp_path / "bin", history_s=0.15)
+    monkeypatch.setenv("GIT_PYTHON_GIT_EXECUTABLE", str(wrapper))
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    for name in names:  # edited, then dropped into approved/ at once
+        site.write("w", f"{name}.json", draft({"title": f"Kept {name}"}), "approved")
+        (site.agent("w") / "queue" / f"{name}.json").unlink()
+    # The pass reads the drafts' history once, not once per approval, before it decides.
+    wait_for(lambda: committed(site, "approve(w)"), 10, "the first approval's commit")
+    asked = time.monotonic()
+    daemon.signal(signal.SIGTERM)
+    assert daemon.proc.wait(30) == 0
+    assert time.monotonic() - asked < 10, daemon.log()
+
+    stopped_at = decided(site, "w")
+    assert 0 < len(stopped_at) < 200, "the burst was over before SIGTERM; make it larger"
+    _each_committed_whole(site, stopped_at)
+    monkeypatch.delenv("GIT_PYTHON_GIT_EXECUTABLE")
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert sorted(decided(site, "w")) == names  # each exactly once
+    _each_committed_whole(site, names)
+
+
+def _each_committed_whole(site: Site, items: list[str]) -> None:
+    """Each decided item has its ledger line, its correction in feedback.json, its file in
+    approved/ and its approval commit, all in HEAD; the agent's lessons and ledger are committed
+    as they stand."""
+    agent = "_data/agents/w"
+    learned = [f"{agent}/{name}" for name in ("decisions.jsonl", "feedback.json", "prompt")]
+    assert site.git("status", "--porcelain", "--", *learned) == ""
+    committed = site.git("show", f"HEAD:{agent}/decisions.jsonl").splitlines()
+    assert [json.loads(line)["item"] for line in committed] == [
+        r["item"] for r in ledger(site, "w")
+    ]
+    feedback = json.loads(site.git("show", f"HEAD:{agent}/feedback.json"))
+    assert sorted(e["queueItemId"] for e in feedback if e["type"] == "correction") == sorted(items)
+    in_head = set(site.git("ls-tree", "--name-only", "HEAD", f"{agent}/approved/").split())
+    assert in_head == {f"{agent}/approved/{item}.json" for item in items}
+    subjects = git(site.root, "log", "--format=%s").splitlines()
+    approvals = [s.split(": ", 1)[1].split(",")[0] for s in subjects if s.startswith("approve(w)")]
+    assert sorted(approvals) == sorted(items)
