@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -198,17 +198,30 @@ class GitRepo:
         wanted = {rel_path(path) for path in paths}
         if not wanted or self.head() is None:
             return {}
-        return self._blobs(self._last_adds(rel_path(under), wanted))
+        return self._blobs(self._last_adds(rel_path(under), wanted.__contains__))
 
-    def _last_adds(self, under: str, wanted: set[str]) -> dict[str, str]:
-        """path → the sha of the newest commit that added it, for the wanted paths."""
+    def last_adds_below(self, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
+        """path → the sha of the newest commit that added it, for every path below `under`
+        that `keep` accepts: one history walk, however many paths (files_at_commits reads
+        them)."""
+        if self.head() is None:
+            return {}
+        return self._last_adds(rel_path(under), keep)
+
+    def files_at_commits(self, revisions: Mapping[str, str]) -> dict[str, bytes]:
+        """The content of each path at its commit (path → sha), from one `cat-file --batch`;
+        paths a commit lacks are left out."""
+        return self._blobs(dict(revisions)) if revisions else {}
+
+    def _last_adds(self, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
+        """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
         args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
         out = self._git.run([*args, "--", under]).decode("utf-8", errors="surrogateescape")
         found: dict[str, str] = {}
         for record in out.split("\x01")[1:]:
             sha, _, names = record.partition("\0")
             for name in names.lstrip("\n").split("\0"):
-                if name in wanted and name not in found:
+                if name and name not in found and keep(name):
                     found[name] = sha
         return found
 

@@ -36,7 +36,7 @@ from feedbackd.edges.git import GitRepo, HeadMoved
 from feedbackd.loop import agentrename, problems, recovery
 from feedbackd.loop.agentfiles import append_record, read_forgotten_text, read_ledger
 from feedbackd.loop.agentread import AgentReader, Lookups
-from feedbackd.loop.draftmemory import remember_drafts
+from feedbackd.loop.draftmemory import DraftCommits, remember_drafts
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recording import CommitRequest
 from feedbackd.loop.recovery import CommittedLedgers, file_state
@@ -126,8 +126,10 @@ class AgentPass:
         if renamed is not None:
             self.report.events.append(renamed)
             self.head = renamed.commit  # the folder is read after the move: plan on it
-            # The shared listing of untracked files was made before the move: ask git anew.
+            # The shared listing of untracked files and walk of history were made before the
+            # move: ask git anew.
             self.reader.first_versions = None
+            self.reader.draft_commits = DraftCommits()
         self._commit_recovered(ledger)
         view, scan = self.reader.read(ledger)
         plan = agentplan.plan_agent(view, self.runtime.settings, utcnow())

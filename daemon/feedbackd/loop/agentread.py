@@ -34,7 +34,7 @@ from feedbackd.loop import problems, webhouse
 from feedbackd.loop.agentfiles import read_feedback, read_forgotten_text, read_item
 from feedbackd.loop.decidedfiles import ChangedDecisions
 from feedbackd.loop.decisionhistory import DecisionHistory
-from feedbackd.loop.draftmemory import FirstVersions, remembered, snapshot_path
+from feedbackd.loop.draftmemory import DraftCommits, FirstVersions, remembered, snapshot_path
 from feedbackd.loop.itemfiles import OUTSIDE_LINK, listed_item_problem
 from feedbackd.loop.recovery import CommittedLedgers, FileState, file_state
 from feedbackd.loop.runtime import Runtime, choose_author
@@ -57,11 +57,14 @@ class Scan:
 
 @dataclass
 class Lookups:
-    """What the agents of one pass ask git together, once: the new drafts' first versions, and
-    the decided files changed since their commit. A pass over one agent asks on its own."""
+    """What the agents of one pass ask git together, once: the new drafts' first versions, the
+    decided files changed since their commit, and the drafts' commits that approvals are diffed
+    against. A pass over one agent asks on its own."""
 
     first_versions: FirstVersions | None = None
     changed_decisions: ChangedDecisions | None = None
+    # the draft commits of the approvals to decide, from one walk of history for all agents
+    draft_commits: DraftCommits = field(default_factory=DraftCommits)
 
 
 class AgentReader:
@@ -92,6 +95,7 @@ class AgentReader:
             runtime, [agent.agent_id]
         )
         # the files this pass decides, and their drafts' commits (read at most once, together)
+        self.draft_commits = lookups.draft_commits  # shared by the agents of a pass
         self.deciding: set[ItemFile] = set()
         self._drafts_in_git: dict[str, bytes] | None = None
 
@@ -369,8 +373,8 @@ class AgentReader:
 
     def _draft_commits(self, asking: ItemFile) -> dict[str, bytes]:
         """The draft commit of every item this pass decides (under each name its draft may
-        have had): one history walk and one `git cat-file --batch` for all of them, however
-        many wait, so that a burst of approvals costs no git process per item."""
+        have had): one `git cat-file --batch` for all of them, from a history walk shared by the
+        agents of the pass, so that a burst of approvals costs no git process per item."""
         if asking not in self.deciding:
             self.deciding.add(asking)
             self._drafts_in_git = None
@@ -381,8 +385,8 @@ class AgentReader:
                 if item_file.folder == "approved"
                 for suffix in ITEM_SUFFIXES
             ]
-            repo, queue = self.repo, self.rel(self.agent.queue)
-            self._drafts_in_git = repo.files_at_last_add(queue, wanted) if repo else {}
+            repo = self.repo
+            self._drafts_in_git = self.draft_commits.of(repo, self.runtime, wanted) if repo else {}
         return self._drafts_in_git
 
     # --- feedback, snippet, curator -----------------------------------------------------------

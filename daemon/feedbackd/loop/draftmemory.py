@@ -176,3 +176,31 @@ class FirstVersions:
         except OSError:
             return True
         return changed_at >= self.listed_at - SETTLED_S
+
+
+class DraftCommits:
+    """The draft commit of each draft the agents' queue/ folders ever had, from one history walk
+    for all the agents of a pass: an approval of a draft remembered as git first had it (a
+    clone's) is diffed against that commit's version. On a long history one walk costs about as
+    much for every agent as for one, so a catch-up over hundreds of agents walks it once.
+
+    The walk is made when first needed; drafts committed after it (by the same pass) have their
+    own copies in the snapshots folder, which are read first."""
+
+    def __init__(self) -> None:
+        self._added: dict[str, str] | None = None  # queue path → the commit that last added it
+
+    def of(self, repo: GitRepo, runtime: Runtime, paths: Collection[str]) -> dict[str, bytes]:
+        """path → the draft as its last adding commit holds it, for those of `paths` (drafts'
+        paths in queue/, relative to the workspace) that a commit added."""
+        if self._added is None:
+            under = runtime.workspace.relative(runtime.workspace.agents_dir)
+            self._added = repo.last_adds_below(under, _in_a_queue)
+        added = self._added
+        return repo.files_at_commits({path: added[path] for path in paths if path in added})
+
+
+def _in_a_queue(path: str) -> bool:
+    """True for `…/<agent>/queue/<file>`."""
+    parts = path.rsplit("/", 2)
+    return len(parts) == 3 and parts[1] == "queue"
