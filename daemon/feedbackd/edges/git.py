@@ -296,11 +296,14 @@ class GitRepo:
         """One pure rename of the folder `old` to `new` (see CommitWriter.move_folder)."""
         return self._commits.move_folder(old, new, message, author)
 
-    def holding(self, expected: str | None) -> AbstractContextManager[Held]:
+    def holding(
+        self, expected: str | None, *, index_once: bool = False
+    ) -> AbstractContextManager[Held]:
         """Hold the index lock for one change planned on HEAD `expected`: write its files and
         commit them inside (see CommitWriter). HeadMoved when HEAD is another commit by then;
-        `held.head` is the change's commit afterwards."""
-        return self._commits.holding(expected)
+        `held.head` is the change's commit afterwards. `index_once`: for several changes in a
+        row, the user's index follows them all at once, as the lock is let go."""
+        return self._commits.holding(expected, index_once=index_once)
 
     def holding_on_top(self) -> AbstractContextManager[Held]:
         """Hold the index lock for a change that goes on top of whatever HEAD is (a rating is

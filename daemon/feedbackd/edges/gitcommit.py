@@ -104,9 +104,15 @@ class HeadMoved(GitError):
 
 @dataclass
 class Held:
-    """The index lock is held for one change planned on `head` (the commit it made, once made)."""
+    """The index lock is held for one change planned on `head` (the commit it made, once made).
+
+    `index_once`: the user's index follows the commits made meanwhile once, as the lock is let
+    go, not after each (see CommitWriter.holding)."""
 
     head: str | None
+    index_once: bool = False
+    # the paths committed meanwhile whose index entries wait, as their files were stored
+    waiting: WorkTreeChange | None = None
 
 
 _CURRENT = object()  # hold on whatever HEAD is once the lock is taken
@@ -146,10 +152,18 @@ class CommitWriter:
         self._settled_at = -_SETTLED_FOR_S
 
     @contextmanager
-    def holding(self, expected: str | object | None = _CURRENT) -> Iterator[Held]:
+    def holding(
+        self, expected: str | object | None = _CURRENT, *, index_once: bool = False
+    ) -> Iterator[Held]:
         """Hold the index lock for a change planned on HEAD `expected` (by default: HEAD as it
         is once the lock is held); HeadMoved when HEAD is another commit by then. Commits made
-        meanwhile go on top of it, one after the other."""
+        meanwhile go on top of it, one after the other.
+
+        `index_once`: the user's index follows all of them at once, before the lock is let go
+        (on a big site writing the index costs more than the commit itself). No git command
+        can see the index lag meanwhile, as none can take the lock; a crash leaves it lagging
+        for a few commits, as between any commit and its index update, and heal_index brings
+        it in line."""
         if self._held is not None:
             raise RuntimeError("the index lock is already held for a change")
         refuse_during_operation(self._git.git_dir)
@@ -168,11 +182,20 @@ class CommitWriter:
                     f" while feedbackd worked on {str(expected or 'no commit')[:12]}",
                     hint="nothing of the change was written; it is planned again",
                 )
-            self._held = Held(head)
+            self._held = Held(head, index_once)
             try:
                 yield self._held
             finally:
-                self._held = None
+                try:
+                    self._index_follows(self._held)
+                finally:
+                    self._held = None
+
+    def _index_follows(self, held: Held) -> None:
+        """The index updates the commits of `held` left waiting, as one (index_once)."""
+        waiting, held.waiting = held.waiting, None
+        if waiting is not None and held.head is not None:
+            self.update_user_index(held.head, list(waiting.seen), waiting)
 
     def head(self) -> str | None:
         """HEAD's commit, read afresh; None before a first commit."""
@@ -264,7 +287,10 @@ class CommitWriter:
         new = self._commit_tree(tree, head, message, author)
         self._move_head(new, head, message)
         held.head = new
-        self.update_user_index(new, rels, change)
+        if held.index_once:
+            held.waiting = _joined(held.waiting, rels, change)
+        else:
+            self.update_user_index(new, rels, change)
         return new
 
     def put_back(self, rel: str, within: Path) -> bool:
@@ -520,6 +546,19 @@ def _still_in(folder: Path, change: WorkTreeChange) -> WorkTreeChange:
     if not folder.is_dir():
         raise FileNotFoundError(errno.ENOENT, "moved away while its change was read", str(folder))
     return change
+
+
+def _joined(
+    waiting: WorkTreeChange | None, rels: list[str], change: WorkTreeChange
+) -> WorkTreeChange:
+    """The paths of index updates left waiting, with those of one more commit (its files as it
+    stored them; a path named by a folder has no such record, and takes the general way)."""
+    joined = waiting or WorkTreeChange()
+    joined.files_only &= change.files_only
+    for rel in rels:
+        joined.seen.pop(rel, None)  # the latest commit's record stands, and comes last
+        joined.seen[rel] = change.seen.get(rel)
+    return joined
 
 
 def _lstat(path: Path) -> os.stat_result | None:

@@ -49,6 +49,11 @@ log = logging.getLogger("feedbackd")
 # Times a pass reads its folder again because HEAD moved under it before it gives up (the
 # daemon then tries again later, as after any other failure).
 _READS = 3
+# Decisions applied in one run holding git's index lock (see AgentPass._apply_run): fewer than
+# the recent commits whose index entries heal_index checks after a crash (20), and a run lets
+# go of the lock within RUN_S so that a user's git command is not kept out for long.
+RUN_STEPS = 16
+RUN_S = 0.5
 
 
 class ReadAgain(Exception):
@@ -193,14 +198,31 @@ class AgentPass:
             if first is not None:
                 self.apply(first)
         remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
-        for done, step in enumerate(plan.decisions, start=1):
+        done = 0
+        while done < len(plan.decisions):
             if not self.keep_going():
                 return  # stopping: the next pass decides the rest
-            self.apply(step)
-            if self.on_decision is not None:
-                self.on_decision(done, len(plan.decisions))
+            done = self._apply_run(plan.decisions, done)
         if plan.snippet_refresh is not None:
             self.apply(plan.snippet_refresh)
+
+    def _apply_run(self, steps: Sequence[Step], done: int) -> int:
+        """Apply decisions from `steps[done]` on, each with its commit, holding git's index lock
+        for a short run of them: the user's index then follows the run's commits once (writing
+        a big site's index costs more than a commit). The run ends after RUN_STEPS decisions or
+        RUN_S seconds, or as soon as keep_going says no; returns the decisions done by then."""
+        started = time.monotonic()
+        with self._holding(index_once=True):
+            while True:
+                self._check_as_read(steps[done])
+                self._write_and_commit(steps[done])
+                done += 1
+                if self.on_decision is not None:
+                    self.on_decision(done, len(steps))
+                if done == len(steps) or done % RUN_STEPS == 0:
+                    return done
+                if time.monotonic() - started >= RUN_S or not self.keep_going():
+                    return done
 
     def apply(self, step: Step) -> None:
         """Write the step's files, append its ledger lines, make its commit (HeadMoved, with
@@ -244,12 +266,12 @@ class AgentPass:
             self.report.events.append(recorded)
 
     @contextmanager
-    def _holding(self) -> Iterator[None]:
+    def _holding(self, *, index_once: bool = False) -> Iterator[None]:
         """Git's index lock held, HEAD still the pass's; afterwards HEAD is the step's commit."""
         if self.repo is None:
             yield
             return
-        with self.repo.holding(self.head) as held:
+        with self.repo.holding(self.head, index_once=index_once) as held:
             try:
                 yield
             finally:
