@@ -32,18 +32,22 @@ pytestmark = pytest.mark.slow
 COMMIT_COMMANDS = ("update-ref", "update-index")
 
 
-def cloned_site(root: Path, approvals: int) -> Site:
+def cloned_site(root: Path, approvals: int, agents: int = 1) -> Site:
     """A site whose drafts came with a clone (committed by another machine, first versions in
-    git), then `approvals` of them edited and moved to approved/ before the next pass."""
+    git), then `approvals` of them in each of `agents` agents edited and moved to approved/
+    before the next pass."""
     site = settling_in(root, 50)
-    for number in range(approvals + 1):
-        site.write("writer", f"qd-{number}.json", draft({"title": f"Draft {number}"}))
+    names = [f"writer-{agent}" for agent in range(agents)]
+    for name in names:
+        for number in range(approvals + 1):
+            site.write(name, f"qd-{number}.json", draft({"title": f"Draft {number}"}))
     site.git("add", "-A")
     site.git("commit", "-q", "-m", "drafts from another machine")
     site.reconcile()  # keeps the drafts as git first had them
-    for number in range(approvals):
-        site.write("writer", f"qd-{number}.json", draft({"title": f"Kept {number}"}), "approved")
-        (site.agent("writer") / "queue" / f"qd-{number}.json").unlink()
+    for name in names:
+        for number in range(approvals):
+            site.write(name, f"qd-{number}.json", draft({"title": f"Kept {number}"}), "approved")
+            (site.agent(name) / "queue" / f"qd-{number}.json").unlink()
     return site
 
 
@@ -77,9 +81,20 @@ def test_a_pass_over_30_approvals_reads_history_as_often_as_over_3(tmp_path: Pat
     assert many["update-ref"] - few["update-ref"] == 27  # a commit for each decision
     assert many["update-index"] - few["update-index"] <= 27 // RUN_STEPS + 1
     assert big_site.git("diff", "--cached", "--name-only") == ""  # the index follows HEAD
-    assert sorted(decided(big_site, "writer")) == sorted(f"qd-{n}" for n in range(30))
-    feedback = json.loads((big_site.agent("writer") / "feedback.json").read_text())
+    assert sorted(decided(big_site, "writer-0")) == sorted(f"qd-{n}" for n in range(30))
+    feedback = json.loads((big_site.agent("writer-0") / "feedback.json").read_text())
     assert len(feedback) == 30  # each approval's correction, diffed against the first version
+
+
+def test_a_pass_over_approvals_in_six_agents_walks_history_as_often_as_in_two(
+    tmp_path: Path,
+) -> None:
+    two = pass_git_commands(cloned_site(tmp_path / "two", 1, agents=2), tmp_path)
+    six_site = cloned_site(tmp_path / "six", 1, agents=6)
+    six = pass_git_commands(six_site, tmp_path)
+    assert six["log"] == two["log"], f"2 agents: {two}; 6 agents: {six}"
+    for agent in range(6):
+        assert decided(six_site, f"writer-{agent}") == ["qd-0"]
 
 
 def test_sigterm_in_a_pass_over_200_approvals_stops_within_10_s(
