@@ -209,9 +209,11 @@ class GitRepo:
         return self._last_adds(rel_path(under), keep)
 
     def files_at_commits(self, revisions: Mapping[str, str]) -> dict[str, bytes]:
-        """The content of each path at its commit (path → sha), from one `cat-file --batch`;
-        paths a commit lacks are left out."""
-        return self._blobs(dict(revisions)) if revisions else {}
+        """The content of each path at its commit (path → sha), through the long-lived
+        cat-file (a pass asks for a few of each agent's: no git process of their own); paths a
+        commit lacks are left out."""
+        found = {path: self._blob(sha, path) for path, sha in revisions.items()}
+        return {path: data for path, data in found.items() if data is not None}
 
     def _last_adds(self, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
         """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
