@@ -194,25 +194,29 @@ class AgentPass:
 
     # --- applying the plan --------------------------------------------------------------------
     def _apply(self, plan: AgentPlan) -> None:
-        for first in (plan.drafts, plan.feedback_files):
-            if first is not None:
-                self.apply(first)
+        if plan.drafts is not None:
+            self.apply(plan.drafts)
         remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
-        done = 0
-        while done < len(plan.decisions):
-            if not self.keep_going():
-                return  # stopping: the next pass decides the rest
-            done = self._apply_run(plan.decisions, done)
-        if plan.snippet_refresh is not None:
-            self.apply(plan.snippet_refresh)
+        lead, done = plan.feedback_files, 0
+        while done < len(plan.decisions) and self.keep_going():
+            done = self._apply_run(plan.decisions, done, lead)
+            lead = None
+        if lead is not None:
+            self.apply(lead)  # no decision went with it (none, or stopping before the first)
+        if done == len(plan.decisions) and plan.snippet_refresh is not None:
+            self.apply(plan.snippet_refresh)  # stopping leaves it to the next pass
 
-    def _apply_run(self, steps: Sequence[Step], done: int) -> int:
-        """Apply decisions from `steps[done]` on, each with its commit, holding git's index lock
-        for a short run of them: the user's index then follows the run's commits once (writing
-        a big site's index costs more than a commit). The run ends after RUN_STEPS decisions or
-        RUN_S seconds, or as soon as keep_going says no; returns the decisions done by then."""
+    def _apply_run(self, steps: Sequence[Step], done: int, lead: Step | None) -> int:
+        """Apply decisions from `steps[done]` on (after `lead`, a step that goes first), each
+        with its commit, holding git's index lock for a short run of them: the user's index
+        then follows the run's commits once (writing a big site's index costs more than a
+        commit). The run ends after RUN_STEPS decisions or RUN_S seconds, or as soon as
+        keep_going says no; returns the decisions done by then."""
         started = time.monotonic()
         with self._holding(index_once=True):
+            if lead is not None:
+                self._check_as_read(lead)
+                self._write_and_commit(lead)
             while True:
                 self._check_as_read(steps[done])
                 self._write_and_commit(steps[done])
