@@ -135,21 +135,41 @@ def test_sigterm_in_a_pass_over_200_approvals_stops_within_10_s(
     _each_committed_whole(site, names)
 
 
-def _each_committed_whole(site: Site, items: list[str]) -> None:
+def _each_committed_whole(site: Site, items: list[str], name: str = "w") -> None:
     """Each decided item has its ledger line, its correction in feedback.json, its file in
     approved/ and its approval commit, all in HEAD; the agent's lessons and ledger are committed
     as they stand."""
-    agent = "_data/agents/w"
-    learned = [f"{agent}/{name}" for name in ("decisions.jsonl", "feedback.json", "prompt")]
+    agent = f"_data/agents/{name}"
+    learned = [f"{agent}/{file}" for file in ("decisions.jsonl", "feedback.json", "prompt")]
     assert site.git("status", "--porcelain", "--", *learned) == ""
-    committed = site.git("show", f"HEAD:{agent}/decisions.jsonl").splitlines()
-    assert [json.loads(line)["item"] for line in committed] == [
-        r["item"] for r in ledger(site, "w")
-    ]
+    lines = site.git("show", f"HEAD:{agent}/decisions.jsonl").splitlines()
+    assert [json.loads(line)["item"] for line in lines] == [r["item"] for r in ledger(site, name)]
     feedback = json.loads(site.git("show", f"HEAD:{agent}/feedback.json"))
     assert sorted(e["queueItemId"] for e in feedback if e["type"] == "correction") == sorted(items)
     in_head = set(site.git("ls-tree", "--name-only", "HEAD", f"{agent}/approved/").split())
     assert in_head == {f"{agent}/approved/{item}.json" for item in items}
     subjects = git(site.root, "log", "--format=%s").splitlines()
-    approvals = [s.split(": ", 1)[1].split(",")[0] for s in subjects if s.startswith("approve(w)")]
+    approvals = [
+        s.split(": ", 1)[1].split(",")[0] for s in subjects if s.startswith(f"approve({name})")
+    ]
     assert sorted(approvals) == sorted(items)
+
+
+def test_sigterm_in_run_once_ends_it_after_the_decision_in_hand(tmp_path: Path) -> None:
+    site = cloned_site(tmp_path / "ws", 120)
+    command = [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once"]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as run:
+        wait_for(lambda: committed(site, "approve(writer-0)"), 10, "the first approval's commit")
+        asked = time.monotonic()
+        run.send_signal(signal.SIGTERM)
+        _, stderr = run.communicate(timeout=30)
+    assert time.monotonic() - asked < 10
+    assert run.returncode == 1, stderr
+    assert "stopped by SIGTERM" in stderr and "run --once" in stderr
+    stopped_at = decided(site, "writer-0")
+    assert 0 < len(stopped_at) < 120, "the run was over before SIGTERM; make it larger"
+    _each_committed_whole(site, stopped_at, "writer-0")
+
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert sorted(decided(site, "writer-0")) == sorted(f"qd-{n}" for n in range(120))
