@@ -74,13 +74,16 @@ def _command_of(line: str) -> str:
 def test_a_pass_over_30_approvals_reads_history_as_often_as_over_3(tmp_path: Path) -> None:
     few = pass_git_commands(cloned_site(tmp_path / "small", 3), tmp_path)
     big_site = cloned_site(tmp_path / "big", 30)
+    (big_site.root / "notes.md").write_text("the user's own work, staged\n")
+    big_site.git("add", "notes.md")
     many = pass_git_commands(big_site, tmp_path)
     reads_few = {k: v for k, v in few.items() if k not in COMMIT_COMMANDS}
     reads_many = {k: v for k, v in many.items() if k not in COMMIT_COMMANDS}
     assert reads_many == reads_few, f"3 approvals: {few}; 30 approvals: {many}"
     assert many["update-ref"] - few["update-ref"] == 27  # a commit for each decision
     assert many["update-index"] - few["update-index"] <= 27 // RUN_STEPS + 1
-    assert big_site.git("diff", "--cached", "--name-only") == ""  # the index follows HEAD
+    # The index follows HEAD, and what the user staged stays staged.
+    assert big_site.git("diff", "--cached", "--name-only") == "notes.md\n"
     assert sorted(decided(big_site, "writer-0")) == sorted(f"qd-{n}" for n in range(30))
     feedback = json.loads((big_site.agent("writer-0") / "feedback.json").read_text())
     assert len(feedback) == 30  # each approval's correction, diffed against the first version
