@@ -86,6 +86,8 @@ class AgentView:
     revised: Sequence[ReadItem] = ()  # decided files changed since their last commit, read
     # False: HEAD holds another snippet (a pass killed after writing it, before its commit)
     snippet_committed: bool = True
+    # feedback.json deleted but not committed: HEAD's version (`feedback` holds its entries)
+    feedback_deleted: str | None = None
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -162,11 +164,12 @@ class AgentPlan:
     # a rejection without a note): nothing stands to tell it again, so the daemon keeps them.
     decision_warnings: tuple[str, ...] = ()
     feedback_files: Step | None = None  # a new agent's, when no drafts' commit holds them
+    feedback_restore: Step | None = None  # a deleted feedback.json, back as HEAD holds it
 
     @property
     def steps(self) -> list[Step]:
         """Every step, in the order it is applied."""
-        first = (self.drafts, self.feedback_files)
+        first = (self.feedback_restore, self.drafts, self.feedback_files)
         return [step for step in (*first, *self.decisions, self.snippet_refresh) if step]
 
 
@@ -235,7 +238,9 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         notes.warnings.append(
             f"{view.agent.agent_id}/{item_id} is in both approved/ and rejected/: keep one"
         )
-    folder = _Folder(tuple(view.feedback), view.feedback_exists, view.snippet)
+    feedback = tuple(view.feedback)
+    restore = _plan_feedback_restore(view, len(feedback), notes)
+    folder = _Folder(feedback, view.feedback_exists or restore is not None, view.snippet)
     drafts, feedback_files, folder = _plan_feedback_files(view, drafts, folder)
     steps: list[Step] = []
     kept = without_forgotten(folder.feedback, view.forgotten)
@@ -263,7 +268,23 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         tuple(notes.warnings),
         tuple(notes.decision_warnings),
         feedback_files,
+        restore,
     )
+
+
+def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step | None:
+    """feedback.json deleted but not committed: written back as HEAD holds it, before anything
+    else, so that every lesson stays (the commit is empty unless a decision follows)."""
+    if view.feedback_deleted is None:
+        return None
+    agent = view.agent
+    notes.warnings.append(
+        f"{_relative(view, agent.feedback)} was deleted; put back as the last commit holds it"
+        f" ({entries} entries): to wipe the agent's lessons on purpose, run"
+        f" `feedbackd forget {agent.agent_id} --all`"
+    )
+    commit = Commit("sync", "restore feedback.json from history", (agent.feedback,))
+    return Step(commit, (Write(agent.feedback, view.feedback_deleted),))
 
 
 def plan_feedback_files(
@@ -611,6 +632,37 @@ def plan_forget(
         entry.queueItemId,
     )
     return Step(commit, tuple(writes))
+
+
+def plan_forget_all(
+    agent: AgentPaths,
+    feedback: Sequence[FeedbackEntry],
+    snippet: str | None,
+    settings: Settings,
+    forgetting: tuple[str, Person],  # (the forgotten.jsonl text with a line for each, who)
+) -> Step:
+    """`feedbackd forget AGENT --all`: feedback.json emptied, the snippet regenerated, every
+    entry listed in forgotten.jsonl (so no replay or merge brings one back), in one commit."""
+    forgotten_text, author = forgetting
+    writes = [Write(agent.feedback, dump_feedback([])), Write(agent.forgotten, forgotten_text)]
+    text = render_snippet([], settings.prompt)
+    if text != snippet:
+        writes.append(Write(agent.prompt, text))
+    shown = [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
+    if len(feedback) > _LISTED:
+        shown.append(f"and {len(feedback) - _LISTED} more")
+    noun = "entry" if len(feedback) == 1 else "entries"
+    commit = Commit(
+        "forget",
+        f"all {len(feedback)} {noun}",
+        (agent.feedback, agent.prompt, agent.forgotten),
+        author,
+        tuple(shown),
+    )
+    return Step(commit, tuple(writes))
+
+
+_LISTED = 20  # entries a `forget --all` commit lists in its body; the rest are counted
 
 
 def plan_restore(agent: AgentPaths, records: Sequence[DecisionRecord]) -> Step:

@@ -33,7 +33,7 @@ from feedbackd.loop.agentfiles import (
     set_content_fields,
     set_rejection_feedback,
 )
-from feedbackd.loop.agentpass import forget_entry, record_entry
+from feedbackd.loop.agentpass import forget_all_entries, forget_entry, record_entry
 from feedbackd.loop.itemfiles import item_file_problem
 from feedbackd.loop.locking import pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all
@@ -214,6 +214,13 @@ def forget(runtime: Runtime, agent_id: str, entry_id: str, reason: str) -> Repor
     agent = existing_agent(runtime, agent_id)
     with pipeline_lock(runtime, index_first=True):
         return forget_entry(runtime, agent.agent_id, entry_id, reason)
+
+
+def forget_all(runtime: Runtime, agent_id: str, reason: str) -> Report:
+    """Wipe an agent's lessons on purpose; the decisions stay (`feedbackd forget --all`)."""
+    agent = existing_agent(runtime, agent_id)
+    with pipeline_lock(runtime, index_first=True):
+        return forget_all_entries(runtime, agent.agent_id, reason)
 
 
 def submit_rating(

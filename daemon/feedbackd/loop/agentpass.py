@@ -175,6 +175,24 @@ class AgentPass:
         )
         return self.report
 
+    def forget_all(self, reason: str, author: Person) -> Report:
+        """Wipe the agent's lessons on purpose (`feedbackd forget AGENT --all`): each listed in
+        forgotten.jsonl, so that no replayed decision nor merge brings one back."""
+        feedback = self._usable_feedback()
+        if not feedback:
+            raise NotFound(
+                f"{self.rel(self.agent.feedback)} holds no lessons; nothing to forget",
+                hint=f"`feedbackd recent {self.agent.agent_id}` shows the agent's lessons",
+            )
+        listed = read_forgotten_text(self.agent.forgotten)
+        now, who = utcnow(), str(author)
+        lines = "".join(forgotten_line(entry, now, reason, who) + "\n" for entry in feedback)
+        text = (listed if listed.endswith("\n") or not listed else listed + "\n") + lines
+        snippet, settings = self.reader.snippet(), self.runtime.settings
+        step = agentplan.plan_forget_all(self.agent, feedback, snippet, settings, (text, author))
+        self.apply(step)
+        return self.report
+
     def _usable_feedback(self) -> list[FeedbackEntry]:
         feedback = self.reader.feedback()
         if not isinstance(feedback, list):
@@ -187,7 +205,7 @@ class AgentPass:
 
     # --- applying the plan --------------------------------------------------------------------
     def _apply(self, plan: AgentPlan) -> None:
-        for first in (plan.drafts, plan.feedback_files):
+        for first in (plan.feedback_restore, plan.drafts, plan.feedback_files):
             if first is not None:
                 self.apply(first)
         remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
@@ -284,7 +302,9 @@ class AgentPass:
     def _recovered(self, records: Sequence[DecisionRecord]) -> CommitRequest:
         """The commit of decisions whose ledger lines were never committed: the ledger, the
         files it names, and feedback.json and the snippet as they are now."""
-        paths = [self.agent.feedback, self.agent.decisions, self.agent.prompt]
+        paths = [self.agent.decisions, self.agent.prompt]
+        if self.agent.feedback.exists():  # deleted meanwhile: the pass that follows puts it back
+            paths.append(self.agent.feedback)
         for record in records:
             paths.extend(agentplan.decided_file(self.runtime.workspace.root, self.agent, record))
             paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
@@ -334,6 +354,13 @@ def forget_entry(runtime: Runtime, agent_id: str, entry_id: str, reason: str) ->
         forgetter = AgentPass(runtime, repo, agent_id, CommittedLedgers())
         author = choose_author(None, runtime, forgetter.reader.workspace_user())
         return forgetter.forget(entry_id, reason, author)
+
+
+def forget_all_entries(runtime: Runtime, agent_id: str, reason: str) -> Report:
+    with open_repo_for_writing(runtime) as repo:
+        forgetter = AgentPass(runtime, repo, agent_id, CommittedLedgers())
+        author = choose_author(None, runtime, forgetter.reader.workspace_user())
+        return forgetter.forget_all(reason, author)
 
 
 def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Report:

@@ -23,7 +23,7 @@ from feedbackd.core.agentplan import AgentView, BadFile, ItemFile, ReadItem
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.decisions import DecisionRecord, State, new_record
 from feedbackd.core.errors import FeedbackdError, InvalidItem
-from feedbackd.core.feedback import FeedbackEntry
+from feedbackd.core.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.forgetting import forgotten_identities
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.timeutil import parse_iso
@@ -118,6 +118,7 @@ class AgentReader:
             revised=self._read_revised(revised),
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
+            feedback_deleted=self.deleted_feedback() if isinstance(feedback, list) else None,
             ledger_exists=self.agent.decisions.exists(),
             uncommitted=self.uncommitted_files() if drafts or undecided else frozenset(),
             snippet=self.snippet(),
@@ -365,13 +366,29 @@ class AgentReader:
 
     # --- feedback, snippet, curator -----------------------------------------------------------
     def feedback(self) -> list[FeedbackEntry] | FeedbackdError:
-        """The agent's feedback, or why feedback.json cannot be used (decisions then wait)."""
+        """The agent's feedback, or why feedback.json cannot be used (decisions then wait).
+
+        A feedback.json deleted but not committed reads as HEAD holds it: a deletion is no
+        way to wipe lessons (that is `feedbackd forget AGENT --all`, or a committed deletion),
+        and the next decision must not write a feedback.json holding its own entries only.
+        """
+        deleted = self.deleted_feedback()
         try:
+            if deleted is not None:
+                return parse_feedback(deleted)
             entries = read_feedback(self.agent.feedback)
         except FeedbackdError as error:
             return error
         problems.clear(self.agent.feedback)
         return entries
+
+    def deleted_feedback(self) -> str | None:
+        """HEAD's feedback.json when the file is gone from disk and the deletion is not
+        committed; None otherwise (git is asked only when the file is missing)."""
+        if self.repo is None or os.path.lexists(self.agent.feedback):
+            return None
+        committed = self.repo.file_at_head(self.rel(self.agent.feedback))
+        return None if committed is None else committed.decode("utf-8", errors="replace")
 
     def uncommitted_files(self) -> frozenset[Path]:
         """The agent's feedback.json, decisions.jsonl and snippet that HEAD lacks (without git:
