@@ -135,8 +135,9 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
     read_item(source)  # refuse an unreadable draft before moving anything
     if edits:
         # The draft as first seen must be on record before it is edited: a draft nobody has
-        # looked at yet is taken now, so its edits show as corrections, not as its original.
-        report = reconcile_all(runtime, [agent_id])
+        # looked at yet is taken now, so its edits show as corrections, not as its original;
+        # the curator judged it whole, so it need not settle first.
+        report = reconcile_all(runtime, [agent_id], written_whole=frozenset({source}))
         set_content_fields(source, edits)
         move_item(runtime, source, target)
         return report.followed_by(_decide(runtime, agent_id, target))

@@ -343,7 +343,7 @@ class AgentPass:
 
 
 def _still_changing(path: Path, look_again_at: float) -> Problem:
-    hint = "it is decided once it has not changed for daemon.settle_ms"
+    hint = "feedbackd takes it once it has not changed for daemon.settle_ms"
     return Problem(
         path, "changed a moment ago; waiting for it to settle", hint, False, look_again_at
     )

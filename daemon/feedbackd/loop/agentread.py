@@ -97,6 +97,7 @@ class AgentReader:
         scan = self.scan()
         kept = remembered(self.runtime, self.agent)
         drafts = [f for f in agentplan.queued_drafts(scan.files) if f.path.name not in kept]
+        drafts = self._settled(drafts, scan)  # a draft is committed whole, as a decision is
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
         undecided = self._settled(self._not_in_history(undecided, scan), scan)
@@ -281,7 +282,9 @@ class AgentReader:
         """The files unchanged for daemon.settle_ms; the others wait in `scan.settling`.
 
         A writer may still be busy with a file that already reads well (half a YAML or Markdown
-        file often does): a decision is only taken once its file has stopped changing.
+        file often does): a draft is first committed, and a decision taken, only once its file
+        has stopped changing. A half-written draft committed would be taken for the original,
+        and the rest of its text for a correction nobody made.
         """
         settle_s = self.runtime.settings.daemon.settle_ms / 1000
         now, settled = time.time(), []
