@@ -123,11 +123,13 @@ class Commit:
 
 @dataclass(frozen=True)
 class Step:
-    """Write these files, append these ledger lines, then make the commit: in this order."""
+    """Write these files, remove those, append these ledger lines, then make the commit: in
+    this order."""
 
     commit: Commit
     writes: tuple[Write, ...] = ()
     ledger: tuple[DecisionRecord, ...] = ()
+    removes: tuple[Path, ...] = ()  # drafts whose item is decided (see `beside_decisions`)
 
 
 @dataclass(frozen=True)
@@ -196,6 +198,25 @@ def to_decide(files: Iterable[ItemFile], ledger: Iterable[DecisionRecord]) -> li
     ]
 
 
+def beside_decisions(files: Iterable[ItemFile]) -> dict[str, list[ItemFile]]:
+    """The drafts in queue/ whose item is in approved/ or rejected/ too, by item id.
+
+    The decision stands and the draft goes: one rule for the daemon, `run --once` and the
+    commands. The curator's move is the latest act; a copy in queue/ beside it is what a
+    `git reset --hard` (or a checkout) put back from a commit made before the move. The draft
+    is removed in the decision's commit, or in a commit of its own when the ledger records the
+    decision already; while the decided file waits (to settle, or in both decision folders)
+    the draft stays.
+    """
+    files = list(files)
+    decided_now = _decided_ids(files)
+    found: dict[str, list[ItemFile]] = {}
+    for f in files:
+        if f.folder == "queue" and f.item_id in decided_now and f.path.stem == f.item_id:
+            found.setdefault(f.item_id, []).append(f)
+    return found
+
+
 def in_both_folders(files: Iterable[ItemFile]) -> list[str]:
     folders: dict[str, set[str]] = {}
     for item_file in files:
@@ -242,7 +263,8 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
     restore = _plan_feedback_restore(view, len(feedback), notes)
     folder = _Folder(feedback, view.feedback_exists or restore is not None, view.snippet)
     drafts, feedback_files, folder = _plan_feedback_files(view, drafts, folder)
-    steps: list[Step] = []
+    stale = beside_decisions(view.files)
+    steps = _plan_stale_drafts(view, stale)
     kept = without_forgotten(folder.feedback, view.forgotten)
     if len(kept) != len(folder.feedback):  # a merge brought a forgotten entry back
         step, folder = _plan_forgotten_again(view.agent, kept, folder, settings)
@@ -251,7 +273,8 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         decision = _judge(view, read, notes)
         if decision is not None:
             step, folder = _plan_decision(view, decision, folder, settings, now)
-            steps.append(step)
+            draft = tuple(f.path for f in stale.get(decision.file.item_id, ()))
+            steps.append(replace(step, removes=draft) if draft else step)
     for read in view.revised:
         decision = _judge_revision(view, read, notes)
         if decision is not None:
@@ -270,6 +293,28 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         feedback_files,
         restore,
     )
+
+
+def _plan_stale_drafts(view: AgentView, stale: dict[str, list[ItemFile]]) -> list[Step]:
+    """One commit that removes the drafts beside decisions the ledger records already (see
+    `beside_decisions`); those beside a decision still to record go with its commit."""
+    latest = decisions.latest_states(view.ledger)
+    folders = {f.item_id: f.folder for f in view.files if f.folder in DECISION_FOLDERS}
+    both = set(in_both_folders(view.files))
+    recorded = sorted(
+        item_id
+        for item_id in stale
+        if item_id not in both and item_id in latest and latest[item_id].state == folders[item_id]
+    )
+    if not recorded:
+        return []
+    drafts = tuple(f.path for item_id in recorded for f in stale[item_id])
+    if len(recorded) == 1:
+        name = drafts[0].name
+        summary = f"remove queue/{name}, decided in {folders[recorded[0]]}/"
+    else:
+        summary = f"remove {len(recorded)} drafts already decided ({commitmsg.few_ids(recorded)})"
+    return [Step(Commit("sync", summary, drafts), removes=drafts)]
 
 
 def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step | None:

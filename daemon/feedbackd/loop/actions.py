@@ -53,8 +53,9 @@ def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
     problems = {path: item_file_problem(runtime.workspace, path) for path in present}
     existing = [path for path in present if problems[path] is None]
     queue = runtime.workspace.relative(agent.queue)
+    # A draft beside its decision (put back by a `git reset`) is no draft: the decision stands.
+    _refuse_if_decided(runtime, agent, item_id)
     if not existing:
-        _refuse_if_decided(runtime, agent, item_id)
         hint = f"list the drafts with `ls {queue}`"
         if present:  # only files the daemon ignores: say why
             first = runtime.workspace.relative(present[0])

@@ -234,6 +234,8 @@ class AgentPass:
         # Nothing is written where the agent folder was: moved away, it is not made again.
         for write in step.writes:
             atomic_write_text(write.path, write.text, within=self.agent.root)
+        for path in step.removes:
+            path.unlink(missing_ok=True)
         for record in step.ledger:
             append_record(self.agent.decisions, record)
         commit = step.commit

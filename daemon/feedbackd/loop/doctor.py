@@ -100,11 +100,33 @@ def _feedback_checks(
 
 
 def _decided_twice(agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
-    """An item in both approved/ and rejected/ waits undecided until the curator keeps one."""
+    """An item in both approved/ and rejected/ waits undecided until the curator keeps one;
+    a draft in queue/ beside its decision goes (agentplan.beside_decisions)."""
     approved = {p.stem for p in _items_in(agent.folder("approved"))}
+    rejected = {p.stem for p in _items_in(agent.folder("rejected"))}
     for path in _items_in(agent.folder("rejected")):
         if path.stem in approved:
             yield path, _in_both_folders(path.stem)
+    for path in _items_in(agent.queue):
+        where = [
+            f for f, ids in (("approved", approved), ("rejected", rejected)) if path.stem in ids
+        ]
+        if where:
+            yield path, _draft_beside_decision(path.name, where[0])
+
+
+def _draft_beside_decision(name: str, folder: str) -> Callable[[], None]:
+    shown = shown_path(name)
+
+    def check() -> None:
+        raise FeedbackdError(
+            f"{shown} is in both queue/ and {folder}/ (a `git reset` or checkout put the draft"
+            " back): the decision stands",
+            hint=f"the daemon (or `feedbackd run --once`) removes queue/{shown} and commits"
+            f" that; to decide it again instead, move {folder}/{shown} back to queue/ over it",
+        )
+
+    return check
 
 
 def _ledger_lines_lost(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:
