@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.daemon_kit import DaemonProcess, NotifyListener, idle, wait_for
 from tests.workspace_kit import Site, draft
 
 
@@ -54,6 +55,25 @@ def test_a_deleted_feedback_json_comes_back_with_every_lesson(site: Site) -> Non
     committed = json.loads(site.git("show", "HEAD:_data/agents/w/feedback.json"))
     assert [e["queueItemId"] for e in committed] == ["qi-1", "qi-2", "qi-3", "qi-4"]
     assert not [p for p in problems_of(site) if p["path"].endswith("feedback.json")]
+
+
+@pytest.mark.slow
+def test_the_daemon_puts_a_deleted_feedback_json_back_at_once(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    approve(site, "qi-1")
+    approve(site, "qi-2")
+    feedback, before = site.agent("w") / "feedback.json", site.feedback("w")
+    head = site.git("rev-parse", "HEAD")
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    idle(daemon)
+    feedback.unlink()
+    wait_for(feedback.exists, what="feedback.json to be put back")
+    assert site.feedback("w") == before
+    idle(daemon)
+    assert site.git("rev-parse", "HEAD") == head and site.git("status", "--porcelain") == ""
+    assert "was deleted; put back" in daemon.log()
 
 
 def test_a_committed_deletion_wipes_the_lessons_and_brings_none_back(site: Site) -> None:
