@@ -3,10 +3,12 @@ curator moved it): the decision stands, the draft goes."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.daemon_kit import DaemonProcess, NotifyListener, committed, idle, wait_for
 from tests.test_kept_lessons import approve, problems_of, subject
 from tests.workspace_kit import Site, draft
 
@@ -67,3 +69,38 @@ def test_a_command_takes_a_draft_beside_its_decision_for_decided(site: Site) -> 
     site.reconcile()
     assert subject(site).startswith("approve(w): d2")
     assert not (site.agent("w") / "queue" / "d2.json").exists()
+
+
+@pytest.mark.slow
+def test_a_reset_while_an_approval_settles_leaves_the_item_in_one_folder(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    site.configure("daemon:\n  settle_ms: 1000\n")
+    for item in ("d1", "d2", "d3"):
+        site.write("w", f"{item}.json", draft({"title": "old"}))
+    (site.agent("w") / "approved").mkdir()
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    for item in ("d1", "d2"):
+        wait_for(lambda: committed(site, "draft(w)"), what="the drafts' commit")
+        site.move("w", f"{item}.json", "approved")
+        wait_for(lambda i=item: committed(site, f"approve(w): {i}"), what=f"{item}'s approval")
+    idle(daemon)
+    site.write("w", "d3.json", draft({"title": "new"}))
+    site.move("w", "d3.json", "approved")  # it waits to settle: meanwhile, the reset
+    wait_for(lambda: reset(site, "HEAD~1"), what="`git reset --hard HEAD~1` to get the index")
+    wait_for(lambda: committed(site, "approve(w): d3"), what="d3's approval")
+    queue = site.agent("w") / "queue"
+    wait_for(lambda: not (queue / "d3.json").exists(), what="the draft put back to go")
+    idle(daemon)
+    assert site.git("ls-files", "_data/agents/w/queue").split() == ["_data/agents/w/queue/d2.json"]
+    assert site.git("status", "--porcelain") == ""
+
+
+def reset(site: Site, to: str) -> bool:
+    """`git reset --hard`, as a user runs it: it fails (and changes nothing) while the daemon
+    holds the index lock, and the user runs it again."""
+    done = subprocess.run(
+        ["git", "reset", "-q", "--hard", to], cwd=site.root, capture_output=True, text=True
+    )
+    return done.returncode == 0
