@@ -136,7 +136,7 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
     if edits:
         # The draft as first seen must be on record before it is edited: a draft nobody has
         # looked at yet is taken now, so its edits show as corrections, not as its original.
-        report = reconcile_all(runtime, [agent_id])
+        report = reconcile_all(runtime, [agent_id], only_items=frozenset({item_id}))
         set_content_fields(source, edits)
         move_item(runtime, source, target)
         return report.followed_by(_decide(runtime, agent_id, target))
@@ -161,9 +161,13 @@ def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report
 
 
 def _decide(runtime: Runtime, agent_id: str, moved: Path) -> Report:
-    """The pass that decides an item this command moved: the command read it whole and wrote
+    """The pass that decides the item this command moved, and nothing else: the rest of the
+    agent's pending work is the daemon's (or `run --once`'s), so a command takes one
+    decision's time even in the middle of a burst. The command read the item whole and wrote
     it in one piece, so it does not wait for the file to settle."""
-    return reconcile_all(runtime, [agent_id], written_whole=frozenset({moved}))
+    return reconcile_all(
+        runtime, [agent_id], written_whole=frozenset({moved}), only_items=frozenset({moved.stem})
+    )
 
 
 def parse_record(payload: str) -> dict[str, Any]:

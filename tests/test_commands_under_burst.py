@@ -1,0 +1,111 @@
+"""A writing command during a burst records its own item or rating and leaves the rest of the
+pending work to the daemon (or to `run --once` when no daemon runs)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from feedbackd.loop import actions
+from tests.daemon_kit import DaemonProcess, NotifyListener, decided, subjects, wait_for
+from tests.workspace_kit import Site, draft, settling_in
+
+BURST = 80
+RATING = {
+    "transaction_id": "7d2e4b1a-3c5f-4e6a-8b9c-0d1e2f3a4b5c",
+    "provider_agent": "provider-1",
+    "skill_id": "summarise",
+    "rating": 4,
+    "result_quality": "good",
+    "would_reuse": True,
+    "cost_value_ratio": "fair",
+    "requester_agent": "buyer-1",
+}
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    return settling_in(tmp_path / "ws", 50)
+
+
+def queue_drafts(site: Site, count: int) -> list[str]:
+    """count drafts in w's queue/, committed as a daemon's earlier pass did."""
+    names = [f"qi-{number:03d}" for number in range(count)]
+    for name in names:
+        site.write("w", f"{name}.json", draft({"title": f"Draft {name}", "excerpt": "Same."}))
+    site.reconcile()
+    return names
+
+
+def approve_by_hand(site: Site, names: list[str]) -> None:
+    """A curator's burst: each draft edited, then moved to approved/."""
+    for name in names:
+        site.write("w", f"{name}.json", draft({"title": f"Edited {name}", "excerpt": "Same."}))
+        site.move("w", f"{name}.json", "approved")
+
+
+def items_named(text: str) -> set[str]:
+    return set(re.findall(r"qi-\d{3}", text))
+
+
+def test_approve_without_a_daemon_records_its_own_item_only(site: Site) -> None:
+    """`approve w qi-003` records qi-003; the approvals waiting beside it stay pending for the
+    daemon or `run --once`, which records each of them as before."""
+    names = queue_drafts(site, 4)
+    approve_by_hand(site, names[:3])
+    report = actions.approve(site.runtime(), "w", names[3])
+    assert [(event.event, event.item) for event in report.events] == [("approve", names[3])]
+    assert subjects(site)[0].startswith(f"approve(w): {names[3]}")
+    assert decided(site, "w") == [names[3]]
+    assert site.git("status", "--porcelain", "--", "_data/agents/w/approved/qi-003.json") == ""
+
+    site.reconcile()  # what `run --once` (or the daemon) does with the rest
+    assert sorted(decided(site, "w")) == names
+    titles = {entry["corrected"] for entry in site.feedback("w") if entry["type"] == "correction"}
+    assert titles == {f"Edited {name}" for name in names[:3]}
+
+
+def test_reject_and_approve_with_edits_leave_the_other_pending_decisions(site: Site) -> None:
+    names = queue_drafts(site, 4)
+    approve_by_hand(site, names[:2])
+    actions.reject(site.runtime(), "w", names[2], "Too dry")
+    actions.approve(site.runtime(), "w", names[3], {"title": "Better title"})
+    assert decided(site, "w", "rejected") == [names[2]]
+    assert decided(site, "w") == [names[3]]
+    corrected = [
+        entry["corrected"] for entry in site.feedback("w") if entry["type"] == "correction"
+    ]
+    assert corrected == ["Better title"]
+
+
+@pytest.mark.slow
+def test_approve_and_submit_during_a_burst_record_only_their_own(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """While the daemon works through a burst, `approve` and `feedback submit` each take the
+    lock after the decision in hand, record their own item or rating, and leave the burst to
+    the daemon: the command names no item of the burst, and the burst is not over when it
+    returns."""
+    names = queue_drafts(site, BURST + 1)
+    own, burst = names[-1], names[:-1]
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    approve_by_hand(site, burst)
+    wait_for(lambda: len(decided(site, "w")) >= 1, what="the burst's first decision")
+
+    approved = site.cli("approve", "w", own)
+    assert approved.returncode == 0, approved.stderr
+    assert items_named(approved.stdout + approved.stderr) == {own}
+    rated = site.cli("feedback", "submit", "--json", json.dumps(RATING))
+    assert rated.returncode == 0, rated.stderr
+    assert json.loads(rated.stdout)["status"] == "recorded"
+    assert items_named(rated.stdout + rated.stderr) == set()
+    assert len(decided(site, "w")) < len(names), "the burst was over; make it larger"
+
+    wait_for(lambda: sorted(decided(site, "w")) == names, what="the rest of the burst")
+    assert decided(site, "w").count(own) == 1
+    assert any(subject.startswith("rating(provider-1/summarise)") for subject in subjects(site))
+    assert "busy" not in daemon.log()
