@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from feedbackd.core.errors import AlreadySubmitted, WriterBusy
+from feedbackd.edges.instance import InstanceLock, WriteLock
 from feedbackd.loop import actions
-from tests.daemon_kit import DaemonProcess, NotifyListener, decided, subjects, wait_for
+from tests.daemon_kit import (
+    DEADLINE_S,
+    DaemonProcess,
+    NotifyListener,
+    decided,
+    subjects,
+    wait_for,
+)
 from tests.workspace_kit import Site, draft, settling_in
 
 BURST = 80
@@ -109,3 +122,70 @@ def test_approve_and_submit_during_a_burst_record_only_their_own(
     assert decided(site, "w").count(own) == 1
     assert any(subject.startswith("rating(provider-1/summarise)") for subject in subjects(site))
     assert "busy" not in daemon.log()
+
+
+@contextmanager
+def held_by_a_daemon(site: Site) -> Iterator[None]:
+    """The workspace's instance and write locks held by another thread, as a daemon in the
+    middle of a long write holds them (flock locks of two open files exclude each other)."""
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        state_dir = site.root / ".feedbackd"
+        with InstanceLock(state_dir), WriteLock(state_dir):
+            taken.set()
+            release.wait(DEADLINE_S)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait(DEADLINE_S)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_a_rating_that_cannot_wait_any_longer_is_queued_for_the_daemon(site: Site) -> None:
+    """The rating is never lost: kept in the rating inbox, the daemon records it once the
+    workspace is free, exactly once."""
+    runtime = replace(site.runtime(), write_wait_s=0.2)
+    with held_by_a_daemon(site):
+        queued = actions.submit_or_queue(runtime, json.dumps(RATING), None)
+        assert isinstance(queued, Path) and queued.parent == site.data / "inbox" / "ratings"
+        with pytest.raises(AlreadySubmitted):
+            actions.submit_or_queue(runtime, json.dumps(RATING), None)
+    site.reconcile()  # the daemon's next pass over the inbox
+    assert not queued.exists()
+    assert [s for s in subjects(site) if s.startswith("rating(provider-1/summarise)")]
+    stored = (site.agent("provider-1") / "ratings").rglob("*.jsonl")
+    lines = [line for path in stored for line in path.read_text().splitlines()]
+    assert [json.loads(line)["transaction_id"] for line in lines] == [RATING["transaction_id"]]
+
+
+def test_without_a_daemon_a_busy_workspace_says_the_rating_was_not_recorded(
+    site: Site,
+) -> None:
+    runtime = replace(site.runtime(), write_wait_s=0.2)
+    state_dir = site.root / ".feedbackd"
+    taken, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with WriteLock(state_dir):  # another command writing, no daemon
+            taken.set()
+            release.wait(DEADLINE_S)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    taken.wait(DEADLINE_S)
+    try:
+        with pytest.raises(WriterBusy) as refused:
+            actions.submit_or_queue(runtime, json.dumps(RATING), None)
+    finally:
+        release.set()
+        holder.join()
+    assert "NOT recorded" in refused.value.message
+    assert "again" in (refused.value.hint or "")
+    assert not (site.data / "inbox" / "ratings").exists() or not any(
+        (site.data / "inbox" / "ratings").iterdir()
+    )

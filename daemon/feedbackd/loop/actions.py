@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,13 @@ from pydantic import ValidationError
 from feedbackd.core.decisions import latest_states
 from feedbackd.core.errors import (
     AlreadyDecided,
+    Busy,
     FeedbackdError,
     InvalidFeedback,
     InvalidItem,
     NotFound,
     WorkspaceError,
+    WriterBusy,
 )
 from feedbackd.core.feedback import FeedbackEntry, new_entry
 from feedbackd.core.feedbackjson import ENTRY_TYPES
@@ -24,6 +27,7 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.instance import daemon_running
 from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import (
@@ -40,6 +44,8 @@ from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.recording import Event
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
+
+log = logging.getLogger("feedbackd")
 
 RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
 
@@ -229,6 +235,33 @@ def submit_rating(
         validate_id(as_agent, "--as agent id")
     with pipeline_lock(runtime, index_first=True), open_repo(runtime) as repo:
         return rentals.submit(runtime, repo, payload, as_agent, progress)
+
+
+def submit_or_queue(
+    runtime: Runtime, payload: str, as_agent: str | None, progress: Progress | None = None
+) -> tuple[Event, list[Event]] | Path:
+    """`feedback submit`: the rating recorded, or never lost when the workspace stays busy.
+
+    While a daemon runs, a rating that waited as long as a command waits is left in the rating
+    inbox (the path is returned) and the daemon records it as soon as it can. Without a daemon
+    nobody would, so the command refuses, saying that the rating was not recorded."""
+    try:
+        return submit_rating(runtime, payload, as_agent, progress)
+    except FeedbackdError as error:
+        if not isinstance(error, Busy):
+            raise
+        if daemon_running(runtime.workspace.state_dir):
+            queued = rentals.queue_in_inbox(runtime, payload, as_agent)
+            log.warning(
+                "%s; the rating is queued in %s and the daemon records it once it is free",
+                error.message, runtime.workspace.relative(queued),
+            )  # fmt: skip
+            return queued
+        raise WriterBusy(
+            f"the rating was NOT recorded: {error.message}",
+            hint="run the same `feedbackd feedback submit` again once the other writer is done"
+            " (`feedbackd status` shows what it is doing)",
+        ) from None
 
 
 def build_record_entry(data: dict[str, Any]) -> FeedbackEntry:
