@@ -4,6 +4,7 @@ pending work to the daemon (or to `run --once` when no daemon runs)."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Iterator
@@ -64,12 +65,16 @@ def items_named(text: str) -> set[str]:
     return set(re.findall(r"qi-\d{3}", text))
 
 
-def test_approve_without_a_daemon_records_its_own_item_only(site: Site) -> None:
+def test_approve_without_a_daemon_records_its_own_item_only(
+    site: Site, caplog: pytest.LogCaptureFixture
+) -> None:
     """`approve w qi-003` records qi-003; the approvals waiting beside it stay pending for the
     daemon or `run --once`, which records each of them as before."""
     names = queue_drafts(site, 4)
     approve_by_hand(site, names[:3])
-    report = actions.approve(site.runtime(), "w", names[3])
+    with caplog.at_level(logging.INFO, logger="feedbackd"):
+        report = actions.approve(site.runtime(), "w", names[3])
+    assert "w: 3 other decision(s) wait" in caplog.text
     assert [(event.event, event.item) for event in report.events] == [("approve", names[3])]
     assert subjects(site)[0].startswith(f"approve(w): {names[3]}")
     assert decided(site, "w") == [names[3]]

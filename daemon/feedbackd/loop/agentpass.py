@@ -138,6 +138,11 @@ class AgentPass:
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]
+        if scan.left_waiting:
+            log.info(
+                "%s: %d other decision(s) wait; the daemon records them (or `feedbackd run"
+                " --once` where no daemon runs)", self.agent.agent_id, scan.left_waiting,
+            )  # fmt: skip
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))
         self._apply(plan)

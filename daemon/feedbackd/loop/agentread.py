@@ -53,6 +53,8 @@ class Scan:
     settling: list[tuple[Path, float]] = field(default_factory=list)
     # ledger lines lost from decisions.jsonl, as the decision commits in history tell them
     restored: list[DecisionRecord] = field(default_factory=list)
+    # in a pass confined to a command's own items: the other decisions left to the daemon
+    left_waiting: int = 0
 
 
 @dataclass
@@ -99,6 +101,8 @@ class AgentReader:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
         scan = self.scan()
         if self.only_items is not None:
+            others = [f for f in scan.files if f.item_id not in self.only_items]
+            scan.left_waiting = len(agentplan.to_decide(others, ledger))
             scan.files = [f for f in scan.files if f.item_id in self.only_items]
         kept = remembered(self.runtime, self.agent)
         drafts = [f for f in agentplan.queued_drafts(scan.files) if f.path.name not in kept]
