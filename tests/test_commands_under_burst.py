@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +29,10 @@ from tests.daemon_kit import (
 )
 from tests.workspace_kit import Site, draft, settling_in
 
-BURST = 80
+BURST = 80  # inbox ratings
+# Approvals: enough that two commands starting on a busy machine (a second or two each) still
+# find the burst going on.
+APPROVALS = 150
 RATING = {
     "transaction_id": "7d2e4b1a-3c5f-4e6a-8b9c-0d1e2f3a4b5c",
     "provider_agent": "provider-1",
@@ -59,6 +64,17 @@ def approve_by_hand(site: Site, names: list[str]) -> None:
     for name in names:
         site.write("w", f"{name}.json", draft({"title": f"Edited {name}", "excerpt": "Same."}))
         site.move("w", f"{name}.json", "approved")
+
+
+def command(site: Site, *args: str) -> subprocess.Popen[str]:
+    """The real command line, started (Site.cli runs one to its end)."""
+    argv = [sys.executable, "-m", "feedbackd", "-w", str(site.root), *args]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finished(started: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    stdout, stderr = started.communicate(timeout=120)
+    return subprocess.CompletedProcess(started.args, started.returncode, stdout, stderr)
 
 
 def items_named(text: str) -> set[str]:
@@ -107,17 +123,19 @@ def test_approve_and_submit_during_a_burst_record_only_their_own(
     lock after the decision in hand, record their own item or rating, and leave the burst to
     the daemon: the command names no item of the burst, and the burst is not over when it
     returns."""
-    names = queue_drafts(site, BURST + 1)
+    names = queue_drafts(site, APPROVALS + 1)
     own, burst = names[-1], names[:-1]
     daemon = start(site, listener)
     daemon.wait_ready()
     approve_by_hand(site, burst)
     wait_for(lambda: len(decided(site, "w")) >= 1, what="the burst's first decision")
 
-    approved = site.cli("approve", "w", own)
+    # Both at once, as two users would: each waits for the decision in hand only.
+    approving = command(site, "approve", "w", own)
+    rating = command(site, "feedback", "submit", "--json", json.dumps(RATING))
+    approved, rated = finished(approving), finished(rating)
     assert approved.returncode == 0, approved.stderr
     assert items_named(approved.stdout + approved.stderr) == {own}
-    rated = site.cli("feedback", "submit", "--json", json.dumps(RATING))
     assert rated.returncode == 0, rated.stderr
     assert json.loads(rated.stdout)["status"] == "recorded"
     assert items_named(rated.stdout + rated.stderr) == set()
@@ -194,3 +212,34 @@ def test_without_a_daemon_a_busy_workspace_says_the_rating_was_not_recorded(
     assert not (site.data / "inbox" / "ratings").exists() or not any(
         (site.data / "inbox" / "ratings").iterdir()
     )
+
+
+def inbox_rating(number: int) -> dict[str, object]:
+    return {
+        **RATING,
+        "transaction_id": f"00000000-0000-4000-8000-{number:012d}",
+        "requester_agent": f"buyer-{number % 3}",
+    }
+
+
+@pytest.mark.slow
+def test_submit_during_a_burst_of_inbox_ratings_waits_for_one_of_them(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """Rating files dropped in the inbox are recorded one commit each; a `feedback submit`
+    meanwhile goes first after the one in hand, not after the whole inbox."""
+    inbox = site.data / "inbox" / "ratings"
+    inbox.mkdir(parents=True, exist_ok=True)
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    for number in range(BURST):
+        (inbox / f".r{number}.tmp").write_text(json.dumps(inbox_rating(number)))
+        (inbox / f".r{number}.tmp").rename(inbox / f"r{number:03d}.json")
+    wait_for(lambda: len(list(inbox.glob("*.json"))) < BURST, what="the first inbox rating")
+
+    rated = site.cli("feedback", "submit", "--json", json.dumps(RATING))
+    assert rated.returncode == 0, rated.stderr
+    assert json.loads(rated.stdout)["status"] == "recorded"
+    assert list(inbox.glob("*.json")), "the inbox was emptied first; make the burst larger"
+    wait_for(lambda: not list(inbox.glob("*.json")), what="the rest of the inbox")
+    assert "busy" not in daemon.log()

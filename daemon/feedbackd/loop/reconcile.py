@@ -195,17 +195,23 @@ def _blocking_path(path: Path) -> Path:
     return path
 
 
-def reconcile_ratings(runtime: Runtime) -> Report:
-    """The ratings part of a full pass on its own (the daemon runs it apart from the agents)."""
+def reconcile_ratings(runtime: Runtime, keep_going: Callable[[], bool] | None = None) -> Report:
+    """The ratings part of a full pass on its own (the daemon runs it apart from the agents);
+    keep_going is asked before each inbox file, as reconcile_all asks before each decision."""
     report = Report()
     with open_repo_for_writing(runtime) as repo:
-        _reconcile_ratings(runtime, repo, report)
+        _reconcile_ratings(runtime, repo, report, keep_going)
     return report
 
 
-def _reconcile_ratings(runtime: Runtime, repo: GitRepo | None, report: Report) -> None:
+def _reconcile_ratings(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    report: Report,
+    keep_going: Callable[[], bool] | None = None,
+) -> None:
     """A full pass also finishes interrupted rating commits and reads the rating inbox."""
     report.events.extend(rentals.commit_interrupted(runtime, repo))
-    events, found = rentals.ingest_inbox(runtime, repo)
+    events, found = rentals.ingest_inbox(runtime, repo, keep_going)
     report.events.extend(events)
     report.problems.extend(found)

@@ -8,7 +8,7 @@ next full pass (`commit_interrupted`), so nothing is lost and nothing is stored 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -129,9 +129,11 @@ def _body(rating: Rating) -> list[str]:
 
 # --- the inbox --------------------------------------------------------------------------------
 def ingest_inbox(
-    runtime: Runtime, repo: GitRepo | None
+    runtime: Runtime, repo: GitRepo | None, keep_going: Callable[[], bool] | None = None
 ) -> tuple[list[Event], list[problems.Problem]]:
-    """Record every rating file in `_data/inbox/ratings/`, removing each once committed."""
+    """Record every rating file in `_data/inbox/ratings/`, removing each once committed.
+    keep_going is asked before each file: the daemon stops between two files for a command
+    waiting for the workspace (the files left are read by its next pass)."""
     folder = runtime.workspace.inbox_ratings
     events: list[Event] = []
     found: list[problems.Problem] = []
@@ -139,6 +141,8 @@ def ingest_inbox(
         return events, found
     problems.clear_orphans(folder)
     for path in sorted(folder.glob("*.json")):
+        if keep_going is not None and not keep_going():
+            break
         try:
             ratings = _read_inbox_file(runtime, path)
         except FeedbackdError as error:
