@@ -145,9 +145,9 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
         report = reconcile_all(runtime, [agent_id], only_items=frozenset({item_id}))
         set_content_fields(source, edits)
         move_item(runtime, source, target)
-        return report.followed_by(_decide(runtime, agent_id, target))
+        return report.followed_by(_decide(runtime, agent_id, item_id, target))
     move_item(runtime, source, target)
-    return _decide(runtime, agent_id, target)
+    return _decide(runtime, agent_id, item_id, target)
 
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
@@ -163,16 +163,16 @@ def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report
     read_item(source)
     set_rejection_feedback(source, notes)
     move_item(runtime, source, target)
-    return _decide(runtime, agent_id, target)
+    return _decide(runtime, agent_id, item_id, target)
 
 
-def _decide(runtime: Runtime, agent_id: str, moved: Path) -> Report:
+def _decide(runtime: Runtime, agent_id: str, item_id: str, moved: Path) -> Report:
     """The pass that decides the item this command moved, and nothing else: the rest of the
     agent's pending work is the daemon's (or `run --once`'s), so a command takes one
     decision's time even in the middle of a burst. The command read the item whole and wrote
     it in one piece, so it does not wait for the file to settle."""
     return reconcile_all(
-        runtime, [agent_id], written_whole=frozenset({moved}), only_items=frozenset({moved.stem})
+        runtime, [agent_id], written_whole=frozenset({moved}), only_items=frozenset({item_id})
     )
 
 
