@@ -72,6 +72,7 @@ class AgentPass:
         lookups: Lookups | None = None,
         written_whole: frozenset[Path] = frozenset(),
         on_decision: Callable[[int, int], None] | None = None,
+        only_items: frozenset[str] | None = None,
     ) -> None:
         self.runtime = runtime
         self.on_decision = on_decision  # hears (decisions done, decisions found) as they go
@@ -79,7 +80,9 @@ class AgentPass:
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
-        self.reader = AgentReader(runtime, repo, self.agent, lookups, written_whole, ledgers)
+        self.reader = AgentReader(
+            runtime, repo, self.agent, lookups, written_whole, ledgers, only_items
+        )
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
@@ -102,10 +105,11 @@ class AgentPass:
                     # Whoever changed it (a `git stash`, `pop`) may not be done: look again soon.
                     self.report.problems.append(_still_changing(moved.path, time.time() + 0.5))
                 self.head = self.repo.settled_head() if self.repo is not None else None
-                written_whole = self.reader.written_whole
+                reader = self.reader
                 self.reader = AgentReader(
-                    self.runtime, self.repo, self.agent, None, written_whole, self.ledgers
-                )
+                    self.runtime, self.repo, self.agent, None, reader.written_whole,
+                    self.ledgers, reader.only_items,
+                )  # fmt: skip
         raise AssertionError("unreachable: the last reading returns or raises")
 
     def _run(self) -> Report:
@@ -134,6 +138,11 @@ class AgentPass:
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]
+        if scan.left_waiting:
+            log.info(
+                "%s: %d other decision(s) wait; the daemon records them (or `feedbackd run"
+                " --once` where no daemon runs)", self.agent.agent_id, scan.left_waiting,
+            )  # fmt: skip
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))
         self._apply(plan)

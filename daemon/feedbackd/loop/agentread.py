@@ -53,6 +53,8 @@ class Scan:
     settling: list[tuple[Path, float]] = field(default_factory=list)
     # ledger lines lost from decisions.jsonl, as the decision commits in history tell them
     restored: list[DecisionRecord] = field(default_factory=list)
+    # in a pass confined to a command's own items: the other decisions left to the daemon
+    left_waiting: int = 0
 
 
 @dataclass
@@ -75,6 +77,7 @@ class AgentReader:
         lookups: Lookups | None = None,
         written_whole: frozenset[Path] = frozenset(),
         committed: CommittedLedgers | None = None,
+        only_items: frozenset[str] | None = None,
     ) -> None:
         self.runtime = runtime
         self.repo = repo
@@ -85,6 +88,8 @@ class AgentReader:
         self.first_versions = lookups.first_versions  # shared by the agents of a pass
         # files a command of feedbackd wrote in one piece: they need not settle
         self.written_whole = written_whole
+        # a command's own items: the pass reads only those and leaves the rest to the daemon
+        self.only_items = only_items
         # each file to decide as it was when read: (inode, size, mtime in ns), None when gone
         self.read_as: dict[Path, FileState | None] = {}
         # decided files changed since their commit: shared by the agents of a pass
@@ -95,6 +100,10 @@ class AgentReader:
     def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
         scan = self.scan()
+        if self.only_items is not None:
+            others = [f for f in scan.files if f.item_id not in self.only_items]
+            scan.left_waiting = len(agentplan.to_decide(others, ledger))
+            scan.files = [f for f in scan.files if f.item_id in self.only_items]
         kept = remembered(self.runtime, self.agent)
         drafts = [f for f in agentplan.queued_drafts(scan.files) if f.path.name not in kept]
         drafts = self._settled(drafts, scan)  # a draft is committed whole, as a decision is
@@ -104,7 +113,7 @@ class AgentReader:
         revised = self._revised(scan.files, ledger) if isinstance(feedback, list) else []
         revised = self._settled(revised, scan)
         self.read_as = {f.path: file_state(f.path) for f in [*undecided, *revised]}
-        from_queue = self._from_curation_queue(ledger, scan) if isinstance(feedback, list) else []
+        from_queue = self._from_curation_queue(ledger, scan) if self._reads_queue(feedback) else []
         snippet_left = self.committed.differs_from_head(self.runtime, self.repo, self.agent.prompt)
         view = AgentView(
             agent=self.agent,
@@ -128,6 +137,10 @@ class AgentReader:
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
         )
         return view, scan
+
+    def _reads_queue(self, feedback: list[FeedbackEntry] | FeedbackdError) -> bool:
+        """A webhouse queue's decisions are the daemon's: no command moves one of its entries."""
+        return isinstance(feedback, list) and self.only_items is None
 
     # --- item files ---------------------------------------------------------------------------
     def scan(self) -> Scan:

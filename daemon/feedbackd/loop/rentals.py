@@ -8,7 +8,7 @@ next full pass (`commit_interrupted`), so nothing is lost and nothing is stored 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +18,7 @@ from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedb
 from feedbackd.core.priceledger import parse_price_ledger
 from feedbackd.core.ratings import MAX_INBOX_CHARS, Rating, parse_rating, parse_rating_file
 from feedbackd.core.timeutil import parse_duration, utcnow
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.files import atomic_write_text, read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import Progress, RatingStore
 from feedbackd.loop import problems, recovery
@@ -48,6 +48,23 @@ def submit(
     rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=now)
     event = record_rating(runtime, repo, rating, now, progress=progress)
     return event, apply_rules(runtime, repo, [event])
+
+
+def queue_in_inbox(runtime: Runtime, payload: str, as_agent: str | None) -> Path:
+    """Check one rating as `submit` does and leave it in the rating inbox, where the daemon's
+    next pass records it; for a workspace the daemon holds longer than a command may wait."""
+    rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=utcnow())
+    store = RatingStore(runtime.workspace, cache=runtime.rating_cache)
+    where = runtime.workspace.inbox_ratings / f"{rating.transaction_id}.json"
+    if store.has_transaction(rating.transaction_id) or where.exists():
+        raise AlreadySubmitted(
+            f"transaction {rating.transaction_id} was already rated (or waits in "
+            f"{runtime.workspace.relative(where.parent)}/)",
+            hint="each rental is rated once; a new rental has a new transaction_id",
+        )
+    # The rating as it would be stored (its time and requester fixed now), one file of its own.
+    atomic_write_text(where, rating.model_dump_json(exclude_none=True))
+    return where
 
 
 def apply_rules(runtime: Runtime, repo: GitRepo | None, events: Sequence[Event]) -> list[Event]:
@@ -112,9 +129,11 @@ def _body(rating: Rating) -> list[str]:
 
 # --- the inbox --------------------------------------------------------------------------------
 def ingest_inbox(
-    runtime: Runtime, repo: GitRepo | None
+    runtime: Runtime, repo: GitRepo | None, keep_going: Callable[[], bool] | None = None
 ) -> tuple[list[Event], list[problems.Problem]]:
-    """Record every rating file in `_data/inbox/ratings/`, removing each once committed."""
+    """Record every rating file in `_data/inbox/ratings/`, removing each once committed.
+    keep_going is asked before each file: the daemon stops between two files for a command
+    waiting for the workspace (the files left are read by its next pass)."""
     folder = runtime.workspace.inbox_ratings
     events: list[Event] = []
     found: list[problems.Problem] = []
@@ -122,6 +141,8 @@ def ingest_inbox(
         return events, found
     problems.clear_orphans(folder)
     for path in sorted(folder.glob("*.json")):
+        if keep_going is not None and not keep_going():
+            break
         try:
             ratings = _read_inbox_file(runtime, path)
         except FeedbackdError as error:
