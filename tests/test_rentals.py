@@ -165,17 +165,30 @@ def test_inbox_files_are_ingested_and_removed_a_bad_one_stays(site: Site) -> Non
     assert site.git("status", "--porcelain", "--", "_data/agents") == ""
 
 
-def test_an_interrupted_rating_is_committed_by_the_next_pass(site: Site) -> None:
+def test_an_interrupted_rating_is_committed_by_the_next_pass_as_a_rating(site: Site) -> None:
     from feedbackd.core.ratings import parse_rating
     from feedbackd.core.timeutil import utcnow
     from feedbackd.edges.ratingstore import RatingStore
+    from feedbackd.loop.agentfiles import write_rental_memories
 
-    # What a `feedback submit` killed between its append and its commit leaves behind.
+    # What a `feedback submit` killed between its writes and its commit leaves behind: the
+    # provider's rating line and the buyer's memory (buyer1 sorts before the provider).
     runtime = site.runtime()
-    RatingStore(runtime.workspace).append(parse_rating(rating(), requester="x", now=utcnow()))
+    doc = rating(rating=4, result_quality="good", cost_value_ratio="fair")
+    stored = parse_rating(doc, requester="buyer1", now=utcnow())
+    RatingStore(runtime.workspace).append(stored)
+    write_rental_memories(runtime.workspace, stored, utcnow(), [])
     site.reconcile()
     assert site.git("status", "--porcelain", "--", "_data") == ""
-    assert "completed after an interruption" in site.git("log", "-1", "--format=%s")
+    subject = site.git("log", "-1", "--format=%s").strip()
+    assert subject == f"rating({PROVIDER}/{SKILL}): 4/5 good from buyer1 (fair)"
+    trailers = site.trailers()
+    assert trailers["Feedback-Event"] == ["rating"]
+    assert trailers["Feedback-Agent"] == [PROVIDER]
+    assert trailers["Feedback-Skill"] == [SKILL]
+    assert trailers["Feedback-Transaction"] == [doc["transaction_id"]]
+    changed = site.git("show", "--name-only", "--format=", "HEAD").split()
+    assert any("/buyer1/" in path for path in changed)  # the memory came with it
 
 
 def test_buyers_calling_a_skill_overpriced_cut_its_price(site: Site) -> None:
