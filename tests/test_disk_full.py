@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -115,3 +116,48 @@ def test_the_status_file_is_rewritten_in_place_when_the_disk_is_full(small_disk:
     write_status(state_dir, pid=os.getpid(), started_at=started, problems=["a1: disk full"])
     recorded = read_status(state_dir)
     assert recorded is not None and recorded["problems"] == ["a1: disk full"]
+
+
+def _files_of(root: Path) -> dict[str, bytes]:
+    """Every file of the workspace with its content, but git's own folder, the disk filler and
+    the empty lock files (never deleted, whoever made them)."""
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+        and ".git" not in path.parts
+        and path.name != "filler.bin"
+        and path.suffix != ".lock"
+    }
+
+
+@pytest.mark.slow
+def test_commands_on_a_full_disk_say_so_and_leave_nothing_half_written(small_disk: Path) -> None:
+    site = Site(small_disk)
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.reconcile()
+    head = site.git("rev-parse", "HEAD")
+    filler = _fill(small_disk)
+    before = _files_of(small_disk)
+    rating = {
+        "transaction_id": "6f1c2a9e-3b4d-4c5e-8f70-1a2b3c4d5e6f",
+        "provider_agent": "p",
+        "skill_id": "s1",
+        "rating": 5,
+        "result_quality": "excellent",
+        "would_reuse": True,
+        "cost_value_ratio": "great",
+    }
+    for args in (
+        ("approve", "a1", "q1"),
+        ("feedback", "submit", "--as", "buyer1", "--json", json.dumps(rating)),
+    ):
+        done = site.cli(*args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert done.stderr.startswith("error: "), done.stderr
+        assert "disk is full" in done.stderr and "Traceback" not in done.stderr
+        assert _files_of(small_disk) == before, args
+        assert site.git("rev-parse", "HEAD") == head
+    filler.unlink()
+    done = site.cli("approve", "a1", "q1")
+    assert done.returncode == 0, done.stderr
