@@ -312,16 +312,24 @@ EVENT_OF_STATE: dict[str, str] = {"approved": "approve", "rejected": "reject", "
 
 
 def decision_summary(
-    item_id: str, state: str, corrections: Sequence[FieldChange]
+    item_id: str, state: str, corrections: Sequence[FieldChange], already: Sequence[str] = ()
 ) -> tuple[str, str]:
-    """(event, summary) of a decision: `reject`, `qi-1`; `approve`, `qi-1, 1 correction (t)`."""
+    """(event, summary) of a decision: `reject`, `qi-1`; `approve`, `qi-1, 1 correction (t)`.
+
+    `corrections` are those the commit records; `already` names the fields whose same
+    correction an earlier decision recorded (written once only), so the message claims no
+    entry that feedback.json did not get: `qi-1, no new corrections (t already recorded)`."""
     if state == "rejected":
         return "reject", item_id
     fields = [c.field for c in corrections]
+    recorded = f"{', '.join(already)} already recorded"
+    if not fields and already:
+        return "approve", f"{item_id}, no new corrections ({recorded})"
     if not fields:
         return "approve", f"{item_id}, no corrections"
     noun = "correction" if len(fields) == 1 else "corrections"
-    return "approve", f"{item_id}, {len(fields)} {noun} ({', '.join(fields)})"
+    summary = f"{item_id}, {len(fields)} {noun} ({', '.join(fields)})"
+    return "approve", f"{summary}; {recorded}" if already else summary
 
 
 def decision_body(state: str, notes: str | None, corrections: Sequence[FieldChange]) -> list[str]:
