@@ -240,6 +240,26 @@ class LogEntry:
         }
 
 
+def follow_renames(entries: Iterable[LogEntry], agent: str) -> list[LogEntry]:
+    """The entries of `agent` (the history, newest first), following its folder back through
+    each rename as `git log --follow` follows a file: past its `rename` commit, the history is
+    that of the name it had before. A newer agent that took the old name is not part of it."""
+    name = agent
+    followed = []
+    for entry in entries:
+        if entry.agent != name:
+            continue
+        followed.append(entry)
+        if entry.event == "rename" and entry.renamed_from:
+            name = entry.renamed_from
+    return followed
+
+
+def former_names(history: Iterable[LogEntry]) -> list[str]:
+    """The names an agent had before, newest first, from its followed history."""
+    return [e.renamed_from for e in history if e.event == "rename" and e.renamed_from]
+
+
 def log_entry(commit: str, date: str, author: str, message: str) -> LogEntry | None:
     """A LogEntry from one commit's raw fields, or None when it carries no Feedback-Event."""
     trailers = {key.lower(): values for key, values in parse_trailers(message).items()}
