@@ -27,6 +27,15 @@ from tests.workspace_kit import Site, draft
 # space is freed.
 SOON_AFTER_SPACE_S = 15.0
 FAILURES = 6  # after which other failures are tried again only 32 s later
+RATING = {
+    "transaction_id": "6f1c2a9e-3b4d-4c5e-8f70-1a2b3c4d5e6f",
+    "provider_agent": "p",
+    "skill_id": "s1",
+    "rating": 5,
+    "result_quality": "excellent",
+    "would_reuse": True,
+    "cost_value_ratio": "great",
+}
 
 
 @pytest.fixture
@@ -139,18 +148,9 @@ def test_commands_on_a_full_disk_say_so_and_leave_nothing_half_written(small_dis
     head = site.git("rev-parse", "HEAD")
     filler = _fill(small_disk)
     before = _files_of(small_disk)
-    rating = {
-        "transaction_id": "6f1c2a9e-3b4d-4c5e-8f70-1a2b3c4d5e6f",
-        "provider_agent": "p",
-        "skill_id": "s1",
-        "rating": 5,
-        "result_quality": "excellent",
-        "would_reuse": True,
-        "cost_value_ratio": "great",
-    }
     for args in (
         ("approve", "a1", "q1"),
-        ("feedback", "submit", "--as", "buyer1", "--json", json.dumps(rating)),
+        ("feedback", "submit", "--as", "buyer1", "--json", json.dumps(RATING)),
     ):
         done = site.cli(*args)
         assert done.returncode == 1, (args, done.stderr)
@@ -161,3 +161,25 @@ def test_commands_on_a_full_disk_say_so_and_leave_nothing_half_written(small_dis
     filler.unlink()
     done = site.cli("approve", "a1", "q1")
     assert done.returncode == 0, done.stderr
+
+
+def test_the_ratings_index_on_a_full_disk_is_kept_and_the_error_says_so(small_disk: Path) -> None:
+    from feedbackd.core.ratings import parse_rating
+    from feedbackd.core.timeutil import utcnow
+    from feedbackd.edges.ratingstore import INDEX_NAME, RatingStore
+
+    site = Site(small_disk)
+    store = RatingStore(site.runtime().workspace)
+    for number in range(3):
+        doc = {**RATING, "transaction_id": f"6f1c2a9e-3b4d-4c5e-8f70-{number:012d}"}
+        store.append(parse_rating(doc, requester="buyer1", now=utcnow()))
+    [month] = (site.agent("p") / "ratings" / "s1").iterdir()
+    index = small_disk / ".feedbackd" / INDEX_NAME
+    kept = index.read_bytes()
+    _fill(small_disk)
+    # Rewritten in place (same size, new time): the index must read it again and write.
+    month.write_bytes(month.read_bytes().replace(b'"rating": 5', b'"rating": 4'))
+    with pytest.raises(OSError) as full:
+        store.has_transaction("6f1c2a9e-3b4d-4c5e-8f70-999999999999")
+    assert full.value.errno == errno.ENOSPC
+    assert index.read_bytes() == kept  # not deleted as if it were damaged
