@@ -191,6 +191,30 @@ def test_an_interrupted_rating_is_committed_by_the_next_pass_as_a_rating(site: S
     assert any("/buyer1/" in path for path in changed)  # the memory came with it
 
 
+def test_the_rules_run_for_a_rating_completed_after_an_interruption(site: Site) -> None:
+    from feedbackd.core.ratings import parse_rating
+    from feedbackd.core.timeutil import utcnow
+    from feedbackd.edges.ratingstore import RatingStore
+
+    soul = site.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text(f"# HeavyLift\n\nRuns code.\n\n## {SKILL}\nRuns it.\npricing: 20\n")
+    site.git("add", "-A")
+    site.git("commit", "-qm", "soul")
+    for _ in range(2):
+        assert submit(site, rating(cost_value_ratio="overpriced")).returncode == 0
+    # The second buyer's rating, from a `feedback submit` killed before its commit and rules.
+    killed = rating(cost_value_ratio="overpriced", requester_agent="buyer1")
+    RatingStore(site.runtime().workspace).append(
+        parse_rating(killed, requester="buyer1", now=utcnow())
+    )
+    site.reconcile()
+    assert "pricing: 19\n" in soul.read_text()
+    subjects = site.git("log", "-2", "--format=%s").splitlines()
+    assert subjects[0].startswith(f"pricing({PROVIDER}/{SKILL}): 20 → 19")
+    assert subjects[1].startswith(f"rating({PROVIDER}/{SKILL}): 5/5 excellent from buyer1")
+
+
 def test_buyers_calling_a_skill_overpriced_cut_its_price(site: Site) -> None:
     soul = site.agent(PROVIDER) / "SOUL.md"
     soul.parent.mkdir(parents=True)

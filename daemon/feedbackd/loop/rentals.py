@@ -226,8 +226,14 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
         return _completed_request(workspace.agents_dir, appended)
 
     event = recovery.commit_uncommitted(runtime, repo, pending, completed)
+    rated = [event] if event else []
     price_ledgers = [workspace.root / rel for rel in changed if rel.endswith("/pricing.jsonl")]
-    return [*([event] if event else []), *_finish_price_changes(runtime, repo, price_ledgers)]
+    # The killed command never ran the rules its rating calls for: they run now.
+    after = [
+        *_finish_price_changes(runtime, repo, price_ledgers),
+        *apply_rules(runtime, repo, rated),
+    ]
+    return [*rated, *after]
 
 
 def _completed_request(agents_dir: Path, appended: dict[Path, list[str]]) -> CommitRequest:
