@@ -230,7 +230,10 @@ def test_an_approval_whose_correction_is_recorded_already_says_so(site: Site) ->
     subject = site.git("log", "-1", "--format=%s").strip()
     assert subject == "approve(w): d1, no new corrections (title already recorded)"
     assert site.git("log", "-1", "--format=%b").strip().startswith("Feedback-")  # no body line
-    assert "Feedback-Fields" not in site.trailers()
+    # What the decision corrected, as its ledger line says; no entry claimed for it.
+    assert site.trailers()["Feedback-Fields"] == ["title"]
+    last = json.loads((site.agent("w") / "decisions.jsonl").read_text().splitlines()[-1])
+    assert last["fields"] == ["title"] and last.get("entries") is None
 
 
 def test_never_seen_and_no_original_means_no_corrections_and_a_warning(site: Site) -> None:

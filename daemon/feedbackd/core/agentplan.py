@@ -549,7 +549,8 @@ def _decision_commit(
     agent: AgentPaths, decision: _Decision, added: Sequence[FeedbackEntry]
 ) -> Commit:
     """The decision's commit, telling the corrections whose entries it `added`: one an earlier
-    decision of the item recorded already is named as such, not claimed again."""
+    decision of the item recorded already is named as such, not claimed again. Its
+    Feedback-Fields are all the decision corrected, as its ledger line's `fields` are."""
     item, state = decision.item, decision.state
     written = {(entry.field, entry.corrected) for entry in added}
     corrections = [c for c in decision.corrections if (c.field, c.corrected) in written]
@@ -561,7 +562,7 @@ def _decision_commit(
         tuple(decision_paths(agent, decision.file)),
         decision.author,
         tuple(commitmsg.decision_body(state, item.rejection_feedback, corrections)),
-        tuple(commitmsg.decision_trailers(item.item_id, corrections)),
+        tuple(commitmsg.decision_trailers(item.item_id, decision.corrections)),
         item.item_id,
     )
 
