@@ -266,7 +266,8 @@ def test_an_entry_already_in_feedback_is_not_added_again() -> None:
     [step] = p.decisions
     assert step.writes == ()  # nothing new to write
     assert step.ledger[0].entries is None and step.ledger[0].fields == ["t"]
-    assert step.commit.summary == "qi-1, 1 correction (t)"  # the decision is still committed
+    # The decision is still committed, and says its correction was recorded before.
+    assert step.commit.summary == "qi-1, no new corrections (t already recorded)"
 
 
 def test_the_cap_keeps_the_newest_entries() -> None:

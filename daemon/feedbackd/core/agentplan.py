@@ -526,7 +526,7 @@ def _plan_decision(
         fields=[c.field for c in decision.corrections] or None,
         entries=[entry.id for entry in added] or None,
     )
-    step = Step(_decision_commit(view.agent, decision), tuple(writes), (record,))
+    step = Step(_decision_commit(view.agent, decision, added), tuple(writes), (record,))
     return step, after
 
 
@@ -611,16 +611,24 @@ def _entries(decision: _Decision, now: datetime) -> list[FeedbackEntry]:
     ]
 
 
-def _decision_commit(agent: AgentPaths, decision: _Decision) -> Commit:
-    item, state, corrections = decision.item, decision.state, decision.corrections
-    event, summary = commitmsg.decision_summary(item.item_id, state, corrections)
+def _decision_commit(
+    agent: AgentPaths, decision: _Decision, added: Sequence[FeedbackEntry]
+) -> Commit:
+    """The decision's commit, telling the corrections whose entries it `added`: one an earlier
+    decision of the item recorded already is named as such, not claimed again. Its
+    Feedback-Fields are all the decision corrected, as its ledger line's `fields` are."""
+    item, state = decision.item, decision.state
+    written = {(entry.field, entry.corrected) for entry in added}
+    corrections = [c for c in decision.corrections if (c.field, c.corrected) in written]
+    already = [c.field for c in decision.corrections if (c.field, c.corrected) not in written]
+    event, summary = commitmsg.decision_summary(item.item_id, state, corrections, already)
     return Commit(
         event,
         summary,
         tuple(decision_paths(agent, decision.file)),
         decision.author,
         tuple(commitmsg.decision_body(state, item.rejection_feedback, corrections)),
-        tuple(commitmsg.decision_trailers(item.item_id, corrections)),
+        tuple(commitmsg.decision_trailers(item.item_id, decision.corrections)),
         item.item_id,
     )
 

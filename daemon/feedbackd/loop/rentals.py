@@ -16,7 +16,13 @@ from pathlib import Path
 from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
 from feedbackd.core.priceledger import parse_price_ledger
-from feedbackd.core.ratings import MAX_INBOX_CHARS, Rating, parse_rating, parse_rating_file
+from feedbackd.core.ratings import (
+    MAX_INBOX_CHARS,
+    Rating,
+    parse_rating,
+    parse_rating_file,
+    stored_fields,
+)
 from feedbackd.core.timeutil import parse_duration, utcnow
 from feedbackd.edges.files import atomic_write_text, read_file_bytes
 from feedbackd.edges.git import GitRepo
@@ -100,17 +106,22 @@ def record_rating(
         memory = write_rental_memories(runtime.workspace, rating, now, earlier)
         for path in also:
             path.unlink(missing_ok=True)
-        change = CommitRequest(
-            "rating",
-            rating.provider_agent,
-            _summary(rating),
-            [stored, *memory, *also],
-            skill=rating.skill_id,
-            body=_body(rating),
-            trailers=[(TRANSACTION_KEY, rating.transaction_id)],
-        )
+        change = _rating_request(rating, [stored, *memory, *also])
         event = commit_change(runtime, repo, change)
     return event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
+
+
+def _rating_request(rating: Rating, paths: Sequence[Path]) -> CommitRequest:
+    """The commit of one rating: its line, the buyer's memory and whatever else it holds."""
+    return CommitRequest(
+        "rating",
+        rating.provider_agent,
+        _summary(rating),
+        list(paths),
+        skill=rating.skill_id,
+        body=_body(rating),
+        trailers=[(TRANSACTION_KEY, rating.transaction_id)],
+    )
 
 
 def _summary(rating: Rating) -> str:
@@ -233,14 +244,58 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     pending = {log: recovery.appended_since_head(repo, workspace, log) for log in logs}
 
     def completed(appended: dict[Path, list[str]]) -> CommitRequest:
-        agent = next(iter(appended)).relative_to(workspace.agents_dir).parts[0]
-        noun = "file" if len(appended) == 1 else "files"
-        summary = f"{len(appended)} {noun} completed after an interruption"
-        return CommitRequest("rating", agent, summary, list(appended))
+        return _completed_request(workspace.agents_dir, appended)
 
     event = recovery.commit_uncommitted(runtime, repo, pending, completed)
+    rated = [event] if event else []
     price_ledgers = [workspace.root / rel for rel in changed if rel.endswith("/pricing.jsonl")]
-    return [*([event] if event else []), *_finish_price_changes(runtime, repo, price_ledgers)]
+    # The killed command never ran the rules its rating calls for: they run now.
+    after = [
+        *_finish_price_changes(runtime, repo, price_ledgers),
+        *apply_rules(runtime, repo, rated),
+    ]
+    return [*rated, *after]
+
+
+def _completed_request(agents_dir: Path, appended: dict[Path, list[str]]) -> CommitRequest:
+    """The commit of what a killed command appended: shaped as the rating commit it never made
+    (the provider in its subject, the transaction in its trailers), so `log` and a reader of
+    the history cannot tell it from an uninterrupted one."""
+    ratings = [
+        rating
+        for path, lines in appended.items()
+        if _is_rating_log(path.relative_to(agents_dir))
+        for rating in _readable_ratings(lines)
+    ]
+    files = list(appended)
+    if len(ratings) == 1:
+        [only] = ratings
+        return _rating_request(only, files)
+    if ratings:  # several commands killed in a row: one commit naming each transaction
+        first = ratings[0]
+        return CommitRequest(
+            "rating",
+            first.provider_agent,
+            f"{len(ratings)} ratings completed after an interruption",
+            files,
+            skill=first.skill_id,
+            trailers=[(TRANSACTION_KEY, r.transaction_id) for r in ratings],
+        )
+    agent = next(iter(appended)).relative_to(agents_dir).parts[0]  # memory lines alone
+    noun = "file" if len(appended) == 1 else "files"
+    summary = f"{len(appended)} {noun} completed after an interruption"
+    return CommitRequest("rating", agent, summary, files)
+
+
+def _readable_ratings(lines: Sequence[str]) -> list[Rating]:
+    """The ratings among appended lines; a line that does not read as one is left out."""
+    found = []
+    for line in lines:
+        try:
+            found.append(Rating.model_validate(stored_fields(line)))
+        except (FeedbackdError, ValueError):
+            continue
+    return found
 
 
 def _finish_price_changes(runtime: Runtime, repo: GitRepo, ledgers: list[Path]) -> list[Event]:
@@ -260,3 +315,9 @@ def _finish_price_changes(runtime: Runtime, repo: GitRepo, ledgers: list[Path]) 
 def _is_rental_log(rel: str) -> bool:
     parts = rel.split("/")
     return rel.endswith(".jsonl") and ("ratings" in parts or "memory" in parts)
+
+
+def _is_rating_log(under_agents: Path) -> bool:
+    """`{provider}/ratings/{skill}/{YYYY-MM}.jsonl`, relative to the agents folder."""
+    parts = under_agents.parts
+    return len(parts) == 4 and parts[1] == "ratings" and parts[3].endswith(".jsonl")
