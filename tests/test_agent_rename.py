@@ -224,3 +224,26 @@ def test_an_agent_folder_moved_in_the_middle_of_a_decision_is_not_made_again(
     assert [(e["original"], e["corrected"]) for e in site.feedback("w2")] == [(OLD, NEW)]
     assert approvals(site) == Counter({"d1": 1}) and decided(site, "w2") == ["d1"]
     assert committed_paths(site, "_data/agents/w") == [] and clean(site)
+
+
+def test_the_history_and_old_prompts_of_a_renamed_agent_follow_the_rename(site: Site) -> None:
+    write_draft(site, "w", "d1", OLD)
+    site.reconcile()
+    write_draft(site, "w", "d1", NEW)
+    site.move("w", "d1.json", "approved")
+    site.reconcile()
+    before = site.git("rev-parse", "HEAD").strip()
+    learned = site.prompt("w")
+    (site.data / "agents" / "w").rename(site.data / "agents" / "w2")
+    site.reconcile()
+    # Another agent later takes the old name: its history is not w2's.
+    write_draft(site, "w", "x1", OLD)
+    site.reconcile()
+
+    done = site.cli("log", "w2", "--json")
+    assert done.returncode == 0, done.stderr
+    shown = [(entry["event"], entry["agent"]) for entry in json.loads(done.stdout)]
+    assert shown == [("rename", "w2"), ("approve", "w"), ("draft", "w")]
+    at = site.cli("prompt", "w2", "--at", before)
+    assert at.returncode == 0, at.stderr
+    assert at.stdout == learned and NEW in learned

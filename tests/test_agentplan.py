@@ -24,7 +24,7 @@ from feedbackd.core.commitmsg import Person
 from feedbackd.core.config import Settings
 from feedbackd.core.decisions import DecisionRecord, State, latest_states, new_record
 from feedbackd.core.errors import InvalidItem
-from feedbackd.core.feedback import FeedbackEntry, new_entry, parse_feedback
+from feedbackd.core.feedback import FeedbackEntry, dump_feedback, new_entry, parse_feedback
 from feedbackd.core.items import Item
 from feedbackd.core.prompts import render_snippet
 from feedbackd.core.workspace import Workspace
@@ -266,7 +266,8 @@ def test_an_entry_already_in_feedback_is_not_added_again() -> None:
     [step] = p.decisions
     assert step.writes == ()  # nothing new to write
     assert step.ledger[0].entries is None and step.ledger[0].fields == ["t"]
-    assert step.commit.summary == "qi-1, 1 correction (t)"  # the decision is still committed
+    # The decision is still committed, and says its correction was recorded before.
+    assert step.commit.summary == "qi-1, no new corrections (t already recorded)"
 
 
 def test_the_cap_keeps_the_newest_entries() -> None:
@@ -379,6 +380,38 @@ def test_record_adds_an_entry_once() -> None:
     assert step.commit.paths == (AGENT.feedback, AGENT.prompt) and step.ledger == ()
     again = new_entry(NOW, type="edit", queueItemId="qi-1", field="t", original="a", corrected="b")
     assert agentplan.plan_record(AGENT, again, [entry], None, DEFAULTS, ADA) is None
+
+
+def test_a_draft_beside_its_decision_goes_with_the_decision_or_on_its_own() -> None:
+    """A `git reset` put the draft back in queue/ after the curator moved it: the decision
+    stands and the draft goes, in the decision's commit or, once recorded, in a `sync` one."""
+    approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
+    draft = item_file("qi-1")
+    [step] = plan(view(approved, files=[draft])).decisions
+    assert step.removes == (draft.path,) and draft.path in step.commit.paths
+    assert step.commit.event == "approve"
+    recorded = new_record("qi-1", "approved", NOW, file=rel(approved.file.path))
+    [step] = plan(view(approved, ledger=[recorded], files=[draft])).decisions
+    assert (step.commit.event, step.commit.paths, step.removes) == ("sync", *[(draft.path,)] * 2)
+    assert step.commit.summary == "remove queue/qi-1.json, decided in approved/" and not step.ledger
+    # In both decision folders the item waits for the curator, and so does its draft.
+    rejected = read("rejected", item("qi-1", {"t": "new"}, notes="no"))
+    assert plan(view(approved, rejected, files=[draft])).decisions == ()
+
+
+def test_a_deleted_feedback_json_is_written_back_first_and_kept_by_the_next_decision() -> None:
+    kept = new_entry(NOW, type="rejection", queueItemId="qi-0", notes="too dry")
+    committed = dump_feedback([kept])
+    approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
+    snippet = render_snippet([kept], DEFAULTS.prompt)
+    deleted = {"feedback_exists": False, "feedback_deleted": committed, "snippet": snippet}
+    p = plan(view(approved, feedback=[kept], **deleted))
+    restore = p.feedback_restore
+    assert restore is not None and p.steps[0] == restore
+    assert restore.writes == (agentplan.Write(AGENT.feedback, committed),)
+    assert restore.commit.paths == (AGENT.feedback,) and "was deleted" in p.warnings[0]
+    [step] = p.decisions
+    assert [e.queueItemId for e in parse_feedback(step.writes[0].text)] == ["qi-0", "qi-1"]
 
 
 # --- properties: any order of events, a crash at any step -------------------------------------

@@ -321,6 +321,18 @@ def test_an_approval_names_its_corrected_fields() -> None:
     assert decision_trailers("qi-1", []) == [("Feedback-Item", "qi-1")]
 
 
+def test_an_approval_names_the_corrections_recorded_by_an_earlier_decision() -> None:
+    excerpt = Correction("excerpt", "a", "b")
+    assert decision_summary("qi-1", "approved", [excerpt], ["title"]) == (
+        "approve",
+        "qi-1, 1 correction (excerpt); title already recorded",
+    )
+    assert decision_summary("qi-1", "approved", [], ["title", "excerpt"]) == (
+        "approve",
+        "qi-1, no new corrections (title, excerpt already recorded)",
+    )
+
+
 def test_a_rejection_carries_its_note_even_an_empty_one() -> None:
     assert decision_summary("qi-2", "rejected", []) == ("reject", "qi-2")
     assert decision_body("rejected", "Too\ndry", []) == ['- notes: "Too⏎dry"']

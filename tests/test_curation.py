@@ -214,6 +214,28 @@ def test_moved_back_to_queue_then_decided_again(site: Site) -> None:
     assert [e["corrected"] for e in site.feedback("w")] == ["new", "newer"]
 
 
+def test_an_approval_whose_correction_is_recorded_already_says_so(site: Site) -> None:
+    original = {"title": "Draft"}
+    for title in ("First", "Second"):
+        site.write("w", "d1.json", draft({"title": title}, original))
+        site.move("w", "d1.json", "approved")
+        site.reconcile()
+        assert site.git("log", "-1", "--format=%s") == "approve(w): d1, 1 correction (title)\n"
+        site.move("w", "d1.json", "queue", source="approved")
+        site.reconcile()
+    site.write("w", "d1.json", draft({"title": "First"}, original))
+    site.move("w", "d1.json", "approved")
+    site.reconcile()  # the third approval: title "First" was recorded by the first one
+    assert [e["corrected"] for e in site.feedback("w")] == ["First", "Second"]
+    subject = site.git("log", "-1", "--format=%s").strip()
+    assert subject == "approve(w): d1, no new corrections (title already recorded)"
+    assert site.git("log", "-1", "--format=%b").strip().startswith("Feedback-")  # no body line
+    # What the decision corrected, as its ledger line says; no entry claimed for it.
+    assert site.trailers()["Feedback-Fields"] == ["title"]
+    last = json.loads((site.agent("w") / "decisions.jsonl").read_text().splitlines()[-1])
+    assert last["fields"] == ["title"] and last.get("entries") is None
+
+
 def test_never_seen_and_no_original_means_no_corrections_and_a_warning(site: Site) -> None:
     site.write("w", "qi-1.json", draft({"t": "x"}), folder="approved")
     report = site.reconcile()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -26,6 +27,15 @@ from tests.workspace_kit import Site, draft
 # space is freed.
 SOON_AFTER_SPACE_S = 15.0
 FAILURES = 6  # after which other failures are tried again only 32 s later
+RATING = {
+    "transaction_id": "6f1c2a9e-3b4d-4c5e-8f70-1a2b3c4d5e6f",
+    "provider_agent": "p",
+    "skill_id": "s1",
+    "rating": 5,
+    "result_quality": "excellent",
+    "would_reuse": True,
+    "cost_value_ratio": "great",
+}
 
 
 @pytest.fixture
@@ -115,3 +125,61 @@ def test_the_status_file_is_rewritten_in_place_when_the_disk_is_full(small_disk:
     write_status(state_dir, pid=os.getpid(), started_at=started, problems=["a1: disk full"])
     recorded = read_status(state_dir)
     assert recorded is not None and recorded["problems"] == ["a1: disk full"]
+
+
+def _files_of(root: Path) -> dict[str, bytes]:
+    """Every file of the workspace with its content, but git's own folder, the disk filler and
+    the empty lock files (never deleted, whoever made them)."""
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+        and ".git" not in path.parts
+        and path.name != "filler.bin"
+        and path.suffix != ".lock"
+    }
+
+
+@pytest.mark.slow
+def test_commands_on_a_full_disk_say_so_and_leave_nothing_half_written(small_disk: Path) -> None:
+    site = Site(small_disk)
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.reconcile()
+    head = site.git("rev-parse", "HEAD")
+    filler = _fill(small_disk)
+    before = _files_of(small_disk)
+    for args in (
+        ("approve", "a1", "q1"),
+        ("feedback", "submit", "--as", "buyer1", "--json", json.dumps(RATING)),
+    ):
+        done = site.cli(*args)
+        assert done.returncode == 1, (args, done.stderr)
+        assert done.stderr.startswith("error: "), done.stderr
+        assert "disk is full" in done.stderr and "Traceback" not in done.stderr
+        assert _files_of(small_disk) == before, args
+        assert site.git("rev-parse", "HEAD") == head
+    filler.unlink()
+    done = site.cli("approve", "a1", "q1")
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_ratings_index_on_a_full_disk_is_kept_and_the_error_says_so(small_disk: Path) -> None:
+    from feedbackd.core.ratings import parse_rating
+    from feedbackd.core.timeutil import utcnow
+    from feedbackd.edges.ratingstore import INDEX_NAME, RatingStore
+
+    site = Site(small_disk)
+    store = RatingStore(site.runtime().workspace)
+    for number in range(3):
+        doc = {**RATING, "transaction_id": f"6f1c2a9e-3b4d-4c5e-8f70-{number:012d}"}
+        store.append(parse_rating(doc, requester="buyer1", now=utcnow()))
+    [month] = (site.agent("p") / "ratings" / "s1").iterdir()
+    index = small_disk / ".feedbackd" / INDEX_NAME
+    kept = index.read_bytes()
+    _fill(small_disk)
+    # Rewritten in place (same size, new time): the index must read it again and write.
+    month.write_bytes(month.read_bytes().replace(b'"rating": 5', b'"rating": 4'))
+    with pytest.raises(OSError) as full:
+        store.has_transaction("6f1c2a9e-3b4d-4c5e-8f70-999999999999")
+    assert full.value.errno == errno.ENOSPC
+    assert index.read_bytes() == kept  # not deleted as if it were damaged

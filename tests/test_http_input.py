@@ -277,15 +277,16 @@ def test_problems_in_answers_name_files_inside_the_workspace(tmp_path: Path) -> 
     site = Site(tmp_path / "ws")
     site.write("writer", "qi-1.json", draft({"title": "Fine"}))
     site.write("writer", "qi-bad.json", "{bad")
+    site.reconcile()  # the daemon's pass, which explains the bad draft beside it
     server = Server(site.root)
     try:
         approved = server.post(APPROVE, {})
         status = server.get("/api/status")
     finally:
         server.close()
-    assert approved.status == 200
+    # An approval's pass reads its own item only: the other draft's problem is the daemon's.
+    assert approved.status == 200 and approved.json()["problems"] == []
     expected = "_data/agents/writer/queue/qi-bad.json: invalid JSON"
-    assert [line[: len(expected)] for line in approved.json()["problems"]] == [expected]
     assert [line[: len(expected)] for line in status.json()["problems"]] == [expected]
 
 

@@ -175,6 +175,15 @@ def test_memory_lines_merge_by_id_and_created_at() -> None:
     assert merge_jsonl(b"", lines(one), lines(two)) == lines(two, one)
 
 
+def test_a_line_both_sides_made_on_their_own_is_kept_as_ours_has_it() -> None:
+    """One price cut made on two machines: a rebased copy then changes nothing."""
+    cut = "price-0123456789abcdef"  # an id derived from what the cut is
+    early = line(id=cut, priceOld="20", priceNew="19", createdAt="2026-04-08T10:00:01Z")
+    late = line(id=cut, priceOld="20", priceNew="19", createdAt="2026-04-08T10:00:05Z")
+    assert merge_jsonl(b"", lines(late), lines(early)) == lines(late)
+    assert merge_jsonl(b"", lines(early), lines(late)) == lines(early)
+
+
 def test_lines_are_kept_exactly_as_written() -> None:
     spaced = '{"id":"d-1",   "at": "2026-04-08T10:00:00Z", "note": "caf\\u00e9"}'
     assert merge_jsonl(b"", lines(spaced), b"") == lines(spaced)

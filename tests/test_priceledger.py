@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from feedbackd.core.ids import PRICE_CHANGE, is_derived_id, new_id
 from feedbackd.core.priceledger import (
     PriceRecord,
     new_price_record,
@@ -20,9 +21,23 @@ from feedbackd.core.skillrules import PriceHistory
 NOW = datetime(2026, 4, 8, 10, 0, tzinfo=UTC)
 
 
+def test_a_cut_has_the_same_id_wherever_and_whenever_it_is_made() -> None:
+    def cut(old: str, new: str, after: str | None, hours: int = 0) -> str:
+        made = NOW + timedelta(hours=hours)
+        return new_price_record("s", old, new, "why", made, after=after).id
+
+    assert cut("20", "19", None) == cut("20", "19", None, hours=3)  # two machines, one cut
+    assert cut("20", "19", "price-1") == cut("20", "19", "price-1", hours=1)
+    assert cut("20", "19", None) != cut("20", "19", "price-1")  # after another change: new
+    assert cut("20", "19", None) != cut("20", "18", None)
+    # The merge knows such an id from a random one (`price-{ms}-{6 hex}`), and its memory's.
+    assert is_derived_id(cut("20", "19", None)) and is_derived_id("mem-" + cut("1", "2", None))
+    assert not is_derived_id(new_id(PRICE_CHANGE, NOW))
+
+
 def test_a_new_record_is_one_line_that_reads_back() -> None:
     record = new_price_record("claude-code-run", "20", "19", "3 of 3 buyers said overpriced", NOW)
-    assert re.fullmatch(r"price-1775642400000-[0-9a-f]{6}", record.id)
+    assert re.fullmatch(r"price-[0-9a-f]{16}", record.id)
     line = record.line()
     assert "\n" not in line
     assert list(json.loads(line)) == ["id", "skill", "priceOld", "priceNew", "reason", "createdAt"]

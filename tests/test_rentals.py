@@ -165,17 +165,54 @@ def test_inbox_files_are_ingested_and_removed_a_bad_one_stays(site: Site) -> Non
     assert site.git("status", "--porcelain", "--", "_data/agents") == ""
 
 
-def test_an_interrupted_rating_is_committed_by_the_next_pass(site: Site) -> None:
+def test_an_interrupted_rating_is_committed_by_the_next_pass_as_a_rating(site: Site) -> None:
+    from feedbackd.core.ratings import parse_rating
+    from feedbackd.core.timeutil import utcnow
+    from feedbackd.edges.ratingstore import RatingStore
+    from feedbackd.loop.agentfiles import write_rental_memories
+
+    # What a `feedback submit` killed between its writes and its commit leaves behind: the
+    # provider's rating line and the buyer's memory (buyer1 sorts before the provider).
+    runtime = site.runtime()
+    doc = rating(rating=4, result_quality="good", cost_value_ratio="fair")
+    stored = parse_rating(doc, requester="buyer1", now=utcnow())
+    RatingStore(runtime.workspace).append(stored)
+    write_rental_memories(runtime.workspace, stored, utcnow(), [])
+    site.reconcile()
+    assert site.git("status", "--porcelain", "--", "_data") == ""
+    subject = site.git("log", "-1", "--format=%s").strip()
+    assert subject == f"rating({PROVIDER}/{SKILL}): 4/5 good from buyer1 (fair)"
+    trailers = site.trailers()
+    assert trailers["Feedback-Event"] == ["rating"]
+    assert trailers["Feedback-Agent"] == [PROVIDER]
+    assert trailers["Feedback-Skill"] == [SKILL]
+    assert trailers["Feedback-Transaction"] == [doc["transaction_id"]]
+    changed = site.git("show", "--name-only", "--format=", "HEAD").split()
+    assert any("/buyer1/" in path for path in changed)  # the memory came with it
+
+
+def test_the_rules_run_for_a_rating_completed_after_an_interruption(site: Site) -> None:
     from feedbackd.core.ratings import parse_rating
     from feedbackd.core.timeutil import utcnow
     from feedbackd.edges.ratingstore import RatingStore
 
-    # What a `feedback submit` killed between its append and its commit leaves behind.
-    runtime = site.runtime()
-    RatingStore(runtime.workspace).append(parse_rating(rating(), requester="x", now=utcnow()))
+    soul = site.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text(f"# HeavyLift\n\nRuns code.\n\n## {SKILL}\nRuns it.\npricing: 20\n")
+    site.git("add", "-A")
+    site.git("commit", "-qm", "soul")
+    for _ in range(2):
+        assert submit(site, rating(cost_value_ratio="overpriced")).returncode == 0
+    # The second buyer's rating, from a `feedback submit` killed before its commit and rules.
+    killed = rating(cost_value_ratio="overpriced", requester_agent="buyer1")
+    RatingStore(site.runtime().workspace).append(
+        parse_rating(killed, requester="buyer1", now=utcnow())
+    )
     site.reconcile()
-    assert site.git("status", "--porcelain", "--", "_data") == ""
-    assert "completed after an interruption" in site.git("log", "-1", "--format=%s")
+    assert "pricing: 19\n" in soul.read_text()
+    subjects = site.git("log", "-2", "--format=%s").splitlines()
+    assert subjects[0].startswith(f"pricing({PROVIDER}/{SKILL}): 20 → 19")
+    assert subjects[1].startswith(f"rating({PROVIDER}/{SKILL}): 5/5 excellent from buyer1")
 
 
 def test_buyers_calling_a_skill_overpriced_cut_its_price(site: Site) -> None:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -150,6 +151,56 @@ def test_three_machines_deciding_at_once_converge(net: Network) -> None:
         "approve(w): qi-3, 1 correction (title)",
         "reject(w): qi-2",
     ]
+
+
+PROVIDER, SKILL = "p", "s1"
+
+
+def overpriced(site: Site, buyer: str) -> None:
+    """A buyer's rating of the provider's skill, calling it overpriced (`feedback submit`)."""
+    doc = {
+        "transaction_id": str(uuid.uuid4()),
+        "provider_agent": PROVIDER,
+        "skill_id": SKILL,
+        "rating": 2,
+        "result_quality": "acceptable",
+        "would_reuse": False,
+        "cost_value_ratio": "overpriced",
+    }
+    done = site.cli("feedback", "submit", "--as", buyer, "--json", json.dumps(doc))
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_one_price_cut_made_on_three_machines_at_once_is_kept_once(net: Network) -> None:
+    seed = net.clone("first")
+    soul = seed.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text(f"# P\n\nRuns things.\n\n## {SKILL}\nRuns it.\npricing: 20\n")
+    seed.git("add", "-A")
+    seed.git("commit", "-qm", "A provider and its priced skill")
+    for _ in range(2):  # not enough for a cut yet: one buyer, two ratings
+        overpriced(seed, "buyer-0")
+    assert once(seed) == []
+    machines = [net.clone(name) for name in ("a", "b", "c")]
+    for site in machines:  # each one's own rating tips the rule, before any of them syncs
+        overpriced(site, "buyer-1")
+        assert "pricing: 19\n" in (site.agent(PROVIDER) / "SOUL.md").read_text()
+    for _ in range(3):  # until nobody has anything left to pull or push
+        before = net.head()
+        for site in reversed(machines):  # the last to cut is the first to push
+            assert once(site) == []
+        if net.head() == before:
+            break
+    for site in machines:
+        assert head(site) == net.head() and site.git("status", "--porcelain") == ""
+        assert "pricing: 19\n" in (site.agent(PROVIDER) / "SOUL.md").read_text()
+        [cut] = (site.agent(PROVIDER) / "pricing.jsonl").read_text().splitlines()
+        assert (json.loads(cut)["priceOld"], json.loads(cut)["priceNew"]) == ("20", "19")
+    cuts = machines[0].git("log", "--format=%s", f"--grep=^pricing({PROVIDER}/{SKILL})")
+    assert len(cuts.splitlines()) == 1, cuts
+    ratings = machines[0].git("log", "--format=%s", f"--grep=^rating({PROVIDER}/{SKILL})")
+    assert len(ratings.splitlines()) == 5
 
 
 def conflict_markers(site: Site) -> list[str]:

@@ -107,17 +107,33 @@ def record(
 def forget(
     agent: AgentArg,
     entry: Annotated[
-        str, typer.Argument(help="The entry's id (`recent AGENT --json` lists them).")
-    ],
+        str | None,
+        typer.Argument(help="The entry's id (`recent AGENT --json` lists them)."),
+    ] = None,
+    everything: Annotated[
+        bool, typer.Option("--all", help="Every lesson of the agent, in one commit.")
+    ] = False,
     reason: Annotated[
         str, typer.Option(help="Why it is taken back (kept in forgotten.jsonl).")
     ] = "",
     curator: Annotated[str | None, typer.Option(help='Who took it back: "Name <email>".')] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Take back one lesson (a curator's slip) without undoing its decision."""
+    """Take back one lesson (a curator's slip), or with --all every lesson of the agent, without
+    undoing any decision: `forget AGENT ENTRY_ID [--reason TEXT]`,
+    `forget AGENT --all [--reason TEXT]`."""
+    if (entry is None) == (not everything):
+        raise UsageError(
+            "forget takes either an entry id or --all" + (", not both" if everything else ""),
+            hint="`feedbackd forget AGENT ENTRY_ID` takes one lesson back;"
+            " `feedbackd forget AGENT --all` wipes them all",
+        )
     runtime = GLOBALS.runtime().with_curator(curator)
-    report_out(actions.forget(runtime, agent, entry, reason), as_json, runtime.workspace.root)
+    if entry is None:
+        report = actions.forget_all(runtime, agent, reason)
+    else:
+        report = actions.forget(runtime, agent, entry, reason)
+    report_out(report, as_json, runtime.workspace.root)
 
 
 @app.command()

@@ -14,7 +14,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from feedbackd.cli.output import print_error, print_json
-from feedbackd.core.errors import FeedbackdError, InternalError, UsageError
+from feedbackd.core.errors import DiskFull, FeedbackdError, InternalError, UsageError
+from feedbackd.edges.files import NO_SPACE
 from feedbackd.loop.reconcile import Report
 from feedbackd.loop.runtime import Runtime
 
@@ -57,12 +58,32 @@ def command(func: F) -> F:
             raise typer.Exit(2 if isinstance(error, UsageError) else 1) from None
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
+        except OSError as error:
+            if error.errno not in NO_SPACE:
+                raise _internal_error(error, as_json) from None
+            print_error(_disk_full(error), as_json)
+            raise typer.Exit(1) from None
         except Exception as error:  # a bug: say so, keep the traceback in the log
-            log.exception("internal error")
-            print_error(InternalError(f"internal error: {error}"), as_json)
-            raise typer.Exit(3) from None
+            raise _internal_error(error, as_json) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _internal_error(error: Exception, as_json: bool) -> typer.Exit:
+    """A bug: say so, keep the traceback in the log; the exit to raise."""
+    log.exception("internal error")
+    print_error(InternalError(f"internal error: {error}"), as_json)
+    return typer.Exit(3)
+
+
+def _disk_full(error: OSError) -> DiskFull:
+    """A full disk is the user's to fix, not a bug. Every write is whole or absent (files are
+    replaced atomically, log lines appended whole), so the command can simply be run again."""
+    where = f" writing {error.filename}" if error.filename else ""
+    return DiskFull(
+        f"the disk is full ({error.strerror}){where}; nothing of this command was kept",
+        hint="free some space on the workspace's disk and run the command again",
+    )
 
 
 def report_out(report: Report, as_json: bool, root: Path) -> None:

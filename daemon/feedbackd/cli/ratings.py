@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -47,10 +48,18 @@ def submit(
         str | None, typer.Option("--as", help="Your agent id (the requester).")
     ] = None,
 ) -> None:
-    """Record a rating of a rental (one commit); prints what was stored as JSON."""
+    """Record a rating of a rental (one commit); prints what was stored as JSON.
+
+    When the daemon holds the workspace longer than a command waits, the rating is queued in
+    the rating inbox instead (status `queued`) and the daemon records it."""
     # stdout is the report, so a bar for the first submit after a fresh clone goes to stderr.
+    runtime = GLOBALS.runtime()
     with progress_bar("indexing ratings", stderr=True) as progress:
-        event, changes = actions.submit_rating(GLOBALS.runtime(), payload, as_agent, progress)
+        done = actions.submit_or_queue(runtime, payload, as_agent, progress)
+    if isinstance(done, Path):  # the daemon held the workspace too long: it records it later
+        print_json({"status": "queued", "file": runtime.workspace.relative(done)})
+        return
+    event, changes = done
     print_json({"status": "recorded", **event.as_json(), "changes": [c.as_json() for c in changes]})
 
 

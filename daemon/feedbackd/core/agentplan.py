@@ -86,6 +86,8 @@ class AgentView:
     revised: Sequence[ReadItem] = ()  # decided files changed since their last commit, read
     # False: HEAD holds another snippet (a pass killed after writing it, before its commit)
     snippet_committed: bool = True
+    # feedback.json deleted but not committed: HEAD's version (`feedback` holds its entries)
+    feedback_deleted: str | None = None
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -121,11 +123,13 @@ class Commit:
 
 @dataclass(frozen=True)
 class Step:
-    """Write these files, append these ledger lines, then make the commit: in this order."""
+    """Write these files, remove those, append these ledger lines, then make the commit: in
+    this order."""
 
     commit: Commit
     writes: tuple[Write, ...] = ()
     ledger: tuple[DecisionRecord, ...] = ()
+    removes: tuple[Path, ...] = ()  # drafts whose item is decided (see `beside_decisions`)
 
 
 @dataclass(frozen=True)
@@ -162,11 +166,12 @@ class AgentPlan:
     # a rejection without a note): nothing stands to tell it again, so the daemon keeps them.
     decision_warnings: tuple[str, ...] = ()
     feedback_files: Step | None = None  # a new agent's, when no drafts' commit holds them
+    feedback_restore: Step | None = None  # a deleted feedback.json, back as HEAD holds it
 
     @property
     def steps(self) -> list[Step]:
         """Every step, in the order it is applied."""
-        first = (self.drafts, self.feedback_files)
+        first = (self.feedback_restore, self.drafts, self.feedback_files)
         return [step for step in (*first, *self.decisions, self.snippet_refresh) if step]
 
 
@@ -191,6 +196,25 @@ def to_decide(files: Iterable[ItemFile], ledger: Iterable[DecisionRecord]) -> li
         if f.item_id not in both
         and (f.item_id not in latest or latest[f.item_id].state != f.folder)
     ]
+
+
+def beside_decisions(files: Iterable[ItemFile]) -> dict[str, list[ItemFile]]:
+    """The drafts in queue/ whose item is in approved/ or rejected/ too, by item id.
+
+    The decision stands and the draft goes: one rule for the daemon, `run --once` and the
+    commands. The curator's move is the latest act; a copy in queue/ beside it is what a
+    `git reset --hard` (or a checkout) put back from a commit made before the move. The draft
+    is removed in the decision's commit, or in a commit of its own when the ledger records the
+    decision already; while the decided file waits (to settle, or in both decision folders)
+    the draft stays.
+    """
+    files = list(files)
+    decided_now = _decided_ids(files)
+    found: dict[str, list[ItemFile]] = {}
+    for f in files:
+        if f.folder == "queue" and f.item_id in decided_now and f.path.stem == f.item_id:
+            found.setdefault(f.item_id, []).append(f)
+    return found
 
 
 def in_both_folders(files: Iterable[ItemFile]) -> list[str]:
@@ -235,9 +259,12 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         notes.warnings.append(
             f"{view.agent.agent_id}/{item_id} is in both approved/ and rejected/: keep one"
         )
-    folder = _Folder(tuple(view.feedback), view.feedback_exists, view.snippet)
+    feedback = tuple(view.feedback)
+    restore = _plan_feedback_restore(view, len(feedback), notes)
+    folder = _Folder(feedback, view.feedback_exists or restore is not None, view.snippet)
     drafts, feedback_files, folder = _plan_feedback_files(view, drafts, folder)
-    steps: list[Step] = []
+    stale = beside_decisions(view.files)
+    steps = _plan_stale_drafts(view, stale)
     kept = without_forgotten(folder.feedback, view.forgotten)
     if len(kept) != len(folder.feedback):  # a merge brought a forgotten entry back
         step, folder = _plan_forgotten_again(view.agent, kept, folder, settings)
@@ -246,7 +273,8 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         decision = _judge(view, read, notes)
         if decision is not None:
             step, folder = _plan_decision(view, decision, folder, settings, now)
-            steps.append(step)
+            draft = tuple(f.path for f in stale.get(decision.file.item_id, ()))
+            steps.append(replace(step, removes=draft) if draft else step)
     for read in view.revised:
         decision = _judge_revision(view, read, notes)
         if decision is not None:
@@ -263,7 +291,45 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
         tuple(notes.warnings),
         tuple(notes.decision_warnings),
         feedback_files,
+        restore,
     )
+
+
+def _plan_stale_drafts(view: AgentView, stale: dict[str, list[ItemFile]]) -> list[Step]:
+    """One commit that removes the drafts beside decisions the ledger records already (see
+    `beside_decisions`); those beside a decision still to record go with its commit."""
+    latest = decisions.latest_states(view.ledger)
+    folders = {f.item_id: f.folder for f in view.files if f.folder in DECISION_FOLDERS}
+    both = set(in_both_folders(view.files))
+    recorded = sorted(
+        item_id
+        for item_id in stale
+        if item_id not in both and item_id in latest and latest[item_id].state == folders[item_id]
+    )
+    if not recorded:
+        return []
+    drafts = tuple(f.path for item_id in recorded for f in stale[item_id])
+    if len(recorded) == 1:
+        name = drafts[0].name
+        summary = f"remove queue/{name}, decided in {folders[recorded[0]]}/"
+    else:
+        summary = f"remove {len(recorded)} drafts already decided ({commitmsg.few_ids(recorded)})"
+    return [Step(Commit("sync", summary, drafts), removes=drafts)]
+
+
+def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step | None:
+    """feedback.json deleted but not committed: written back as HEAD holds it, before anything
+    else, so that every lesson stays (the commit is empty unless a decision follows)."""
+    if view.feedback_deleted is None:
+        return None
+    agent = view.agent
+    notes.warnings.append(
+        f"{_relative(view, agent.feedback)} was deleted; put back as the last commit holds it"
+        f" ({entries} entries): to wipe the agent's lessons on purpose, run"
+        f" `feedbackd forget {agent.agent_id} --all`"
+    )
+    commit = Commit("sync", "restore feedback.json from history", (agent.feedback,))
+    return Step(commit, (Write(agent.feedback, view.feedback_deleted),))
 
 
 def plan_feedback_files(
@@ -460,7 +526,7 @@ def _plan_decision(
         fields=[c.field for c in decision.corrections] or None,
         entries=[entry.id for entry in added] or None,
     )
-    step = Step(_decision_commit(view.agent, decision), tuple(writes), (record,))
+    step = Step(_decision_commit(view.agent, decision, added), tuple(writes), (record,))
     return step, after
 
 
@@ -545,16 +611,24 @@ def _entries(decision: _Decision, now: datetime) -> list[FeedbackEntry]:
     ]
 
 
-def _decision_commit(agent: AgentPaths, decision: _Decision) -> Commit:
-    item, state, corrections = decision.item, decision.state, decision.corrections
-    event, summary = commitmsg.decision_summary(item.item_id, state, corrections)
+def _decision_commit(
+    agent: AgentPaths, decision: _Decision, added: Sequence[FeedbackEntry]
+) -> Commit:
+    """The decision's commit, telling the corrections whose entries it `added`: one an earlier
+    decision of the item recorded already is named as such, not claimed again. Its
+    Feedback-Fields are all the decision corrected, as its ledger line's `fields` are."""
+    item, state = decision.item, decision.state
+    written = {(entry.field, entry.corrected) for entry in added}
+    corrections = [c for c in decision.corrections if (c.field, c.corrected) in written]
+    already = [c.field for c in decision.corrections if (c.field, c.corrected) not in written]
+    event, summary = commitmsg.decision_summary(item.item_id, state, corrections, already)
     return Commit(
         event,
         summary,
         tuple(decision_paths(agent, decision.file)),
         decision.author,
         tuple(commitmsg.decision_body(state, item.rejection_feedback, corrections)),
-        tuple(commitmsg.decision_trailers(item.item_id, corrections)),
+        tuple(commitmsg.decision_trailers(item.item_id, decision.corrections)),
         item.item_id,
     )
 
@@ -611,6 +685,37 @@ def plan_forget(
         entry.queueItemId,
     )
     return Step(commit, tuple(writes))
+
+
+def plan_forget_all(
+    agent: AgentPaths,
+    feedback: Sequence[FeedbackEntry],
+    snippet: str | None,
+    settings: Settings,
+    forgetting: tuple[str, Person],  # (the forgotten.jsonl text with a line for each, who)
+) -> Step:
+    """`feedbackd forget AGENT --all`: feedback.json emptied, the snippet regenerated, every
+    entry listed in forgotten.jsonl (so no replay or merge brings one back), in one commit."""
+    forgotten_text, author = forgetting
+    writes = [Write(agent.feedback, dump_feedback([])), Write(agent.forgotten, forgotten_text)]
+    text = render_snippet([], settings.prompt)
+    if text != snippet:
+        writes.append(Write(agent.prompt, text))
+    shown = [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
+    if len(feedback) > _LISTED:
+        shown.append(f"and {len(feedback) - _LISTED} more")
+    noun = "entry" if len(feedback) == 1 else "entries"
+    commit = Commit(
+        "forget",
+        f"all {len(feedback)} {noun}",
+        (agent.feedback, agent.prompt, agent.forgotten),
+        author,
+        tuple(shown),
+    )
+    return Step(commit, tuple(writes))
+
+
+_LISTED = 20  # entries a `forget --all` commit lists in its body; the rest are counted
 
 
 def plan_restore(agent: AgentPaths, records: Sequence[DecisionRecord]) -> Step:

@@ -240,6 +240,26 @@ class LogEntry:
         }
 
 
+def follow_renames(entries: Iterable[LogEntry], agent: str) -> list[LogEntry]:
+    """The entries of `agent` (the history, newest first), following its folder back through
+    each rename as `git log --follow` follows a file: past its `rename` commit, the history is
+    that of the name it had before. A newer agent that took the old name is not part of it."""
+    name = agent
+    followed = []
+    for entry in entries:
+        if entry.agent != name:
+            continue
+        followed.append(entry)
+        if entry.event == "rename" and entry.renamed_from:
+            name = entry.renamed_from
+    return followed
+
+
+def former_names(history: Iterable[LogEntry]) -> list[str]:
+    """The names an agent had before, newest first, from its followed history."""
+    return [e.renamed_from for e in history if e.event == "rename" and e.renamed_from]
+
+
 def log_entry(commit: str, date: str, author: str, message: str) -> LogEntry | None:
     """A LogEntry from one commit's raw fields, or None when it carries no Feedback-Event."""
     trailers = {key.lower(): values for key, values in parse_trailers(message).items()}
@@ -312,16 +332,24 @@ EVENT_OF_STATE: dict[str, str] = {"approved": "approve", "rejected": "reject", "
 
 
 def decision_summary(
-    item_id: str, state: str, corrections: Sequence[FieldChange]
+    item_id: str, state: str, corrections: Sequence[FieldChange], already: Sequence[str] = ()
 ) -> tuple[str, str]:
-    """(event, summary) of a decision: `reject`, `qi-1`; `approve`, `qi-1, 1 correction (t)`."""
+    """(event, summary) of a decision: `reject`, `qi-1`; `approve`, `qi-1, 1 correction (t)`.
+
+    `corrections` are those the commit records; `already` names the fields whose same
+    correction an earlier decision recorded (written once only), so the message claims no
+    entry that feedback.json did not get: `qi-1, no new corrections (t already recorded)`."""
     if state == "rejected":
         return "reject", item_id
     fields = [c.field for c in corrections]
+    recorded = f"{', '.join(already)} already recorded"
+    if not fields and already:
+        return "approve", f"{item_id}, no new corrections ({recorded})"
     if not fields:
         return "approve", f"{item_id}, no corrections"
     noun = "correction" if len(fields) == 1 else "corrections"
-    return "approve", f"{item_id}, {len(fields)} {noun} ({', '.join(fields)})"
+    summary = f"{item_id}, {len(fields)} {noun} ({', '.join(fields)})"
+    return "approve", f"{summary}; {recorded}" if already else summary
 
 
 def decision_body(state: str, notes: str | None, corrections: Sequence[FieldChange]) -> list[str]:

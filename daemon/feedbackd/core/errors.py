@@ -54,6 +54,10 @@ class WorkspaceError(FeedbackdError):
     code = "workspace_error"
 
 
+class DiskFull(FeedbackdError):
+    code = "disk_full"
+
+
 class GitError(FeedbackdError):
     code = "git_error"
 

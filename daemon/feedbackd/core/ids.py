@@ -3,11 +3,13 @@
 A name used as a folder or file name must follow ID_PATTERN (and hold no `..`), so that no id can
 lead outside the workspace. The records feedbackd writes get ids `{prefix}-{unix ms}-{6 random
 characters}`; each kind of record keeps the prefix and alphabet it has always had, because the
-ids already stored must keep meaning the same.
+ids already stored must keep meaning the same. A record that is one decision however many
+machines make it (a price cut) gets an id derived from what it is instead (`derived_id`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import string
@@ -66,3 +68,21 @@ def new_id(kind: IdKind, now: datetime) -> str:
     """A fresh id of that kind, made at `now`."""
     suffix = "".join(secrets.choice(kind.alphabet) for _ in range(RANDOM_CHARS))
     return f"{kind.prefix}-{unix_ms(now)}-{suffix}"
+
+
+DERIVED_CHARS = 16
+# A derived id, or one made from it (`mem-price-…`): random ids hold their time, and a `-` in it.
+_DERIVED = re.compile(r"(?:[a-z]+-)+[0-9a-f]{16}\Z")
+
+
+def derived_id(kind: IdKind, *parts: str) -> str:
+    """`{prefix}-{16 hex}`, the same wherever it is made from the same parts: two machines
+    that make the same decision on their own give it one id, so merging keeps it once."""
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+    return f"{kind.prefix}-{digest[:DERIVED_CHARS]}"
+
+
+def is_derived_id(value: str) -> bool:
+    """True for an id `derived_id` made (or one made from it): a record that is one decision
+    wherever it was made, so any copy of it is as good as another."""
+    return bool(_DERIVED.match(value))

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from feedbackd.core.errors import FeedbackdError, MergeRefused
 from feedbackd.core.feedbackjson import read_entries, stored_shape
+from feedbackd.core.ids import is_derived_id
 from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import parse_iso
 
@@ -122,7 +123,7 @@ def merge_bytes(kind: FileKind, base: bytes, ours: bytes, theirs: bytes, cap: in
 
 def _merge(base: list[Record], ours: list[Record], theirs: list[Record]) -> list[Record]:
     """Every key of either side once, in time order, but those one side removed; a symmetric
-    choice between versions."""
+    choice between versions, but for one decision both sides made on their own (ours)."""
     base_texts: dict[str, set[str]] = {}
     for record in base:
         base_texts.setdefault(record.key, set()).add(record.text)
@@ -133,19 +134,27 @@ def _merge(base: list[Record], ours: list[Record], theirs: list[Record]) -> list
     chosen = [
         kept
         for key, versions in candidates.items()
-        if (kept := _choose(versions, base_texts.get(key), key in on_both)) is not None
+        if (kept := _choose(versions, base_texts.get(key), key in on_both, is_derived_id(key)))
+        is not None
     ]
     return sorted(chosen, key=lambda record: (record.moment, record.key, record.text))
 
 
 def _choose(
-    versions: dict[str, Record], base_texts: set[str] | None, on_both: bool
+    versions: dict[str, Record], base_texts: set[str] | None, on_both: bool, derived: bool
 ) -> Record | None:
-    """The version of one key to keep; None when one side removed it and the other did not
-    change it (a revert's undo, a forgotten entry, one the cap let go)."""
+    """The version of one key to keep (`versions` in the order ours, theirs; `derived`: its id
+    says what the record is, see core.ids.derived_id); None when one side removed it and the
+    other did not change it (a revert's undo, a forgotten entry, one the cap let go)."""
     changed = [text for text in versions if text not in (base_texts or ())]
     if base_texts is not None and not on_both and not changed:
         return None
+    if derived and on_both and base_texts is None:
+        # One decision that both sides made on their own (a price cut decided on two machines
+        # before they synced): any copy is as good, so it stays as the branch merged into has
+        # it. In sync's rebase that is the remote's: the local copy's commit changes nothing
+        # and git drops it, so the cut is one commit too.
+        return next(iter(versions.values()))
     # A version that differs from the common ancestor is an edit: it beats the unchanged one.
     return versions[max(changed or versions)]
 

@@ -1,10 +1,12 @@
 """The price ledger `_data/agents/{agent}/pricing.jsonl`: one line per price change of a skill.
 
 A price change writes its ledger line before anything else, so a pass killed before its commit
-leaves a line that the next pass completes instead of changing the price a second time. Together
-with git (the `Price-Old` trailer and commit time of each `pricing` commit) the ledger tells a
-skill's base price and when its price last changed, so the rules hold when git is disabled or a
-clone's history is shallow. Pure: the loop reads and appends the file.
+leaves a line that the next pass completes instead of changing the price a second time. A
+change's id says which change it is (`new_price_record`), so one cut made by several machines
+before they sync is one line. Together with git (the `Price-Old` trailer and commit time of each
+`pricing` commit) the ledger tells a skill's base price and when its price last changed, so the
+rules hold when git is disabled or a clone's history is shallow. Pure: the loop reads and appends
+the file.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from feedbackd.core.ids import PRICE_CHANGE, new_id
+from feedbackd.core.ids import PRICE_CHANGE, derived_id
 from feedbackd.core.jsonl import CACHE_KEYS_ONLY, parse_jsonl
 from feedbackd.core.skillrules import PriceHistory
 from feedbackd.core.timeutil import iso_ms, parse_iso
@@ -54,9 +56,18 @@ class PriceRecord(BaseModel):
         )
 
 
-def new_price_record(skill: str, old: str, new: str, reason: str, now: datetime) -> PriceRecord:
+def new_price_record(
+    skill: str, old: str, new: str, reason: str, now: datetime, *, after: str | None = None
+) -> PriceRecord:
+    """A price change of `skill` from `old` to `new`, made by the rules after the skill's change
+    `after` (the id of the ledger's last one; None when it has none).
+
+    Its id is what the change is: this skill, this move, on the ratings since that earlier
+    change. Machines that cut the price on their own before they sync make the same record
+    (but for its time), and the merge keeps it once; a later change of the same prices follows
+    another change, so it is a new one."""
     return PriceRecord(
-        id=new_id(PRICE_CHANGE, now),
+        id=derived_id(PRICE_CHANGE, skill, old, new, after or ""),
         skill=skill,
         priceOld=old,
         priceNew=new,

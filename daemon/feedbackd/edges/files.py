@@ -117,10 +117,25 @@ def append_line(path: Path, line: str, *, within: Path | None = None) -> None:
     try:
         if _ends_without_newline(fd):
             data = b"\n" + data
-        os.write(fd, data)
-        os.fsync(fd)
+        _write_whole(fd, data)
     finally:
         os.close(fd)
+
+
+def _write_whole(fd: int, data: bytes) -> None:
+    """Append data whole or not at all: a full disk may take only part of a write, and a line
+    cut short would be read as a bad line (or glued to the next one). Shrinking the file back
+    needs no space."""
+    size = os.fstat(fd).st_size
+    try:
+        written = os.write(fd, data)
+        if written < len(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        os.fsync(fd)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise
 
 
 def _ends_without_newline(fd: int) -> bool:

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from feedbackd.core.errors import Locked, WorkspaceError
+from feedbackd.core.errors import DiskFull, Locked, WorkspaceError
+from feedbackd.edges.files import NO_SPACE
 
 DAEMON_LOCK = "daemon.lock"
 WRITE_LOCK = "write.lock"
@@ -45,10 +46,10 @@ class InstanceLock:
         fd = _open_lock_file(self.path)
         try:
             _take_or_refuse(fd)
-            _record_pid(fd)
         except BaseException:
             os.close(fd)
             raise
+        _record_pid(fd)  # closes fd itself when it fails
         return fd
 
     def renew(self) -> None:
@@ -284,8 +285,14 @@ def _record_pid(fd: int) -> None:
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    except OSError:
+    except OSError as error:
         os.close(fd)
+        if error.errno in NO_SPACE:
+            raise DiskFull(
+                "the disk is full: the lock file in .feedbackd/ cannot be written"
+                f" ({error.strerror}); nothing was changed",
+                hint="free some space on the workspace's disk and run the command again",
+            ) from None
         raise
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import json
 import logging
@@ -236,6 +237,10 @@ class RatingStore:
         try:
             with db:
                 yield db
+        except sqlite3.OperationalError as exc:
+            if _disk_full(exc, self.index_path.parent):
+                raise _no_space(self.index_path) from exc
+            raise
         finally:
             db.close()
 
@@ -520,6 +525,8 @@ def _open_index(path: Path) -> sqlite3.Connection:
     try:
         return _connect(path)
     except sqlite3.DatabaseError as exc:
+        if _disk_full(exc, path.parent):  # the index is fine: deleting it would lose it
+            raise _no_space(path) from exc
         log.warning("%s: unreadable (%s); rebuilding it from the rating files", path, exc)
         for leftover in (
             path,
@@ -529,6 +536,25 @@ def _open_index(path: Path) -> sqlite3.Connection:
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
         return _connect(path)
+
+
+def _disk_full(exc: sqlite3.DatabaseError, folder: Path) -> bool:
+    """True when SQLite failed for want of space: it says so, or it reports an I/O error (a
+    failed write of its shared memory or log) while the disk has no free block left."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_FULL":
+        return True
+    if not name.startswith("SQLITE_IOERR"):
+        return False
+    try:
+        return os.statvfs(folder).f_bavail == 0
+    except OSError:
+        return False
+
+
+def _no_space(path: Path) -> OSError:
+    """The error a command reports as a full disk (cli.common), naming the index."""
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -12,11 +13,13 @@ from pydantic import ValidationError
 from feedbackd.core.decisions import latest_states
 from feedbackd.core.errors import (
     AlreadyDecided,
+    Busy,
     FeedbackdError,
     InvalidFeedback,
     InvalidItem,
     NotFound,
     WorkspaceError,
+    WriterBusy,
 )
 from feedbackd.core.feedback import FeedbackEntry, new_entry
 from feedbackd.core.feedbackjson import ENTRY_TYPES
@@ -24,6 +27,7 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.instance import daemon_running
 from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop import rentals
 from feedbackd.loop.agentfiles import (
@@ -33,13 +37,15 @@ from feedbackd.loop.agentfiles import (
     set_content_fields,
     set_rejection_feedback,
 )
-from feedbackd.loop.agentpass import forget_entry, record_entry
+from feedbackd.loop.agentpass import forget_all_entries, forget_entry, record_entry
 from feedbackd.loop.itemfiles import item_file_problem
 from feedbackd.loop.locking import pipeline_lock
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.recording import Event
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
+
+log = logging.getLogger("feedbackd")
 
 RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
 
@@ -53,8 +59,9 @@ def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
     problems = {path: item_file_problem(runtime.workspace, path) for path in present}
     existing = [path for path in present if problems[path] is None]
     queue = runtime.workspace.relative(agent.queue)
+    # A draft beside its decision (put back by a `git reset`) is no draft: the decision stands.
+    _refuse_if_decided(runtime, agent, item_id)
     if not existing:
-        _refuse_if_decided(runtime, agent, item_id)
         hint = f"list the drafts with `ls {queue}`"
         if present:  # only files the daemon ignores: say why
             first = runtime.workspace.relative(present[0])
@@ -135,13 +142,16 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
     read_item(source)  # refuse an unreadable draft before moving anything
     if edits:
         # The draft as first seen must be on record before it is edited: a draft nobody has
-        # looked at yet is taken now, so its edits show as corrections, not as its original.
-        report = reconcile_all(runtime, [agent_id])
+        # looked at yet is taken now, so its edits show as corrections, not as its original;
+        # the curator judged it whole, so it need not settle first.
+        report = reconcile_all(
+            runtime, [agent_id], written_whole=frozenset({source}), only_items=frozenset({item_id})
+        )
         set_content_fields(source, edits)
         move_item(runtime, source, target)
-        return report.followed_by(_decide(runtime, agent_id, target))
+        return report.followed_by(_decide(runtime, agent_id, item_id, target))
     move_item(runtime, source, target)
-    return _decide(runtime, agent_id, target)
+    return _decide(runtime, agent_id, item_id, target)
 
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
@@ -157,13 +167,17 @@ def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report
     read_item(source)
     set_rejection_feedback(source, notes)
     move_item(runtime, source, target)
-    return _decide(runtime, agent_id, target)
+    return _decide(runtime, agent_id, item_id, target)
 
 
-def _decide(runtime: Runtime, agent_id: str, moved: Path) -> Report:
-    """The pass that decides an item this command moved: the command read it whole and wrote
+def _decide(runtime: Runtime, agent_id: str, item_id: str, moved: Path) -> Report:
+    """The pass that decides the item this command moved, and nothing else: the rest of the
+    agent's pending work is the daemon's (or `run --once`'s), so a command takes one
+    decision's time even in the middle of a burst. The command read the item whole and wrote
     it in one piece, so it does not wait for the file to settle."""
-    return reconcile_all(runtime, [agent_id], written_whole=frozenset({moved}))
+    return reconcile_all(
+        runtime, [agent_id], written_whole=frozenset({moved}), only_items=frozenset({item_id})
+    )
 
 
 def parse_record(payload: str) -> dict[str, Any]:
@@ -216,6 +230,13 @@ def forget(runtime: Runtime, agent_id: str, entry_id: str, reason: str) -> Repor
         return forget_entry(runtime, agent.agent_id, entry_id, reason)
 
 
+def forget_all(runtime: Runtime, agent_id: str, reason: str) -> Report:
+    """Wipe an agent's lessons on purpose; the decisions stay (`feedbackd forget --all`)."""
+    agent = existing_agent(runtime, agent_id)
+    with pipeline_lock(runtime, index_first=True):
+        return forget_all_entries(runtime, agent.agent_id, reason)
+
+
 def submit_rating(
     runtime: Runtime, payload: str, as_agent: str | None, progress: Progress | None = None
 ) -> tuple[Event, list[Event]]:
@@ -225,6 +246,33 @@ def submit_rating(
         validate_id(as_agent, "--as agent id")
     with pipeline_lock(runtime, index_first=True), open_repo(runtime) as repo:
         return rentals.submit(runtime, repo, payload, as_agent, progress)
+
+
+def submit_or_queue(
+    runtime: Runtime, payload: str, as_agent: str | None, progress: Progress | None = None
+) -> tuple[Event, list[Event]] | Path:
+    """`feedback submit`: the rating recorded, or never lost when the workspace stays busy.
+
+    While a daemon runs, a rating that waited as long as a command waits is left in the rating
+    inbox (the path is returned) and the daemon records it as soon as it can. Without a daemon
+    nobody would, so the command refuses, saying that the rating was not recorded."""
+    try:
+        return submit_rating(runtime, payload, as_agent, progress)
+    except FeedbackdError as error:
+        if not isinstance(error, Busy):
+            raise
+        if daemon_running(runtime.workspace.state_dir):
+            queued = rentals.queue_in_inbox(runtime, payload, as_agent)
+            log.warning(
+                "%s; the rating is queued in %s and the daemon records it once it is free",
+                error.message, runtime.workspace.relative(queued),
+            )  # fmt: skip
+            return queued
+        raise WriterBusy(
+            f"the rating was NOT recorded: {error.message}",
+            hint="run the same `feedbackd feedback submit` again once the other writer is done"
+            " (`feedbackd status` shows what it is doing)",
+        ) from None
 
 
 def build_record_entry(data: dict[str, Any]) -> FeedbackEntry:

@@ -77,6 +77,7 @@ class AgentPass:
         lookups: Lookups | None = None,
         written_whole: frozenset[Path] = frozenset(),
         on_decision: Callable[[int, int], None] | None = None,
+        only_items: frozenset[str] | None = None,
     ) -> None:
         self.runtime = runtime
         self.on_decision = on_decision  # hears (decisions done, decisions found) as they go
@@ -84,7 +85,9 @@ class AgentPass:
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
-        self.reader = AgentReader(runtime, repo, self.agent, lookups, written_whole, ledgers)
+        self.reader = AgentReader(
+            runtime, repo, self.agent, lookups, written_whole, ledgers, only_items
+        )
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
@@ -107,10 +110,11 @@ class AgentPass:
                     # Whoever changed it (a `git stash`, `pop`) may not be done: look again soon.
                     self.report.problems.append(_still_changing(moved.path, time.time() + 0.5))
                 self.head = self.repo.settled_head() if self.repo is not None else None
-                written_whole = self.reader.written_whole
+                reader = self.reader
                 self.reader = AgentReader(
-                    self.runtime, self.repo, self.agent, None, written_whole, self.ledgers
-                )
+                    self.runtime, self.repo, self.agent, None, reader.written_whole,
+                    self.ledgers, reader.only_items,
+                )  # fmt: skip
         raise AssertionError("unreachable: the last reading returns or raises")
 
     def _run(self) -> Report:
@@ -141,6 +145,11 @@ class AgentPass:
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]
+        if scan.left_waiting:
+            log.info(
+                "%s: %d other decision(s) wait; the daemon records them (or `feedbackd run"
+                " --once` where no daemon runs)", self.agent.agent_id, scan.left_waiting,
+            )  # fmt: skip
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))
         self._apply(plan)
@@ -182,6 +191,24 @@ class AgentPass:
         )
         return self.report
 
+    def forget_all(self, reason: str, author: Person) -> Report:
+        """Wipe the agent's lessons on purpose (`feedbackd forget AGENT --all`): each listed in
+        forgotten.jsonl, so that no replayed decision nor merge brings one back."""
+        feedback = self._usable_feedback()
+        if not feedback:
+            raise NotFound(
+                f"{self.rel(self.agent.feedback)} holds no lessons; nothing to forget",
+                hint=f"`feedbackd recent {self.agent.agent_id}` shows the agent's lessons",
+            )
+        listed = read_forgotten_text(self.agent.forgotten)
+        now, who = utcnow(), str(author)
+        lines = "".join(forgotten_line(entry, now, reason, who) + "\n" for entry in feedback)
+        text = (listed if listed.endswith("\n") or not listed else listed + "\n") + lines
+        snippet, settings = self.reader.snippet(), self.runtime.settings
+        step = agentplan.plan_forget_all(self.agent, feedback, snippet, settings, (text, author))
+        self.apply(step)
+        return self.report
+
     def _usable_feedback(self) -> list[FeedbackEntry]:
         feedback = self.reader.feedback()
         if not isinstance(feedback, list):
@@ -194,8 +221,9 @@ class AgentPass:
 
     # --- applying the plan --------------------------------------------------------------------
     def _apply(self, plan: AgentPlan) -> None:
-        if plan.drafts is not None:
-            self.apply(plan.drafts)
+        for first in (plan.feedback_restore, plan.drafts):
+            if first is not None:
+                self.apply(first)
         remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
         lead, done = plan.feedback_files, 0
         while done < len(plan.decisions) and self.keep_going():
@@ -244,6 +272,8 @@ class AgentPass:
         # Nothing is written where the agent folder was: moved away, it is not made again.
         for write in step.writes:
             atomic_write_text(write.path, write.text, within=self.agent.root)
+        for path in step.removes:
+            path.unlink(missing_ok=True)
         for record in step.ledger:
             append_record(self.agent.decisions, record)
         commit = step.commit
@@ -312,7 +342,9 @@ class AgentPass:
     def _recovered(self, records: Sequence[DecisionRecord]) -> CommitRequest:
         """The commit of decisions whose ledger lines were never committed: the ledger, the
         files it names, and feedback.json and the snippet as they are now."""
-        paths = [self.agent.feedback, self.agent.decisions, self.agent.prompt]
+        paths = [self.agent.decisions, self.agent.prompt]
+        if self.agent.feedback.exists():  # deleted meanwhile: the pass that follows puts it back
+            paths.append(self.agent.feedback)
         for record in records:
             paths.extend(agentplan.decided_file(self.runtime.workspace.root, self.agent, record))
             paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
@@ -351,7 +383,7 @@ class AgentPass:
 
 
 def _still_changing(path: Path, look_again_at: float) -> Problem:
-    hint = "it is decided once it has not changed for daemon.settle_ms"
+    hint = "feedbackd takes it once it has not changed for daemon.settle_ms"
     return Problem(
         path, "changed a moment ago; waiting for it to settle", hint, False, look_again_at
     )
@@ -362,6 +394,13 @@ def forget_entry(runtime: Runtime, agent_id: str, entry_id: str, reason: str) ->
         forgetter = AgentPass(runtime, repo, agent_id, CommittedLedgers())
         author = choose_author(None, runtime, forgetter.reader.workspace_user())
         return forgetter.forget(entry_id, reason, author)
+
+
+def forget_all_entries(runtime: Runtime, agent_id: str, reason: str) -> Report:
+    with open_repo_for_writing(runtime) as repo:
+        forgetter = AgentPass(runtime, repo, agent_id, CommittedLedgers())
+        author = choose_author(None, runtime, forgetter.reader.workspace_user())
+        return forgetter.forget_all(reason, author)
 
 
 def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Report:

@@ -23,7 +23,7 @@ from feedbackd.core.agentplan import AgentView, BadFile, ItemFile, ReadItem
 from feedbackd.core.commitmsg import Person
 from feedbackd.core.decisions import DecisionRecord, State, new_record
 from feedbackd.core.errors import FeedbackdError, InvalidItem
-from feedbackd.core.feedback import FeedbackEntry
+from feedbackd.core.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.forgetting import forgotten_identities
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.timeutil import parse_iso
@@ -53,6 +53,8 @@ class Scan:
     settling: list[tuple[Path, float]] = field(default_factory=list)
     # ledger lines lost from decisions.jsonl, as the decision commits in history tell them
     restored: list[DecisionRecord] = field(default_factory=list)
+    # in a pass confined to a command's own items: the other decisions left to the daemon
+    left_waiting: int = 0
 
 
 @dataclass
@@ -78,6 +80,7 @@ class AgentReader:
         lookups: Lookups | None = None,
         written_whole: frozenset[Path] = frozenset(),
         committed: CommittedLedgers | None = None,
+        only_items: frozenset[str] | None = None,
     ) -> None:
         self.runtime = runtime
         self.repo = repo
@@ -88,6 +91,8 @@ class AgentReader:
         self.first_versions = lookups.first_versions  # shared by the agents of a pass
         # files a command of feedbackd wrote in one piece: they need not settle
         self.written_whole = written_whole
+        # a command's own items: the pass reads only those and leaves the rest to the daemon
+        self.only_items = only_items
         # each file to decide as it was when read: (inode, size, mtime in ns), None when gone
         self.read_as: dict[Path, FileState | None] = {}
         # decided files changed since their commit: shared by the agents of a pass
@@ -102,8 +107,13 @@ class AgentReader:
     def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
         scan = self.scan()
+        if self.only_items is not None:
+            others = [f for f in scan.files if f.item_id not in self.only_items]
+            scan.left_waiting = len(agentplan.to_decide(others, ledger))
+            scan.files = [f for f in scan.files if f.item_id in self.only_items]
         kept = remembered(self.runtime, self.agent)
         drafts = [f for f in agentplan.queued_drafts(scan.files) if f.path.name not in kept]
+        drafts = self._settled(drafts, scan)  # a draft is committed whole, as a decision is
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
         undecided = self._settled(self._not_in_history(undecided, scan), scan)
@@ -111,7 +121,7 @@ class AgentReader:
         revised = self._settled(revised, scan)
         self.read_as = {f.path: file_state(f.path) for f in [*undecided, *revised]}
         self.deciding = {*undecided, *revised}
-        from_queue = self._from_curation_queue(ledger, scan) if isinstance(feedback, list) else []
+        from_queue = self._from_curation_queue(ledger, scan) if self._reads_queue(feedback) else []
         snippet_left = self.committed.differs_from_head(self.runtime, self.repo, self.agent.prompt)
         view = AgentView(
             agent=self.agent,
@@ -126,6 +136,7 @@ class AgentReader:
             revised=self._read_revised(revised),
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
+            feedback_deleted=self.deleted_feedback() if isinstance(feedback, list) else None,
             ledger_exists=self.agent.decisions.exists(),
             uncommitted=self.uncommitted_files() if drafts or undecided else frozenset(),
             snippet=self.snippet(),
@@ -134,6 +145,10 @@ class AgentReader:
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
         )
         return view, scan
+
+    def _reads_queue(self, feedback: list[FeedbackEntry] | FeedbackdError) -> bool:
+        """A webhouse queue's decisions are the daemon's: no command moves one of its entries."""
+        return isinstance(feedback, list) and self.only_items is None
 
     # --- item files ---------------------------------------------------------------------------
     def scan(self) -> Scan:
@@ -288,7 +303,9 @@ class AgentReader:
         """The files unchanged for daemon.settle_ms; the others wait in `scan.settling`.
 
         A writer may still be busy with a file that already reads well (half a YAML or Markdown
-        file often does): a decision is only taken once its file has stopped changing.
+        file often does): a draft is first committed, and a decision taken, only once its file
+        has stopped changing. A half-written draft committed would be taken for the original,
+        and the rest of its text for a correction nobody made.
         """
         settle_s = self.runtime.settings.daemon.settle_ms / 1000
         now, settled = time.time(), []
@@ -391,13 +408,29 @@ class AgentReader:
 
     # --- feedback, snippet, curator -----------------------------------------------------------
     def feedback(self) -> list[FeedbackEntry] | FeedbackdError:
-        """The agent's feedback, or why feedback.json cannot be used (decisions then wait)."""
+        """The agent's feedback, or why feedback.json cannot be used (decisions then wait).
+
+        A feedback.json deleted but not committed reads as HEAD holds it: a deletion is no
+        way to wipe lessons (that is `feedbackd forget AGENT --all`, or a committed deletion),
+        and the next decision must not write a feedback.json holding its own entries only.
+        """
+        deleted = self.deleted_feedback()
         try:
+            if deleted is not None:
+                return parse_feedback(deleted)
             entries = read_feedback(self.agent.feedback)
         except FeedbackdError as error:
             return error
         problems.clear(self.agent.feedback)
         return entries
+
+    def deleted_feedback(self) -> str | None:
+        """HEAD's feedback.json when the file is gone from disk and the deletion is not
+        committed; None otherwise (git is asked only when the file is missing)."""
+        if self.repo is None or os.path.lexists(self.agent.feedback):
+            return None
+        committed = self.repo.file_at_head(self.rel(self.agent.feedback))
+        return None if committed is None else committed.decode("utf-8", errors="replace")
 
     def uncommitted_files(self) -> frozenset[Path]:
         """The agent's feedback.json, decisions.jsonl and snippet that HEAD lacks (without git:

@@ -93,6 +93,23 @@ class Dirty:
         return self.everything or self.inbox or bool(self.agents)
 
 
+class GiveWay:
+    """keep_going for one pass under the write lock: False once a command waits for the lock,
+    which then goes first after the decision (or inbox file) in hand, or once the daemon is
+    stopping. `gave_way` says the pass stopped for a command: it goes on right after it."""
+
+    def __init__(self, state_dir: Path, keep_going: Callable[[], bool]) -> None:
+        self.state_dir = state_dir
+        self.keep_going = keep_going
+        self.gave_way = False
+
+    def __call__(self) -> bool:
+        if writers_waiting(self.state_dir):
+            self.gave_way = True
+            return False
+        return self.keep_going()
+
+
 class Daemon:
     """`feedbackd run`: one daemon per workspace, reconciling whatever its watcher points at."""
 
@@ -282,7 +299,9 @@ class Daemon:
         else:
             chosen = sorted(agents)
         if inbox and self._keep_going():
-            self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime))
+            give_way = GiveWay(self.runtime.workspace.state_dir, self._keep_going)
+            self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime, give_way))
+            self._after(RATINGS, give_way)
         lookups = shared_lookups(self.runtime, chosen, everything)
         for done, agent in enumerate(chosen, start=1):
             if not self._keep_going():
@@ -308,33 +327,26 @@ class Daemon:
         if not self.runtime.workspace.agent(agent).root.is_dir():
             self.book.forget(agent)  # moved away or removed: nothing left to report
             return
-        state_dir = self.runtime.workspace.state_dir
-        gave_way = False
-
-        def keep_going() -> bool:
-            # A command waiting for the write lock goes first after the decision in hand; the
-            # agent's pass goes on right after it.
-            nonlocal gave_way
-            if writers_waiting(state_dir):
-                gave_way = True
-                return False
-            return self._keep_going()
-
+        give_way = GiveWay(self.runtime.workspace.state_dir, self._keep_going)
         self._reconcile(
             agent,
             lambda: reconcile_all(
                 self.runtime,
                 [agent],
-                keep_going=keep_going,
+                keep_going=give_way,
                 ledgers=self.ledgers,
                 lookups=lookups,
                 on_decision=self._decided_one,
             ),
         )
         self.in_hand = None
-        if gave_way and not self.stop.is_set():
+        self._after(agent, give_way)
+
+    def _after(self, key: str, give_way: GiveWay) -> None:
+        """A pass that gave way lets the waiting commands go, then goes on where it stopped."""
+        if give_way.gave_way and not self.stop.is_set():
             self._let_writers_go_first()
-            self.dirty.mark(agent)
+            self.dirty.mark(key)
 
     def _decided_one(self, agent: str, done: int, total: int) -> None:
         """A burst of decisions shows in `status` as it goes, not only once it is over."""

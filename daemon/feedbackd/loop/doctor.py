@@ -80,8 +80,7 @@ def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callabl
     yield from _decided_twice(agent)
     if runtime.git_enabled:
         yield agent.decisions, _ledger_lines_lost(runtime, agent)
-    if agent.feedback.exists():
-        yield agent.feedback, _feedback_check(runtime, agent)
+    yield from _feedback_checks(runtime, agent)
     if agent.soul.exists():
         yield agent.soul, _soul_check(agent.soul)
     logs = [agent.decisions, *sorted(agent.memory.glob("*.jsonl"))]
@@ -91,12 +90,43 @@ def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callabl
             yield path, _lines_check(path, _line_checker(agent, path))
 
 
+def _feedback_checks(
+    runtime: Runtime, agent: AgentPaths
+) -> Iterator[tuple[Path, Callable[[], None]]]:
+    if agent.feedback.exists():
+        yield agent.feedback, _feedback_check(runtime, agent)
+    elif runtime.git_enabled:
+        yield agent.feedback, _feedback_deleted(runtime, agent)
+
+
 def _decided_twice(agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
-    """An item in both approved/ and rejected/ waits undecided until the curator keeps one."""
+    """An item in both approved/ and rejected/ waits undecided until the curator keeps one;
+    a draft in queue/ beside its decision goes (agentplan.beside_decisions)."""
     approved = {p.stem for p in _items_in(agent.folder("approved"))}
+    rejected = {p.stem for p in _items_in(agent.folder("rejected"))}
     for path in _items_in(agent.folder("rejected")):
         if path.stem in approved:
             yield path, _in_both_folders(path.stem)
+    for path in _items_in(agent.queue):
+        where = [
+            f for f, ids in (("approved", approved), ("rejected", rejected)) if path.stem in ids
+        ]
+        if where:
+            yield path, _draft_beside_decision(path.name, where[0])
+
+
+def _draft_beside_decision(name: str, folder: str) -> Callable[[], None]:
+    shown = shown_path(name)
+
+    def check() -> None:
+        raise FeedbackdError(
+            f"{shown} is in both queue/ and {folder}/ (a `git reset` or checkout put the draft"
+            " back): the decision stands",
+            hint=f"the daemon (or `feedbackd run --once`) removes queue/{shown} and commits"
+            f" that; to decide it again instead, move {folder}/{shown} back to queue/ over it",
+        )
+
+    return check
 
 
 def _ledger_lines_lost(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:
@@ -236,6 +266,26 @@ def _feedback_check(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:
                 else "no good version in git; repair it by hand"
             )
             raise FeedbackdError(error.message, hint=hint) from None
+
+    return check
+
+
+def _feedback_deleted(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]:
+    """feedback.json gone while HEAD holds it: the next pass puts it back (a deletion is not
+    how lessons are wiped); doctor says so before that pass."""
+
+    def check() -> None:
+        with open_repo(runtime) as repo:
+            held = AgentReader(runtime, repo, agent).deleted_feedback()
+        if held is None:
+            return  # never committed, or the deletion was: the lessons were wiped on purpose
+        path = runtime.workspace.relative(agent.feedback)
+        raise FeedbackdError(
+            "feedback.json was deleted, but the last commit holds it: the daemon (or"
+            " `feedbackd run --once`) puts it back with every lesson",
+            hint=f"take it back now with `git checkout HEAD -- {path}`; to wipe the agent's"
+            f" lessons on purpose, run `feedbackd forget {agent.agent_id} --all`",
+        )
 
     return check
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedbackd.core.commitmsg import LogEntry
+from feedbackd.core.commitmsg import LogEntry, follow_renames, former_names
 from feedbackd.core.errors import (
     FeedbackdError,
     GitError,
@@ -82,12 +82,26 @@ def _prompt_at(runtime: Runtime, agent_id: str, at: str) -> str:
             raise WorkspaceError("--at reads git history: the workspace has no git repository")
         commit = _commit_at(repo, at)
         text = repo.file_at(commit, runtime.workspace.relative(agent.prompt))
+        if text is None:  # maybe the folder had another name then
+            text = _prompt_of_former_names(runtime, repo, agent_id, commit)
     if text is None:
         raise NotFound(
             f"{agent_id} had no prompt snippet at {at} (commit {commit[:12]})",
             hint=f"`feedbackd log {agent_id}` shows when it learned",
         )
     return text.decode("utf-8", errors="replace")
+
+
+def _prompt_of_former_names(
+    runtime: Runtime, repo: GitRepo, agent_id: str, commit: str
+) -> bytes | None:
+    """The snippet at `commit` under a name the agent's folder had before a rename."""
+    for name in former_names(follow_renames(repo.log(), agent_id)):
+        old = runtime.workspace.agent(name)
+        text = repo.file_at(commit, runtime.workspace.relative(old.prompt))
+        if text is not None:
+            return text
+    return None
 
 
 def _commit_at(repo: GitRepo, at: str) -> str:
@@ -115,7 +129,11 @@ def learning_log(runtime: Runtime, agent_id: str | None, since: str | None) -> l
         runtime.workspace.agent(agent_id)  # validates the id
     start = utcnow() - parse_duration(since) if since else None
     with open_repo(runtime) as repo:
-        return repo.log(agent=agent_id, since=start) if repo is not None else []
+        if repo is None:
+            return []
+        if agent_id is None:
+            return repo.log(since=start)
+        return follow_renames(repo.log(since=start), agent_id)
 
 
 def log_json(entry: LogEntry) -> dict[str, object]:

@@ -51,6 +51,7 @@ def reconcile_all(
     lookups: Lookups | None = None,
     written_whole: frozenset[Path] = frozenset(),
     on_decision: Callable[[str, int, int], None] | None = None,
+    only_items: frozenset[str] | None = None,
 ) -> Report:
     """Reconcile the chosen agents (all by default).
 
@@ -64,6 +65,9 @@ def reconcile_all(
     piece: they are decided without waiting for daemon.settle_ms.
     on_decision hears (agent, decisions done, decisions found) after each decision (the
     daemon's status shows it during a burst).
+    only_items confines the pass to those items of the chosen agents: a command records its
+    own item and leaves whatever else is pending to the daemon (or `run --once`), so that it
+    never does a burst's work under the write lock.
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -85,8 +89,9 @@ def reconcile_all(
                 break
             heard = _for_agent(on_decision, agent_id)
             agent_pass = AgentPass(
-                runtime, repo, agent_id, ledgers, keep_going, lookups, written_whole, heard
-            )
+                runtime, repo, agent_id, ledgers, keep_going, lookups, written_whole, heard,
+                only_items=only_items,
+            )  # fmt: skip
             report.extend(_run(agent_pass, full_pass))
             if progress is not None:
                 progress(done, len(chosen))
@@ -190,17 +195,23 @@ def _blocking_path(path: Path) -> Path:
     return path
 
 
-def reconcile_ratings(runtime: Runtime) -> Report:
-    """The ratings part of a full pass on its own (the daemon runs it apart from the agents)."""
+def reconcile_ratings(runtime: Runtime, keep_going: Callable[[], bool] | None = None) -> Report:
+    """The ratings part of a full pass on its own (the daemon runs it apart from the agents);
+    keep_going is asked before each inbox file, as reconcile_all asks before each decision."""
     report = Report()
     with open_repo_for_writing(runtime) as repo:
-        _reconcile_ratings(runtime, repo, report)
+        _reconcile_ratings(runtime, repo, report, keep_going)
     return report
 
 
-def _reconcile_ratings(runtime: Runtime, repo: GitRepo | None, report: Report) -> None:
+def _reconcile_ratings(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    report: Report,
+    keep_going: Callable[[], bool] | None = None,
+) -> None:
     """A full pass also finishes interrupted rating commits and reads the rating inbox."""
     report.events.extend(rentals.commit_interrupted(runtime, repo))
-    events, found = rentals.ingest_inbox(runtime, repo)
+    events, found = rentals.ingest_inbox(runtime, repo, keep_going)
     report.events.extend(events)
     report.problems.extend(found)

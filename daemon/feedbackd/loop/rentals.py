@@ -8,7 +8,7 @@ next full pass (`commit_interrupted`), so nothing is lost and nothing is stored 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
@@ -16,9 +16,15 @@ from pathlib import Path
 from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
 from feedbackd.core.priceledger import parse_price_ledger
-from feedbackd.core.ratings import MAX_INBOX_CHARS, Rating, parse_rating, parse_rating_file
+from feedbackd.core.ratings import (
+    MAX_INBOX_CHARS,
+    Rating,
+    parse_rating,
+    parse_rating_file,
+    stored_fields,
+)
 from feedbackd.core.timeutil import parse_duration, utcnow
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.files import atomic_write_text, read_file_bytes
 from feedbackd.edges.git import GitRepo
 from feedbackd.edges.ratingstore import Progress, RatingStore
 from feedbackd.loop import problems, recovery
@@ -48,6 +54,23 @@ def submit(
     rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=now)
     event = record_rating(runtime, repo, rating, now, progress=progress)
     return event, apply_rules(runtime, repo, [event])
+
+
+def queue_in_inbox(runtime: Runtime, payload: str, as_agent: str | None) -> Path:
+    """Check one rating as `submit` does and leave it in the rating inbox, where the daemon's
+    next pass records it; for a workspace the daemon holds longer than a command may wait."""
+    rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=utcnow())
+    store = RatingStore(runtime.workspace, cache=runtime.rating_cache)
+    where = runtime.workspace.inbox_ratings / f"{rating.transaction_id}.json"
+    if store.has_transaction(rating.transaction_id) or where.exists():
+        raise AlreadySubmitted(
+            f"transaction {rating.transaction_id} was already rated (or waits in "
+            f"{runtime.workspace.relative(where.parent)}/)",
+            hint="each rental is rated once; a new rental has a new transaction_id",
+        )
+    # The rating as it would be stored (its time and requester fixed now), one file of its own.
+    atomic_write_text(where, rating.model_dump_json(exclude_none=True))
+    return where
 
 
 def apply_rules(runtime: Runtime, repo: GitRepo | None, events: Sequence[Event]) -> list[Event]:
@@ -83,17 +106,22 @@ def record_rating(
         memory = write_rental_memories(runtime.workspace, rating, now, earlier)
         for path in also:
             path.unlink(missing_ok=True)
-        change = CommitRequest(
-            "rating",
-            rating.provider_agent,
-            _summary(rating),
-            [stored, *memory, *also],
-            skill=rating.skill_id,
-            body=_body(rating),
-            trailers=[(TRANSACTION_KEY, rating.transaction_id)],
-        )
+        change = _rating_request(rating, [stored, *memory, *also])
         event = commit_change(runtime, repo, change)
     return event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
+
+
+def _rating_request(rating: Rating, paths: Sequence[Path]) -> CommitRequest:
+    """The commit of one rating: its line, the buyer's memory and whatever else it holds."""
+    return CommitRequest(
+        "rating",
+        rating.provider_agent,
+        _summary(rating),
+        list(paths),
+        skill=rating.skill_id,
+        body=_body(rating),
+        trailers=[(TRANSACTION_KEY, rating.transaction_id)],
+    )
 
 
 def _summary(rating: Rating) -> str:
@@ -112,9 +140,11 @@ def _body(rating: Rating) -> list[str]:
 
 # --- the inbox --------------------------------------------------------------------------------
 def ingest_inbox(
-    runtime: Runtime, repo: GitRepo | None
+    runtime: Runtime, repo: GitRepo | None, keep_going: Callable[[], bool] | None = None
 ) -> tuple[list[Event], list[problems.Problem]]:
-    """Record every rating file in `_data/inbox/ratings/`, removing each once committed."""
+    """Record every rating file in `_data/inbox/ratings/`, removing each once committed.
+    keep_going is asked before each file: the daemon stops between two files for a command
+    waiting for the workspace (the files left are read by its next pass)."""
     folder = runtime.workspace.inbox_ratings
     events: list[Event] = []
     found: list[problems.Problem] = []
@@ -122,6 +152,8 @@ def ingest_inbox(
         return events, found
     problems.clear_orphans(folder)
     for path in sorted(folder.glob("*.json")):
+        if keep_going is not None and not keep_going():
+            break
         try:
             ratings = _read_inbox_file(runtime, path)
         except FeedbackdError as error:
@@ -212,14 +244,58 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     pending = {log: recovery.appended_since_head(repo, workspace, log) for log in logs}
 
     def completed(appended: dict[Path, list[str]]) -> CommitRequest:
-        agent = next(iter(appended)).relative_to(workspace.agents_dir).parts[0]
-        noun = "file" if len(appended) == 1 else "files"
-        summary = f"{len(appended)} {noun} completed after an interruption"
-        return CommitRequest("rating", agent, summary, list(appended))
+        return _completed_request(workspace.agents_dir, appended)
 
     event = recovery.commit_uncommitted(runtime, repo, pending, completed)
+    rated = [event] if event else []
     price_ledgers = [workspace.root / rel for rel in changed if rel.endswith("/pricing.jsonl")]
-    return [*([event] if event else []), *_finish_price_changes(runtime, repo, price_ledgers)]
+    # The killed command never ran the rules its rating calls for: they run now.
+    after = [
+        *_finish_price_changes(runtime, repo, price_ledgers),
+        *apply_rules(runtime, repo, rated),
+    ]
+    return [*rated, *after]
+
+
+def _completed_request(agents_dir: Path, appended: dict[Path, list[str]]) -> CommitRequest:
+    """The commit of what a killed command appended: shaped as the rating commit it never made
+    (the provider in its subject, the transaction in its trailers), so `log` and a reader of
+    the history cannot tell it from an uninterrupted one."""
+    ratings = [
+        rating
+        for path, lines in appended.items()
+        if _is_rating_log(path.relative_to(agents_dir))
+        for rating in _readable_ratings(lines)
+    ]
+    files = list(appended)
+    if len(ratings) == 1:
+        [only] = ratings
+        return _rating_request(only, files)
+    if ratings:  # several commands killed in a row: one commit naming each transaction
+        first = ratings[0]
+        return CommitRequest(
+            "rating",
+            first.provider_agent,
+            f"{len(ratings)} ratings completed after an interruption",
+            files,
+            skill=first.skill_id,
+            trailers=[(TRANSACTION_KEY, r.transaction_id) for r in ratings],
+        )
+    agent = next(iter(appended)).relative_to(agents_dir).parts[0]  # memory lines alone
+    noun = "file" if len(appended) == 1 else "files"
+    summary = f"{len(appended)} {noun} completed after an interruption"
+    return CommitRequest("rating", agent, summary, files)
+
+
+def _readable_ratings(lines: Sequence[str]) -> list[Rating]:
+    """The ratings among appended lines; a line that does not read as one is left out."""
+    found = []
+    for line in lines:
+        try:
+            found.append(Rating.model_validate(stored_fields(line)))
+        except (FeedbackdError, ValueError):
+            continue
+    return found
 
 
 def _finish_price_changes(runtime: Runtime, repo: GitRepo, ledgers: list[Path]) -> list[Event]:
@@ -239,3 +315,9 @@ def _finish_price_changes(runtime: Runtime, repo: GitRepo, ledgers: list[Path]) 
 def _is_rental_log(rel: str) -> bool:
     parts = rel.split("/")
     return rel.endswith(".jsonl") and ("ratings" in parts or "memory" in parts)
+
+
+def _is_rating_log(under_agents: Path) -> bool:
+    """`{provider}/ratings/{skill}/{YYYY-MM}.jsonl`, relative to the agents folder."""
+    parts = under_agents.parts
+    return len(parts) == 4 and parts[1] == "ratings" and parts[3].endswith(".jsonl")

@@ -195,7 +195,9 @@ class SkillPass:
         if self.dry_run:
             self._record("pricing", decision.summary, decision.why, None, details)
             return
-        record = new_price_record(self.skill, old, new, decision.why, self.now)
+        earlier = self._ledger()
+        after = earlier[-1].id if earlier else None
+        record = new_price_record(self.skill, old, new, decision.why, self.now, after=after)
         # The ledger line first: it is what stops a second cut if the pass dies before its commit.
         append_price_record(self.agent, record)
         sha = self._complete_price_change(record, text)
