@@ -51,9 +51,11 @@ log = logging.getLogger("feedbackd")
 _READS = 3
 # Decisions applied in one run holding git's index lock (see AgentPass._apply_run): fewer than
 # the recent commits whose index entries heal_index checks after a crash (20), and a run lets
-# go of the lock within RUN_S so that a user's git command is not kept out for long.
+# go of the lock within RUN_S, then leaves it free for RUN_GAP_S: a user's git command that
+# met the lock (git does not wait for it) gets in when run again, as between two decisions.
 RUN_STEPS = 16
-RUN_S = 0.5
+RUN_S = 0.25
+RUN_GAP_S = 0.02
 
 
 class ReadAgain(Exception):
@@ -227,6 +229,8 @@ class AgentPass:
         remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
         lead, done = plan.feedback_files, 0
         while done < len(plan.decisions) and self.keep_going():
+            if done:
+                time.sleep(RUN_GAP_S)  # the index lock left free between two runs
             done = self._apply_run(plan.decisions, done, lead)
             lead = None
         if lead is not None:
