@@ -16,6 +16,7 @@ records no decision whose file is gone.
 
 from __future__ import annotations
 
+import errno
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -275,6 +276,8 @@ class AgentPass:
     def _write_and_commit(self, step: Step) -> None:
         # Nothing is written where the agent folder was: moved away, it is not made again.
         for write in step.writes:
+            _refuse_a_file_for_a_folder(write.path.parent, self.agent.root)
+        for write in step.writes:
             atomic_write_text(write.path, write.text, within=self.agent.root)
         for path in step.removes:
             path.unlink(missing_ok=True)
@@ -423,3 +426,13 @@ def _curator_of(record: DecisionRecord) -> Person | None:
         return Person.parse(record.curator) if record.curator else None
     except ValueError:
         return None  # a hand-edited ledger line: the workspace's identity stands in
+
+
+def _refuse_a_file_for_a_folder(folder: Path, root: Path) -> None:
+    """NotADirectoryError before any of a step's files is written when a file stands where one
+    of its folders must be (a `prompt` file where prompt/ goes): a step half-written would leave
+    its first files behind, and the next pass would take them for an earlier decision's."""
+    while folder != root and root in folder.parents:
+        if folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, "Not a directory", str(folder))
+        folder = folder.parent
