@@ -198,7 +198,7 @@ class GitRepo:
         wanted = {rel_path(path) for path in paths}
         if not wanted or self.head() is None:
             return {}
-        return self._blobs(self._last_adds(rel_path(under), wanted.__contains__))
+        return self._blobs(_last_adds(self._git, rel_path(under), wanted.__contains__))
 
     def last_adds_below(self, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
         """path → the sha of the newest commit that added it, for every path below `under`
@@ -206,7 +206,7 @@ class GitRepo:
         them)."""
         if self.head() is None:
             return {}
-        return self._last_adds(rel_path(under), keep)
+        return _last_adds(self._git, rel_path(under), keep)
 
     def files_at_commits(self, revisions: Mapping[str, str]) -> dict[str, bytes]:
         """The content of each path at its commit (path → sha), through the long-lived
@@ -214,18 +214,6 @@ class GitRepo:
         commit lacks are left out."""
         found = {path: self._blob(sha, path) for path, sha in revisions.items()}
         return {path: data for path, data in found.items() if data is not None}
-
-    def _last_adds(self, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
-        """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
-        args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
-        out = self._git.run([*args, "--", under]).decode("utf-8", errors="surrogateescape")
-        found: dict[str, str] = {}
-        for record in out.split("\x01")[1:]:
-            sha, _, names = record.partition("\0")
-            for name in names.lstrip("\n").split("\0"):
-                if name and name not in found and keep(name):
-                    found[name] = sha
-        return found
 
     def _blobs(self, revisions: dict[str, str]) -> dict[str, bytes]:
         """The contents of `path` at `sha` for each path → sha, from one `cat-file --batch` (a
@@ -423,6 +411,19 @@ class GitRepo:
             return GitObject(sha, "blob", self._git.run(["cat-file", "blob", sha])) if sha else None
         found = self._objects.read(f"{rev}:{rel}")
         return found if found is not None and found.kind == "blob" else None
+
+
+def _last_adds(git: GitRunner, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
+    """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
+    args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
+    out = git.run([*args, "--", under]).decode("utf-8", errors="surrogateescape")
+    found: dict[str, str] = {}
+    for record in out.split("\x01")[1:]:
+        sha, _, names = record.partition("\0")
+        for name in names.lstrip("\n").split("\0"):
+            if name and name not in found and keep(name):
+                found[name] = sha
+    return found
 
 
 def _batch_blobs(git: GitRunner, revisions: dict[str, str]) -> dict[str, bytes]:

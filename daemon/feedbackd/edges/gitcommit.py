@@ -443,50 +443,58 @@ class CommitWriter:
             )
 
     def heal_index(self, depth: int = 20) -> list[str]:
-        """Bring index entries that lag behind recent commits back in line; the paths fixed.
+        """Bring index entries that lag behind recent commits back in line; the paths fixed
+        (heal_lagging_index)."""
+        return heal_lagging_index(self._git, self._batch, self._clear_index_lock, depth)
 
-        A crash between moving HEAD and `update_user_index` leaves the index showing that commit's
-        changes undone (a later `git commit` by the user would revert them). Only paths of the
-        last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
-        change differs from HEAD in the work tree too, and stays as it is.
-        """
-        for pattern in ("feedbackd-index*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
-            for leftover in self._git.git_dir.glob(pattern):
-                leftover.unlink(missing_ok=True)
-        head = self._git.rev("HEAD")
-        if head is None:
-            return []
-        recent = ["log", f"-n{int(depth)}", "--format=", "--name-only", "-z", "--no-renames", head]
-        names = self._git.run(recent).decode("utf-8", "surrogateescape").split("\0")
-        touched = sorted({name.strip("\n") for name in names} - {""})
-        if not touched:
-            return []
-        # Every staged difference, then only those of the recent commits: paths on git's command
-        # line would overflow it after a first import of a hundred thousand files.
-        args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head]
-        staged = self._git.run(args).decode("utf-8", "surrogateescape").split("\0")
-        lagging = sorted(set(staged) & set(touched))
-        stale = [rel for rel in lagging if self._head_id(head, rel) == self._disk_id(rel)]
-        if stale:
-            # The same crash may have left index.lock, still young at a quick restart: wait
-            # until it is judged stale (or its live owner is done) instead of failing the heal.
-            self._clear_index_lock()
-            for start in range(0, len(stale), _PATHS_PER_COMMAND):
-                self._git.run(
-                    ["reset", "-q", head, "--", *stale[start : start + _PATHS_PER_COMMAND]]
-                )
-            shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
-            log.warning("the git index lagged behind recent commits for %s; fixed", shown)
-        return stale
 
-    def _head_id(self, head: str, rel: str) -> str | None:
-        found = self._batch.read(f"{head}:{rel}") if "\n" not in rel else None
-        return found.sha if found is not None and found.kind == "blob" else None
+def heal_lagging_index(
+    git: GitRunner, batch: GitBatch, clear_index_lock: Callable[[], None], depth: int
+) -> list[str]:
+    """Bring index entries that lag behind recent commits back in line; the paths fixed.
 
-    def _disk_id(self, rel: str) -> str | None:
-        if not (self._root / rel).is_file():
-            return None
-        return self._git.run(["hash-object", "--", str(self._root / rel)]).decode().strip()
+    A crash between moving HEAD and `update_user_index` leaves the index showing that commit's
+    changes undone (a later `git commit` by the user would revert them). Only paths of the
+    last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
+    change differs from HEAD in the work tree too, and stays as it is.
+    """
+    for pattern in ("feedbackd-index*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
+        for leftover in git.git_dir.glob(pattern):
+            leftover.unlink(missing_ok=True)
+    head = git.rev("HEAD")
+    if head is None:
+        return []
+    recent = ["log", f"-n{int(depth)}", "--format=", "--name-only", "-z", "--no-renames", head]
+    names = git.run(recent).decode("utf-8", "surrogateescape").split("\0")
+    touched = sorted({name.strip("\n") for name in names} - {""})
+    if not touched:
+        return []
+    # Every staged difference, then only those of the recent commits: paths on git's command
+    # line would overflow it after a first import of a hundred thousand files.
+    args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head]
+    staged = git.run(args).decode("utf-8", "surrogateescape").split("\0")
+    lagging = sorted(set(staged) & set(touched))
+    stale = [rel for rel in lagging if _head_id(batch, head, rel) == _disk_id(git, rel)]
+    if stale:
+        # The same crash may have left index.lock, still young at a quick restart: wait
+        # until it is judged stale (or its live owner is done) instead of failing the heal.
+        clear_index_lock()
+        for start in range(0, len(stale), _PATHS_PER_COMMAND):
+            git.run(["reset", "-q", head, "--", *stale[start : start + _PATHS_PER_COMMAND]])
+        shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+        log.warning("the git index lagged behind recent commits for %s; fixed", shown)
+    return stale
+
+
+def _head_id(batch: GitBatch, head: str, rel: str) -> str | None:
+    found = batch.read(f"{head}:{rel}") if "\n" not in rel else None
+    return found.sha if found is not None and found.kind == "blob" else None
+
+
+def _disk_id(git: GitRunner, rel: str) -> str | None:
+    if not (git.work_tree / rel).is_file():
+        return None
+    return git.run(["hash-object", "--", str(git.work_tree / rel)]).decode().strip()
 
 
 def run_on_index_copy(git: GitRunner, args: list[str]) -> None:

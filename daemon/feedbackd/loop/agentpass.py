@@ -36,7 +36,7 @@ from feedbackd.edges.files import atomic_write_text
 from feedbackd.edges.git import GitRepo, HeadMoved
 from feedbackd.loop import agentrename, problems, recovery
 from feedbackd.loop.agentfiles import append_record, read_forgotten_text, read_ledger
-from feedbackd.loop.agentread import AgentReader, Lookups
+from feedbackd.loop.agentread import AgentReader, Lookups, current_snippet, uncommitted_files
 from feedbackd.loop.draftmemory import DraftCommits, remember_drafts
 from feedbackd.loop.problems import Problem
 from feedbackd.loop.recording import CommitRequest
@@ -160,14 +160,14 @@ class AgentPass:
     def record(self, entry: FeedbackEntry, author: Person) -> Report:
         """Append one programmatic entry (`feedbackd record`) and commit it, unless present."""
         feedback = self._usable_feedback()
-        snippet = self.reader.snippet()
+        snippet = current_snippet(self.agent)
         settings = self.runtime.settings
         step = agentplan.plan_record(self.agent, entry, feedback, snippet, settings, author)
         if step is None:
             self._tell([], ["the same entry is already recorded; nothing changed"])
             return self.report
         on_disk = [path for path in self.agent.feedback_files if path.exists()]
-        uncommitted = self.reader.uncommitted_files()
+        uncommitted = uncommitted_files(self.repo, self.agent, self.rel)
         files = agentplan.plan_feedback_files(self.agent, uncommitted, on_disk)
         if files is not None:  # so that a `git revert` of this record leaves the files in place
             self.apply(files)
@@ -187,7 +187,7 @@ class AgentPass:
         listed = read_forgotten_text(self.agent.forgotten)
         line = forgotten_line(entry, utcnow(), reason, str(author))
         text = (listed if listed.endswith("\n") or not listed else listed + "\n") + line + "\n"
-        snippet, settings = self.reader.snippet(), self.runtime.settings
+        snippet, settings = current_snippet(self.agent), self.runtime.settings
         forgetting = (text, author)
         self.apply(
             agentplan.plan_forget(self.agent, entry, feedback, snippet, settings, forgetting)
@@ -207,7 +207,7 @@ class AgentPass:
         now, who = utcnow(), str(author)
         lines = "".join(forgotten_line(entry, now, reason, who) + "\n" for entry in feedback)
         text = (listed if listed.endswith("\n") or not listed else listed + "\n") + lines
-        snippet, settings = self.reader.snippet(), self.runtime.settings
+        snippet, settings = current_snippet(self.agent), self.runtime.settings
         step = agentplan.plan_forget_all(self.agent, feedback, snippet, settings, (text, author))
         self.apply(step)
         return self.report

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -113,7 +113,6 @@ class AgentReader:
             scan.files = [f for f in scan.files if f.item_id in self.only_items]
         kept = remembered(self.runtime, self.agent)
         drafts = [f for f in agentplan.queued_drafts(scan.files) if f.path.name not in kept]
-        drafts = self._settled(drafts, scan)  # a draft is committed whole, as a decision is
         feedback = self.feedback()
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
         undecided = self._settled(self._not_in_history(undecided, scan), scan)
@@ -128,18 +127,22 @@ class AgentReader:
             root=self.runtime.workspace.root,
             files=scan.files,
             ledger=ledger,
-            drafts=self._with_first_versions(self._read_items(drafts)),
+            drafts=self._drafts_to_commit(drafts, scan),
             undecided=[
-                *(self._with_first_seen(read) for read in self._read_items(undecided)),
+                *(self._with_first_seen(read) for read in read_items(undecided)),
                 *from_queue,
             ],
             revised=self._read_revised(revised),
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
-            feedback_deleted=self.deleted_feedback() if isinstance(feedback, list) else None,
+            feedback_deleted=deleted_feedback(self.repo, self.agent, self.rel)
+            if isinstance(feedback, list)
+            else None,
             ledger_exists=self.agent.decisions.exists(),
-            uncommitted=self.uncommitted_files() if drafts or undecided else frozenset(),
-            snippet=self.snippet(),
+            uncommitted=uncommitted_files(self.repo, self.agent, self.rel)
+            if drafts or undecided
+            else frozenset(),
+            snippet=current_snippet(self.agent),
             snippet_committed=not snippet_left,  # by a killed pass
             author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
@@ -296,38 +299,21 @@ class AgentReader:
             self._with_first_seen(
                 replace(read, decided_as=_item_or_none(committed[read.file.path], read.file))
             )
-            for read in self._read_items([f for f in files if f.path in committed])
+            for read in read_items([f for f in files if f.path in committed])
         ]
 
     def _settled(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
-        """The files unchanged for daemon.settle_ms; the others wait in `scan.settling`.
-
-        A writer may still be busy with a file that already reads well (half a YAML or Markdown
-        file often does): a draft is first committed, and a decision taken, only once its file
-        has stopped changing. A half-written draft committed would be taken for the original,
-        and the rest of its text for a correction nobody made.
-        """
         settle_s = self.runtime.settings.daemon.settle_ms / 1000
-        now, settled = time.time(), []
-        for item_file in files:
-            changed = problems.changed_at(item_file.path, now)
-            if item_file.path in self.written_whole or now >= changed + settle_s:
-                settled.append(item_file)
-            else:
-                scan.settling.append((item_file.path, changed + settle_s))
-        return settled
+        return settled_files(files, scan, settle_s, self.written_whole)
 
-    def _read_items(self, files: Sequence[ItemFile]) -> list[ReadItem]:
-        found = []
-        for item_file in files:
-            try:
-                item = read_item(item_file.path)
-            except FeedbackdError as error:
-                found.append(ReadItem(item_file, error=error))
-                continue
-            problems.clear(item_file.path)
-            found.append(ReadItem(item_file, item))
-        return found
+    def _drafts_to_commit(self, drafts: list[ItemFile], scan: Scan) -> list[ReadItem]:
+        """The drafts to commit and remember. A new draft is committed whole, as a decision is
+        taken: it waits to settle. One git holds already (a clone's) is remembered as git first
+        had it, however fresh its file."""
+        read = self._with_first_versions(read_items(drafts))
+        new = [each.file for each in read if each.first_version is None]
+        settled = set(self._settled(new, scan))
+        return [each for each in read if each.first_version is not None or each.file in settled]
 
     # --- drafts and originals -----------------------------------------------------------------
     def _with_first_versions(self, drafts: list[ReadItem]) -> list[ReadItem]:
@@ -339,18 +325,13 @@ class AgentReader:
         shared = self.first_versions
         first = shared.of(self.repo, self.agent, wanted) if shared is not None else None
         if first is None:
-            first = self._first_versions_alone(self.repo, wanted)
+            first = _first_versions_alone(self.repo, self.rel(self.agent.queue), wanted)
         return [
             replace(read, first_version=first.get(self.rel(read.file.path)))
             if read.item is not None
             else read
             for read in drafts
         ]
-
-    def _first_versions_alone(self, repo: GitRepo, wanted: list[str]) -> dict[str, bytes]:
-        untracked = set(repo.listings.untracked_paths(self.rel(self.agent.queue)))
-        tracked = [path for path in wanted if path not in untracked]
-        return repo.files_at_last_add(self.rel(self.agent.queue), tracked)
 
     def _with_first_seen(self, read: ReadItem) -> ReadItem:
         """An approved item gets the draft as first seen in queue/: its content when it has no
@@ -414,7 +395,7 @@ class AgentReader:
         way to wipe lessons (that is `feedbackd forget AGENT --all`, or a committed deletion),
         and the next decision must not write a feedback.json holding its own entries only.
         """
-        deleted = self.deleted_feedback()
+        deleted = deleted_feedback(self.repo, self.agent, self.rel)
         try:
             if deleted is not None:
                 return parse_feedback(deleted)
@@ -423,31 +404,6 @@ class AgentReader:
             return error
         problems.clear(self.agent.feedback)
         return entries
-
-    def deleted_feedback(self) -> str | None:
-        """HEAD's feedback.json when the file is gone from disk and the deletion is not
-        committed; None otherwise (git is asked only when the file is missing)."""
-        if self.repo is None or os.path.lexists(self.agent.feedback):
-            return None
-        committed = self.repo.file_at_head(self.rel(self.agent.feedback))
-        return None if committed is None else committed.decode("utf-8", errors="replace")
-
-    def uncommitted_files(self) -> frozenset[Path]:
-        """The agent's feedback.json, decisions.jsonl and snippet that HEAD lacks (without git:
-        those not on disk). One that is on disk but not in HEAD was left by a pass killed before
-        its commit."""
-        files = self.agent.feedback_files
-        if self.repo is None:
-            return frozenset(path for path in files if not path.exists())
-        at_head = self.repo.file_ids_at_head([self.rel(path) for path in files])
-        return frozenset(path for path in files if at_head[self.rel(path)] is None)
-
-    def snippet(self) -> str | None:
-        """The snippet as it stands. Generated text: bytes that are not UTF-8 are simply
-        written anew."""
-        if not self.agent.prompt.exists():
-            return None
-        return read_file_bytes(self.agent.prompt).decode("utf-8", errors="replace")
 
     def _author(self) -> Person | FeedbackdError:
         """Who decides an item that names no curator (--curator, $FEEDBACKD_CURATOR, git's)."""
@@ -461,6 +417,79 @@ class AgentReader:
 
     def rel(self, path: Path) -> str:
         return self.runtime.workspace.relative(path)
+
+
+def _first_versions_alone(repo: GitRepo, queue: str, wanted: list[str]) -> dict[str, bytes]:
+    """The first versions of the drafts of one agent's queue/ that git tracks."""
+    untracked = set(repo.listings.untracked_paths(queue))
+    return repo.files_at_last_add(queue, [path for path in wanted if path not in untracked])
+
+
+def deleted_feedback(
+    repo: GitRepo | None, agent: AgentPaths, rel: Callable[[Path], str]
+) -> str | None:
+    """HEAD's feedback.json when the file is gone from disk and the deletion is not committed;
+    None otherwise (git is asked only when the file is missing)."""
+    if repo is None or os.path.lexists(agent.feedback):
+        return None
+    committed = repo.file_at_head(rel(agent.feedback))
+    return None if committed is None else committed.decode("utf-8", errors="replace")
+
+
+def uncommitted_files(
+    repo: GitRepo | None, agent: AgentPaths, rel: Callable[[Path], str]
+) -> frozenset[Path]:
+    """The agent's feedback.json, decisions.jsonl and snippet that HEAD lacks (without git:
+    those not on disk). One that is on disk but not in HEAD was left by a pass killed before
+    its commit."""
+    files = agent.feedback_files
+    if repo is None:
+        return frozenset(path for path in files if not path.exists())
+    at_head = repo.file_ids_at_head([rel(path) for path in files])
+    return frozenset(path for path in files if at_head[rel(path)] is None)
+
+
+def current_snippet(agent: AgentPaths) -> str | None:
+    """The snippet as it stands. Generated text: bytes that are not UTF-8 are simply written
+    anew."""
+    if not agent.prompt.exists():
+        return None
+    return read_file_bytes(agent.prompt).decode("utf-8", errors="replace")
+
+
+def settled_files(
+    files: Sequence[ItemFile], scan: Scan, settle_s: float, written_whole: frozenset[Path]
+) -> list[ItemFile]:
+    """The files unchanged for daemon.settle_ms (or written whole by a command); the others wait
+    in `scan.settling`.
+
+    A writer may still be busy with a file that already reads well (half a YAML or Markdown
+    file often does): a draft is first committed, and a decision taken, only once its file
+    has stopped changing. A half-written draft committed would be taken for the original,
+    and the rest of its text for a correction nobody made.
+    """
+    now, settled = time.time(), []
+    for item_file in files:
+        changed = problems.changed_at(item_file.path, now)
+        if item_file.path in written_whole or now >= changed + settle_s:
+            settled.append(item_file)
+        else:
+            scan.settling.append((item_file.path, changed + settle_s))
+    return settled
+
+
+def read_items(files: Sequence[ItemFile]) -> list[ReadItem]:
+    """Each file read as an item, or with the error that says why it cannot be."""
+    found = []
+    for item_file in files:
+        try:
+            item = read_item(item_file.path)
+        except FeedbackdError as error:
+            found.append(ReadItem(item_file, error=error))
+            continue
+        problems.clear(item_file.path)
+        found.append(ReadItem(item_file, item))
+    return found
 
 
 def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:

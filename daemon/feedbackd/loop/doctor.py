@@ -24,7 +24,7 @@ from feedbackd.loop.agentfiles import (
     read_item,
     read_ledger,
 )
-from feedbackd.loop.agentread import AgentReader
+from feedbackd.loop.agentread import AgentReader, deleted_feedback
 from feedbackd.loop.repo import open_repo
 from feedbackd.loop.runtime import Runtime
 
@@ -276,7 +276,7 @@ def _feedback_deleted(runtime: Runtime, agent: AgentPaths) -> Callable[[], None]
 
     def check() -> None:
         with open_repo(runtime) as repo:
-            held = AgentReader(runtime, repo, agent).deleted_feedback()
+            held = deleted_feedback(repo, agent, runtime.workspace.relative)
         if held is None:
             return  # never committed, or the deletion was: the lessons were wiped on purpose
         path = runtime.workspace.relative(agent.feedback)

@@ -55,19 +55,13 @@ def reconcile_all(
 ) -> Report:
     """Reconcile the chosen agents (all by default).
 
-    keep_going is asked before each agent and each decision: the daemon answers False once it
-    was told to stop (it finishes the decision in hand) and uses the call as its heartbeat.
-    progress, when given, hears (agents done, agents in all) for a progress bar. ledgers is the
-    daemon's memory of the ledgers it committed (a command starts with an empty one).
-    lookups asks git for many agents at once (the new drafts' first versions, the decided files
-    changed since their commit): the daemon shares one among the agents of a pass, and
-    reconcile_all makes its own otherwise. written_whole names files a command wrote in one
-    piece: they are decided without waiting for daemon.settle_ms.
-    on_decision hears (agent, decisions done, decisions found) after each decision (the
-    daemon's status shows it during a burst).
-    only_items confines the pass to those items of the chosen agents: a command records its
-    own item and leaves whatever else is pending to the daemon (or `run --once`), so that it
-    never does a burst's work under the write lock.
+    keep_going is asked before each agent and each decision: False once the daemon was told to
+    stop (the decision in hand is finished); it is the daemon's heartbeat too. progress hears
+    (agents done, agents in all); on_decision (agent, decisions done, decisions found). ledgers
+    is the daemon's memory of the ledgers it committed; lookups asks git for many agents at once
+    (shared by the agents of a daemon's pass). written_whole names files a command wrote in one
+    piece (decided without settling); only_items confines the pass to a command's own item, so
+    that a command never does a burst's work under the write lock.
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
