@@ -260,14 +260,32 @@ def test_an_entry_already_in_feedback_is_not_added_again() -> None:
         original="old",
         corrected="new",
     )
+    # An earlier approval of qi-1 recorded it; the item was moved back to queue/ since.
+    history = [
+        new_record("qi-1", "approved", NOW - timedelta(days=1), entries=[earlier.id]),
+        new_record("qi-1", "queued", NOW - timedelta(hours=12)),
+    ]
     approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
     snippet = agentplan.render_snippet([earlier], DEFAULTS.prompt)
-    p = plan(view(approved, feedback=[earlier], feedback_exists=True, snippet=snippet))
+    p = plan(
+        view(approved, ledger=history, feedback=[earlier], feedback_exists=True, snippet=snippet)
+    )
     [step] = p.decisions
     assert step.writes == ()  # nothing new to write
     assert step.ledger[0].entries is None and step.ledger[0].fields == ["t"]
     # The decision is still committed, and says its correction was recorded before.
     assert step.commit.summary == "qi-1, no new corrections (t already recorded)"
+
+
+def test_an_entry_no_decision_recorded_is_told_by_the_decision() -> None:
+    """webhouse writes its own entry as the curator saves; feedbackd does not write it again,
+    and the decision's commit (which holds it) tells the correction as its own."""
+    written_by_webhouse = new_entry(
+        NOW, type="correction", queueItemId="qi-1", field="t", original="old", corrected="new"
+    )
+    approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
+    [step] = plan(view(approved, feedback=[written_by_webhouse])).decisions
+    assert step.commit.summary == "qi-1, 1 correction (t)"
 
 
 def test_the_cap_keeps_the_newest_entries() -> None:

@@ -526,8 +526,23 @@ def _plan_decision(
         fields=[c.field for c in decision.corrections] or None,
         entries=[entry.id for entry in added] or None,
     )
-    step = Step(_decision_commit(view.agent, decision, added), tuple(writes), (record,))
+    earlier = _recorded_earlier(view.ledger, folder.feedback, decision.item.item_id)
+    step = Step(_decision_commit(view.agent, decision, added, earlier), tuple(writes), (record,))
     return step, after
+
+
+def _recorded_earlier(
+    ledger: Sequence[DecisionRecord], feedback: Sequence[FeedbackEntry], item_id: str
+) -> set[tuple[str | None, str | None]]:
+    """The (field, corrected) of the item's corrections that an earlier decision recorded (its
+    ledger line names the entry). An entry no decision names (webhouse's own, one a killed pass
+    left uncommitted) is this decision's to tell."""
+    named = {entry_id for record in ledger for entry_id in record.entries or ()}
+    return {
+        (entry.field, entry.corrected)
+        for entry in feedback
+        if entry.id in named and entry.queueItemId == item_id and entry.type == "correction"
+    }
 
 
 def _feedback_writes(
@@ -612,15 +627,19 @@ def _entries(decision: _Decision, now: datetime) -> list[FeedbackEntry]:
 
 
 def _decision_commit(
-    agent: AgentPaths, decision: _Decision, added: Sequence[FeedbackEntry]
+    agent: AgentPaths,
+    decision: _Decision,
+    added: Sequence[FeedbackEntry],
+    earlier: set[tuple[str | None, str | None]],
 ) -> Commit:
-    """The decision's commit, telling the corrections whose entries it `added`: one an earlier
-    decision of the item recorded already is named as such, not claimed again. Its
+    """The decision's commit, telling its corrections: one an `earlier` decision of the item
+    recorded already (and that this one did not add again) is named as such, not claimed. Its
     Feedback-Fields are all the decision corrected, as its ledger line's `fields` are."""
     item, state = decision.item, decision.state
-    written = {(entry.field, entry.corrected) for entry in added}
-    corrections = [c for c in decision.corrections if (c.field, c.corrected) in written]
-    already = [c.field for c in decision.corrections if (c.field, c.corrected) not in written]
+    repeated = earlier - {(entry.field, entry.corrected) for entry in added}
+    told = [(c, (c.field, c.corrected) in repeated) for c in decision.corrections]
+    corrections = [correction for correction, before in told if not before]
+    already = [correction.field for correction, before in told if before]
     event, summary = commitmsg.decision_summary(item.item_id, state, corrections, already)
     return Commit(
         event,
