@@ -44,7 +44,7 @@ from feedbackd.edges.gitcommit import (
     operation_in_progress,
     refuse_during_operation,
 )
-from feedbackd.edges.gitlocks import clear_index_lock
+from feedbackd.edges.gitlocks import clear_index_lock, git_process_in
 from feedbackd.edges.gitremote import GitRemote
 from feedbackd.edges.gitrunner import (
     GitRunner,
@@ -294,6 +294,10 @@ class GitRepo:
         `held.head` is the change's commit afterwards. `index_once`: for several changes in a
         row, the user's index follows them all at once, as the lock is let go."""
         return self._commits.holding(expected, index_once=index_once)
+
+    def someone_changes_it(self) -> bool:
+        """Whether someone else's git command (a `git stash`, `reset`, `pull`) changes it now."""
+        return git_process_in([self.root, self._git_dir], changing_only=True) is True
 
     def holding_on_top(self) -> AbstractContextManager[Held]:
         """Hold the index lock for a change that goes on top of whatever HEAD is (a rating is

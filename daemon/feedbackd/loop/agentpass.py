@@ -260,6 +260,8 @@ class AgentPass:
                     return done
                 if time.monotonic() - started >= RUN_S or not self.keep_going():
                     return done
+                if self.repo is not None and self.repo.someone_changes_it():
+                    return done  # a `git stash -u` must not see a decision half-way
 
     def apply(self, step: Step) -> None:
         """Write the step's files, append its ledger lines, make its commit (HeadMoved, with
