@@ -47,7 +47,7 @@ _LOCKED_STASH = ("", "The stash entry is kept in case you need it again.")
 
 def _git_again_while_locked(site: Site, *args: str) -> None:
     """A git command run as a user does while feedbackd records: when it stops at once because
-    feedbackd holds the index lock, it is run again (see README, "Your own git commands")."""
+    feedbackd holds the index lock, it is run again (see docs/git.md, "Your own git commands")."""
     deadline = time.monotonic() + 30
     while True:
         done = subprocess.run(["git", *args], cwd=site.root, capture_output=True, text=True)
