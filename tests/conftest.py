@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.daemon_kit import DaemonProcess, NotifyListener
+from tests.web_kit import Server
+from tests.workspace_kit import Site
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "Ada Curator",
@@ -75,3 +77,11 @@ def start(listener: NotifyListener) -> Iterator[type[DaemonProcess]]:
     yield Tracked
     for daemon in started:
         daemon.close()
+
+
+@pytest.fixture
+def server(site: Site) -> Iterator[Server]:
+    """`feedbackd serve` on the workspace of the test module's own `site` fixture."""
+    running = Server(site.root)
+    yield running
+    running.close()

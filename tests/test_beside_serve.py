@@ -45,13 +45,6 @@ def site(tmp_path: Path) -> Site:
     return site
 
 
-@pytest.fixture
-def server(site: Site) -> Iterator[Server]:
-    running = Server(site.root)
-    yield running
-    running.close()
-
-
 def leave_stale_lock(site: Site) -> Path:
     """What a `kill -9` of the daemon during a burst leaves: an empty index lock, past its
     first moments (younger ones are always given time)."""

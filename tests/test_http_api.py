@@ -7,7 +7,6 @@ import json
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +37,6 @@ def site(tmp_path: Path) -> Site:
     site.write("writer", "qi-2.json", draft({"title": "Second"}))
     site.reconcile()  # the drafts are on record, as the daemon would have them
     return site
-
-
-@pytest.fixture
-def server(site: Site) -> Iterator[Server]:
-    running = Server(site.root)
-    yield running
-    running.close()
 
 
 def rating(**changes: Any) -> dict[str, Any]:

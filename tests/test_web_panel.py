@@ -88,13 +88,6 @@ def site(tmp_path: Path) -> Site:
     return site
 
 
-@pytest.fixture
-def server(site: Site) -> Iterator[Server]:
-    running = Server(site.root)
-    yield running
-    running.close()
-
-
 def open_page(browser: Browser, url: str, width: int = 1280, height: int = 800) -> Page:
     page = browser.new_page(viewport={"width": width, "height": height})
     page.goto(url)

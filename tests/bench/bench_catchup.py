@@ -23,11 +23,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +39,7 @@ from tests.bench.bench_startup import (
     git_version,
     timed,
 )
+from tests.bench.workfolder import in_work_folder
 
 TARGET_CATCH_UP_S = 60.0
 
@@ -190,14 +189,7 @@ def run(args: argparse.Namespace, work: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=False)
-        return 0 if run(args, args.keep.absolute()) else 1
-    work = Path(tempfile.mkdtemp(prefix="feedbackd-bench-"))
-    try:
-        return 0 if run(args, work) else 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return in_work_folder(lambda work: run(args, work), args.keep, "feedbackd-bench-")
 
 
 if __name__ == "__main__":

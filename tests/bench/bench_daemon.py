@@ -28,12 +28,10 @@ import argparse
 import contextlib
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -42,6 +40,7 @@ from pathlib import Path
 
 from feedbackd.edges.watcher import ALERT_FOR_S
 from tests.bench.chart import Chart, Series, write_chart
+from tests.bench.workfolder import in_work_folder
 
 SINGLE_AGENT = "bench-single"
 BURST_AGENTS = 4
@@ -485,14 +484,7 @@ def chart_of(measured: list[tuple[int, Results]]) -> Chart:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=False)
-        return 0 if run(args, args.keep.absolute()) else 1
-    work = Path(tempfile.mkdtemp(prefix="feedbackd-bench-"))
-    try:
-        return 0 if run(args, work) else 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return in_work_folder(lambda work: run(args, work), args.keep, "feedbackd-bench-")
 
 
 if __name__ == "__main__":

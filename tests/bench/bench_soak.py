@@ -31,10 +31,8 @@ import argparse
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -56,6 +54,7 @@ from tests.bench.bench_daemon import (
     status_mark,
     write_json,
 )
+from tests.bench.workfolder import in_work_folder
 
 T = TypeVar("T")
 AGENTS = [f"soak-writer-{n}" for n in range(4)]
@@ -649,14 +648,7 @@ def run(args: argparse.Namespace, work: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=False)
-        return 0 if run(args, args.keep.absolute()) else 1
-    work = Path(tempfile.mkdtemp(prefix="feedbackd-soak-"))
-    try:
-        return 0 if run(args, work) else 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return in_work_folder(lambda work: run(args, work), args.keep, "feedbackd-soak-")
 
 
 if __name__ == "__main__":

@@ -25,17 +25,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.bench.workfolder import in_work_folder
 
 TIMEOUT_S = 600.0
 TARGET_FRESH_S, TARGET_RESTART_S, TARGET_ONCE_S, TARGET_RSS_MB = 10.0, 2.0, 1.0, 150.0
@@ -325,14 +325,7 @@ def run(args: argparse.Namespace, work: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    if args.keep is not None:
-        args.keep.mkdir(parents=True, exist_ok=False)
-        return 0 if run(args, args.keep.absolute()) else 1
-    work = Path(tempfile.mkdtemp(prefix="feedbackd-bench-"))
-    try:
-        return 0 if run(args, work) else 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    return in_work_folder(lambda work: run(args, work), args.keep, "feedbackd-bench-")
 
 
 if __name__ == "__main__":

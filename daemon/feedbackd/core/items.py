@@ -16,7 +16,13 @@ from typing import Any, Literal, NamedTuple
 from feedbackd.core import yamlio
 from feedbackd.core.errors import InvalidId, InvalidItem
 from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import MAX_NESTING, MalformedJson, half_character, load_strict_json
+from feedbackd.core.jsontext import (
+    MAX_NESTING,
+    MalformedJson,
+    half_character,
+    json_kind,
+    load_strict_json,
+)
 
 MAX_ITEM_BYTES = 1024 * 1024
 
@@ -287,7 +293,7 @@ def _flow_nesting(text: str) -> int:
 
 def _top_mapping(value: Any, shape: str, hint: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ItemError(f"the item must be {shape}, not {_kind(value)}", hint=hint)
+        raise ItemError(f"the item must be {shape}, not {json_kind(value)}", hint=hint)
     return value
 
 
@@ -307,20 +313,6 @@ def _too_deep() -> ItemError:
         f"the item is nested more than {MAX_NESTING} levels deep",
         hint="flatten the content: items hold fields and small nested blocks",
     )
-
-
-def _kind(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "true/false"
-    if value is None:
-        return "null"
-    return "a number"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,7 +337,7 @@ def _check_id_field(fields: dict[str, Any], item_id: str, suffix: str, locate: L
         return
     if isinstance(written, bool) or not isinstance(written, str | int):
         raise _field_error(
-            f"id must be a string, not {_kind(written)}", "id", locate, f'write id: "{item_id}"'
+            f"id must be a string, not {json_kind(written)}", "id", locate, f'write id: "{item_id}"'
         )
     if str(written) != item_id:
         raise _field_error(
@@ -369,7 +361,7 @@ def _object_field(
         )
     if not isinstance(value, dict):
         raise _field_error(
-            f"{key} must be an object, not {_kind(value)}",
+            f"{key} must be an object, not {json_kind(value)}",
             key,
             locate,
             f"make {key} an object of field names to values",
@@ -382,7 +374,7 @@ def _feedback_field(fields: dict[str, Any], locate: Locator) -> str | None:
     if value is None or isinstance(value, str):
         return value
     raise _field_error(
-        f"rejectionFeedback must be a string, not {_kind(value)}",
+        f"rejectionFeedback must be a string, not {json_kind(value)}",
         "rejectionFeedback",
         locate,
         "write the rejection notes as text in quotes",
