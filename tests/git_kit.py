@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from feedbackd.core.commitmsg import Person, build_message
+from feedbackd.core.commitmsg import build_message
+from feedbackd.core.people import Person
 from tests.conftest import git
 
 ADA = Person("Ada Curator", "ada@example.org")

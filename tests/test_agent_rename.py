@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from feedbackd.loop import agentpass, recording
+from feedbackd.loop.commits import recording
+from feedbackd.loop.curation import agentpass
 from feedbackd.loop.reconcile import reconcile_all
 from tests.daemon_kit import (
     DaemonProcess,

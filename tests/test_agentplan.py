@@ -18,15 +18,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from feedbackd.core import agentplan
-from feedbackd.core.agentplan import AgentPlan, AgentView, ItemFile, ReadItem, Step
-from feedbackd.core.commitmsg import Person
 from feedbackd.core.config import Settings
-from feedbackd.core.decisions import DecisionRecord, State, latest_states, new_record
+from feedbackd.core.curation import agentplan
+from feedbackd.core.curation.agentplan import AgentPlan, AgentView, ItemFile, ReadItem, Step
+from feedbackd.core.curation.decisions import DecisionRecord, State, latest_states, new_record
+from feedbackd.core.curation.feedback import FeedbackEntry, dump_feedback, new_entry, parse_feedback
+from feedbackd.core.curation.items import Item
+from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import InvalidItem
-from feedbackd.core.feedback import FeedbackEntry, dump_feedback, new_entry, parse_feedback
-from feedbackd.core.items import Item
-from feedbackd.core.prompts import render_snippet
+from feedbackd.core.people import Person
 from feedbackd.core.workspace import Workspace
 
 ROOT = Path("/ws")

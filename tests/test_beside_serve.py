@@ -14,7 +14,7 @@ from subprocess import PIPE
 
 import pytest
 
-from feedbackd.edges.gitlocks import FRESH_LOCK_S
+from feedbackd.edges.git.locks import FRESH_LOCK_S
 from feedbackd.edges.instance import WriteLock
 from tests.daemon_kit import DaemonProcess, NotifyListener, status_json, wait_for
 from tests.web_kit import Answer, Server

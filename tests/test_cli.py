@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.ratings import ALLOWED
+from feedbackd.core.ratings.ratings import ALLOWED
 from tests.conftest import git
 from tests.workspace_kit import Site, draft
 

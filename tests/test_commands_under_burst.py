@@ -18,7 +18,7 @@ import pytest
 
 from feedbackd.core.errors import AlreadySubmitted, WriterBusy
 from feedbackd.edges.instance import InstanceLock, WriteLock
-from feedbackd.loop import actions
+from feedbackd.loop.commands import actions
 from tests.daemon_kit import (
     DEADLINE_S,
     DaemonProcess,

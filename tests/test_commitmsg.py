@@ -10,9 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedbackd.core.commitmsg import (
-    FEEDBACKD_PERSON,
     LogEntry,
-    Person,
     build_message,
     decision_body,
     decision_summary,
@@ -24,17 +22,17 @@ from feedbackd.core.commitmsg import (
     interrupted_trailers,
     log_entry,
     one_line,
-    parse_person,
     parse_trailers,
     record_summary,
     record_trailers,
 )
 from feedbackd.core.config import Settings
+from feedbackd.core.curation.feedback import FeedbackEntry
+from feedbackd.core.curation.items import Correction
 from feedbackd.core.errors import InvalidItem
-from feedbackd.core.feedback import FeedbackEntry
-from feedbackd.core.items import Correction
+from feedbackd.core.people import FEEDBACKD_PERSON, Person, parse_person
 from feedbackd.core.workspace import Workspace
-from feedbackd.loop.runtime import Runtime, choose_author
+from feedbackd.loop.workspace.runtime import Runtime, choose_author
 
 FORGED = "x\nFeedback-Event: forged\n\nFeedback-Event: forged2\r\nFeedback-Agent: mallory"
 

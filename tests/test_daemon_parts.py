@@ -18,12 +18,12 @@ import pytest
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
-from feedbackd.loop.agentbook import EVERY_AGENT, RATINGS, AgentBook, backoff
-from feedbackd.loop.daemon import Daemon, Dirty
-from feedbackd.loop.problems import Problem
+from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, AgentBook, backoff
+from feedbackd.loop.daemon.daemon import Daemon, Dirty
+from feedbackd.loop.daemon.timers import CatchUp, Heartbeat
+from feedbackd.loop.daemon.wakeup import Wakeup, signals_handled
 from feedbackd.loop.reconcile import Report
-from feedbackd.loop.timers import CatchUp, Heartbeat
-from feedbackd.loop.wakeup import Wakeup, signals_handled
+from feedbackd.loop.workspace.problems import Problem
 from tests.workspace_kit import Site, draft
 
 

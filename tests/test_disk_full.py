@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.statusfile import read_status, write_status
+from feedbackd.loop.daemon.statusfile import read_status, write_status
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
 from tests.workspace_kit import Site, draft
 
@@ -164,7 +164,7 @@ def test_commands_on_a_full_disk_say_so_and_leave_nothing_half_written(small_dis
 
 
 def test_the_ratings_index_on_a_full_disk_is_kept_and_the_error_says_so(small_disk: Path) -> None:
-    from feedbackd.core.ratings import parse_rating
+    from feedbackd.core.ratings.ratings import parse_rating
     from feedbackd.core.timeutil import utcnow
     from feedbackd.edges.ratingstore import INDEX_NAME, RatingStore
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core import agentplan
-from feedbackd.loop import agentpass
-from feedbackd.loop.draftmemory import remember_drafts
+from feedbackd.core.curation import agentplan
+from feedbackd.loop.curation import agentpass
+from feedbackd.loop.curation.draftmemory import remember_drafts
 from feedbackd.loop.reconcile import reconcile_all
 from tests.daemon_kit import decided
 from tests.workspace_kit import Site, draft

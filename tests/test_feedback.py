@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from feedbackd.core.errors import InvalidFeedback
-from feedbackd.core.feedback import FeedbackEntry, merge_new, new_entry, parse_feedback
-from feedbackd.core.feedbackjson import (
+from feedbackd.core.curation.feedback import FeedbackEntry, merge_new, new_entry, parse_feedback
+from feedbackd.core.curation.feedbackjson import (
     FIELDS,
     LEGACY_CREATED_AT,
     entry_problem,
     legacy_id,
     stored_shape,
 )
-from feedbackd.loop.agentfiles import read_feedback, write_feedback
+from feedbackd.core.errors import InvalidFeedback
+from feedbackd.loop.workspace.agentfiles import read_feedback, write_feedback
 
 NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)
 
@@ -116,7 +116,8 @@ def test_not_utf8_is_refused(tmp_path: Path) -> None:
         read_feedback(path)
 
 
-# --- the plain rules (core/feedbackjson.py) and the model agree -------------------------------
+# --- the plain rules (core/curation/feedbackjson.py) and the model agree
+# -------------------------------
 values = st.one_of(
     st.none(),
     st.booleans(),
@@ -152,9 +153,9 @@ entries = st.builds(
 def test_the_plain_rules_accept_what_the_model_accepts_and_say_the_same(
     value: dict[str, Any],
 ) -> None:
-    """The merge driver checks entries without the model (core/feedbackjson.py): for any entry,
-    it refuses exactly what FeedbackEntry refuses, naming the same field with the same words,
-    and stores an accepted one exactly as the model does."""
+    """The merge driver checks entries without the model (core/curation/feedbackjson.py): for
+    any entry, it refuses exactly what FeedbackEntry refuses, naming the same field with the
+    same words, and stores an accepted one exactly as the model does."""
     try:
         model = FeedbackEntry.model_validate(value)
     except ValidationError as error:

@@ -1,5 +1,5 @@
-"""Commits built without an index, through git's long-lived helpers (edges/gitbatch.py,
-edges/gittree.py): the same trees `git add` + `git commit` make, a handful of git processes per
+"""Commits built without an index, through git's long-lived helpers (edges/git/batch.py,
+edges/git/tree.py): the same trees `git add` + `git commit` make, a handful of git processes per
 commit whatever the size of the repository, and helpers that survive what users do to git.
 """
 
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.commitmsg import FEEDBACKD_PERSON
-from feedbackd.edges import gittree
-from feedbackd.edges.git import GitRepo
-from feedbackd.edges.gitbatch import GitBatch, GitObject, KeptBatch
-from feedbackd.edges.gittree import Entry, commit_object, parse_tree, tree_id, tree_listing
+from feedbackd.core.people import FEEDBACKD_PERSON
+from feedbackd.edges.git import tree as tree_module
+from feedbackd.edges.git.batch import GitBatch, GitObject, KeptBatch
+from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.tree import Entry, commit_object, parse_tree, tree_id, tree_listing
 from tests.conftest import git
 from tests.git_kit import ADA, counting_git, message, write
 
@@ -209,7 +209,7 @@ def test_a_burst_in_one_big_folder_keeps_a_bounded_number_of_parsed_entries(
 ) -> None:
     """Each decision makes a new version of its folder's tree; a burst of them in a folder
     of hundreds of files must not keep every version parsed."""
-    monkeypatch.setattr(gittree, "ENTRIES_KEPT", 1000)
+    monkeypatch.setattr(tree_module, "ENTRIES_KEPT", 1000)
     for number in range(400):
         write(git_repo, f"approved/old-{number:03d}.json", "{}\n")
     git(git_repo, "add", "-A")
@@ -217,7 +217,7 @@ def test_a_burst_in_one_big_folder_keeps_a_bounded_number_of_parsed_entries(
     tree = git(git_repo, "rev-parse", "HEAD^{tree}").strip()
     blob = git(git_repo, "rev-parse", "HEAD:approved/old-000.json").strip()
     batch = GitBatch(git_repo, git_repo / ".git")
-    editor = gittree.TreeEditor(batch)
+    editor = tree_module.TreeEditor(batch)
     try:
         for number in range(12):
             change = {(b"approved", b"new-%02d.json" % number): Entry(b"100644", blob)}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.edges.git import GitRepo
-from feedbackd.edges.gitremote import RemoteUnreachable
+from feedbackd.edges.git.remote import RemoteUnreachable
+from feedbackd.edges.git.repo import GitRepo
 from tests.git_kit import wait_until
 
 # A unique duration, so that the "ssh" of this test is told apart from every other process.

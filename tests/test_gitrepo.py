@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.commitmsg import Person, build_message
+from feedbackd.core.commitmsg import build_message
 from feedbackd.core.errors import GitError, WorkspaceError
-from feedbackd.edges.git import GitRepo
+from feedbackd.core.people import Person
+from feedbackd.edges.git.repo import GitRepo
 from tests.conftest import git
 from tests.git_kit import ADA, commit_count, committed_names, message, write
 
@@ -435,7 +436,7 @@ def test_healing_many_lagging_paths_names_them_to_git_a_chunk_at_a_time(
 ) -> None:
     """After a crash between a commit of many files and the index update, the index follows the
     commit again, and git never gets all the paths on one command line."""
-    monkeypatch.setattr("feedbackd.edges.gitcommit._PATHS_PER_COMMAND", 2)
+    monkeypatch.setattr("feedbackd.edges.git.commit._PATHS_PER_COMMAND", 2)
     names = [f"_data/agents/w/queue/qi-{number}.json" for number in range(5)]
     for name in names:
         write(git_repo, name, "{}\n")

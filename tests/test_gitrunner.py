@@ -11,8 +11,8 @@ import pytest
 
 from feedbackd.core.errors import GitError, WorkspaceError
 from feedbackd.core.workspace import Workspace
-from feedbackd.edges.git import GitRepo
-from feedbackd.edges.gitrunner import GitRunner, git_in, rel_path
+from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.runner import GitRunner, git_in, rel_path
 from tests.conftest import git
 from tests.git_kit import ADA, commit_count, committed_names, message, write
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from feedbackd.core.decisions import new_record as new_decision
+from feedbackd.core.curation.decisions import new_record as new_decision
+from feedbackd.core.curation.feedback import new_entry
 from feedbackd.core.errors import InvalidId
-from feedbackd.core.feedback import new_entry
 from feedbackd.core.ids import (
     DECISION,
     FEEDBACK_ENTRY,
@@ -20,8 +20,8 @@ from feedbackd.core.ids import (
     new_id,
     validate_id,
 )
-from feedbackd.core.memory import PATTERNS
-from feedbackd.core.memory import new_record as new_memory
+from feedbackd.core.ratings.memory import PATTERNS
+from feedbackd.core.ratings.memory import new_record as new_memory
 
 NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)  # 1775642400123 ms
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.core.curation.itemedits import with_content_edits
+from feedbackd.core.curation.items import diff_content, parse_item
 from feedbackd.core.errors import InvalidItem
-from feedbackd.core.itemedits import with_content_edits
-from feedbackd.core.items import diff_content, parse_item
 
 JSON_DRAFT = {
     "id": "qi-1",

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from feedbackd.core.errors import InvalidItem, NotFound
-from feedbackd.core.items import (
+from feedbackd.core.curation.items import (
     MAX_ITEM_BYTES,
     Correction,
     Item,
@@ -20,7 +19,8 @@ from feedbackd.core.items import (
     parse_curator,
     parse_item,
 )
-from feedbackd.loop.agentfiles import read_item, set_rejection_feedback
+from feedbackd.core.errors import InvalidItem, NotFound
+from feedbackd.loop.workspace.agentfiles import read_item, set_rejection_feedback
 
 JSON_ITEM = """{
   "id": "qi-123",

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from feedbackd.core.decisions import new_record, parse_ledger
+from feedbackd.core.curation.decisions import new_record, parse_ledger
 from feedbackd.core.jsonl import parse_jsonl
 
 
@@ -143,9 +143,9 @@ def test_a_ledger_read_back_keeps_a_decision_in_under_900_bytes() -> None:
 # of parsed JSON strings would hold up to 16,384 of them for good.
 _PARSE_AND_MEASURE = """
 import gc, json, tracemalloc, uuid
-from feedbackd.core.decisions import parse_ledger
-from feedbackd.core.memory import MemoryRecord
-from feedbackd.core.priceledger import parse_price_ledger
+from feedbackd.core.curation.decisions import parse_ledger
+from feedbackd.core.ratings.memory import MemoryRecord
+from feedbackd.core.ratings.priceledger import parse_price_ledger
 
 def when(n):
     return f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z"

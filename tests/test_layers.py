@@ -95,3 +95,31 @@ def test_the_size_check_sees_a_long_function(tmp_path: Path) -> None:
     body = "\n".join(f"    x{n} = {n}" for n in range(MAX_FUNCTION_LINES))
     (tmp_path / "sample.py").write_text(f"def long() -> None:\n{body}\n")
     assert _oversized(tmp_path / "sample.py", tmp_path) == ["sample.py:1 long: 51 lines"]
+
+
+ROOM_LIMIT = 15
+
+
+def crowded_folders(package: Path) -> dict[str, int]:
+    """Folders of the package with more than ROOM_LIMIT modules (`__init__.py` not counted)."""
+    counts = {
+        str(folder.relative_to(package.parent)): sum(
+            1 for module in folder.glob("*.py") if module.name != "__init__.py"
+        )
+        for folder in [package, *(p for p in package.rglob("*") if p.is_dir())]
+    }
+    return {folder: count for folder, count in counts.items() if count > ROOM_LIMIT}
+
+
+def test_no_folder_of_the_package_is_a_crowded_room() -> None:
+    """A newcomer finds a module by its room: no folder holds more than 15 modules."""
+    assert crowded_folders(PACKAGE) == {}
+
+
+def test_the_room_check_sees_a_crowded_folder(tmp_path: Path) -> None:
+    package = tmp_path / "feedbackd"
+    (package / "loop").mkdir(parents=True)
+    for number in range(ROOM_LIMIT + 1):
+        (package / "loop" / f"module_{number}.py").write_text("")
+    (package / "loop" / "__init__.py").write_text("")
+    assert crowded_folders(package) == {"feedbackd/loop": ROOM_LIMIT + 1}

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.agentpass import RUN_STEPS
+from feedbackd.loop.curation.agentpass import RUN_STEPS
 from tests.conftest import git
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, decided, ledger, wait_for
 from tests.git_kit import counting_git
@@ -28,7 +28,7 @@ from tests.workspace_kit import Site, draft, settling_in
 
 pytestmark = pytest.mark.slow
 
-# The git commands that grow with the decisions (edges/gitcommit.py); anything else is reading.
+# The git commands that grow with the decisions (edges/git/commit.py); anything else is reading.
 COMMIT_COMMANDS = ("update-ref", "update-index")
 
 

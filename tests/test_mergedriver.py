@@ -15,15 +15,15 @@ from hypothesis import strategies as st
 
 from feedbackd.cli.merge_driver import main
 from feedbackd.core.config import parse_settings
-from feedbackd.core.errors import MergeRefused
-from feedbackd.core.feedbackcap import written_max_entries
-from feedbackd.core.merging import (
+from feedbackd.core.curation.merging import (
     kind_of,
     merge_feedback,
     merge_generated,
     merge_jsonl,
 )
-from feedbackd.loop.workspace_init import init_workspace
+from feedbackd.core.errors import MergeRefused
+from feedbackd.core.feedbackcap import written_max_entries
+from feedbackd.loop.workspace.init import init_workspace
 from tests.conftest import git
 
 CAP = 200

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from feedbackd.core.config import OptimizerSettings, PricingSettings
-from feedbackd.core.ratings import Rating, parse_rating
-from feedbackd.core.skillrules import (
+from feedbackd.core.ratings.ratings import Rating, parse_rating
+from feedbackd.core.ratings.skillrules import (
     Lesson,
     NoChange,
     PriceChange,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from feedbackd.core.optimizer_command import (
+from feedbackd.core.ratings.optimizer_command import (
     MAX_ANSWER_CHARS,
     Answer,
     SkillContext,
@@ -17,8 +17,8 @@ from feedbackd.core.optimizer_command import (
     command_context,
     parse_answer,
 )
-from feedbackd.core.ratings import Rating, parse_rating
-from feedbackd.core.skillrules import Lesson, QualityFinding
+from feedbackd.core.ratings.ratings import Rating, parse_rating
+from feedbackd.core.ratings.skillrules import Lesson, QualityFinding
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)
 

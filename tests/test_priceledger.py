@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from feedbackd.core.ids import PRICE_CHANGE, is_derived_id, new_id
-from feedbackd.core.priceledger import (
+from feedbackd.core.ratings.priceledger import (
     PriceRecord,
     new_price_record,
     parse_price_ledger,
     price_history,
 )
-from feedbackd.core.skillrules import PriceHistory
+from feedbackd.core.ratings.skillrules import PriceHistory
 
 NOW = datetime(2026, 4, 8, 10, 0, tzinfo=UTC)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from feedbackd.core.config import PromptSettings
-from feedbackd.core.feedback import FeedbackEntry, new_entry
-from feedbackd.core.prompts import render_snippet, shorten_pair
+from feedbackd.core.curation.feedback import FeedbackEntry, new_entry
+from feedbackd.core.curation.prompts import render_snippet, shorten_pair
 
 NOW = datetime(2026, 4, 8, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from feedbackd.core.errors import InvalidFeedback
-from feedbackd.core.ratings import (
+from feedbackd.core.ratings.ratings import (
     ALLOWED,
     Rating,
     parse_rating,
@@ -19,7 +19,7 @@ from feedbackd.core.ratings import (
     rating_line,
     stored_fields,
 )
-from feedbackd.core.storedratings import is_failed
+from feedbackd.core.ratings.storedratings import is_failed
 
 NOW = datetime(2026, 4, 8, 10, 0, tzinfo=UTC)
 TX = "6f1c2a4e-8b3d-4e9f-a1b2-c3d4e5f60718"

@@ -15,9 +15,9 @@ import pytest
 
 from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted
-from feedbackd.core.ratings import Rating, parse_rating, rating_line
-from feedbackd.core.reputation import reputation_report
-from feedbackd.core.storedratings import StoredRating, as_stored
+from feedbackd.core.ratings.ratings import Rating, parse_rating, rating_line
+from feedbackd.core.ratings.reputation import reputation_report
+from feedbackd.core.ratings.storedratings import StoredRating, as_stored
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges import monthfiles

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from feedbackd.core.config import ReputationSettings
-from feedbackd.core.ratings import Rating, parse_rating
-from feedbackd.core.reputation import (
+from feedbackd.core.ratings.ratings import Rating, parse_rating
+from feedbackd.core.ratings.reputation import (
     feedback_list_report,
     merge,
     point,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.reverts import Undone, reverted_by
+from feedbackd.core.curation.reverts import Undone, reverted_by
 from tests.daemon_kit import DaemonProcess, NotifyListener, idle, ledger, subjects, wait_for
 from tests.workspace_kit import Site, draft
 

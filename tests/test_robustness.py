@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.workspace.runtime import Runtime
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
 from tests.workspace_kit import Site, draft
 

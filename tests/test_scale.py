@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop import queries
+from feedbackd.loop.commands import queries
 from tests.conftest import git
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from feedbackd.core.ratings import parse_rating
+from feedbackd.core.ratings.ratings import parse_rating
 from feedbackd.core.timeutil import iso_ms, utcnow
 from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop.optimize import rules_hook, run_rules
-from feedbackd.loop.publishing import publish_problems
-from feedbackd.loop.repo import open_repo
-from feedbackd.loop.skillpass import SkillChange, SkillPass
+from feedbackd.loop.commits.repo import open_repo
+from feedbackd.loop.ratings.optimize import rules_hook, run_rules
+from feedbackd.loop.ratings.publishing import publish_problems
+from feedbackd.loop.ratings.skillpass import SkillChange, SkillPass
 from tests.workspace_kit import Site
 
 AGENT = "heavylift-chengwen"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.edges.instance import WAITING, WRITE_LOCK
-from feedbackd.loop.locking import pipeline_lock
+from feedbackd.loop.commits.locking import pipeline_lock
 from tests.daemon_kit import wait_for
 from tests.web_kit import Answer, Server
 from tests.workspace_kit import Site, draft

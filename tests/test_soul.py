@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedbackd.core.errors import InvalidItem, NotFound
-from feedbackd.core.soul import (
+from feedbackd.core.ratings.soul import (
     DEFAULT_PRICE,
     MAX_SOUL_CHARS,
     Skill,

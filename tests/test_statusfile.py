@@ -13,7 +13,7 @@ import pytest
 
 from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.instance import InstanceLock
-from feedbackd.loop.statusfile import (
+from feedbackd.loop.daemon.statusfile import (
     STATUS_FILE,
     LastEvent,
     PassTimes,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from feedbackd.core.ratings import Rating, parse_rating, rating_line, stored_fields
-from feedbackd.core.skillrules import ratings_since_change
-from feedbackd.core.storedratings import RatingRows, as_stored
+from feedbackd.core.ratings.ratings import Rating, parse_rating, rating_line, stored_fields
+from feedbackd.core.ratings.skillrules import ratings_since_change
+from feedbackd.core.ratings.storedratings import RatingRows, as_stored
 from feedbackd.core.timeutil import iso_ms, unix_ms
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)

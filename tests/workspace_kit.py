@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from feedbackd.loop.reconcile import Report, reconcile_all
-from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.workspace_init import init_workspace
+from feedbackd.loop.workspace.init import init_workspace
+from feedbackd.loop.workspace.runtime import Runtime
 
 SAVED_AGO_S = 30 * 24 * 3600  # long past daemon.settle_ms, whatever a test sets
 _SAVES = itertools.count()

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from feedbackd.core.workspace import Workspace
-from feedbackd.loop.workspace_init import init_workspace
+from feedbackd.loop.workspace.init import init_workspace
 from tests.bench import bench_ratings
 
 SKILL = next(iter(bench_ratings.SKILLS))

@@ -17,8 +17,8 @@ from feedbackd.cli import logsetup, optimize, ratings, sync
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, report_out
 from feedbackd.cli.output import print_error, print_json, progress_bar
 from feedbackd.core.errors import Aborted, UsageError
-from feedbackd.loop import actions
-from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.commands import actions
+from feedbackd.loop.workspace.runtime import Runtime
 
 app = typer.Typer(
     name="feedbackd",
@@ -159,7 +159,7 @@ def prompt(
     ] = None,
 ) -> None:
     """Print the agent's prompt snippet (prompt/feedback.md), now or as it was `--at` a time."""
-    from feedbackd.loop.queries import prompt_text
+    from feedbackd.loop.commands.queries import prompt_text
 
     sys.stdout.write(prompt_text(GLOBALS.runtime(), agent, at))
 
@@ -193,7 +193,7 @@ def init(
     ] = False,
 ) -> None:
     """Create or update a workspace: git repo, _data/agents/, config, ignores, merge driver."""
-    from feedbackd.loop.workspace_init import init_workspace
+    from feedbackd.loop.workspace.init import init_workspace
 
     root = (directory or Path(GLOBALS.workspace or ".")).absolute()
     for line in init_workspace(root, sample=sample, webhouse=webhouse):
@@ -218,14 +218,14 @@ def run(
     )
     runtime = GLOBALS.runtime()
     if once:
-        from feedbackd.loop.service import run_once
+        from feedbackd.loop.daemon.service import run_once
 
         show = not (as_json or GLOBALS.quiet)
         with progress_bar("reconciling agents", show, stderr=True) as progress:
             report = run_once(runtime, progress=progress)
         report_out(report, as_json, runtime.workspace.root)
         return
-    from feedbackd.loop.service import run_daemon
+    from feedbackd.loop.daemon.service import run_daemon
 
     raise typer.Exit(run_daemon(runtime))
 
@@ -258,8 +258,8 @@ def doctor(as_json: JsonOption = False) -> None:
 def status(as_json: JsonOption = False) -> None:
     """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
     from feedbackd.cli.views import show_status
-    from feedbackd.loop.queries import workspace_status
-    from feedbackd.loop.statusfile import in_hand
+    from feedbackd.loop.commands.queries import workspace_status
+    from feedbackd.loop.daemon.statusfile import in_hand
 
     runtime, config_problems = _status_runtime()
     state = workspace_status(runtime, config_problems)
@@ -276,7 +276,7 @@ def _status_runtime() -> tuple[Runtime, list[str]]:
     from feedbackd.core.config import Settings
     from feedbackd.core.errors import ConfigError
     from feedbackd.core.workspace import Workspace
-    from feedbackd.loop.runtime import discover_root
+    from feedbackd.loop.workspace.runtime import discover_root
 
     try:
         return GLOBALS.runtime(), []

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from feedbackd.cli.app import main as cli_main
-from feedbackd.core.commitmsg import FEEDBACKD_PERSON
-from feedbackd.edges.git import GitRepo
+from feedbackd.core.people import FEEDBACKD_PERSON
+from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.instance import daemon_running, holder_pid
-from feedbackd.loop.workspace_init import init_workspace, sample_data_dir
+from feedbackd.loop.workspace.init import init_workspace, sample_data_dir
 
 TRY = """
 feedbackd demo workspace: {root}

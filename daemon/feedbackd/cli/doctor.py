@@ -6,8 +6,8 @@ from rich.markup import escape
 
 from feedbackd.cli.output import console, print_json, progress_bar
 from feedbackd.core.ids import shown_path
-from feedbackd.loop.doctor import Finding, examine
-from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.commands.doctor import Finding, examine
+from feedbackd.loop.workspace.runtime import Runtime
 
 
 def run_doctor(runtime: Runtime, as_json: bool) -> int:

@@ -3,8 +3,8 @@ feedback file (`python -m feedbackd.cli.merge_driver`, registered by `init` and 
 
 git starts one process per file, so a merge of many files stays quick only if each starts
 quickly: the driver imports the merge on plain JSON values and reads the cap alone from
-feedbackd.yaml (core/feedbackcap.py). The settings model, pydantic with it, is imported only
-when the file says something that the quick reading cannot vouch for.
+feedbackd.yaml (core/feedbackcap.py). The settings model, pydantic with it, is imported
+only when the file says something that the quick reading cannot vouch for.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from feedbackd.core.curation.merging import FileKind, kind_of, merge_bytes
 from feedbackd.core.errors import FeedbackdError, MergeRefused
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, written_max_entries
-from feedbackd.core.merging import FileKind, kind_of, merge_bytes
 from feedbackd.edges.files import atomic_write_bytes
-from feedbackd.loop.configfile import config_path, read_config
+from feedbackd.loop.workspace.configfile import config_path, read_config
 
 
 def run_merge_driver(

@@ -13,9 +13,9 @@ import typer
 
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import print_json
-from feedbackd.loop.locking import pipeline_lock
-from feedbackd.loop.optimize import optimize_all
-from feedbackd.loop.skillpass import SkillChange
+from feedbackd.loop.commits.locking import pipeline_lock
+from feedbackd.loop.ratings.optimize import optimize_all
+from feedbackd.loop.ratings.skillpass import SkillChange
 
 AgentOption = Annotated[str | None, typer.Argument(help="Only this agent (default: every agent).")]
 DryRunOption = Annotated[

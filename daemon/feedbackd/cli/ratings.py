@@ -13,9 +13,9 @@ from rich.table import Table
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
 from feedbackd.cli.output import console, print_json, progress_bar
 from feedbackd.core.ids import validate_id
-from feedbackd.core.ratings import ALLOWED
-from feedbackd.loop import actions, queries
-from feedbackd.loop.agentfiles import list_memory
+from feedbackd.core.ratings.ratings import ALLOWED
+from feedbackd.loop.commands import actions, queries
+from feedbackd.loop.workspace.agentfiles import list_memory
 
 TABLE_ROWS = 20
 feedback_app = typer.Typer(

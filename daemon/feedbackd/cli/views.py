@@ -6,12 +6,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from feedbackd.cli.output import console, print_json
-from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry, Person
-from feedbackd.core.feedback import FeedbackEntry
-from feedbackd.loop.agentfiles import existing_agent, read_feedback
-from feedbackd.loop.queries import learning_log, log_json, recent_feedback
-from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.statusfile import Progress
+from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
+from feedbackd.core.curation.feedback import FeedbackEntry
+from feedbackd.core.people import Person
+from feedbackd.loop.commands.queries import learning_log, log_json, recent_feedback
+from feedbackd.loop.daemon.statusfile import Progress
+from feedbackd.loop.workspace.agentfiles import existing_agent, read_feedback
+from feedbackd.loop.workspace.runtime import Runtime
 
 TYPE_STYLE = {"correction": "green", "edit": "blue", "rejection": "red"}
 

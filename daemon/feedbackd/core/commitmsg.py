@@ -13,8 +13,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from feedbackd.core.errors import InvalidItem
-from feedbackd.core.feedback import FeedbackEntry
 from feedbackd.core.timeutil import iso_ms, parse_iso
 
 EVENTS = (
@@ -48,63 +46,12 @@ PRICE_OLD_KEY = "Price-Old"
 PRICE_NEW_KEY = "Price-New"
 
 _NOTE_START = '- notes: "'
-_EMAIL = re.compile(r"^[^<>\s]+$")
-_PERSON = re.compile(r"^\s*([^<>\n]*?)\s*<([^<>\s]+)>\s*$")
 # Anything a reader could take as a line break: git only splits on \n, but other tools
 # (editors, Python's splitlines) also break on these.
 _LINE_BREAKS = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 _TRAILER_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*?)\s*$")
-
-
-@dataclass(frozen=True)
-class Person:
-    """A git identity, written `Name <email>`."""
-
-    name: str
-    email: str
-
-    def __post_init__(self) -> None:
-        # git would silently drop or mangle these characters in an identity.
-        if not self.name.strip() or re.search(r"[<>\x00-\x1f]", self.name):
-            raise ValueError(
-                f"bad name {self.name!r}: it must be non-empty, without < > or newlines"
-            )
-        if not _EMAIL.fullmatch(self.email):
-            raise ValueError(
-                f"bad email {self.email!r}: it must be non-empty, without < > or spaces"
-            )
-
-    @classmethod
-    def parse(cls, text: str) -> Person:
-        """`"Ada Curator <ada@example.org>"` → Person; anything else raises ValueError."""
-        if not isinstance(text, str):
-            raise ValueError(f"expected 'Name <email>', got {type(text).__name__}")
-        match = _PERSON.match(text)
-        if not match or not match.group(1):
-            raise ValueError(f"{one_line(text, 80)!r} is not in the form 'Name <email>'")
-        return cls(match.group(1), match.group(2))
-
-    def __str__(self) -> str:
-        return f"{self.name} <{self.email}>"
-
-
-# feedbackd itself: the committer unless `git.committer` names another, and the author of a change
-# when no curator is known (not in the item, --curator, $FEEDBACKD_CURATOR or git's user).
-FEEDBACKD_PERSON = Person("feedbackd", "feedbackd@localhost")
-
-
-def parse_person(text: str, source: str) -> Person:
-    """`Name <email>` from `source` (a file's `curator`, `--curator`, a setting), else a refusal
-    naming where it came from."""
-    try:
-        return Person.parse(text)
-    except ValueError:
-        raise InvalidItem(
-            f"{source}: {text!r} is not `Name <email>`",
-            hint='write it like "Ada Curator <ada@example.org>"',
-        ) from None
 
 
 def one_line(text: str, limit: int = LINE_LIMIT) -> str:
@@ -428,20 +375,42 @@ def rename_trailers(old_agent: str) -> list[tuple[str, str]]:
     return [(RENAMED_FROM_KEY, old_agent)]
 
 
-def record_summary(entry: FeedbackEntry) -> str:
+class RecordedEntry(Protocol):
+    """One feedback entry that `feedbackd record` wrote (core.curation.feedback.FeedbackEntry)."""
+
+    @property
+    def type(self) -> str: ...
+
+    @property
+    def queueItemId(self) -> str | None: ...
+
+    @property
+    def field(self) -> str | None: ...
+
+    @property
+    def original(self) -> str | None: ...
+
+    @property
+    def corrected(self) -> str | None: ...
+
+    @property
+    def notes(self) -> str | None: ...
+
+
+def record_summary(entry: RecordedEntry) -> str:
     """`edit of title (qi-1)`: what `feedbackd record` recorded."""
     summary = entry.type + (f" of {entry.field}" if entry.field else "")
     return summary + (f" ({entry.queueItemId})" if entry.queueItemId else "")
 
 
-def record_trailers(entry: FeedbackEntry) -> list[tuple[str, str]]:
+def record_trailers(entry: RecordedEntry) -> list[tuple[str, str]]:
     trailers = [(ITEM_KEY, entry.queueItemId)] if entry.queueItemId else []
     if entry.field:
         trailers.append((FIELDS_KEY, fields_trailer([entry.field])))
     return trailers
 
 
-def entry_body(entry: FeedbackEntry) -> list[str]:
+def entry_body(entry: RecordedEntry) -> list[str]:
     if entry.original is not None and entry.corrected is not None:
         name = one_line(entry.field or "value")
         return [f'- {name}: "{one_line(entry.original)}" → "{one_line(entry.corrected)}"']

@@ -18,11 +18,11 @@ from pydantic import (
 )
 
 from feedbackd.core import yamlio
-from feedbackd.core.commitmsg import FEEDBACKD_PERSON
 from feedbackd.core.errors import ConfigError, UsageError
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, MAX_ENTRIES_LIMIT
 from feedbackd.core.ids import ID_PATTERN
-from feedbackd.core.ratings import CostValue, Quality
+from feedbackd.core.people import FEEDBACKD_PERSON
+from feedbackd.core.ratingwords import CostValue, Quality
 from feedbackd.core.timeutil import parse_duration
 
 # Infinite or NaN numbers would turn timeouts and intervals into endless waits.

@@ -1,8 +1,9 @@
 """Rating month files read whole for the index: in bulk, and on every core when there are many.
 
 The rating index of a fresh clone is built from every month file (300 MB for a million
-ratings). Each file is read, fingerprinted and summed up by `feedbackd.core.monthscan`; with more
-than `PARALLEL_MIN_BYTES` to read and more than one core, worker processes share the files.
+ratings). Each file is read, fingerprinted and summed up by `feedbackd.core.ratings.monthscan`;
+with more than `PARALLEL_MIN_BYTES` to read and more than one core, worker processes share the
+files.
 
 A worker is a fresh interpreter (`python -S -c ...`) that imports only this module and the light
 pure modules it needs: not a fork (the daemon's other threads may hold locks) and not
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from feedbackd.core.monthscan import Summary, summarise
+from feedbackd.core.ratings.monthscan import Summary, summarise
 
 log = logging.getLogger(__name__)
 

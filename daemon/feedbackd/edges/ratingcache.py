@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedbackd.core.storedratings import RatingRows
+from feedbackd.core.ratings.storedratings import RatingRows
 from feedbackd.edges.monthfiles import digest, read_appended, read_bytes
 
 # Reads the valid rows of some bytes of a month file, given the line number of their first line

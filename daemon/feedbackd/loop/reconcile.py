@@ -16,18 +16,18 @@ from pathlib import Path
 
 from feedbackd.core.errors import GitError, WorkspaceError
 from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX
-from feedbackd.edges.git import GitRepo
-from feedbackd.loop import rentals
-from feedbackd.loop.agentpass import AgentPass
-from feedbackd.loop.agentread import Lookups
-from feedbackd.loop.decidedfiles import ChangedDecisions
-from feedbackd.loop.draftmemory import FirstVersions
-from feedbackd.loop.problems import DISK_FULL_RETRY_S, Problem, out_of_space
-from feedbackd.loop.recovery import CommittedLedgers
-from feedbackd.loop.repo import open_repo, open_repo_for_writing
+from feedbackd.edges.git.repo import GitRepo
+from feedbackd.loop.commits.ledgers import CommittedLedgers
+from feedbackd.loop.commits.repo import open_repo, open_repo_for_writing
+from feedbackd.loop.curation.agentpass import AgentPass
+from feedbackd.loop.curation.agentread import Lookups
+from feedbackd.loop.curation.decidedfiles import ChangedDecisions
+from feedbackd.loop.curation.draftmemory import FirstVersions
+from feedbackd.loop.curation.webhouse import with_queue_agents
+from feedbackd.loop.ratings import rentals
 from feedbackd.loop.report import Report
-from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.webhouse import with_queue_agents
+from feedbackd.loop.workspace.problems import DISK_FULL_RETRY_S, Problem, out_of_space
+from feedbackd.loop.workspace.runtime import Runtime
 
 __all__ = [
     "AgentFolderUnusable",

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from feedbackd.loop.problems import Problem
-from feedbackd.loop.recording import Event
+from feedbackd.loop.commits.recording import Event
+from feedbackd.loop.workspace.problems import Problem
 
 
 @dataclass

@@ -30,17 +30,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from feedbackd.core.curation.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTINGS
 from feedbackd.core.errors import FeedbackdError, GitError
-from feedbackd.core.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTINGS
 from feedbackd.core.timeutil import iso_ms, parse_iso
 from feedbackd.edges.files import atomic_write_json, atomic_write_text
-from feedbackd.edges.git import GitRepo
-from feedbackd.edges.gitremote import RemoteUnreachable
-from feedbackd.loop.locking import pipeline_lock
+from feedbackd.edges.git.remote import RemoteUnreachable
+from feedbackd.edges.git.repo import GitRepo
+from feedbackd.loop.commits.locking import pipeline_lock
+from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.reconcile import Report, reconcile_all
-from feedbackd.loop.repo import open_repo
-from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.workspace_init import merge_driver_command
+from feedbackd.loop.workspace.init import merge_driver_command
+from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
 

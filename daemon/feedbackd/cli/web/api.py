@@ -1,9 +1,9 @@
 """The JSON routes: the seeds' own (webhouse CMS feedback, AgentBnB ratings and reputation) with
 their shapes, and feedbackd's (agents, queue, decisions, prompt, log, status).
 
-Each route reads its input, calls one function of loop/actions.py or loop/queries.py in a worker
-thread (they take the workspace's write lock and run git), and answers with what the matching
-command prints with --json.
+Each route reads its input, calls one function of loop/commands/actions.py or
+loop/commands/queries.py in a worker thread (they take the workspace's write lock and run git), and
+answers with what the matching command prints with --json.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms, utcnow
-from feedbackd.loop import actions, queries
-from feedbackd.loop.agentfiles import existing_agent
-from feedbackd.loop.configfile import config_path
+from feedbackd.loop.commands import actions, queries
 from feedbackd.loop.reconcile import Report
-from feedbackd.loop.runtime import Runtime
+from feedbackd.loop.workspace.agentfiles import existing_agent
+from feedbackd.loop.workspace.configfile import config_path
+from feedbackd.loop.workspace.runtime import Runtime
 
 T = TypeVar("T")
 MAX_LIMIT = 100

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any
 
 from feedbackd.cli.web.guard import ASGIApp, Receive, Scope, Send
-from feedbackd.loop.statusfile import PassTimes
+from feedbackd.loop.daemon.statusfile import PassTimes
 
 
 class RequestCounter:

@@ -23,7 +23,7 @@ from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
 from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.websafety import session_value, token_matches
-from feedbackd.loop import queries
+from feedbackd.loop.commands import queries
 
 RECENT = 5
 STATIC = {"panel.css": "text/css", "panel.js": "text/javascript"}

@@ -39,9 +39,9 @@ from feedbackd.core.websafety import (
     require_strong_token,
 )
 from feedbackd.edges.hostnames import machine_names
-from feedbackd.loop import queries
-from feedbackd.loop.runtime import Runtime
-from feedbackd.loop.statusfile import pass_times
+from feedbackd.loop.commands import queries
+from feedbackd.loop.daemon.statusfile import pass_times
+from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
 TOKEN_ENV = "FEEDBACKD_HTTP_TOKEN"

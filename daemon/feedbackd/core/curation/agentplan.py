@@ -1,0 +1,798 @@
+"""The agent pass as a pure plan: given what was read from one agent folder, what is missing.
+
+A pass reads one agent folder (its item files in queue/, approved/ and rejected/, the decision
+ledger, feedback.json, the snippet) and asks `plan_agent` what that calls for. The answer is a
+Plan that the loop applies in order: ledger lines for items moved back to queue/ and a commit of
+the new drafts (with a new agent's empty feedback files, so that no decision creates them and no
+`git revert` of one deletes them); then one step per decision (feedback.json, the snippet, its
+ledger line, one commit of exactly its paths); then the snippet, when it no longer matches
+feedback.json. Nothing here touches the disk, git or the clock: `now` comes in (new entries and
+ledger lines still get random ids).
+
+Each decision is recorded exactly once because the plan follows the ledger: an item in approved/
+or rejected/ is decided unless the ledger's latest line for it says so already. A plan applied in
+part (a crash) is planned again by the next pass: a decision whose ledger line was written is
+done; one whose line was not is decided again, and the entries it adds are in feedback.json
+already, so none is written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from feedbackd.core import commitmsg
+from feedbackd.core.config import Settings
+from feedbackd.core.curation import decisions, items
+from feedbackd.core.curation.decisions import DecisionRecord, State
+from feedbackd.core.curation.feedback import FeedbackEntry, dump_feedback, merge_new, new_entry
+from feedbackd.core.curation.forgetting import Identity, without_forgotten
+from feedbackd.core.curation.items import Correction, Item
+from feedbackd.core.curation.prompts import render_snippet
+from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.people import Person, parse_person
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+
+
+# --- what was read ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)  # a pass holds one for every file of the agent's folders
+class ItemFile:
+    """An item file in `folder` (queue, approved or rejected); its name is the item's id."""
+
+    folder: str
+    item_id: str
+    path: Path
+
+
+@dataclass(frozen=True)
+class ReadItem:
+    """An item file and what reading it gave: the item, or the error that keeps it waiting."""
+
+    file: ItemFile
+    item: Item | None = None
+    error: FeedbackdError | None = None
+    # A draft that git holds already (a fresh clone): the version its first commit added.
+    first_version: bytes | None = None
+    # An approved item without originalContentData: its content as first seen in queue/.
+    first_seen: dict[str, Any] | None = None
+    # An approved item that may have no corrections: its fields outside the content (see
+    # items.outside_content) as first seen in queue/, to tell the curator what they changed.
+    first_outside: dict[str, Any] | None = None
+    # A decided file changed since: the item as its last commit holds it (what was recorded).
+    decided_as: Item | None = None
+
+
+@dataclass(frozen=True)
+class AgentView:
+    """What a pass read from one agent folder."""
+
+    agent: AgentPaths
+    root: Path  # the workspace's root: ledger lines name files relative to it
+    files: Sequence[ItemFile]  # every item file in queue/, approved/ and rejected/
+    ledger: Sequence[DecisionRecord]
+    drafts: Sequence[ReadItem] = ()  # the `queued_drafts` without a snapshot yet, read
+    undecided: Sequence[ReadItem] = ()  # the files `to_decide` names, read
+    feedback: Sequence[FeedbackEntry] | FeedbackdError = ()  # an error: feedback.json is corrupt
+    feedback_exists: bool = False
+    ledger_exists: bool = False  # decisions.jsonl
+    # feedback.json, decisions.jsonl and the snippet that HEAD lacks (read when a pass commits)
+    uncommitted: frozenset[Path] = frozenset()
+    snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
+    author: Person | FeedbackdError | None = None  # decides an item that names no curator
+    forgotten: frozenset[Identity] = frozenset()  # lessons taken back (`feedbackd forget`)
+    revised: Sequence[ReadItem] = ()  # decided files changed since their last commit, read
+    # False: HEAD holds another snippet (a pass killed after writing it, before its commit)
+    snippet_committed: bool = True
+    # feedback.json deleted but not committed: HEAD's version (`feedback` holds its entries)
+    feedback_deleted: str | None = None
+
+
+# --- the plan -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Write:
+    """A whole file to write (atomically): its text, or what makes the text when it is written.
+
+    A burst of decisions in one pass plans a version of feedback.json for each (200 entries,
+    tens of kilobytes): held as text, a burst of 500 would keep them all in memory at once, and
+    the allocator the high-water mark. Versions made when written are held one at a time.
+    """
+
+    path: Path
+    content: str | Callable[[], str]
+
+    @property
+    def text(self) -> str:
+        return self.content if isinstance(self.content, str) else self.content()
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit of exactly `paths`, and what its message says."""
+
+    event: str
+    summary: str
+    paths: tuple[Path, ...]
+    author: Person | None = None  # None: the workspace's own identity
+    body: tuple[str, ...] = ()
+    trailers: tuple[tuple[str, str], ...] = ()
+    item: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """Write these files, remove those, append these ledger lines, then make the commit: in
+    this order."""
+
+    commit: Commit
+    writes: tuple[Write, ...] = ()
+    ledger: tuple[DecisionRecord, ...] = ()
+    removes: tuple[Path, ...] = ()  # drafts whose item is decided (see `beside_decisions`)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A draft to remember as first seen: its first committed version, else the file as is."""
+
+    file: ItemFile
+    first_version: bytes | None
+
+
+@dataclass(frozen=True)
+class BadFile:
+    """A file the pass cannot use. An item may still be being written: it is explained beside
+    it once it stayed bad for daemon.settle_ms (`settles`); a corrupt feedback.json at once."""
+
+    path: Path
+    error: FeedbackdError
+    settles: bool = True
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """What one pass does, in order: `drafts` (or else `feedback_files`), then `snapshots`,
+    each of `decisions`, then `snippet_refresh` (a snippet that no longer matches
+    feedback.json)."""
+
+    drafts: Step | None = None
+    snapshots: tuple[Snapshot, ...] = ()
+    decisions: tuple[Step, ...] = ()
+    snippet_refresh: Step | None = None
+    problems: tuple[BadFile, ...] = ()
+    warnings: tuple[str, ...] = ()
+    # Those of `warnings` about a decision this pass records (an approval with no corrections,
+    # a rejection without a note): nothing stands to tell it again, so the daemon keeps them.
+    decision_warnings: tuple[str, ...] = ()
+    feedback_files: Step | None = None  # a new agent's, when no drafts' commit holds them
+    feedback_restore: Step | None = None  # a deleted feedback.json, back as HEAD holds it
+
+    @property
+    def steps(self) -> list[Step]:
+        """Every step, in the order it is applied."""
+        first = (self.feedback_restore, self.drafts, self.feedback_files)
+        return [step for step in (*first, *self.decisions, self.snippet_refresh) if step]
+
+
+# --- what to read -------------------------------------------------------------------------------
+def queued_drafts(files: Iterable[ItemFile]) -> list[ItemFile]:
+    """The drafts in queue/ whose id is in neither approved/ nor rejected/ (a pass reads those
+    it has no snapshot of: drafts seen for the first time)."""
+    files = list(files)
+    decided_now = _decided_ids(files)
+    return [f for f in files if f.folder == "queue" and f.item_id not in decided_now]
+
+
+def to_decide(files: Iterable[ItemFile], ledger: Iterable[DecisionRecord]) -> list[ItemFile]:
+    """The files in approved/ or rejected/ that the ledger does not record there yet; an item in
+    both folders waits until the curator keeps one."""
+    latest = decisions.latest_states(ledger)
+    decided = [f for f in files if f.folder in DECISION_FOLDERS]
+    both = in_both_folders(decided)
+    return [
+        f
+        for f in decided
+        if f.item_id not in both
+        and (f.item_id not in latest or latest[f.item_id].state != f.folder)
+    ]
+
+
+def beside_decisions(files: Iterable[ItemFile]) -> dict[str, list[ItemFile]]:
+    """The drafts in queue/ whose item is in approved/ or rejected/ too, by item id.
+
+    The decision stands and the draft goes: one rule for the daemon, `run --once` and the
+    commands. The curator's move is the latest act; a copy in queue/ beside it is what a
+    `git reset --hard` (or a checkout) put back from a commit made before the move. The draft
+    is removed in the decision's commit, or in a commit of its own when the ledger records the
+    decision already; while the decided file waits (to settle, or in both decision folders)
+    the draft stays.
+    """
+    files = list(files)
+    decided_now = _decided_ids(files)
+    found: dict[str, list[ItemFile]] = {}
+    for f in files:
+        if f.folder == "queue" and f.item_id in decided_now and f.path.stem == f.item_id:
+            found.setdefault(f.item_id, []).append(f)
+    return found
+
+
+def in_both_folders(files: Iterable[ItemFile]) -> list[str]:
+    folders: dict[str, set[str]] = {}
+    for item_file in files:
+        if item_file.folder in DECISION_FOLDERS:
+            folders.setdefault(item_file.item_id, set()).add(item_file.folder)
+    return sorted(item_id for item_id, where in folders.items() if len(where) > 1)
+
+
+# --- planning -----------------------------------------------------------------------------------
+@dataclass
+class _Notes:
+    """What the plan has to say besides its steps."""
+
+    problems: list[BadFile] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    decision_warnings: list[str] = field(default_factory=list)
+
+    def about_decision(self, warning: str) -> None:
+        self.warnings.append(warning)
+        self.decision_warnings.append(warning)
+
+
+@dataclass(frozen=True)
+class _Folder:
+    """feedback.json and the snippet as the steps planned so far leave them."""
+
+    feedback: tuple[FeedbackEntry, ...]
+    feedback_exists: bool
+    snippet: str | None
+
+
+def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
+    """What the pass over this agent folder does, given what it read (see the module's notes)."""
+    notes = _Notes()
+    drafts, snapshots = _plan_drafts(view, now, notes)
+    if isinstance(view.feedback, FeedbackdError):
+        notes.problems.append(BadFile(view.agent.feedback, view.feedback, settles=False))
+        return AgentPlan(drafts, snapshots, problems=tuple(notes.problems))
+    for item_id in in_both_folders(view.files):
+        notes.warnings.append(
+            f"{view.agent.agent_id}/{item_id} is in both approved/ and rejected/: keep one"
+        )
+    feedback = tuple(view.feedback)
+    restore = _plan_feedback_restore(view, len(feedback), notes)
+    folder = _Folder(feedback, view.feedback_exists or restore is not None, view.snippet)
+    drafts, feedback_files, folder = _plan_feedback_files(view, drafts, folder)
+    stale = beside_decisions(view.files)
+    steps = _plan_stale_drafts(view, stale)
+    kept = without_forgotten(folder.feedback, view.forgotten)
+    if len(kept) != len(folder.feedback):  # a merge brought a forgotten entry back
+        step, folder = _plan_forgotten_again(view.agent, kept, folder, settings)
+        steps.append(step)
+    for read in view.undecided:
+        decision = _judge(view, read, notes)
+        if decision is not None:
+            step, folder = _plan_decision(view, decision, folder, settings, now)
+            draft = tuple(f.path for f in stale.get(decision.file.item_id, ()))
+            steps.append(replace(step, removes=draft) if draft else step)
+    for read in view.revised:
+        decision = _judge_revision(view, read, notes)
+        if decision is not None:
+            step, folder = _plan_revision(view, decision, folder, settings, now)
+            steps.append(step)
+    left_uncommitted = not view.snippet_committed and folder.snippet == view.snippet
+    snippet_refresh = _plan_snippet_refresh(view.agent, folder, settings, left_uncommitted)
+    return AgentPlan(
+        drafts,
+        snapshots,
+        tuple(steps),
+        snippet_refresh,
+        tuple(notes.problems),
+        tuple(notes.warnings),
+        tuple(notes.decision_warnings),
+        feedback_files,
+        restore,
+    )
+
+
+def _plan_stale_drafts(view: AgentView, stale: dict[str, list[ItemFile]]) -> list[Step]:
+    """One commit that removes the drafts beside decisions the ledger records already (see
+    `beside_decisions`); those beside a decision still to record go with its commit."""
+    latest = decisions.latest_states(view.ledger)
+    folders = {f.item_id: f.folder for f in view.files if f.folder in DECISION_FOLDERS}
+    both = set(in_both_folders(view.files))
+    recorded = sorted(
+        item_id
+        for item_id in stale
+        if item_id not in both and item_id in latest and latest[item_id].state == folders[item_id]
+    )
+    if not recorded:
+        return []
+    drafts = tuple(f.path for item_id in recorded for f in stale[item_id])
+    if len(recorded) == 1:
+        name = drafts[0].name
+        summary = f"remove queue/{name}, decided in {folders[recorded[0]]}/"
+    else:
+        summary = f"remove {len(recorded)} drafts already decided ({commitmsg.few_ids(recorded)})"
+    return [Step(Commit("sync", summary, drafts), removes=drafts)]
+
+
+def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step | None:
+    """feedback.json deleted but not committed: written back as HEAD holds it, before anything
+    else, so that every lesson stays (the commit is empty unless a decision follows)."""
+    if view.feedback_deleted is None:
+        return None
+    agent = view.agent
+    notes.warnings.append(
+        f"{_relative(view, agent.feedback)} was deleted; put back as the last commit holds it"
+        f" ({entries} entries): to wipe the agent's lessons on purpose, run"
+        f" `feedbackd forget {agent.agent_id} --all`"
+    )
+    commit = Commit("sync", "restore feedback.json from history", (agent.feedback,))
+    return Step(commit, (Write(agent.feedback, view.feedback_deleted),))
+
+
+def plan_feedback_files(
+    agent: AgentPaths, uncommitted: Collection[Path], on_disk: Collection[Path]
+) -> Step | None:
+    """The commit of the agent's feedback.json, decisions.jsonl and snippet that no commit holds
+    yet (`uncommitted`): those not `on_disk` written empty, any other (left by a pass killed
+    before its commit) as it is; None when every one is committed.
+
+    They are committed before the agent's first decision (with its first drafts), so that no
+    decision commit creates them: `git revert` of that decision then removes its entries and
+    ledger line from files that stay, instead of stopping on "deleted in the parent, modified
+    since" conflicts.
+    """
+    paths = tuple(path for path in agent.feedback_files if path in uncommitted)
+    if not paths:
+        return None
+    empty = {agent.feedback: dump_feedback([]), agent.decisions: "", agent.prompt: ""}
+    writes = tuple(Write(path, empty[path]) for path in paths if path not in on_disk)
+    names = ", ".join(path.relative_to(agent.root).as_posix() for path in paths)
+    return Step(Commit("sync", f"add {names}", paths), writes)
+
+
+def _plan_feedback_files(
+    view: AgentView, drafts: Step | None, folder: _Folder
+) -> tuple[Step | None, Step | None, _Folder]:
+    """The drafts' step, the step of the new agent's feedback files, and the folder after them.
+
+    The files go into the drafts' commit; into a commit of their own before the decisions when
+    there is none (an item put straight into approved/); nowhere while nothing is committed.
+    """
+    on_disk = [
+        path
+        for path, there in zip(
+            view.agent.feedback_files,
+            (view.feedback_exists, view.ledger_exists, view.snippet is not None),
+            strict=True,
+        )
+        if there
+    ]
+    files = plan_feedback_files(view.agent, view.uncommitted, on_disk)
+    if files is None or (drafts is None and not view.undecided):
+        return drafts, None, folder
+    folder = _Folder(folder.feedback, True, folder.snippet or "")
+    if drafts is None:
+        return None, files, folder
+    commit = replace(drafts.commit, paths=(*drafts.commit.paths, *files.commit.paths))
+    return replace(drafts, commit=commit, writes=(*files.writes, *drafts.writes)), None, folder
+
+
+def _plan_drafts(
+    view: AgentView, now: datetime, notes: _Notes
+) -> tuple[Step | None, tuple[Snapshot, ...]]:
+    """New drafts (git does not hold them yet) and items back in queue/: one `draft` commit.
+
+    Snapshots come after it: a draft whose commit failed is still new on the next pass.
+    """
+    notes.problems.extend(BadFile(d.file.path, d.error) for d in view.drafts if d.error)
+    readable = [d for d in view.drafts if d.item is not None]
+    new = [d.file for d in readable if d.first_version is None]
+    requeued = _requeued(view.files, view.ledger, now)
+    snapshots = tuple(Snapshot(d.file, d.first_version) for d in readable)
+    if not new and not requeued:
+        return None, snapshots
+    paths = [f.path for f in new] + [view.agent.decisions] * bool(requeued)
+    paths += [path for record in requeued for path in decided_file(view.root, view.agent, record)]
+    back = {f.item_id: f.path for f in queued_drafts(view.files)}
+    paths += [back[record.item] for record in requeued]  # the draft itself, in queue/ again
+    summary = commitmsg.drafts_summary([f.item_id for f in new], [r.item for r in requeued])
+    return Step(Commit("draft", summary, tuple(paths)), ledger=tuple(requeued)), snapshots
+
+
+def _requeued(
+    files: Sequence[ItemFile], ledger: Sequence[DecisionRecord], now: datetime
+) -> list[DecisionRecord]:
+    """A `queued` line for each draft the ledger says was decided: it is a draft again."""
+    latest = decisions.latest_states(ledger)
+    queued = {f.item_id for f in queued_drafts(files)}
+    return [
+        decisions.new_record(item_id, "queued", now, file=latest[item_id].file)
+        for item_id in sorted(queued)
+        if item_id in latest and latest[item_id].state != "queued"
+    ]
+
+
+def decided_file(root: Path, agent: AgentPaths, record: DecisionRecord) -> list[Path]:
+    """Where the ledger says the item was decided: for a file of an agent's approved/ or
+    rejected/, that folder of this agent (the line may name the agent as it was called before
+    its folder was renamed); none for a hand-written record."""
+    if not record.file:
+        return []
+    where = root / record.file
+    folder = where.parent
+    if folder.name in DECISION_FOLDERS and folder.parent.parent == agent.root.parent:
+        return [agent.folder(folder.name) / where.name]
+    return [where]  # a file of many items (webhouse's queue)
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """An item in approved/ or rejected/, judged: who decided, what they corrected."""
+
+    file: ItemFile
+    item: Item
+    state: State
+    author: Person
+    corrections: list[Correction]
+    notes: str | None = None  # a rejection's note to record (None: none)
+
+
+def _item_and_author(view: AgentView, read: ReadItem, notes: _Notes) -> tuple[Item, Person] | None:
+    """The item read and who decides it; None when it must wait (a problem says why)."""
+    if read.item is None:
+        if read.error is not None:
+            notes.problems.append(BadFile(read.file.path, read.error))
+        return None
+    try:
+        return read.item, _author(read.item, view.author)
+    except FeedbackdError as error:
+        notes.problems.append(BadFile(read.file.path, error))
+        return None
+
+
+def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
+    """The decision a read item stands for; None when it must wait (a problem says why)."""
+    found = _item_and_author(view, read, notes)
+    if found is None:
+        return None
+    item, author = found
+    where = _relative(view, read.file.path)
+    if read.file.path.stem != read.file.item_id:  # one file of many items (webhouse's queue)
+        where += f" item {read.file.item_id}"
+    if read.file.folder == "rejected":
+        if not item.rejection_feedback:
+            notes.about_decision(f"{where}: rejected without rejectionFeedback")
+        note = item.rejection_feedback or ""
+        return _Decision(read.file, item, "rejected", author, [], note)
+    original = item.original if item.original is not None else read.first_seen
+    if original is None:
+        notes.about_decision(
+            f"{where}: never seen in queue/ and no originalContentData;"
+            " approved with no corrections"
+        )
+        return _Decision(read.file, item, "approved", author, [])
+    corrections = items.diff_content(original, item.content)
+    if not corrections and read.first_outside is not None:
+        outside = items.changed_keys(read.first_outside, items.outside_content(item))
+        if outside:
+            notes.about_decision(_changed_outside(where, item, outside))
+    return _Decision(read.file, item, "approved", author, corrections)
+
+
+def _changed_outside(where: str, item: Item, keys: list[str]) -> str:
+    """Why an approval whose curator did edit the draft recorded no correction."""
+    names = ", ".join(keys)
+    # The key the curator most likely meant: one the content has too (a top-level `title`).
+    meant = next((key for key in keys if key in item.content), keys[0])
+    if item.format == "md":
+        return (
+            f"{where}: approved with no corrections; {names} changed in the front matter, but"
+            " those keys are not content (the body and the other front matter keys are):"
+            " move it back to queue/ to correct the content and approve it again"
+        )
+    return (
+        f"{where}: approved with no corrections; {names} changed outside contentData, which"
+        f" alone holds the content: move it back to queue/, edit contentData.{meant} instead"
+        " and approve it again"
+    )
+
+
+def _author(item: Item, fallback: Person | FeedbackdError | None) -> Person:
+    """The curator: the item's `curator`, else whoever decides items that name none."""
+    if item.curator:
+        return parse_person(item.curator, "curator")
+    if isinstance(fallback, FeedbackdError):
+        raise fallback
+    if fallback is None:
+        raise ValueError("AgentView.author is needed to decide an item that names no curator")
+    return fallback
+
+
+def _plan_decision(
+    view: AgentView, decision: _Decision, folder: _Folder, settings: Settings, now: datetime
+) -> tuple[Step, _Folder]:
+    """The step that records one decision, and the folder as it leaves it."""
+    entries = without_forgotten(_entries(decision, now), view.forgotten)
+    writes, added, after = _feedback_writes(view.agent, entries, folder, settings)
+    record = decisions.new_record(
+        decision.item.item_id,
+        decision.state,
+        now,
+        file=_relative(view, decision.file.path),
+        curator=str(decision.author),
+        fields=[c.field for c in decision.corrections] or None,
+        entries=[entry.id for entry in added] or None,
+    )
+    earlier = _recorded_earlier(view.ledger, folder.feedback, decision.item.item_id)
+    step = Step(_decision_commit(view.agent, decision, added, earlier), tuple(writes), (record,))
+    return step, after
+
+
+def _recorded_earlier(
+    ledger: Sequence[DecisionRecord], feedback: Sequence[FeedbackEntry], item_id: str
+) -> set[tuple[str | None, str | None]]:
+    """The (field, corrected) of the item's corrections that an earlier decision recorded (its
+    ledger line names the entry). An entry no decision names (webhouse's own, one a killed pass
+    left uncommitted) is this decision's to tell."""
+    named = {entry_id for record in ledger for entry_id in record.entries or ()}
+    return {
+        (entry.field, entry.corrected)
+        for entry in feedback
+        if entry.id in named and entry.queueItemId == item_id and entry.type == "correction"
+    }
+
+
+def _feedback_writes(
+    agent: AgentPaths, entries: list[FeedbackEntry], folder: _Folder, settings: Settings
+) -> tuple[list[Write], list[FeedbackEntry], _Folder]:
+    """feedback.json with the entries not recorded yet, and the snippet, where they change;
+    the entries added, and the folder as the writes leave it."""
+    merged, added = merge_new(folder.feedback, entries, settings.feedback.max_entries)
+    stored = tuple(merged)
+    writes = []
+    if added or not folder.feedback_exists:
+        writes.append(Write(agent.feedback, partial(dump_feedback, stored)))
+    snippet = render_snippet(stored, settings.prompt)
+    if snippet != folder.snippet:
+        writes.append(Write(agent.prompt, snippet))
+    return writes, added, _Folder(stored, True, snippet)
+
+
+# --- a decided file changed after its commit --------------------------------------------------
+def _judge_revision(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
+    """What a decided file edited since its last commit adds: the corrections (or the note)
+    that the committed version did not hold; None when it must wait (a problem says why)."""
+    found = _item_and_author(view, read, notes)
+    if found is None:
+        return None
+    (item, author), before = found, read.decided_as
+    if read.file.folder == "rejected":
+        said = before.rejection_feedback if before is not None else None
+        note = item.rejection_feedback if item.rejection_feedback != said else None
+        return _Decision(read.file, item, "rejected", author, [], note or None)
+    recorded = {(c.field, c.corrected) for c in _corrections(before, read.first_seen)}
+    new = [c for c in _corrections(item, read.first_seen) if (c.field, c.corrected) not in recorded]
+    return _Decision(read.file, item, "approved", author, new)
+
+
+def _corrections(item: Item | None, first_seen: dict[str, Any] | None) -> list[Correction]:
+    """The item's corrections against its original (none without one)."""
+    original = item.original if item is not None and item.original is not None else first_seen
+    if item is None or original is None:
+        return []
+    return items.diff_content(original, item.content)
+
+
+def _plan_revision(
+    view: AgentView, decision: _Decision, folder: _Folder, settings: Settings, now: datetime
+) -> tuple[Step, _Folder]:
+    """The step that commits a decided file again with what its edit adds: no ledger line (the
+    decision stands); the entries are de-duplicated, so a replayed step adds none twice."""
+    entries = without_forgotten(_entries(decision, now), view.forgotten)
+    writes, _, after = _feedback_writes(view.agent, entries, folder, settings)
+    item, corrections = decision.item, decision.corrections
+    summary = commitmsg.revision_summary(item.item_id, decision.state, corrections, decision.notes)
+    commit = Commit(
+        "revise",
+        summary,
+        (decision.file.path, view.agent.feedback, view.agent.prompt),
+        decision.author,
+        tuple(commitmsg.revision_body(decision.notes, corrections)),
+        tuple(commitmsg.decision_trailers(item.item_id, corrections)),
+        item.item_id,
+    )
+    return Step(commit, tuple(writes)), after
+
+
+def _entries(decision: _Decision, now: datetime) -> list[FeedbackEntry]:
+    item_id = decision.item.item_id
+    if decision.state == "rejected":
+        if decision.notes is None:
+            return []
+        return [new_entry(now, type="rejection", queueItemId=item_id, notes=decision.notes)]
+    return [
+        new_entry(
+            now,
+            type="correction",
+            queueItemId=item_id,
+            field=c.field,
+            original=c.original,
+            corrected=c.corrected,
+        )
+        for c in decision.corrections
+    ]
+
+
+def _decision_commit(
+    agent: AgentPaths,
+    decision: _Decision,
+    added: Sequence[FeedbackEntry],
+    earlier: set[tuple[str | None, str | None]],
+) -> Commit:
+    """The decision's commit, telling its corrections: one an `earlier` decision of the item
+    recorded already (and that this one did not add again) is named as such, not claimed. Its
+    Feedback-Fields are all the decision corrected, as its ledger line's `fields` are."""
+    item, state = decision.item, decision.state
+    repeated = earlier - {(entry.field, entry.corrected) for entry in added}
+    told = [(c, (c.field, c.corrected) in repeated) for c in decision.corrections]
+    corrections = [correction for correction, before in told if not before]
+    already = [correction.field for correction, before in told if before]
+    event, summary = commitmsg.decision_summary(item.item_id, state, corrections, already)
+    return Commit(
+        event,
+        summary,
+        tuple(decision_paths(agent, decision.file)),
+        decision.author,
+        tuple(commitmsg.decision_body(state, item.rejection_feedback, corrections)),
+        tuple(commitmsg.decision_trailers(item.item_id, decision.corrections)),
+        item.item_id,
+    )
+
+
+def decision_paths(agent: AgentPaths, item_file: ItemFile) -> list[Path]:
+    """The paths of a decision's commit. Where the item came from is part of its move: queue/,
+    or the other decision folder when the curator changed their mind."""
+    sources = [
+        agent.folder(folder) / (item_file.item_id + suffix)
+        for folder in ("queue", *DECISION_FOLDERS)
+        for suffix in ITEM_SUFFIXES
+    ]
+    return [*sources, item_file.path, agent.feedback, agent.decisions, agent.prompt]
+
+
+def _plan_forgotten_again(
+    agent: AgentPaths, kept: list[FeedbackEntry], folder: _Folder, settings: Settings
+) -> tuple[Step, _Folder]:
+    """Drop entries that forgotten.jsonl lists (brought back by a merge), in a `sync` commit."""
+    snippet = render_snippet(kept, settings.prompt)
+    writes = [Write(agent.feedback, dump_feedback(kept))]
+    if snippet != folder.snippet:
+        writes.append(Write(agent.prompt, snippet))
+    dropped = len(folder.feedback) - len(kept)
+    summary = (
+        f"drop {dropped} forgotten {'entry' if dropped == 1 else 'entries'} a merge brought back"
+    )
+    commit = Commit("sync", summary, (agent.feedback, agent.prompt))
+    return Step(commit, tuple(writes)), _Folder(tuple(kept), True, snippet)
+
+
+def plan_forget(
+    agent: AgentPaths,
+    entry: FeedbackEntry,
+    feedback: Sequence[FeedbackEntry],
+    snippet: str | None,
+    settings: Settings,
+    forgetting: tuple[str, Person],  # (the forgotten.jsonl text with the new line, who)
+) -> Step:
+    """`feedbackd forget`: the entry out of feedback.json, the snippet, the forgotten line."""
+    forgotten_text, author = forgetting
+    kept = [other for other in feedback if other.id != entry.id]
+    writes = [Write(agent.feedback, dump_feedback(kept)), Write(agent.forgotten, forgotten_text)]
+    text = render_snippet(kept, settings.prompt)
+    if text != snippet:
+        writes.append(Write(agent.prompt, text))
+    commit = Commit(
+        "forget",
+        entry.id,
+        (agent.feedback, agent.prompt, agent.forgotten),
+        author,
+        tuple(commitmsg.entry_body(entry)),
+        tuple(commitmsg.record_trailers(entry)),
+        entry.queueItemId,
+    )
+    return Step(commit, tuple(writes))
+
+
+def plan_forget_all(
+    agent: AgentPaths,
+    feedback: Sequence[FeedbackEntry],
+    snippet: str | None,
+    settings: Settings,
+    forgetting: tuple[str, Person],  # (the forgotten.jsonl text with a line for each, who)
+) -> Step:
+    """`feedbackd forget AGENT --all`: feedback.json emptied, the snippet regenerated, every
+    entry listed in forgotten.jsonl (so no replay or merge brings one back), in one commit."""
+    forgotten_text, author = forgetting
+    writes = [Write(agent.feedback, dump_feedback([])), Write(agent.forgotten, forgotten_text)]
+    text = render_snippet([], settings.prompt)
+    if text != snippet:
+        writes.append(Write(agent.prompt, text))
+    shown = [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
+    if len(feedback) > _LISTED:
+        shown.append(f"and {len(feedback) - _LISTED} more")
+    noun = "entry" if len(feedback) == 1 else "entries"
+    commit = Commit(
+        "forget",
+        f"all {len(feedback)} {noun}",
+        (agent.feedback, agent.prompt, agent.forgotten),
+        author,
+        tuple(shown),
+    )
+    return Step(commit, tuple(writes))
+
+
+_LISTED = 20  # entries a `forget --all` commit lists in its body; the rest are counted
+
+
+def plan_restore(agent: AgentPaths, records: Sequence[DecisionRecord]) -> Step:
+    """Ledger lines lost from decisions.jsonl, back from their decision commits: one commit."""
+    noun = "decision" if len(records) == 1 else "decisions"
+    items = commitmsg.few_ids([record.item for record in records])
+    summary = f"restore {len(records)} {noun} from history ({items})"
+    return Step(Commit("sync", summary, (agent.decisions,)), ledger=tuple(records))
+
+
+def _plan_snippet_refresh(
+    agent: AgentPaths, folder: _Folder, settings: Settings, left_uncommitted: bool
+) -> Step | None:
+    """Regenerate a snippet that no longer matches feedback.json (settings changed, a pull);
+    commit one a killed pass regenerated but never committed (`left_uncommitted`)."""
+    if not folder.feedback_exists and folder.snippet is None:
+        return None
+    text = render_snippet(folder.feedback, settings.prompt)
+    commit = Commit("sync", "regenerate prompt snippet", (agent.prompt,))
+    if text != folder.snippet:
+        return Step(commit, (Write(agent.prompt, text),))
+    return Step(commit) if left_uncommitted else None
+
+
+def _relative(view: AgentView, path: Path) -> str:
+    """The path as git names it: relative to the workspace, with forward slashes."""
+    return path.relative_to(view.root).as_posix()
+
+
+def _decided_ids(files: Iterable[ItemFile]) -> set[str]:
+    return {f.item_id for f in files if f.folder in DECISION_FOLDERS}
+
+
+def plan_record(
+    agent: AgentPaths,
+    entry: FeedbackEntry,
+    feedback: Sequence[FeedbackEntry],
+    snippet: str | None,
+    settings: Settings,
+    author: Person,
+) -> Step | None:
+    """`feedbackd record`: the entry added to feedback.json, the snippet, one `record` commit;
+    None when an entry with the same identity is recorded already."""
+    stored, added = merge_new(feedback, [entry], settings.feedback.max_entries)
+    if not added:
+        return None
+    writes = [Write(agent.feedback, dump_feedback(stored))]
+    text = render_snippet(stored, settings.prompt)
+    if text != snippet:
+        writes.append(Write(agent.prompt, text))
+    commit = Commit(
+        "record",
+        commitmsg.record_summary(entry),
+        (agent.feedback, agent.prompt),
+        author,
+        tuple(commitmsg.entry_body(entry)),
+        tuple(commitmsg.record_trailers(entry)),
+        entry.queueItemId,
+    )
+    return Step(commit, tuple(writes))

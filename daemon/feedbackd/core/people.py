@@ -1,0 +1,60 @@
+"""People in the learning history: a git identity `Name <email>`, and feedbackd's own."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from feedbackd.core.errors import InvalidItem
+
+_EMAIL = re.compile(r"^[^<>\s]+$")
+_PERSON = re.compile(r"^\s*([^<>\n]*?)\s*<([^<>\s]+)>\s*$")
+
+
+@dataclass(frozen=True)
+class Person:
+    """A git identity, written `Name <email>`."""
+
+    name: str
+    email: str
+
+    def __post_init__(self) -> None:
+        # git would silently drop or mangle these characters in an identity.
+        if not self.name.strip() or re.search(r"[<>\x00-\x1f]", self.name):
+            raise ValueError(
+                f"bad name {self.name!r}: it must be non-empty, without < > or newlines"
+            )
+        if not _EMAIL.fullmatch(self.email):
+            raise ValueError(
+                f"bad email {self.email!r}: it must be non-empty, without < > or spaces"
+            )
+
+    @classmethod
+    def parse(cls, text: str) -> Person:
+        """`"Ada Curator <ada@example.org>"` → Person; anything else raises ValueError."""
+        if not isinstance(text, str):
+            raise ValueError(f"expected 'Name <email>', got {type(text).__name__}")
+        match = _PERSON.match(text)
+        if not match or not match.group(1):
+            raise ValueError(f"{text[:80]!r} is not in the form 'Name <email>'")
+        return cls(match.group(1), match.group(2))
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>"
+
+
+# feedbackd itself: the committer unless `git.committer` names another, and the author of a change
+# when no curator is known (not in the item, --curator, $FEEDBACKD_CURATOR or git's user).
+FEEDBACKD_PERSON = Person("feedbackd", "feedbackd@localhost")
+
+
+def parse_person(text: str, source: str) -> Person:
+    """`Name <email>` from `source` (a file's `curator`, `--curator`, a setting), else a refusal
+    naming where it came from."""
+    try:
+        return Person.parse(text)
+    except ValueError:
+        raise InvalidItem(
+            f"{source}: {text!r} is not `Name <email>`",
+            hint='write it like "Ada Curator <ada@example.org>"',
+        ) from None

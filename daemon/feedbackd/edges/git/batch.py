@@ -1,0 +1,281 @@
+"""Git's object store through three long-lived git processes, so a commit starts almost none.
+
+  `git cat-file --batch`              reads commits and trees (and resolves HEAD, afresh each time)
+  `git hash-object -w --stdin-paths`  stores files as blobs, through the repository's filters
+  `git mktree --batch -z`             stores trees
+
+Each is started on first use and kept for the next commit: starting git and reading the index
+is most of what a small commit costs on a big site. They are restarted when the repository's
+configuration or attributes change (they read them once), and after any failure. All are ended
+by close(); a process whose owner dies exits on the end of its input.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple, TypeVar, cast
+
+from feedbackd.core.errors import GitError
+from feedbackd.edges.git.runner import BASE_ENV
+from feedbackd.edges.process import Coprocess, CoprocessGone
+
+# Generous: a helper answers in microseconds, unless the machine is swapping.
+_ANSWER_S = 60.0
+# hash-object answers a line per path; this many paths are sent before their answers are read.
+_PATHS_AT_ONCE = 256
+
+_T = TypeVar("_T")
+
+_CAT_FILE = ("cat-file", "--batch")
+_HASH_OBJECT = ("hash-object", "-w", "--stdin-paths")
+_MKTREE = ("mktree", "--batch", "-z")
+# A commit object is checked by git as `commit-tree` would, then stored; it is handed over in a
+# file because hash-object reads objects of other kinds than blobs only from paths or stdin.
+_HASH_COMMIT = ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths")
+COMMIT_FILE_PREFIX = "feedbackd-commit-"
+# None of them ever takes `.git/index.lock`: edges/git/locks.py counts no such command, whichever
+# feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
+HELPER_COMMANDS = frozenset({_CAT_FILE, _HASH_OBJECT, _MKTREE, _HASH_COMMIT})
+
+
+class GitObject(NamedTuple):
+    sha: str
+    kind: str  # commit, tree, blob or tag
+    content: bytes
+
+
+class GitBatch:
+    """The long-lived helpers of one repository; safe to share between threads."""
+
+    def __init__(self, work_tree: Path, git_dir: Path, executable: str = "git") -> None:
+        self.work_tree = work_tree
+        self.git_dir = git_dir
+        self._executable = executable
+        self._env = {
+            **BASE_ENV,
+            "GIT_DIR": str(git_dir),
+            "GIT_WORK_TREE": str(work_tree),
+            "GIT_INDEX_FILE": str(git_dir / "index"),
+        }
+        self._helpers: dict[tuple[str, ...], Coprocess] = {}
+        self._settings = _settings_stamp(work_tree, git_dir)
+        self._remembered: dict[str, object] = {}
+        self._handovers: set[Path] = set()
+        self._lock = threading.Lock()
+
+    def serves(self, work_tree: Path, git_dir: Path) -> bool:
+        return (work_tree, git_dir) == (self.work_tree, self.git_dir)
+
+    # --- reading ------------------------------------------------------------------------------
+    def read(self, name: str) -> GitObject | None:
+        """The object `name` (a sha, `HEAD`, `sha:path`) names; None when there is none."""
+        if "\n" in name:
+            raise GitError(f"not an object name: {name!r}")
+
+        def ask(helper: Coprocess) -> GitObject | None:
+            helper.send(batch_name(name) + b"\n", _ANSWER_S)
+            header = batch_header(helper.read_line(_ANSWER_S))
+            if header is None:  # `<name> missing`, `<name> ambiguous`
+                return None
+            sha, kind, size = header
+            content = helper.read_exact(size + 1, _ANSWER_S)
+            return GitObject(sha, kind, content[:-1])
+
+        return self._ask(_CAT_FILE, ask)
+
+    # --- writing ------------------------------------------------------------------------------
+    def store_files(self, rels: Sequence[str]) -> list[str]:
+        """Store the work-tree files `rels` as blobs, as `git add` would; their object ids."""
+        if any("\n" in rel for rel in rels):
+            raise GitError("a path with a line break cannot be stored through hash-object")
+        ids: list[str] = []
+        for start in range(0, len(rels), _PATHS_AT_ONCE):
+            chunk = rels[start : start + _PATHS_AT_ONCE]
+
+            def ask(helper: Coprocess, chunk: Sequence[str] = chunk) -> list[str]:
+                helper.send(b"".join(batch_name(rel) + b"\n" for rel in chunk), _ANSWER_S)
+                return [helper.read_line(_ANSWER_S).decode() for _ in chunk]
+
+            ids += self._ask(_HASH_OBJECT, ask)
+        return ids
+
+    def store_tree(self, listing: bytes) -> str:
+        """Store a tree from `git mktree -z` input (entries, each ending in NUL); its id."""
+
+        def ask(helper: Coprocess) -> str:
+            helper.send(listing + b"\0", _ANSWER_S)
+            return helper.read_line(_ANSWER_S).decode()
+
+        return self._ask(_MKTREE, ask)
+
+    def store_trees(self, listings: Sequence[bytes]) -> list[str]:
+        """Store several trees (each as for store_tree) with one request; their ids in order.
+        A tree may name one stored before it in the same request."""
+
+        def ask(helper: Coprocess) -> list[str]:
+            helper.send(b"".join(listing + b"\0" for listing in listings), _ANSWER_S)
+            return [helper.read_line(_ANSWER_S).decode() for _ in listings]
+
+        return self._ask(_MKTREE, ask) if listings else []
+
+    def store_commit(self, content: bytes) -> str:
+        """Store a commit object (`tree ...`, `parent ...`, people, message); its id."""
+        handover = self.git_dir / f"{COMMIT_FILE_PREFIX}{os.getpid()}-{threading.get_ident()}"
+
+        def ask(helper: Coprocess) -> str:
+            helper.send(f"{handover}\n".encode(), _ANSWER_S)
+            return helper.read_line(_ANSWER_S).decode()
+
+        # The same file is written over for every commit, and removed at close: a new file
+        # each time costs an inode allocation, which on a busy ext4 is most of a commit's time.
+        handover.write_bytes(content)
+        self._handovers.add(handover)
+        return self._ask(_HASH_COMMIT, ask)
+
+    def close(self) -> None:
+        with self._lock:
+            for helper in self._helpers.values():
+                helper.close()
+            self._helpers.clear()
+            for handover in self._handovers:
+                handover.unlink(missing_ok=True)
+            self._handovers.clear()
+
+    def remembered(self, key: str, compute: Callable[[], _T]) -> _T:
+        """A value that comes from git's settings (the user's identity): computed once, and
+        again only after one of the files it comes from changed."""
+        with self._lock:
+            self._restart_on_new_settings()
+            if key not in self._remembered:
+                self._remembered[key] = compute()
+            return cast(_T, self._remembered[key])
+
+    # --- the helpers --------------------------------------------------------------------------
+    def _ask(self, command: tuple[str, ...], ask: Callable[[Coprocess], _T]) -> _T:
+        """Put one request to the helper running `command`, started (again) when needed.
+
+        Every request is safe to repeat (a read, or storing an object that may already be
+        stored), so one that meets a helper gone since its last answer is put to a new one.
+        """
+        with self._lock:
+            for attempt in (1, 2):
+                helper = self._helper(command)
+                try:
+                    return ask(helper)
+                except CoprocessGone as gone:
+                    self._helpers.pop(command, None)
+                    helper.close()
+                    if attempt == 2:
+                        raise GitError(f"git {command[0]} failed: {gone}") from gone
+        raise AssertionError("unreachable")
+
+    def _helper(self, command: tuple[str, ...]) -> Coprocess:
+        helper = self._helpers.get(command)
+        if helper is not None and helper.alive:
+            return helper
+        if helper is not None:
+            helper.close()  # killed, or ended by itself
+        helper = self._helpers[command] = self._start(command)
+        return helper
+
+    def _start(self, command: tuple[str, ...]) -> Coprocess:
+        try:
+            return Coprocess([self._executable, *command], cwd=self.work_tree, env=self._env)
+        except CoprocessGone as gone:
+            hint = "install git, or put it on the PATH of feedbackd"
+            raise GitError(str(gone), hint=hint) from gone
+
+    def look_at_settings(self) -> None:
+        """Start the helpers afresh if git's settings or attributes changed since they started.
+        Called when a unit of work (a pass, a command) opens the repository: within one, the
+        settings are taken as they were at its start."""
+        with self._lock:
+            self._restart_on_new_settings()
+
+    def _restart_on_new_settings(self) -> None:
+        stamp = _settings_stamp(self.work_tree, self.git_dir)
+        if stamp != self._settings:
+            self._settings = stamp
+            self._remembered.clear()
+            for helper in self._helpers.values():
+                helper.close()
+            self._helpers.clear()
+
+
+def _settings_stamp(work_tree: Path, git_dir: Path) -> Mapping[str, tuple[int, int, int]]:
+    """When each file that git reads once per process last changed: its settings, attributes
+    (filters, line endings), and the object folder (a repository replaced under us)."""
+    files = {
+        "config": git_dir / "config",
+        "attributes": work_tree / ".gitattributes",
+        "info": git_dir / "info" / "attributes",
+        "objects": git_dir / "objects",
+        "global": Path(os.environ.get("GIT_CONFIG_GLOBAL") or Path.home() / ".gitconfig"),
+        "xdg": Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "git/config",
+        "system": Path(os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig"),
+    }
+    stamp = {}
+    for name, path in files.items():
+        try:
+            info = path.stat()
+        except OSError:
+            continue
+        # (new objects change the object folder's time; only its replacement matters here)
+        changed = (0, 0) if name == "objects" else (info.st_mtime_ns, info.st_size)
+        stamp[name] = (info.st_ino, *changed)
+    return stamp
+
+
+def batch_name(name: str) -> bytes:
+    """An object name (or a path) as the helpers read it: a path's bytes as they are on disk
+    (a name that is not UTF-8 was read with surrogateescape, as os.fsdecode reads it)."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def batch_header(line: bytes) -> tuple[str, str, int] | None:
+    """`<sha> <type> <size>`, the line `cat-file --batch` prints before an object; None for its
+    `<name> missing` (or `ambiguous`) answer, whose name may hold spaces of its own."""
+    fields = line.split(b" ")
+    if len(fields) != 3 or fields[1] not in _KINDS or not fields[2].isdigit():
+        return None
+    if not _HEX.fullmatch(fields[0]):
+        return None
+    return fields[0].decode(), fields[1].decode(), int(fields[2])
+
+
+_KINDS = frozenset({b"blob", b"tree", b"commit", b"tag"})
+_HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+class KeptBatch:
+    """The GitBatch of a long-running program (the daemon, the web server, a command), kept
+    from one unit of work to the next; its helpers end with it, or at exit."""
+
+    def __init__(self) -> None:
+        self._held: list[GitBatch] = []
+        self._lock = threading.Lock()
+        weakref.finalize(self, _close_all, self._held)
+
+    def batch_for(self, work_tree: Path, git_dir: Path, executable: str) -> GitBatch:
+        with self._lock:
+            if self._held and self._held[0].serves(work_tree, git_dir):
+                self._held[0].look_at_settings()
+                return self._held[0]
+            _close_all(self._held)
+            self._held.append(GitBatch(work_tree, git_dir, executable))
+            return self._held[0]
+
+    def close(self) -> None:
+        with self._lock:
+            _close_all(self._held)
+
+
+def _close_all(held: list[GitBatch]) -> None:
+    for batch in held:
+        batch.close()
+    held.clear()

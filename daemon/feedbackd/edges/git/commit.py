@@ -1,0 +1,581 @@
+"""Committing exactly the paths of one change, without touching what the user has staged.
+
+The change is built without any index: the changed files are stored as blobs and only the trees
+on their way are written anew (edges/git/tree.py), through long-lived git helpers
+(edges/git/batch.py). The commit is made with `commit-tree`, HEAD is moved with a
+compare-and-swap `update-ref`, and only then are the user's index entries for exactly those
+paths brought in line with the new commit. heal_index finishes that last step when a crash
+interrupted it. Nothing is committed while the user is in the middle of a rebase or merge.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import secrets
+import shutil
+import stat
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from feedbackd.core.errors import GitError
+from feedbackd.core.people import Person
+from feedbackd.edges.files import TMP_SUFFIX, make_folders
+from feedbackd.edges.git.batch import COMMIT_FILE_PREFIX, GitBatch, GitObject
+from feedbackd.edges.git.locks import holding_index_lock, wait_for_changing_git
+from feedbackd.edges.git.runner import (
+    GitRunner,
+    IndexLockBusy,
+    first_line,
+    hint_for,
+    identity_env,
+    rel_path,
+)
+from feedbackd.edges.git.tree import TREE_MODE, Entry, TreeEditor, commit_object, split_path
+
+log = logging.getLogger("feedbackd")
+
+_COMMIT_ATTEMPTS = 3
+_SETTLE_WAIT_S = 5.0
+# A look at the running git commands this recent stands for a new one: a pass over 200 agents
+# with nothing to do would otherwise spend most of its time reading /proc. A command that starts
+# just after a look is no more seen than one that starts within this moment; either way the
+# change that follows holds the index lock and checks HEAD (see `holding`).
+_SETTLED_FOR_S = 0.05
+_DATES = frozenset({"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"})
+_LINK_MODE = b"120000"
+# git's modes of the entries a work tree holds as files, and the permissions git gives them
+_FILE_MODES = {b"100644": 0o644, b"100755": 0o755, _LINK_MODE: 0o777}
+_PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
+_OPERATIONS = {
+    "rebase-merge": "rebase",
+    "rebase-apply": "rebase",
+    "MERGE_HEAD": "merge",
+    "CHERRY_PICK_HEAD": "cherry-pick",
+    "REVERT_HEAD": "revert",
+}
+
+
+def operation_in_progress(git_dir: Path) -> str | None:
+    """`rebase`, `merge`, `cherry-pick` or `revert` while the user is in the middle of one."""
+    for marker, name in _OPERATIONS.items():
+        if (git_dir / marker).exists():
+            return name
+    return None
+
+
+def refuse_during_operation(git_dir: Path) -> None:
+    """Raise GitError while the user is in the middle of a rebase, merge, ...
+
+    A commit made then lands on the HEAD of that operation: `git rebase --abort` throws it
+    away, and with it the files it held (a draft vanished from queue/). So feedbackd writes
+    and commits nothing until the operation is finished; what waits is done afterwards.
+    """
+    operation = operation_in_progress(git_dir)
+    if operation is not None:
+        raise GitError(
+            f"a git {operation} is in progress in the workspace; feedbackd records nothing"
+            " until it is finished",
+            hint=f"finish it with `git {operation} --continue`, or undo it with"
+            f" `git {operation} --abort`; what waited is recorded then",
+        )
+
+
+@dataclass
+class WorkTreeChange:
+    """What the work tree holds at the paths of one change, as new tree entries."""
+
+    entries: dict[tuple[bytes, ...], Entry | None] = field(default_factory=dict)
+    # path → (inode, size, modification time) when its blob was stored; None: not on disk
+    seen: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    # False when a folder was named: the index is then updated the slow, general way
+    files_only: bool = True
+
+
+class HeadMoved(GitError):
+    """HEAD is no longer the commit a change was planned on, or a git command of the user's
+    (`reset`, `stash`, `pull`, a commit) ran since it was planned: the change must be planned
+    again from what is there now."""
+
+
+@dataclass
+class Held:
+    """The index lock is held for one change planned on `head` (the commit it made, once made).
+
+    `index_once`: the user's index follows the commits made meanwhile once, as the lock is let
+    go, not after each (see CommitWriter.holding)."""
+
+    head: str | None
+    index_once: bool = False
+    # the paths committed meanwhile whose index entries wait, as their files were stored
+    waiting: WorkTreeChange | None = None
+
+
+_CURRENT = object()  # hold on whatever HEAD is once the lock is taken
+
+
+class CommitWriter:
+    """Commits of exactly the given paths, in a repository open in `git` (see GitRepo).
+
+    Each commit is made holding `.git/index.lock` (edges/git/locks.py), and a caller that also
+    writes the files it commits holds it around both (`holding`): a user's `git stash -u`,
+    `reset --hard` or `pull` then never sees feedbackd's files written but not committed, nor
+    commits a moment after it took them away.
+
+    The order inside stays: files first, then the commit. Building the commit from blobs before
+    the files exist would not shorten the time anyone can see (the lock covers both), and a
+    crash between would leave HEAD holding changes the work tree lacks, which `git status`
+    shows as the user undoing them; with files first, a crash leaves changes that are not yet
+    committed, and the next pass commits them.
+    """
+
+    def __init__(
+        self,
+        git: GitRunner,
+        batch: GitBatch,
+        committer: Person,
+        clear_index_lock: Callable[[], None],
+        lock_wait_s: float = 30,
+    ) -> None:
+        self._git = git
+        self._batch = batch
+        self._trees = TreeEditor(batch)
+        self._root = git.work_tree
+        self._committer = committer
+        self._clear_index_lock = clear_index_lock
+        self._lock_wait_s = lock_wait_s
+        self._held: Held | None = None
+        self._settled_at = -_SETTLED_FOR_S
+
+    @contextmanager
+    def holding(
+        self, expected: str | object | None = _CURRENT, *, index_once: bool = False
+    ) -> Iterator[Held]:
+        """Hold the index lock for a change planned on HEAD `expected` (by default: HEAD as it
+        is once the lock is held); HeadMoved when HEAD is another commit by then. Commits made
+        meanwhile go on top of it, one after the other.
+
+        `index_once`: the user's index follows all of them at once, before the lock is let go
+        (on a big site writing the index costs more than the commit itself). No git command
+        can see the index lag meanwhile, as none can take the lock; a crash leaves it lagging
+        for a few commits, as between any commit and its index update, and heal_index brings
+        it in line."""
+        if self._held is not None:
+            raise RuntimeError("the index lock is already held for a change")
+        refuse_during_operation(self._git.git_dir)
+        with holding_index_lock(
+            self._root, self._git.git_dir, self._clear_index_lock, wait_s=self._lock_wait_s
+        ) as waited:
+            head = self.head()
+            if expected is not _CURRENT and waited:
+                raise HeadMoved(
+                    "a git command changed the workspace while feedbackd worked",
+                    hint="nothing of the change was written; it is planned again",
+                )
+            if expected is not _CURRENT and head != expected:
+                raise HeadMoved(
+                    f"HEAD moved to {(head or 'no commit')[:12]} (a git command of the user's)"
+                    f" while feedbackd worked on {str(expected or 'no commit')[:12]}",
+                    hint="nothing of the change was written; it is planned again",
+                )
+            self._held = Held(head, index_once)
+            try:
+                yield self._held
+            finally:
+                try:
+                    self._index_follows(self._held)
+                finally:
+                    self._held = None
+
+    def _index_follows(self, held: Held) -> None:
+        """The index updates the commits of `held` left waiting, as one (index_once)."""
+        waiting, held.waiting = held.waiting, None
+        if waiting is not None and held.head is not None:
+            self.update_user_index(held.head, list(waiting.seen), waiting)
+
+    def head(self) -> str | None:
+        """HEAD's commit, read afresh; None before a first commit."""
+        return self._head_and_tree()[0]
+
+    def settled_head(self, *, look_afresh: bool = False) -> str | None:
+        """HEAD once no git command of someone else's changes the workspace (waited for a few
+        seconds at most: a `git commit` may wait for its editor much longer, and a change that
+        follows is checked again anyway): what a pass reads and plans on."""
+        if look_afresh or time.monotonic() - self._settled_at >= _SETTLED_FOR_S:
+            wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
+            wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
+            self._settled_at = time.monotonic()
+        return self.head()
+
+    def commit(
+        self, paths: Sequence[str], message: str, author: Person, within: str | None = None
+    ) -> str | None:
+        """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.
+
+        Returns None when none of them differ from HEAD. The user's other staged and unstaged
+        changes stay as they were; the user's index entries for `paths` follow the new commit.
+        Inside `holding`, the commit goes on the held HEAD, or raises HeadMoved.
+        `within`: the folder the change lives in; moved away (renamed) while the change was read,
+        its files would look deleted, so nothing is committed (FileNotFoundError).
+        """
+        rels = list(dict.fromkeys(rel_path(path) for path in paths))
+        if not rels:
+            return None
+        folder = self._root / rel_path(within) if within is not None else None
+
+        def change_of(tree: str | None) -> WorkTreeChange:
+            change = self._work_tree_change(rels, tree)
+            return _still_in(folder, change) if folder is not None else change
+
+        return self._commit_with(change_of, rels, message, author)
+
+    def move_folder(self, old: str, new: str, message: str, author: Person) -> str | None:
+        """Commit the folder `old` moved to `new`, its files as HEAD holds them, so git sees a
+        pure rename and changes made to them in the work tree stay uncommitted; None when
+        HEAD has no folder `old` or already has something at `new`."""
+        rels = [rel_path(old), rel_path(new)]
+        return self._commit_with(
+            lambda tree: _moved(self._trees, tree, *rels), rels, message, author
+        )
+
+    def _commit_with(
+        self,
+        change_of: Callable[[str | None], WorkTreeChange | None],
+        rels: list[str],
+        message: str,
+        author: Person,
+    ) -> str | None:
+        """The commit of the change `change_of` finds from HEAD's tree (None: nothing to do),
+        on the held HEAD, or holding the index lock for it, trying again if HEAD moves."""
+        if self._held is not None:
+            return self._commit_on(self._held, change_of, rels, message, author)
+        for attempt in range(1, _COMMIT_ATTEMPTS + 1):
+            try:
+                with self.holding() as held:
+                    return self._commit_on(held, change_of, rels, message, author)
+            except HeadMoved as moved:
+                # Moved without the index lock (`git update-ref`): build on the new HEAD.
+                if attempt == _COMMIT_ATTEMPTS:
+                    raise GitError(
+                        f"could not move HEAD to the new commit: {moved.message}",
+                        hint="another program keeps committing here; try again, or stop it"
+                        " for a moment",
+                    ) from moved
+                log.info("HEAD moved while committing; trying again")
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _commit_on(
+        self,
+        held: Held,
+        change_of: Callable[[str | None], WorkTreeChange | None],
+        rels: list[str],
+        message: str,
+        author: Person,
+    ) -> str | None:
+        """The commit of the change on the held HEAD, which then is the new commit."""
+        head = held.head
+        head_tree = self._tree_of(head)
+        change = change_of(head_tree)
+        tree = self._trees.edit(head_tree, change.entries) if change else head_tree
+        if change is None or tree == head_tree:  # (None and None: nothing to commit)
+            return None
+        tree = tree or self._batch.store_tree(b"")  # everything deleted
+        new = self._commit_tree(tree, head, message, author)
+        self._move_head(new, head, message)
+        held.head = new
+        if held.index_once:
+            held.waiting = _joined(held.waiting, rels, change)
+        else:
+            self.update_user_index(new, rels, change)
+        return new
+
+    def put_back(self, rel: str, within: Path) -> bool:
+        """Write `rel` as HEAD holds it where the work tree has nothing (see _write_new)."""
+        entry = self._trees.entry_at(self._head_and_tree()[1], split_path(rel))
+        found = self._batch.read(entry.sha) if entry and entry.mode in _FILE_MODES else None
+        return bool(entry and found and _write_new(self._root / rel, within, entry.mode, found))
+
+    def entry_id_at_head(self, rel: str) -> str | None:
+        """The object id HEAD holds at `rel` (None: nothing there), from the trees kept parsed."""
+        return self.entry_ids_at_head([rel])[rel]
+
+    def entry_ids_at_head(self, rels: Sequence[str]) -> dict[str, str | None]:
+        """The object id HEAD holds at each of `rels`, HEAD read once (a pass asks about every
+        decided file of an agent)."""
+        head_tree = self._head_and_tree()[1]
+        found = self._trees.ids_at(head_tree, [split_path(rel_path(rel)) for rel in rels])
+        return dict(zip(rels, found, strict=True))
+
+    def _tree_of(self, commit: str | None) -> str | None:
+        if commit is None:
+            return None
+        found = self._batch.read(commit)
+        if found is None or found.kind != "commit":
+            raise GitError(f"the repository has no commit {commit}", hint="run `git fsck`")
+        return found.content.split(b"\n", 1)[0].removeprefix(b"tree ").decode()
+
+    def _head_and_tree(self) -> tuple[str | None, str | None]:
+        """HEAD and its tree, read afresh; (None, None) before a first commit."""
+        head = self._batch.read("HEAD")
+        if head is None or head.kind != "commit":
+            return None, None
+        first_line = head.content.split(b"\n", 1)[0]  # a commit starts `tree <sha>`
+        return head.sha, first_line.removeprefix(b"tree ").decode()
+
+    def _commit_tree(self, tree: str, head: str | None, message: str, author: Person) -> str:
+        parents = [head] if head else []
+        if _DATES.isdisjoint(os.environ) and "\n" not in str(self._git.git_dir):
+            content = commit_object(tree, parents, author, self._committer, message, time.time())
+            return self._batch.store_commit(content)
+        # Dates given in git's own formats: git reads them.
+        people = {**identity_env("AUTHOR", author), **identity_env("COMMITTER", self._committer)}
+        args = ["commit-tree", "--no-gpg-sign", tree, *(f"-p{parent}" for parent in parents)]
+        return self._git.run(args, env=people, stdin=message.encode()).decode().strip()
+
+    # --- what the work tree holds ---------------------------------------------------------------
+    def _work_tree_change(self, rels: list[str], head_tree: str | None) -> WorkTreeChange:
+        """The entries the new tree gets at `rels`: each file stored as a blob (through git's
+        filters), each missing path deleted, each folder as `git add -A` would take it."""
+        change = WorkTreeChange()
+        regular: dict[str, bytes] = {}  # path → its mode, for the files to store
+        for rel in rels:
+            info = _lstat(self._root / rel)
+            if info is None:
+                change.entries[split_path(rel)] = None
+                change.seen[rel] = None
+                old = self._trees.entry_at(head_tree, split_path(rel))
+                change.files_only &= old is None or old.mode != TREE_MODE
+            elif stat.S_ISDIR(info.st_mode):
+                change.files_only = False
+                self._add_folder(rel, change, regular)
+            else:
+                self._add_file(rel, info, change, regular)
+        stored = self._batch.store_files(list(regular))
+        for (rel, mode), sha in zip(regular.items(), stored, strict=True):
+            change.entries[split_path(rel)] = Entry(mode, sha)
+        return change
+
+    def _add_file(
+        self,
+        rel: str,
+        info: os.stat_result,
+        change: WorkTreeChange,
+        regular: dict[str, bytes],
+    ) -> None:
+        change.seen[rel] = (info.st_ino, info.st_size, info.st_mtime_ns)
+        if stat.S_ISLNK(info.st_mode):
+            target = os.fsencode(os.readlink(self._root / rel))
+            sha = self._git.run(["hash-object", "-w", "--stdin"], stdin=target).decode().strip()
+            change.entries[split_path(rel)] = Entry(b"120000", sha)
+        elif stat.S_ISREG(info.st_mode):
+            regular[rel] = b"100755" if info.st_mode & stat.S_IXUSR else b"100644"
+
+    def _add_folder(self, rel: str, change: WorkTreeChange, regular: dict[str, bytes]) -> None:
+        """Every file below `rel` that git tracks or would add (ignored files stay out), and
+        the deletion of those that are gone."""
+        args = ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", rel]
+        listed = self._git.run(args).decode("utf-8", errors="surrogateescape").split("\0")
+        for name in dict.fromkeys(name for name in listed if name):
+            info = _lstat(self._root / name)
+            if info is None:
+                change.entries[split_path(name)] = None
+            else:
+                self._add_file(name, info, change, regular)
+
+    def _move_head(self, new: str, old: str | None, message: str) -> None:
+        """Point HEAD at `new` if it still is `old`; HeadMoved when someone moved it."""
+        expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
+        subject = message.strip().split("\n", 1)[0]
+        args = ["update-ref", "-m", f"feedbackd: {subject}", "HEAD", new, expected]
+        status, _, err = self._git.exec(args)
+        if status == 0:
+            return
+        if ".lock" in err:
+            hint = hint_for(err)
+            raise GitError(f"could not move HEAD to the new commit: {first_line(err)}", hint=hint)
+        raise HeadMoved(
+            f"HEAD moved while committing ({first_line(err)})",
+            hint="nothing was committed; the change is planned again",
+        )
+
+    def update_user_index(
+        self, new: str, rels: list[str], change: WorkTreeChange | None = None
+    ) -> None:
+        """Make the user's index entries for `rels` match the new commit, and nothing else.
+
+        When the change named only files, `update-index` takes them from the work tree, which
+        holds what was committed unless a file changed since it was stored: those few (and any
+        change that named a folder) go through `reset`, which reads the whole index afresh.
+        """
+        if change is not None and change.files_only:
+            self._index_command(["update-index", "--add", "--remove", "--", *rels], rels)
+            rels = [rel for rel in rels if _signature(self._root / rel) != change.seen.get(rel)]
+            if not rels:
+                return
+        # reset refreshes the stat data afterwards: without it these entries look modified to
+        # commands that need a clean index (the read-tree -m -u of a sync after a pull).
+        self._index_command(["reset", "-q", new, "--", *rels], rels)
+
+    def _index_command(self, args: list[str], rels: list[str]) -> None:
+        """Run a git command that writes the user's index; a failure is logged, not raised."""
+        try:
+            if self._held is not None:
+                run_on_index_copy(self._git, args)
+            else:
+                try:
+                    self._clear_index_lock()
+                    self._git.run(args)
+                except IndexLockBusy:
+                    self._clear_index_lock()
+                    self._git.run(args)
+        except (GitError, OSError) as error:
+            # The commit exists; only the index view of these paths lags behind it.
+            log.warning(
+                "committed, but could not update the git index for %s (%s); run: git reset -q"
+                " HEAD -- %s",
+                ", ".join(rels),
+                error,
+                " ".join(rels),
+            )
+
+    def heal_index(self, depth: int = 20) -> list[str]:
+        """Bring index entries that lag behind recent commits back in line; the paths fixed
+        (heal_lagging_index)."""
+        return heal_lagging_index(self._git, self._batch, self._clear_index_lock, depth)
+
+
+def heal_lagging_index(
+    git: GitRunner, batch: GitBatch, clear_index_lock: Callable[[], None], depth: int
+) -> list[str]:
+    """Bring index entries that lag behind recent commits back in line; the paths fixed.
+
+    A crash between moving HEAD and `update_user_index` leaves the index showing that commit's
+    changes undone (a later `git commit` by the user would revert them). Only paths of the
+    last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
+    change differs from HEAD in the work tree too, and stays as it is.
+    """
+    for pattern in ("feedbackd-index*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
+        for leftover in git.git_dir.glob(pattern):
+            leftover.unlink(missing_ok=True)
+    head = git.rev("HEAD")
+    if head is None:
+        return []
+    recent = ["log", f"-n{int(depth)}", "--format=", "--name-only", "-z", "--no-renames", head]
+    names = git.run(recent).decode("utf-8", "surrogateescape").split("\0")
+    touched = sorted({name.strip("\n") for name in names} - {""})
+    if not touched:
+        return []
+    # Every staged difference, then only those of the recent commits: paths on git's command
+    # line would overflow it after a first import of a hundred thousand files.
+    args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head]
+    staged = git.run(args).decode("utf-8", "surrogateescape").split("\0")
+    lagging = sorted(set(staged) & set(touched))
+    stale = [rel for rel in lagging if _head_id(batch, head, rel) == _disk_id(git, rel)]
+    if stale:
+        # The same crash may have left index.lock, still young at a quick restart: wait
+        # until it is judged stale (or its live owner is done) instead of failing the heal.
+        clear_index_lock()
+        for start in range(0, len(stale), _PATHS_PER_COMMAND):
+            git.run(["reset", "-q", head, "--", *stale[start : start + _PATHS_PER_COMMAND]])
+        shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+        log.warning("the git index lagged behind recent commits for %s; fixed", shown)
+    return stale
+
+
+def _head_id(batch: GitBatch, head: str, rel: str) -> str | None:
+    found = batch.read(f"{head}:{rel}") if "\n" not in rel else None
+    return found.sha if found is not None and found.kind == "blob" else None
+
+
+def _disk_id(git: GitRunner, rel: str) -> str | None:
+    if not (git.work_tree / rel).is_file():
+        return None
+    return git.run(["hash-object", "--", str(git.work_tree / rel)]).decode().strip()
+
+
+def run_on_index_copy(git: GitRunner, args: list[str]) -> None:
+    """Run an index command while this process holds `.git/index.lock` (which git would want
+    to take): on a copy of the index, which then replaces it, as git's own lock protocol
+    would do."""
+    copy = git.git_dir / f"feedbackd-index-{os.getpid()}"
+    index = git.git_dir / "index"
+    try:
+        if index.exists():
+            # A second name for the index, not a copy: git writes its new index to a new file,
+            # which then takes this name's place, so the index itself is never written into.
+            copy.unlink(missing_ok=True)
+            try:
+                os.link(index, copy)
+            except OSError:  # a file system without hard links
+                shutil.copyfile(index, copy)
+        git.run(args, env={"GIT_INDEX_FILE": str(copy)})
+        os.replace(copy, index)
+    finally:
+        copy.unlink(missing_ok=True)
+
+
+def _write_new(path: Path, within: Path, mode: bytes, blob: GitObject) -> bool:
+    """Make `path` a file (its executable bit as git's `mode` says) or a symbolic link holding
+    the blob, unless something is there: that stays, and False is returned.
+    FileNotFoundError when the folder `within` is gone."""
+    content = blob.content
+    make_folders(path.parent, within)
+    temporary = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    try:
+        if mode == _LINK_MODE:
+            os.symlink(os.fsdecode(content), temporary)
+        else:
+            temporary.write_bytes(content)
+            temporary.chmod(_FILE_MODES[mode])
+        os.link(temporary, path, follow_symlinks=False)  # fails on anything already there
+    except FileExistsError:
+        return False
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
+
+
+def _moved(trees: TreeEditor, head_tree: str | None, old: str, new: str) -> WorkTreeChange | None:
+    """The folder `old` of `head_tree` at `new` instead; None when there is no such folder, or
+    something is at `new` already."""
+    moved = trees.entry_at(head_tree, split_path(old))
+    if moved is None or moved.mode != TREE_MODE or trees.entry_at(head_tree, split_path(new)):
+        return None
+    return WorkTreeChange({split_path(old): None, split_path(new): moved}, files_only=False)
+
+
+def _still_in(folder: Path, change: WorkTreeChange) -> WorkTreeChange:
+    """The change, read while `folder` stood where it stands: the folder is looked at after
+    every file was read, so a change read before a move is whole."""
+    if not folder.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "moved away while its change was read", str(folder))
+    return change
+
+
+def _joined(
+    waiting: WorkTreeChange | None, rels: list[str], change: WorkTreeChange
+) -> WorkTreeChange:
+    """The paths of index updates left waiting, with those of one more commit (its files as it
+    stored them; a path named by a folder has no such record, and takes the general way)."""
+    joined = waiting or WorkTreeChange()
+    joined.files_only &= change.files_only
+    for rel in rels:
+        joined.seen.pop(rel, None)  # the latest commit's record stands, and comes last
+        joined.seen[rel] = change.seen.get(rel)
+    return joined
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    info = _lstat(path)
+    return None if info is None else (info.st_ino, info.st_size, info.st_mtime_ns)

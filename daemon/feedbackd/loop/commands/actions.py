@@ -1,0 +1,282 @@
+"""What the writing commands do: move or amend a curator's item, then run the shared reconcile."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from feedbackd.core.curation.decisions import latest_states
+from feedbackd.core.curation.feedback import FeedbackEntry, new_entry
+from feedbackd.core.curation.feedbackjson import ENTRY_TYPES
+from feedbackd.core.errors import (
+    AlreadyDecided,
+    Busy,
+    FeedbackdError,
+    InvalidFeedback,
+    InvalidItem,
+    NotFound,
+    WorkspaceError,
+    WriterBusy,
+)
+from feedbackd.core.ids import validate_id
+from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
+from feedbackd.core.timeutil import utcnow
+from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.instance import daemon_running
+from feedbackd.edges.ratingstore import Progress
+from feedbackd.loop.commits.locking import pipeline_lock
+from feedbackd.loop.commits.recording import Event
+from feedbackd.loop.commits.repo import open_repo
+from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
+from feedbackd.loop.ratings import rentals
+from feedbackd.loop.reconcile import Report, reconcile_all
+from feedbackd.loop.workspace.agentfiles import (
+    existing_agent,
+    read_item,
+    read_ledger,
+    set_content_fields,
+    set_rejection_feedback,
+)
+from feedbackd.loop.workspace.itemfiles import item_file_problem
+from feedbackd.loop.workspace.runtime import Runtime
+
+log = logging.getLogger("feedbackd")
+
+RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
+
+
+def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
+    """The draft's file in queue/, read as the daemon reads it: a symbolic link that leads
+    outside the workspace is no draft."""
+    validate_id(item_id, "item id")
+    found = [agent.queue / (item_id + suffix) for suffix in ITEM_SUFFIXES]
+    present = [path for path in found if os.path.lexists(path)]
+    problems = {path: item_file_problem(runtime.workspace, path) for path in present}
+    existing = [path for path in present if problems[path] is None]
+    queue = runtime.workspace.relative(agent.queue)
+    # A draft beside its decision (put back by a `git reset`) is no draft: the decision stands.
+    _refuse_if_decided(runtime, agent, item_id)
+    if not existing:
+        hint = f"list the drafts with `ls {queue}`"
+        if present:  # only files the daemon ignores: say why
+            first = runtime.workspace.relative(present[0])
+            raise NotFound(f"{first}: {problems[present[0]]}; ignored", hint=hint)
+        raise NotFound(f"no draft {item_id} in {queue}/", hint=hint)
+    if len(existing) > 1:
+        names = ", ".join(path.name for path in existing)
+        raise FeedbackdError(f"{item_id} is in {queue}/ more than once ({names})", hint="keep one")
+    return existing[0]
+
+
+def _refuse_if_decided(runtime: Runtime, agent: AgentPaths, item_id: str) -> None:
+    for folder in ("approved", "rejected"):
+        for suffix in ITEM_SUFFIXES:
+            decided = agent.folder(folder) / (item_id + suffix)
+            if decided.is_file():
+                when = _decided_at(agent, item_id)
+                where = runtime.workspace.relative(decided)
+                raise AlreadyDecided(
+                    f"{item_id} is already in {agent.agent_id}/{folder}/{when}",
+                    hint=f"to decide it again, move {where} back to "
+                    f"{runtime.workspace.relative(agent.queue)}/",
+                )
+
+
+def _decided_at(agent: AgentPaths, item_id: str) -> str:
+    """` (decided at 2026-12-03 07:40 UTC)` from the ledger, or nothing when it does not say."""
+    try:
+        record = latest_states(read_ledger(agent.decisions)).get(item_id)
+    except OSError:
+        return ""
+    if record is None or record.state == "queued":
+        return ""
+    return f" (decided at {record.at[:16].replace('T', ' ')} UTC)"
+
+
+def move_target(runtime: Runtime, source: Path, folder: Path) -> Path:
+    """Where source goes in folder; refused before anything is changed when it cannot go."""
+    target = folder / source.name
+    if folder.exists() and not folder.is_dir():
+        raise WorkspaceError(
+            f"{runtime.workspace.relative(folder)} is a file, not a folder",
+            hint=f"move that file away: {folder.name}/ must be a folder for the items",
+        )
+    if target.exists():
+        raise InvalidItem(
+            f"{runtime.workspace.relative(target)} already exists",
+            hint="remove or rename it first",
+        )
+    return target
+
+
+def move_item(runtime: Runtime, source: Path, target: Path) -> None:
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        source.rename(target)
+    except OSError as error:
+        where = runtime.workspace.relative(target.parent)
+        raise WorkspaceError(
+            f"cannot move {source.name} to {where}/: {error.strerror or error}",
+            hint="check that the folder can be written",
+        ) from None
+
+
+def approve(
+    runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str] | None = None
+) -> Report:
+    """Approve a queued draft; `edits` (content fields by dotted name) are written into it
+    first, so the approval records them as corrections."""
+    with pipeline_lock(runtime, index_first=True):
+        return _approve(runtime, agent_id, item_id, edits or {})
+
+
+def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str]) -> Report:
+    agent = existing_agent(runtime, agent_id)
+    source = find_queued(runtime, agent, item_id)
+    target = move_target(runtime, source, agent.approved)
+    read_item(source)  # refuse an unreadable draft before moving anything
+    if edits:
+        # The draft as first seen must be on record before it is edited: a draft nobody has
+        # looked at yet is taken now, so its edits show as corrections, not as its original;
+        # the curator judged it whole, so it need not settle first.
+        report = reconcile_all(
+            runtime, [agent_id], written_whole=frozenset({source}), only_items=frozenset({item_id})
+        )
+        set_content_fields(source, edits)
+        move_item(runtime, source, target)
+        return report.followed_by(_decide(runtime, agent_id, item_id, target))
+    move_item(runtime, source, target)
+    return _decide(runtime, agent_id, item_id, target)
+
+
+def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
+    """Write the note into a queued draft and reject it."""
+    with pipeline_lock(runtime, index_first=True):
+        return _reject(runtime, agent_id, item_id, notes)
+
+
+def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
+    agent = existing_agent(runtime, agent_id)
+    source = find_queued(runtime, agent, item_id)
+    target = move_target(runtime, source, agent.rejected)  # before the notes change the draft
+    read_item(source)
+    set_rejection_feedback(source, notes)
+    move_item(runtime, source, target)
+    return _decide(runtime, agent_id, item_id, target)
+
+
+def _decide(runtime: Runtime, agent_id: str, item_id: str, moved: Path) -> Report:
+    """The pass that decides the item this command moved, and nothing else: the rest of the
+    agent's pending work is the daemon's (or `run --once`'s), so a command takes one
+    decision's time even in the middle of a burst. The command read the item whole and wrote
+    it in one piece, so it does not wait for the file to settle."""
+    return reconcile_all(
+        runtime, [agent_id], written_whole=frozenset({moved}), only_items=frozenset({item_id})
+    )
+
+
+def parse_record(payload: str) -> dict[str, Any]:
+    """The `record --json` payload: type plus the fields its type needs."""
+    return check_record(load_json_object(payload, "--json"))
+
+
+def check_record(data: dict[str, Any]) -> dict[str, Any]:
+    """A record payload already parsed: only known fields, strings, the type's needed fields."""
+    _check_type(data.get("type"))
+    refuse_unknown_keys(data, RECORD_FIELDS)
+    _check_record_shape(data)
+    return data
+
+
+def _check_type(kind: Any) -> None:
+    if kind not in ENTRY_TYPES:
+        given = "missing" if kind is None else json.dumps(kind)
+        raise InvalidFeedback(
+            f"type must be one of {', '.join(ENTRY_TYPES)} ({given})",
+            hint="correction and edit need original and corrected; rejection needs notes",
+        )
+
+
+def _check_record_shape(data: dict[str, Any]) -> None:
+    kind = data["type"]
+    for key in RECORD_FIELDS - {"type"}:
+        if key in data and not isinstance(data[key], str):
+            raise InvalidFeedback(f"{key}: must be a string, not {json.dumps(data[key])}")
+    if "queueItemId" in data:
+        validate_id(data["queueItemId"], "queueItemId")
+    needed = ("notes",) if kind == "rejection" else ("original", "corrected")
+    missing = [key for key in needed if key not in data]
+    if missing:
+        raise InvalidFeedback(f"a {kind} needs `{missing[0]}`")
+
+
+def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEntry:
+    """Record one programmatic entry (checked with check_record) and commit it."""
+    entry = build_record_entry(data)
+    with pipeline_lock(runtime, index_first=True):
+        record_entry(runtime, existing_agent(runtime, agent_id).agent_id, entry)
+    return entry
+
+
+def forget(runtime: Runtime, agent_id: str, entry_id: str, reason: str) -> Report:
+    """Take back one lesson of an agent without undoing its decision (`feedbackd forget`)."""
+    agent = existing_agent(runtime, agent_id)
+    with pipeline_lock(runtime, index_first=True):
+        return forget_entry(runtime, agent.agent_id, entry_id, reason)
+
+
+def forget_all(runtime: Runtime, agent_id: str, reason: str) -> Report:
+    """Wipe an agent's lessons on purpose; the decisions stay (`feedbackd forget --all`)."""
+    agent = existing_agent(runtime, agent_id)
+    with pipeline_lock(runtime, index_first=True):
+        return forget_all_entries(runtime, agent.agent_id, reason)
+
+
+def submit_rating(
+    runtime: Runtime, payload: str, as_agent: str | None, progress: Progress | None = None
+) -> tuple[Event, list[Event]]:
+    """Store and commit one rating, then apply the provider's rules (`feedback submit`);
+    `progress` follows the indexing of the ratings, which a fresh clone's first one builds."""
+    if as_agent is not None:
+        validate_id(as_agent, "--as agent id")
+    with pipeline_lock(runtime, index_first=True), open_repo(runtime) as repo:
+        return rentals.submit(runtime, repo, payload, as_agent, progress)
+
+
+def submit_or_queue(
+    runtime: Runtime, payload: str, as_agent: str | None, progress: Progress | None = None
+) -> tuple[Event, list[Event]] | Path:
+    """`feedback submit`: the rating recorded, or never lost when the workspace stays busy.
+
+    While a daemon runs, a rating that waited as long as a command waits is left in the rating
+    inbox (the path is returned) and the daemon records it as soon as it can. Without a daemon
+    nobody would, so the command refuses, saying that the rating was not recorded."""
+    try:
+        return submit_rating(runtime, payload, as_agent, progress)
+    except FeedbackdError as error:
+        if not isinstance(error, Busy):
+            raise
+        if daemon_running(runtime.workspace.state_dir):
+            queued = rentals.queue_in_inbox(runtime, payload, as_agent)
+            log.warning(
+                "%s; the rating is queued in %s and the daemon records it once it is free",
+                error.message, runtime.workspace.relative(queued),
+            )  # fmt: skip
+            return queued
+        raise WriterBusy(
+            f"the rating was NOT recorded: {error.message}",
+            hint="run the same `feedbackd feedback submit` again once the other writer is done"
+            " (`feedbackd status` shows what it is doing)",
+        ) from None
+
+
+def build_record_entry(data: dict[str, Any]) -> FeedbackEntry:
+    try:
+        return new_entry(utcnow(), **data)
+    except ValidationError as exc:
+        raise InvalidFeedback(f"invalid entry: {exc.errors()[0]['msg']}") from None

@@ -1,0 +1,2 @@
+"""The long-running daemon: its main loop, threads, clocks, status file, and `run`'s entry
+points."""
