@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.edges.instance import WAITING, WRITE_LOCK
-from feedbackd.loop.commits.locking import pipeline_lock
+from feedbackd.loop.commits.locking import write_lock
 from tests.daemon_kit import wait_for
 from tests.web_kit import Answer, Server
 from tests.workspace_kit import Site, draft
@@ -31,7 +31,7 @@ def test_write_that_outlives_the_grace_answers_what_git_holds(tmp_path: Path) ->
     state_dir = site.runtime().workspace.state_dir
     answers: list[Answer] = []
     try:
-        with pipeline_lock(site.runtime()):
+        with write_lock(site.runtime()):
             writer = threading.Thread(
                 target=lambda: answers.append(
                     server.post("/api/agents/writer/queue/qi-1/approve", {})

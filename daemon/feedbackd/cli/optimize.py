@@ -13,7 +13,7 @@ import typer
 
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import print_json
-from feedbackd.loop.commits.locking import pipeline_lock
+from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.ratings.optimize import optimize_all
 from feedbackd.loop.ratings.skillpass import SkillChange
 
@@ -37,7 +37,7 @@ def optimize(
     if dry_run:
         changes = optimize_all(runtime, agent, dry_run=True)
     else:
-        with pipeline_lock(runtime):
+        with write_lock(runtime):
             changes = optimize_all(runtime, agent, dry_run=False)
     if as_json:
         print_json({"dry_run": dry_run, "changes": [c.to_json() for c in changes]})

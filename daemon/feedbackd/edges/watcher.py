@@ -175,8 +175,15 @@ def _start_watch(data_dir: Path) -> RustNotify | None:
 
 
 def _notify(data_dir: Path, *, polling: bool) -> RustNotify:
-    # Unreadable subfolders are skipped rather than stopping the daemon; reconcile reports them.
-    return RustNotify([str(data_dir)], False, polling, 300, True, True)
+    return RustNotify(
+        watch_paths=[str(data_dir)],
+        debug=False,
+        force_polling=polling,
+        poll_delay_ms=300,
+        recursive=True,
+        # Unreadable subfolders are skipped rather than stopping the daemon; reconcile reports them.
+        ignore_permission_denied=True,
+    )
 
 
 def _polling_requested() -> bool:

@@ -36,7 +36,7 @@ from feedbackd.core.timeutil import iso_ms, parse_iso
 from feedbackd.edges.files import atomic_write_json, atomic_write_text
 from feedbackd.edges.git.remote import RemoteUnreachable
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.loop.commits.locking import pipeline_lock
+from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.workspace.init import merge_driver_command
@@ -119,7 +119,7 @@ class _BranchMoved(Exception):
 class Syncer:
     """Pull and push for one workspace; the daemon asks `due(now)` and calls `sync()`.
 
-    Call it without holding the pipeline lock: it takes the lock only for the local steps, so
+    Call it without holding the write lock: it takes the lock only for the local steps, so
     a slow network never holds up the curators' commands.
     """
 
@@ -210,7 +210,7 @@ class Syncer:
         """Fetch, integrate, push; True when done (synced or stopped), False to go again."""
         remote_head = repo.remote.fetch_branch(self.remote, branch, timeout=NETWORK_TIMEOUT_S)
         try:
-            with pipeline_lock(self.runtime):
+            with write_lock(self.runtime):
                 if not self._integrate(repo, branch, remote_head, result):
                     return True
         except _BranchMoved:

@@ -29,7 +29,7 @@ from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.instance import daemon_running
 from feedbackd.edges.ratingstore import Progress
-from feedbackd.loop.commits.locking import pipeline_lock
+from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.commits.recording import Event
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
@@ -131,7 +131,7 @@ def approve(
 ) -> Report:
     """Approve a queued draft; `edits` (content fields by dotted name) are written into it
     first, so the approval records them as corrections."""
-    with pipeline_lock(runtime, index_first=True):
+    with write_lock(runtime, index_first=True):
         return _approve(runtime, agent_id, item_id, edits or {})
 
 
@@ -156,7 +156,7 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
     """Write the note into a queued draft and reject it."""
-    with pipeline_lock(runtime, index_first=True):
+    with write_lock(runtime, index_first=True):
         return _reject(runtime, agent_id, item_id, notes)
 
 
@@ -218,7 +218,7 @@ def _check_record_shape(data: dict[str, Any]) -> None:
 def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEntry:
     """Record one programmatic entry (checked with check_record) and commit it."""
     entry = build_record_entry(data)
-    with pipeline_lock(runtime, index_first=True):
+    with write_lock(runtime, index_first=True):
         record_entry(runtime, existing_agent(runtime, agent_id).agent_id, entry)
     return entry
 
@@ -226,14 +226,14 @@ def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEnt
 def forget(runtime: Runtime, agent_id: str, entry_id: str, reason: str) -> Report:
     """Take back one lesson of an agent without undoing its decision (`feedbackd forget`)."""
     agent = existing_agent(runtime, agent_id)
-    with pipeline_lock(runtime, index_first=True):
+    with write_lock(runtime, index_first=True):
         return forget_entry(runtime, agent.agent_id, entry_id, reason)
 
 
 def forget_all(runtime: Runtime, agent_id: str, reason: str) -> Report:
     """Wipe an agent's lessons on purpose; the decisions stay (`feedbackd forget --all`)."""
     agent = existing_agent(runtime, agent_id)
-    with pipeline_lock(runtime, index_first=True):
+    with write_lock(runtime, index_first=True):
         return forget_all_entries(runtime, agent.agent_id, reason)
 
 
@@ -244,7 +244,7 @@ def submit_rating(
     `progress` follows the indexing of the ratings, which a fresh clone's first one builds."""
     if as_agent is not None:
         validate_id(as_agent, "--as agent id")
-    with pipeline_lock(runtime, index_first=True), open_repo(runtime) as repo:
+    with write_lock(runtime, index_first=True), open_repo(runtime) as repo:
         return rentals.submit(runtime, repo, payload, as_agent, progress)
 
 

@@ -1,6 +1,6 @@
 """The one lock that serialises writers, and the clean-up of what a killed writer left behind.
 
-The daemon's passes and the CLI's writing commands all hold `pipeline_lock`. Whoever holds it
+The daemon's passes and the CLI's writing commands all hold `write_lock`. Whoever holds it
 may clear temporary files, stale git locks and index entries that a crash left lagging, since
 no other feedbackd process can be writing at that moment.
 """
@@ -25,7 +25,7 @@ log = logging.getLogger("feedbackd")
 
 
 @contextmanager
-def pipeline_lock(runtime: Runtime, *, index_first: bool = False) -> Iterator[None]:
+def write_lock(runtime: Runtime, *, index_first: bool = False) -> Iterator[None]:
     """Hold the workspace's write lock; the daemon takes the same one around each pass.
 
     A writer that died holding it (its pid is still in the lock file) may have been cut off in
@@ -90,7 +90,7 @@ def _heal_after(runtime: Runtime, lock: WriteLock) -> None:
 def heal_git_index(runtime: Runtime) -> None:
     """Finish the index update of a commit that a crash interrupted (call with the lock held).
 
-    Only after a writer died holding the write lock (pipeline_lock): a commit cut off between
+    Only after a writer died holding the write lock (write_lock): a commit cut off between
     moving HEAD and writing the index can only be one of those. A big site's start-up then
     never reads the paths of its last commits (a first import of 100,000 files among them)."""
     root = runtime.workspace.root

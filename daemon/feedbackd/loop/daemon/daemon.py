@@ -33,7 +33,7 @@ from feedbackd.edges.instance import InstanceLock, writers_waiting
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.commits.ledgers import CommittedLedgers
-from feedbackd.loop.commits.locking import clean_leftovers, clear_stale_git_locks, pipeline_lock
+from feedbackd.loop.commits.locking import clean_leftovers, clear_stale_git_locks, write_lock
 from feedbackd.loop.curation.webhouse import queue_file, with_queue_agents
 from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
 from feedbackd.loop.daemon.statusfile import LastEvent, PassTimes, Progress, write_status
@@ -192,7 +192,7 @@ class Daemon:
     def _clean_up_after_a_crash(self) -> None:
         """Temporary files, stale git locks, a lagging index: what a killed writer left."""
         try:
-            with pipeline_lock(self.runtime):
+            with write_lock(self.runtime):
                 clean_leftovers(self.runtime)
         except (FeedbackdError, OSError) as error:  # the passes report what still stands
             log.error("could not clean up after an earlier crash: %s", error)
@@ -368,7 +368,7 @@ class Daemon:
         """One agent (or the ratings) under the write lock; a failure is retried with backoff."""
         state = self.book.state(key)
         try:
-            with pipeline_lock(self.runtime):
+            with write_lock(self.runtime):
                 if state.failures and self.runtime.git_enabled:
                     clear_stale_git_locks(self.runtime)  # left by a git that was killed?
                 report = work()

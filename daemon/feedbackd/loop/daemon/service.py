@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 from feedbackd.core.errors import Aborted
 from feedbackd.core.timeutil import utcnow
-from feedbackd.loop.commits.locking import clean_leftovers, pipeline_lock
+from feedbackd.loop.commits.locking import clean_leftovers, write_lock
 from feedbackd.loop.daemon.daemon import Daemon
 from feedbackd.loop.daemon.statusfile import LastEvent, add_run
 from feedbackd.loop.reconcile import Report, reconcile_all
@@ -42,13 +42,13 @@ def _passes(
     keep_going: Callable[[], bool],
 ) -> Report:
     """The first pass, then passes again for files still settling, up to daemon.settle_ms."""
-    with pipeline_lock(runtime):
+    with write_lock(runtime):
         clean_leftovers(runtime)
         report = reconcile_all(runtime, progress=progress, keep_going=keep_going)
     deadline = time.time() + runtime.settings.daemon.settle_ms / 1000 + 1
     while (retry := report.next_retry()) is not None and retry <= deadline and keep_going():
         time.sleep(max(0.0, retry - time.time()) + 0.01)
-        with pipeline_lock(runtime):
+        with write_lock(runtime):
             again = reconcile_all(runtime, keep_going=keep_going)
         report = report.followed_by(again)
     return report

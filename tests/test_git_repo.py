@@ -1,6 +1,6 @@
 """The workspace repository: exact-path commits, the user's index untouched, history.
 
-Stale locks are tested in test_gitlocks.py, the remote in test_sync.py and test_gitremote.py.
+Stale locks are tested in test_git_locks.py, the remote in test_sync.py and test_git_remote.py.
 """
 
 from __future__ import annotations
