@@ -54,7 +54,9 @@ WEIGHTS = {
     "stash": 2,
     "rename": 1,
 }
-GIT_RETRIES = 20  # a user's git command that met the daemon's index.lock is simply run again
+# A user's git command that met the daemon's index.lock is simply run again, for this long: a
+# loaded machine stretches the daemon's short runs of decisions.
+GIT_RETRY_S = 15.0
 
 
 @dataclass
@@ -249,7 +251,8 @@ class Chaos:
 
     def user_git(self, *args: str) -> None:
         """A user's git command; one that met the daemon's index.lock is run again."""
-        for _ in range(GIT_RETRIES):
+        deadline = time.monotonic() + GIT_RETRY_S
+        while True:
             done = subprocess.run(
                 ["git", *args], cwd=self.site.root, capture_output=True, text=True, timeout=60
             )
@@ -257,7 +260,8 @@ class Chaos:
                 return
             # git stash meeting a held index.lock exits 1 saying nothing (git 2.39).
             busy = ("index.lock", "cannot lock ref", "The stash entry is kept")
-            if done.stderr.strip() and not any(sign in done.stderr for sign in busy):
+            other = done.stderr.strip() and not any(sign in done.stderr for sign in busy)
+            if other or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
         raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}{self.replay()}")

@@ -10,7 +10,6 @@ seconds, after the decision in hand, even where each walk of history is slow (a 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.loop.curation import agentpass
 from feedbackd.loop.curation.agentpass import RUN_STEPS
 from tests.conftest import git
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, decided, ledger, wait_for
@@ -51,13 +51,14 @@ def cloned_site(root: Path, approvals: int, agents: int = 1) -> Site:
     return site
 
 
-def pass_git_commands(site: Site, tmp_path: Path) -> Counter[str]:
-    """How many git processes of each command `run --once` started."""
+def pass_git_commands(site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How many git processes of each command a pass started. Its runs of decisions end by
+    count, not by the clock: a loaded machine must not change what is counted."""
     wrapper, calls = counting_git(tmp_path / f"git-{site.root.name}")
-    env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
-    command = [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once"]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stderr
+    with monkeypatch.context() as patched:
+        patched.setenv("GIT_PYTHON_GIT_EXECUTABLE", str(wrapper))
+        patched.setattr(agentpass, "RUN_S", 3600.0)
+        site.reconcile()
     lines = calls.read_text().splitlines() if calls.exists() else []
     return Counter(_command_of(line) for line in lines)
 
@@ -71,12 +72,14 @@ def _command_of(line: str) -> str:
     return words[index] if index < len(words) else ""
 
 
-def test_a_pass_over_30_approvals_reads_history_as_often_as_over_3(tmp_path: Path) -> None:
-    few = pass_git_commands(cloned_site(tmp_path / "small", 3), tmp_path)
+def test_a_pass_over_30_approvals_reads_history_as_often_as_over_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    few = pass_git_commands(cloned_site(tmp_path / "small", 3), tmp_path, monkeypatch)
     big_site = cloned_site(tmp_path / "big", 30)
     (big_site.root / "notes.md").write_text("the user's own work, staged\n")
     big_site.git("add", "notes.md")
-    many = pass_git_commands(big_site, tmp_path)
+    many = pass_git_commands(big_site, tmp_path, monkeypatch)
     reads_few = {k: v for k, v in few.items() if k not in COMMIT_COMMANDS}
     reads_many = {k: v for k, v in many.items() if k not in COMMIT_COMMANDS}
     assert reads_many == reads_few, f"3 approvals: {few}; 30 approvals: {many}"
@@ -90,11 +93,11 @@ def test_a_pass_over_30_approvals_reads_history_as_often_as_over_3(tmp_path: Pat
 
 
 def test_a_pass_over_approvals_in_six_agents_reads_git_as_often_as_in_two(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    two = pass_git_commands(cloned_site(tmp_path / "two", 1, agents=2), tmp_path)
+    two = pass_git_commands(cloned_site(tmp_path / "two", 1, agents=2), tmp_path, monkeypatch)
     six_site = cloned_site(tmp_path / "six", 1, agents=6)
-    six = pass_git_commands(six_site, tmp_path)
+    six = pass_git_commands(six_site, tmp_path, monkeypatch)
     reads_two = {k: v for k, v in two.items() if k not in COMMIT_COMMANDS}
     reads_six = {k: v for k, v in six.items() if k not in COMMIT_COMMANDS}
     assert reads_six == reads_two, f"2 agents: {two}; 6 agents: {six}"
