@@ -35,7 +35,7 @@ from feedbackd.core.curation.items import Correction, Item
 from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.people import Person, parse_person
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 
 # --- what was read ------------------------------------------------------------------------------
@@ -658,7 +658,7 @@ def decision_paths(agent: AgentPaths, item_file: ItemFile) -> list[Path]:
     or the other decision folder when the curator changed their mind."""
     sources = [
         agent.folder(folder) / (item_file.item_id + suffix)
-        for folder in ("queue", *DECISION_FOLDERS)
+        for folder in ITEM_FOLDERS
         for suffix in ITEM_SUFFIXES
     ]
     return [*sources, item_file.path, agent.feedback, agent.decisions, agent.prompt]

@@ -26,7 +26,7 @@ from feedbackd.core.errors import (
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.instance import daemon_running
 from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop.commits.locking import write_lock
@@ -74,7 +74,7 @@ def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
 
 
 def _refuse_if_decided(runtime: Runtime, agent: AgentPaths, item_id: str) -> None:
-    for folder in ("approved", "rejected"):
+    for folder in DECISION_FOLDERS:
         for suffix in ITEM_SUFFIXES:
             decided = agent.folder(folder) / (item_id + suffix)
             if decided.is_file():

@@ -27,7 +27,7 @@ from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import FileState, child_path, file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.ledgers import CommittedLedgers
@@ -162,7 +162,7 @@ class AgentReader:
     # --- item files ---------------------------------------------------------------------------
     def scan(self) -> Scan:
         scan = Scan()
-        for folder in ("queue", *DECISION_FOLDERS):
+        for folder in ITEM_FOLDERS:
             directory = self.agent.folder(folder)
             problems.clear_orphans(directory)
             if not directory.is_dir():
