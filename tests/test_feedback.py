@@ -13,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from feedbackd.core.curation.feedback import FeedbackEntry, merge_new, new_entry, parse_feedback
+from feedbackd.core.curation.feedback import (
+    FeedbackEntry,
+    identity_of,
+    merge_new,
+    new_entry,
+    parse_feedback,
+)
 from feedbackd.core.curation.feedbackjson import (
     FIELDS,
     LEGACY_CREATED_AT,
@@ -65,6 +71,19 @@ def test_the_same_entry_is_never_written_twice() -> None:
     again = correction("title", "a", "b")  # a new id, same decision
     stored, added = merge_new([first], [again], cap=200)
     assert stored == [first] and added == []
+
+
+def test_an_entry_and_its_fields_as_written_have_one_identity() -> None:
+    """forgotten.jsonl keeps a lesson away by the identity of its fields as written there."""
+    entry = correction("title", "a", "b")
+    assert (
+        identity_of(entry.as_json())
+        == entry.identity()
+        == ("qi-1", "correction", "title", "b", None)
+    )
+    assert correction("title", "other original", "b").identity() == entry.identity()
+    assert correction("excerpt", "a", "b").identity() != entry.identity()
+    assert identity_of({"type": "rejection", "notes": 7}) == (None, "rejection", None, None, None)
 
 
 def test_legacy_shape_is_read_as_correction_with_a_stable_id(tmp_path: Path) -> None:

@@ -29,8 +29,14 @@ from feedbackd.core import commitmsg
 from feedbackd.core.config import Settings
 from feedbackd.core.curation import decisions, items
 from feedbackd.core.curation.decisions import DecisionRecord, State
-from feedbackd.core.curation.feedback import FeedbackEntry, dump_feedback, merge_new, new_entry
-from feedbackd.core.curation.forgetting import Identity, without_forgotten
+from feedbackd.core.curation.feedback import (
+    FeedbackEntry,
+    Identity,
+    dump_feedback,
+    merge_new,
+    new_entry,
+)
+from feedbackd.core.curation.forgetting import without_forgotten
 from feedbackd.core.curation.items import Correction, Item
 from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import FeedbackdError

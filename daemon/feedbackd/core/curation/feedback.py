@@ -7,9 +7,10 @@ the decision waiting and explains in `feedback.json.error`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from operator import attrgetter
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -17,6 +18,12 @@ from feedbackd.core.curation.feedbackjson import EntryType, read_entries
 from feedbackd.core.ids import FEEDBACK_ENTRY, new_id
 from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import iso_ms
+
+# What makes two entries one lesson (the same decision's), in feedback.json as in the
+# forgotten.jsonl lines that keep a lesson from coming back: these fields, in this order.
+IDENTITY_KEYS = ("queueItemId", "type", "field", "corrected", "notes")
+Identity = tuple[str | None, str, str | None, str | None, str | None]
+_identity_fields = attrgetter(*IDENTITY_KEYS)
 
 
 class FeedbackEntry(BaseModel):
@@ -36,15 +43,26 @@ class FeedbackEntry(BaseModel):
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
 
-    def identity(self) -> tuple[str | None, str, str | None, str | None, str | None]:
-        """What makes two entries the same decision: (item, type, field, corrected, notes)."""
-        return (self.queueItemId, self.type, self.field, self.corrected, self.notes)
+    def identity(self) -> Identity:
+        # The model checked each field's type: no value needs turning into text.
+        return cast(Identity, _identity_fields(self))
 
     @property
     def is_example(self) -> bool:
         """Usable as a prompt example: a correction or edit with both values non-empty (as
         webhouse's own loader takes them, so both show the agent the same examples)."""
         return self.type in ("correction", "edit") and bool(self.original) and bool(self.corrected)
+
+
+def identity_of(values: Mapping[str, object]) -> Identity:
+    """The identity of an entry given by its fields (IDENTITY_KEYS); a value that is not text
+    counts as none."""
+    item, kind, field, corrected, notes = (values.get(key) for key in IDENTITY_KEYS)
+    return (_text(item), str(kind), _text(field), _text(corrected), _text(notes))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def new_entry(now: datetime, **fields: Any) -> FeedbackEntry:
