@@ -21,6 +21,7 @@ from feedbackd.core.curation.feedback import (
     parse_feedback,
 )
 from feedbackd.core.curation.feedbackjson import (
+    ENTRY_TYPES,
     FIELDS,
     LEGACY_CREATED_AT,
     entry_problem,
@@ -151,7 +152,7 @@ names = st.sampled_from([*FIELDS, "reviewer", "score"])
 valid_entries = st.fixed_dictionaries(
     {
         "id": st.text(min_size=1, max_size=3),
-        "type": st.sampled_from(["correction", "rejection", "edit"]),
+        "type": st.sampled_from(ENTRY_TYPES),
         "createdAt": st.text(max_size=3),
     },
     optional={name: values for name in [*FIELDS[2:-1], "reviewer", "score"]},
