@@ -26,7 +26,7 @@ from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms, utcnow
 from feedbackd.edges.files import FileState, file_state
 from feedbackd.loop.commands import actions, queries
-from feedbackd.loop.reconcile import Report
+from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import existing_agent
 from feedbackd.loop.workspace.configfile import config_path
 from feedbackd.loop.workspace.runtime import Runtime

@@ -34,7 +34,8 @@ from feedbackd.loop.commits.recording import Event
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
 from feedbackd.loop.ratings import rentals
-from feedbackd.loop.reconcile import Report, reconcile_all
+from feedbackd.loop.reconcile import reconcile_all
+from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import (
     existing_agent,
     read_item,
