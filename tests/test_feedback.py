@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from feedbackd.core.curation.feedback import (
     FeedbackEntry,
+    check_record,
     identity_of,
     merge_new,
     new_entry,
@@ -28,7 +29,7 @@ from feedbackd.core.curation.feedbackjson import (
     legacy_id,
     stored_shape,
 )
-from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.errors import FeedbackdError, InvalidFeedback
 from feedbackd.loop.workspace.agentfiles import read_feedback, write_feedback
 
 NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)
@@ -85,6 +86,37 @@ def test_an_entry_and_its_fields_as_written_have_one_identity() -> None:
     assert correction("title", "other original", "b").identity() == entry.identity()
     assert correction("excerpt", "a", "b").identity() != entry.identity()
     assert identity_of({"type": "rejection", "notes": 7}) == (None, "rejection", None, None, None)
+
+
+def test_a_recorded_entry_keeps_what_a_program_gave() -> None:
+    given = {
+        "type": "edit",
+        "queueItemId": "qi-1",
+        "field": "alt",
+        "original": "a",
+        "corrected": "b",
+    }
+    assert check_record(given) is given
+    assert check_record({"type": "rejection", "notes": ""}) == {"type": "rejection", "notes": ""}
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({}, "type must be one of correction, rejection, edit (missing)"),
+        ({"type": "praise"}, 'type must be one of correction, rejection, edit ("praise")'),
+        ({"type": "edit", "original": "a", "corrected": "b", "id": "fb-1"}, "unknown field `id`"),
+        ({"type": "rejection", "notes": 3}, "notes: must be a string, not 3"),
+        ({"type": "rejection", "notes": "x", "queueItemId": "../x"}, "queueItemId '../x' is not"),
+        ({"type": "edit"}, "a edit needs `original`"),
+        ({"type": "correction", "original": "a"}, "a correction needs `corrected`"),
+        ({"type": "rejection", "original": "a", "corrected": "b"}, "a rejection needs `notes`"),
+    ],
+)
+def test_a_recorded_entry_is_refused_with_a_reason(payload: dict[str, Any], says: str) -> None:
+    with pytest.raises(FeedbackdError) as refused:
+        check_record(payload)
+    assert says in refused.value.message
 
 
 def test_legacy_shape_is_read_as_correction_with_a_stable_id(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from feedbackd.core.curation.feedback import check_record
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
@@ -143,7 +144,7 @@ def _webhouse_routes(site: Site) -> list[Route]:
 
     async def record(request: Request) -> Response:
         agent = request.path_params["agent"]
-        data = actions.check_record(await json_object(request))
+        data = check_record(await json_object(request))
         runtime = await work(site.runtime)
         await work(lambda: existing_agent(runtime, agent))
         entry = await work(lambda: actions.record(runtime, agent, data))

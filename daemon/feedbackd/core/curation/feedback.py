@@ -1,4 +1,5 @@
-"""feedback.json: the curator feedback of one agent, oldest first, capped, written atomically.
+"""feedback.json: the curator feedback of one agent, oldest first, capped, written atomically;
+and the rules for an entry a program records (`feedbackd record`, the webhouse CMS route).
 
 Reading accepts the legacy `{original, corrected}` shape (see core/curation/feedbackjson.py, which
 holds the rules of the file); a file that is not valid JSON is never overwritten (the caller leaves
@@ -7,6 +8,7 @@ the decision waiting and explains in `feedback.json.error`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from operator import attrgetter
@@ -14,9 +16,10 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from feedbackd.core.curation.feedbackjson import EntryType, read_entries
-from feedbackd.core.ids import FEEDBACK_ENTRY, new_id
-from feedbackd.core.jsontext import dumps_json
+from feedbackd.core.curation.feedbackjson import ENTRY_TYPES, EntryType, read_entries
+from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.ids import FEEDBACK_ENTRY, new_id, validate_id
+from feedbackd.core.jsontext import dumps_json, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms
 
 # What makes two entries one lesson (the same decision's), in feedback.json as in the
@@ -24,6 +27,8 @@ from feedbackd.core.timeutil import iso_ms
 IDENTITY_KEYS = ("queueItemId", "type", "field", "corrected", "notes")
 Identity = tuple[str | None, str, str | None, str | None, str | None]
 _identity_fields = attrgetter(*IDENTITY_KEYS)
+# What a program may give for a new entry: the id and the time are feedbackd's.
+RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
 
 
 class FeedbackEntry(BaseModel):
@@ -67,6 +72,36 @@ def _text(value: object) -> str | None:
 
 def new_entry(now: datetime, **fields: Any) -> FeedbackEntry:
     return FeedbackEntry(id=new_id(FEEDBACK_ENTRY, now), createdAt=iso_ms(now), **fields)
+
+
+def check_record(data: dict[str, Any]) -> dict[str, Any]:
+    """A record payload already parsed: only known fields, strings, the type's needed fields."""
+    _check_type(data.get("type"))
+    refuse_unknown_keys(data, RECORD_FIELDS)
+    _check_record_shape(data)
+    return data
+
+
+def _check_type(kind: Any) -> None:
+    if kind not in ENTRY_TYPES:
+        given = "missing" if kind is None else json.dumps(kind)
+        raise InvalidFeedback(
+            f"type must be one of {', '.join(ENTRY_TYPES)} ({given})",
+            hint="correction and edit need original and corrected; rejection needs notes",
+        )
+
+
+def _check_record_shape(data: dict[str, Any]) -> None:
+    kind = data["type"]
+    for key in RECORD_FIELDS - {"type"}:
+        if key in data and not isinstance(data[key], str):
+            raise InvalidFeedback(f"{key}: must be a string, not {json.dumps(data[key])}")
+    if "queueItemId" in data:
+        validate_id(data["queueItemId"], "queueItemId")
+    needed = ("notes",) if kind == "rejection" else ("original", "corrected")
+    missing = [key for key in needed if key not in data]
+    if missing:
+        raise InvalidFeedback(f"a {kind} needs `{missing[0]}`")
 
 
 def parse_feedback(text: str) -> list[FeedbackEntry]:
