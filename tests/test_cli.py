@@ -133,8 +133,6 @@ def test_record_appends_an_edit_once(site: Site) -> None:
     "payload",
     [
         '{"type": "praise"}',
-        '{"type": "edit"}',
-        '{"type": "rejection", "notes": 3}',
         "[1]",
         "{",
         '{"type": "rejection", "notes": "too dry", "notes": "fine"}',

@@ -22,7 +22,7 @@ from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, AgentBook, bac
 from feedbackd.loop.daemon.daemon import Daemon, Dirty
 from feedbackd.loop.daemon.timers import CatchUp, Heartbeat
 from feedbackd.loop.daemon.wakeup import Wakeup, signals_handled
-from feedbackd.loop.reconcile import Report
+from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.problems import Problem
 from tests.workspace_kit import Site, draft
 

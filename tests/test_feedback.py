@@ -13,15 +13,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from feedbackd.core.curation.feedback import FeedbackEntry, merge_new, new_entry, parse_feedback
+from feedbackd.core.curation.feedback import (
+    FeedbackEntry,
+    check_record,
+    identity_of,
+    merge_new,
+    new_entry,
+    parse_feedback,
+)
 from feedbackd.core.curation.feedbackjson import (
+    ENTRY_TYPES,
     FIELDS,
     LEGACY_CREATED_AT,
     entry_problem,
     legacy_id,
     stored_shape,
 )
-from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.errors import FeedbackdError, InvalidFeedback
 from feedbackd.loop.workspace.agentfiles import read_feedback, write_feedback
 
 NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)
@@ -65,6 +73,50 @@ def test_the_same_entry_is_never_written_twice() -> None:
     again = correction("title", "a", "b")  # a new id, same decision
     stored, added = merge_new([first], [again], cap=200)
     assert stored == [first] and added == []
+
+
+def test_an_entry_and_its_fields_as_written_have_one_identity() -> None:
+    """forgotten.jsonl keeps a lesson away by the identity of its fields as written there."""
+    entry = correction("title", "a", "b")
+    assert (
+        identity_of(entry.as_json())
+        == entry.identity()
+        == ("qi-1", "correction", "title", "b", None)
+    )
+    assert correction("title", "other original", "b").identity() == entry.identity()
+    assert correction("excerpt", "a", "b").identity() != entry.identity()
+    assert identity_of({"type": "rejection", "notes": 7}) == (None, "rejection", None, None, None)
+
+
+def test_a_recorded_entry_keeps_what_a_program_gave() -> None:
+    given = {
+        "type": "edit",
+        "queueItemId": "qi-1",
+        "field": "alt",
+        "original": "a",
+        "corrected": "b",
+    }
+    assert check_record(given) is given
+    assert check_record({"type": "rejection", "notes": ""}) == {"type": "rejection", "notes": ""}
+
+
+@pytest.mark.parametrize(
+    ("payload", "says"),
+    [
+        ({}, "type must be one of correction, rejection, edit (missing)"),
+        ({"type": "praise"}, 'type must be one of correction, rejection, edit ("praise")'),
+        ({"type": "edit", "original": "a", "corrected": "b", "id": "fb-1"}, "unknown field `id`"),
+        ({"type": "rejection", "notes": 3}, "notes: must be a string, not 3"),
+        ({"type": "rejection", "notes": "x", "queueItemId": "../x"}, "queueItemId '../x' is not"),
+        ({"type": "edit"}, "a edit needs `original`"),
+        ({"type": "correction", "original": "a"}, "a correction needs `corrected`"),
+        ({"type": "rejection", "original": "a", "corrected": "b"}, "a rejection needs `notes`"),
+    ],
+)
+def test_a_recorded_entry_is_refused_with_a_reason(payload: dict[str, Any], says: str) -> None:
+    with pytest.raises(FeedbackdError) as refused:
+        check_record(payload)
+    assert says in refused.value.message
 
 
 def test_legacy_shape_is_read_as_correction_with_a_stable_id(tmp_path: Path) -> None:
@@ -132,7 +184,7 @@ names = st.sampled_from([*FIELDS, "reviewer", "score"])
 valid_entries = st.fixed_dictionaries(
     {
         "id": st.text(min_size=1, max_size=3),
-        "type": st.sampled_from(["correction", "rejection", "edit"]),
+        "type": st.sampled_from(ENTRY_TYPES),
         "createdAt": st.text(max_size=3),
     },
     optional={name: values for name in [*FIELDS[2:-1], "reviewer", "score"]},

@@ -1,12 +1,13 @@
 """Append-only logs: a second line lands after the first, and a cut-short line is terminated;
-and paths of listed names."""
+paths of listed names; and a file's state, which tells a changed file from an unchanged one."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-from feedbackd.edges.files import append_line, child_path
+from feedbackd.edges.files import FileState, append_line, atomic_write_text, child_path, file_state
 
 
 def test_lines_append_in_order(tmp_path: Path) -> None:
@@ -31,3 +32,20 @@ def test_a_listed_name_makes_its_path_without_being_interned(tmp_path: Path) -> 
     assert sys.intern(probe) is probe, "the name went into the table of interned strings"
     assert str(path) == f"{tmp_path}/soak-17017.json"
     assert path.name == name and path.parent == tmp_path
+
+
+def test_a_file_state_changes_with_each_way_a_file_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.jsonl"
+    assert file_state(path) is None
+    path.write_text("one\n")
+    first = file_state(path)
+    assert first == FileState.of(os.stat(path)) and first is not None
+    atomic_write_text(path, "one\n")  # the same bytes, under a new inode
+    replaced = file_state(path)
+    assert replaced is not None and replaced.ino != first.ino
+    os.utime(path, ns=(0, replaced.mtime_ns + 1))  # touched in place
+    assert file_state(path) == replaced._replace(mtime_ns=replaced.mtime_ns + 1)
+    with path.open("a") as handle:  # grown in place
+        handle.write("two\n")
+    grown = file_state(path)
+    assert grown is not None and (grown.ino, grown.size) == (replaced.ino, 8)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.people import FEEDBACKD_PERSON
+from feedbackd.core.workspace import ITEM_FOLDERS
 from feedbackd.edges.git import tree as tree_module
 from feedbackd.edges.git.batch import GitBatch, GitObject, KeptBatch
 from feedbackd.edges.git.repo import GitRepo
@@ -185,7 +186,7 @@ def test_each_folder_is_read_once_per_commit(
     )
     names = [
         f"_data/agents/w/{folder}/x{suffix}"
-        for folder in ("queue", "approved", "rejected")
+        for folder in ITEM_FOLDERS
         for suffix in (".json", ".yaml", ".yml", ".md")
     ]
     asked: list[str] = []

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.edges.files import file_state
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.ledgers import (
     CommittedLedgers,
     appended_since_head,
     commit_uncommitted,
-    file_state,
     not_in_head,
 )
 from feedbackd.loop.commits.recording import CommitRequest

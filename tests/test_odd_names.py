@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.core.workspace import ITEM_FOLDERS
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft, settling_in
 
@@ -25,7 +26,6 @@ ODD_NAMES = [
     b"caf\xc3\xa9 \xe2\x80\x94 n\xc3\xa4me",
     b"latin1 \xe9t\xe9",  # not UTF-8
 ]
-FOLDERS = ("queue", "approved", "rejected")
 
 
 def put(folder: Path, name: bytes, text: str) -> None:
@@ -42,13 +42,13 @@ def site(tmp_path: Path) -> Site:
     site.reconcile()
     body = json.dumps(draft({"title": "Odd"}))
     for name in ODD_NAMES:
-        for folder in FOLDERS:  # a name of its own in each folder (not decided twice)
+        for folder in ITEM_FOLDERS:  # a name of its own in each folder (not decided twice)
             put(site.agent("writer") / folder, folder.encode() + b"-" + name + b".json", body)
         put(site.data / "agents" / os.fsdecode(name) / "queue", b"qi-9.json", body)
     site.git("add", "-A")
     site.git("commit", "-q", "-m", "odd names, as a user's tool committed them")
     for name in ODD_NAMES:  # and more, not committed yet
-        for folder in FOLDERS:
+        for folder in ITEM_FOLDERS:
             put(site.agent("writer") / folder, b"new " + folder.encode() + name + b".json", body)
             put(site.agent("writer") / folder, name + b".json", body)
     return site

@@ -11,6 +11,7 @@ import pytest
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.ratings.ratings import parse_rating, rating_line
 from feedbackd.core.ratings.soul import parse_soul
+from feedbackd.core.workspace import DECISION_FOLDERS
 from feedbackd.loop.workspace.agentfiles import read_item
 
 DATA = Path(__file__).resolve().parents[1] / "_data"
@@ -35,7 +36,7 @@ def test_every_draft_reads_and_its_id_is_its_file_name(path: Path) -> None:
 def test_only_drafts_sit_in_decision_folders() -> None:
     decided = [
         path
-        for folder in ("approved", "rejected")
+        for folder in DECISION_FOLDERS
         for path in AGENTS.glob(f"*/{folder}/*")
         if path.name != ".gitkeep"
     ]

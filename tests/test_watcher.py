@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from watchfiles import Change
 
+from feedbackd.core.workspace import ITEM_FOLDERS
 from feedbackd.edges.files import TMP_SUFFIX, atomic_write_text
 from feedbackd.edges.watcher import (
     ALERT_FOR_S,
@@ -91,7 +92,7 @@ class Recorder:
 def data_dir(tmp_path: Path) -> Path:
     data = tmp_path / "workspace" / "_data"
     for agent in ("writer", "editor", "noise"):
-        for folder in ("queue", "approved", "rejected"):
+        for folder in ITEM_FOLDERS:
             (data / "agents" / agent / folder).mkdir(parents=True)
     (data / "inbox" / "ratings").mkdir(parents=True)
     return data

@@ -16,7 +16,7 @@ import typer
 from feedbackd.cli.output import print_error, print_json
 from feedbackd.core.errors import DiskFull, FeedbackdError, InternalError, UsageError
 from feedbackd.edges.files import NO_SPACE
-from feedbackd.loop.reconcile import Report
+from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")

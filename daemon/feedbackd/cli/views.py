@@ -8,13 +8,14 @@ from rich.table import Table
 from feedbackd.cli.output import console, print_json
 from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
 from feedbackd.core.curation.feedback import FeedbackEntry
+from feedbackd.core.curation.feedbackjson import EntryType
 from feedbackd.core.people import Person
 from feedbackd.loop.commands.queries import learning_log, log_json, recent_feedback
 from feedbackd.loop.daemon.statusfile import Progress
 from feedbackd.loop.workspace.agentfiles import existing_agent, read_feedback
 from feedbackd.loop.workspace.runtime import Runtime
 
-TYPE_STYLE = {"correction": "green", "edit": "blue", "rejection": "red"}
+TYPE_STYLE: dict[EntryType, str] = {"correction": "green", "edit": "blue", "rejection": "red"}
 
 
 def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> None:

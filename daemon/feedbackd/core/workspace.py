@@ -9,7 +9,10 @@ from pathlib import Path
 from feedbackd.core.ids import is_valid_id, validate_id
 
 ITEM_SUFFIXES = (".json", ".yaml", ".yml", ".md")
+# The folders of an agent that hold items: its drafts in queue/, and the two a curator moves one
+# to, to decide it.
 DECISION_FOLDERS = ("approved", "rejected")
+ITEM_FOLDERS = ("queue", *DECISION_FOLDERS)
 STATE_DIR = ".feedbackd"
 
 

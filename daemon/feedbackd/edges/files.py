@@ -1,5 +1,5 @@
 """Crash-safe writes: whole files atomically (temporary file in the same folder, fsync, rename),
-and lines appended to logs.
+and lines appended to logs; safe reads, and a file's state to tell whether it changed since.
 
 A crash at any instant leaves either the old file or the new one, never half of either; leftovers
 carry TMP_SUFFIX, which `init` git-ignores and start-up removes. An appended line cut short by a
@@ -14,7 +14,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from feedbackd.core.jsontext import dumps_json
 
@@ -171,6 +171,28 @@ def read_file_bytes(path: Path, limit: int | None = None) -> bytes:
             what = "not a plain file (a pipe, socket or device)"
             raise OSError(errno.EINVAL, what, str(path))
         return handle.read() if limit is None else handle.read(limit + 1)
+
+
+class FileState(NamedTuple):
+    """A file as its inode, size and modification time (ns) show it: a writer that replaces the
+    file changes the inode, one that rewrites it in place its size or time. Compared only while
+    this process runs; a plain tuple of the three compares equal."""
+
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> FileState:
+        return cls(info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def file_state(path: Path) -> FileState | None:
+    """The file's state now; None when it cannot be looked at (gone, or no permission)."""
+    try:
+        return FileState.of(path.stat())
+    except OSError:
+        return None
 
 
 def remove_leftovers(root: Path) -> list[Path]:

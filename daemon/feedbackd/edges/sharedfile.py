@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.files import FileState, read_file_bytes
 
 _ATTEMPTS = 3
 
@@ -33,10 +33,6 @@ def read_shared(path: Path, limit: int) -> SharedRead | None:
             after = os.stat(path)
         except FileNotFoundError:
             return None
-        if _stamp(before) == _stamp(after):
+        if FileState.of(before) == FileState.of(after):
             break
     return SharedRead(data, after.st_mtime)
-
-
-def _stamp(info: os.stat_result) -> tuple[int, int, int]:
-    return (info.st_ino, info.st_size, info.st_mtime_ns)

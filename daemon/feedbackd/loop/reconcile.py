@@ -32,7 +32,6 @@ from feedbackd.loop.workspace.runtime import Runtime
 __all__ = [
     "AgentFolderUnusable",
     "Lookups",
-    "Report",
     "reconcile_all",
     "reconcile_ratings",
     "shared_lookups",

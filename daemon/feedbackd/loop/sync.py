@@ -38,7 +38,8 @@ from feedbackd.edges.git.remote import RemoteUnreachable
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.commits.repo import open_repo
-from feedbackd.loop.reconcile import Report, reconcile_all
+from feedbackd.loop.reconcile import reconcile_all
+from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.init import merge_driver_command
 from feedbackd.loop.workspace.runtime import Runtime
 

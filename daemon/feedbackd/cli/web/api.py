@@ -20,12 +20,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from feedbackd.core.curation.feedback import check_record
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms, utcnow
+from feedbackd.edges.files import FileState, file_state
 from feedbackd.loop.commands import actions, queries
-from feedbackd.loop.reconcile import Report
+from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import existing_agent
 from feedbackd.loop.workspace.configfile import config_path
 from feedbackd.loop.workspace.runtime import Runtime
@@ -46,7 +48,7 @@ class Site:
         self.workspace = workspace
         self.config = config
         self._lock = threading.Lock()
-        self._seen: tuple[object, ...] | None = None
+        self._seen: tuple[str | None, FileState | None] | None = None
         self._runtime: Runtime | None = None
 
     def runtime(self, curator: str | None = None) -> Runtime:
@@ -62,14 +64,8 @@ class Site:
         return runtime.with_curator(curator)
 
 
-def _file_state(path: Path | None) -> tuple[object, ...]:
-    if path is None:
-        return (None,)
-    try:
-        info = path.stat()
-    except OSError:
-        return (str(path), None)
-    return (str(path), info.st_ino, info.st_size, info.st_mtime_ns)
+def _file_state(path: Path | None) -> tuple[str | None, FileState | None]:
+    return (None, None) if path is None else (str(path), file_state(path))
 
 
 async def work(function: Callable[[], T]) -> T:
@@ -148,7 +144,7 @@ def _webhouse_routes(site: Site) -> list[Route]:
 
     async def record(request: Request) -> Response:
         agent = request.path_params["agent"]
-        data = actions.check_record(await json_object(request))
+        data = check_record(await json_object(request))
         runtime = await work(site.runtime)
         await work(lambda: existing_agent(runtime, agent))
         entry = await work(lambda: actions.record(runtime, agent, data))

@@ -21,13 +21,13 @@ from feedbackd.cli.web.api import Site, work
 from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
+from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge colour
 from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.websafety import session_value, token_matches
 from feedbackd.loop.commands import queries
 
 RECENT = 5
 STATIC = {"panel.css": "text/css", "panel.js": "text/javascript"}
-ENTRY_TYPES = frozenset({"correction", "edit", "rejection"})  # each has a badge colour
 
 
 def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Route]:

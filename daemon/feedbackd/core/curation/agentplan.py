@@ -29,13 +29,19 @@ from feedbackd.core import commitmsg
 from feedbackd.core.config import Settings
 from feedbackd.core.curation import decisions, items
 from feedbackd.core.curation.decisions import DecisionRecord, State
-from feedbackd.core.curation.feedback import FeedbackEntry, dump_feedback, merge_new, new_entry
-from feedbackd.core.curation.forgetting import Identity, without_forgotten
+from feedbackd.core.curation.feedback import (
+    FeedbackEntry,
+    Identity,
+    dump_feedback,
+    merge_new,
+    new_entry,
+)
+from feedbackd.core.curation.forgetting import without_forgotten
 from feedbackd.core.curation.items import Correction, Item
 from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.people import Person, parse_person
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 
 # --- what was read ------------------------------------------------------------------------------
@@ -658,7 +664,7 @@ def decision_paths(agent: AgentPaths, item_file: ItemFile) -> list[Path]:
     or the other decision folder when the curator changed their mind."""
     sources = [
         agent.folder(folder) / (item_file.item_id + suffix)
-        for folder in ("queue", *DECISION_FOLDERS)
+        for folder in ITEM_FOLDERS
         for suffix in ITEM_SUFFIXES
     ]
     return [*sources, item_file.path, agent.feedback, agent.decisions, agent.prompt]

@@ -1,4 +1,5 @@
-"""feedback.json: the curator feedback of one agent, oldest first, capped, written atomically.
+"""feedback.json: the curator feedback of one agent, oldest first, capped, written atomically;
+and the rules for an entry a program records (`feedbackd record`, the webhouse CMS route).
 
 Reading accepts the legacy `{original, corrected}` shape (see core/curation/feedbackjson.py, which
 holds the rules of the file); a file that is not valid JSON is never overwritten (the caller leaves
@@ -7,16 +8,27 @@ the decision waiting and explains in `feedback.json.error`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from operator import attrgetter
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from feedbackd.core.curation.feedbackjson import EntryType, read_entries
-from feedbackd.core.ids import FEEDBACK_ENTRY, new_id
-from feedbackd.core.jsontext import dumps_json
+from feedbackd.core.curation.feedbackjson import ENTRY_TYPES, EntryType, read_entries
+from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.ids import FEEDBACK_ENTRY, new_id, validate_id
+from feedbackd.core.jsontext import dumps_json, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms
+
+# What makes two entries one lesson (the same decision's), in feedback.json as in the
+# forgotten.jsonl lines that keep a lesson from coming back: these fields, in this order.
+IDENTITY_KEYS = ("queueItemId", "type", "field", "corrected", "notes")
+Identity = tuple[str | None, str, str | None, str | None, str | None]
+_identity_fields = attrgetter(*IDENTITY_KEYS)
+# What a program may give for a new entry: the id and the time are feedbackd's.
+RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
 
 
 class FeedbackEntry(BaseModel):
@@ -36,9 +48,9 @@ class FeedbackEntry(BaseModel):
     def as_json(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
 
-    def identity(self) -> tuple[str | None, str, str | None, str | None, str | None]:
-        """What makes two entries the same decision: (item, type, field, corrected, notes)."""
-        return (self.queueItemId, self.type, self.field, self.corrected, self.notes)
+    def identity(self) -> Identity:
+        # The model checked each field's type: no value needs turning into text.
+        return cast(Identity, _identity_fields(self))
 
     @property
     def is_example(self) -> bool:
@@ -47,8 +59,49 @@ class FeedbackEntry(BaseModel):
         return self.type in ("correction", "edit") and bool(self.original) and bool(self.corrected)
 
 
+def identity_of(values: Mapping[str, object]) -> Identity:
+    """The identity of an entry given by its fields (IDENTITY_KEYS); a value that is not text
+    counts as none."""
+    item, kind, field, corrected, notes = (values.get(key) for key in IDENTITY_KEYS)
+    return (_text(item), str(kind), _text(field), _text(corrected), _text(notes))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def new_entry(now: datetime, **fields: Any) -> FeedbackEntry:
     return FeedbackEntry(id=new_id(FEEDBACK_ENTRY, now), createdAt=iso_ms(now), **fields)
+
+
+def check_record(data: dict[str, Any]) -> dict[str, Any]:
+    """A record payload already parsed: only known fields, strings, the type's needed fields."""
+    _check_type(data.get("type"))
+    refuse_unknown_keys(data, RECORD_FIELDS)
+    _check_record_shape(data)
+    return data
+
+
+def _check_type(kind: Any) -> None:
+    if kind not in ENTRY_TYPES:
+        given = "missing" if kind is None else json.dumps(kind)
+        raise InvalidFeedback(
+            f"type must be one of {', '.join(ENTRY_TYPES)} ({given})",
+            hint="correction and edit need original and corrected; rejection needs notes",
+        )
+
+
+def _check_record_shape(data: dict[str, Any]) -> None:
+    kind = data["type"]
+    for key in RECORD_FIELDS - {"type"}:
+        if key in data and not isinstance(data[key], str):
+            raise InvalidFeedback(f"{key}: must be a string, not {json.dumps(data[key])}")
+    if "queueItemId" in data:
+        validate_id(data["queueItemId"], "queueItemId")
+    needed = ("notes",) if kind == "rejection" else ("original", "corrected")
+    missing = [key for key in needed if key not in data]
+    if missing:
+        raise InvalidFeedback(f"a {kind} needs `{missing[0]}`")
 
 
 def parse_feedback(text: str) -> list[FeedbackEntry]:

@@ -21,7 +21,8 @@ LEGACY_CREATED_AT = "1970-01-01T00:00:00.000Z"
 # The contract's fields in the order they are stored; any other field follows them, kept as is.
 FIELDS = ("id", "type", "queueItemId", "field", "original", "corrected", "notes", "createdAt")
 OPTIONAL_FIELDS = frozenset({"queueItemId", "field", "original", "corrected", "notes"})
-_TYPE_MESSAGE = "Input should be 'correction', 'rejection' or 'edit'"
+_QUOTED_TYPES = [f"'{kind}'" for kind in ENTRY_TYPES]
+_TYPE_MESSAGE = f"Input should be {', '.join(_QUOTED_TYPES[:-1])} or {_QUOTED_TYPES[-1]}"
 
 
 def legacy_id(original: str, corrected: str) -> str:

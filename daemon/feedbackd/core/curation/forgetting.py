@@ -12,11 +12,8 @@ import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from feedbackd.core.curation.feedback import FeedbackEntry
+from feedbackd.core.curation.feedback import IDENTITY_KEYS, FeedbackEntry, Identity, identity_of
 from feedbackd.core.timeutil import iso_ms
-
-Identity = tuple[str | None, str, str | None, str | None, str | None]
-_IDENTITY_KEYS = ("queueItemId", "type", "field", "corrected", "notes")
 
 
 def forgotten_line(entry: FeedbackEntry, now: datetime, reason: str, curator: str) -> str:
@@ -24,7 +21,7 @@ def forgotten_line(entry: FeedbackEntry, now: datetime, reason: str, curator: st
     record = {
         "id": entry.id,
         "forgotten_at": iso_ms(now),
-        **{key: getattr(entry, key) for key in _IDENTITY_KEYS},
+        **{key: getattr(entry, key) for key in IDENTITY_KEYS},
         "reason": reason,
         "curator": curator,
     }
@@ -41,7 +38,7 @@ def forgotten_identities(text: str) -> frozenset[Identity]:
         except ValueError:
             continue
         if isinstance(record, dict) and isinstance(record.get("type"), str):
-            found.add(_identity_of(record))
+            found.add(identity_of(record))
     return frozenset(found)
 
 
@@ -53,12 +50,3 @@ def without_forgotten(
 
 def find_entry(entries: Sequence[FeedbackEntry], entry_id: str) -> FeedbackEntry | None:
     return next((entry for entry in entries if entry.id == entry_id), None)
-
-
-def _identity_of(record: dict[str, object]) -> Identity:
-    item, kind, field, corrected, notes = (record.get(key) for key in _IDENTITY_KEYS)
-    return (_text(item), str(kind), _text(field), _text(corrected), _text(notes))
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import Person
-from feedbackd.edges.files import TMP_SUFFIX, make_folders
+from feedbackd.edges.files import TMP_SUFFIX, FileState, make_folders
 from feedbackd.edges.git.batch import COMMIT_FILE_PREFIX, GitBatch, GitObject
 from feedbackd.edges.git.locks import holding_index_lock, wait_for_changing_git
 from feedbackd.edges.git.runner import (
@@ -90,8 +90,8 @@ class WorkTreeChange:
     """What the work tree holds at the paths of one change, as new tree entries."""
 
     entries: dict[tuple[bytes, ...], Entry | None] = field(default_factory=dict)
-    # path → (inode, size, modification time) when its blob was stored; None: not on disk
-    seen: dict[str, tuple[int, int, int] | None] = field(default_factory=dict)
+    # path → its state when its blob was stored; None: not on disk
+    seen: dict[str, FileState | None] = field(default_factory=dict)
     # False when a folder was named: the index is then updated the slow, general way
     files_only: bool = True
 
@@ -366,7 +366,7 @@ class CommitWriter:
         change: WorkTreeChange,
         regular: dict[str, bytes],
     ) -> None:
-        change.seen[rel] = (info.st_ino, info.st_size, info.st_mtime_ns)
+        change.seen[rel] = FileState.of(info)
         if stat.S_ISLNK(info.st_mode):
             target = os.fsencode(os.readlink(self._root / rel))
             sha = self._git.run(["hash-object", "-w", "--stdin"], stdin=target).decode().strip()
@@ -576,6 +576,6 @@ def _lstat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _signature(path: Path) -> tuple[int, int, int] | None:
+def _signature(path: Path) -> FileState | None:
     info = _lstat(path)
-    return None if info is None else (info.st_ino, info.st_size, info.st_mtime_ns)
+    return None if info is None else FileState.of(info)

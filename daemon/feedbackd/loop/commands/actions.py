@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
@@ -11,8 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from feedbackd.core.curation.decisions import latest_states
-from feedbackd.core.curation.feedback import FeedbackEntry, new_entry
-from feedbackd.core.curation.feedbackjson import ENTRY_TYPES
+from feedbackd.core.curation.feedback import FeedbackEntry, check_record, new_entry
 from feedbackd.core.errors import (
     AlreadyDecided,
     Busy,
@@ -24,9 +22,9 @@ from feedbackd.core.errors import (
     WriterBusy,
 )
 from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
+from feedbackd.core.jsontext import load_json_object
 from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.instance import daemon_running
 from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop.commits.locking import write_lock
@@ -34,7 +32,8 @@ from feedbackd.loop.commits.recording import Event
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
 from feedbackd.loop.ratings import rentals
-from feedbackd.loop.reconcile import Report, reconcile_all
+from feedbackd.loop.reconcile import reconcile_all
+from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import (
     existing_agent,
     read_item,
@@ -46,8 +45,6 @@ from feedbackd.loop.workspace.itemfiles import item_file_problem
 from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
-
-RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
 
 
 def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
@@ -74,7 +71,7 @@ def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
 
 
 def _refuse_if_decided(runtime: Runtime, agent: AgentPaths, item_id: str) -> None:
-    for folder in ("approved", "rejected"):
+    for folder in DECISION_FOLDERS:
         for suffix in ITEM_SUFFIXES:
             decided = agent.folder(folder) / (item_id + suffix)
             if decided.is_file():
@@ -183,36 +180,6 @@ def _decide(runtime: Runtime, agent_id: str, item_id: str, moved: Path) -> Repor
 def parse_record(payload: str) -> dict[str, Any]:
     """The `record --json` payload: type plus the fields its type needs."""
     return check_record(load_json_object(payload, "--json"))
-
-
-def check_record(data: dict[str, Any]) -> dict[str, Any]:
-    """A record payload already parsed: only known fields, strings, the type's needed fields."""
-    _check_type(data.get("type"))
-    refuse_unknown_keys(data, RECORD_FIELDS)
-    _check_record_shape(data)
-    return data
-
-
-def _check_type(kind: Any) -> None:
-    if kind not in ENTRY_TYPES:
-        given = "missing" if kind is None else json.dumps(kind)
-        raise InvalidFeedback(
-            f"type must be one of {', '.join(ENTRY_TYPES)} ({given})",
-            hint="correction and edit need original and corrected; rejection needs notes",
-        )
-
-
-def _check_record_shape(data: dict[str, Any]) -> None:
-    kind = data["type"]
-    for key in RECORD_FIELDS - {"type"}:
-        if key in data and not isinstance(data[key], str):
-            raise InvalidFeedback(f"{key}: must be a string, not {json.dumps(data[key])}")
-    if "queueItemId" in data:
-        validate_id(data["queueItemId"], "queueItemId")
-    needed = ("notes",) if kind == "rejection" else ("original", "corrected")
-    missing = [key for key in needed if key not in data]
-    if missing:
-        raise InvalidFeedback(f"a {kind} needs `{missing[0]}`")
 
 
 def record(runtime: Runtime, agent_id: str, data: dict[str, Any]) -> FeedbackEntry:

@@ -15,7 +15,7 @@ from feedbackd.core.ratings.memory import MemoryRecord
 from feedbackd.core.ratings.ratings import parse_rating_file, stored_fields
 from feedbackd.core.ratings.soul import parse_soul
 from feedbackd.core.timeutil import utcnow
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.repo import open_repo
@@ -69,11 +69,11 @@ def examine(
 
 
 def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
-    for folder in ("queue", *DECISION_FOLDERS, "prompt", "ratings", "memory"):
+    for folder in (*ITEM_FOLDERS, "prompt", "ratings", "memory"):
         directory = agent.folder(folder)
         if directory.exists() and not directory.is_dir():
             yield directory, _not_a_folder(directory)
-        if folder not in ("queue", *DECISION_FOLDERS) or not directory.is_dir():
+        if folder not in ITEM_FOLDERS or not directory.is_dir():
             continue
         for path in _items_in(directory):
             yield path, _item_check(path)
@@ -102,15 +102,12 @@ def _feedback_checks(
 def _decided_twice(agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
     """An item in both approved/ and rejected/ waits undecided until the curator keeps one;
     a draft in queue/ beside its decision goes (agentplan.beside_decisions)."""
-    approved = {p.stem for p in _items_in(agent.folder("approved"))}
-    rejected = {p.stem for p in _items_in(agent.folder("rejected"))}
-    for path in _items_in(agent.folder("rejected")):
-        if path.stem in approved:
+    decided = {f: {p.stem for p in _items_in(agent.folder(f))} for f in DECISION_FOLDERS}
+    for path in _items_in(agent.rejected):
+        if path.stem in decided["approved"]:
             yield path, _in_both_folders(path.stem)
     for path in _items_in(agent.queue):
-        where = [
-            f for f, ids in (("approved", approved), ("rejected", rejected)) if path.stem in ids
-        ]
+        where = [f for f in DECISION_FOLDERS if path.stem in decided[f]]
         if where:
             yield path, _draft_beside_decision(path.name, where[0])
 

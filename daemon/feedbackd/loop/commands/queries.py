@@ -26,7 +26,7 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.ratings.reputation import feedback_list_report, score
 from feedbackd.core.ratings.soul import Skill, Soul
 from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.repo import open_repo
@@ -231,9 +231,7 @@ def agents_overview(runtime: Runtime) -> list[dict[str, Any]]:
 def agent_summary(runtime: Runtime, agent_id: str) -> dict[str, Any]:
     """One agent: its drafts by folder, feedback entries, snippet examples and skills."""
     agent = existing_agent(runtime, agent_id)
-    counts = {
-        folder: len(_item_files(runtime, agent, folder)) for folder in ("queue", *DECISION_FOLDERS)
-    }
+    counts = {folder: len(_item_files(runtime, agent, folder)) for folder in ITEM_FOLDERS}
     try:
         entries: list[FeedbackEntry] | None = read_feedback(agent.feedback)
     except FeedbackdError:

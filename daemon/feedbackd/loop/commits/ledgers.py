@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import TypeVar
 
 from feedbackd.core.workspace import Workspace
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.files import FileState, file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.recording import CommitRequest, Event, commit_change
 from feedbackd.loop.workspace.runtime import Runtime
 
 R = TypeVar("R")
-FileState = tuple[int, int, int]  # (inode, size, mtime in ns)
 
 
 class CommittedLedgers:
@@ -131,14 +130,6 @@ def _key(path: Path) -> int:
 
 def _fingerprint(state: FileState, object_id: str | None) -> int:
     return hash((state, object_id))
-
-
-def file_state(path: Path) -> FileState | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def not_in_head(

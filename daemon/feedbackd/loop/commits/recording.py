@@ -14,13 +14,12 @@ from pathlib import Path
 
 from feedbackd.core.commitmsg import build_message
 from feedbackd.core.people import Person
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.workspace.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
-_ITEM_FOLDERS = ("queue", *DECISION_FOLDERS)
 
 
 @dataclass(frozen=True)
@@ -113,12 +112,12 @@ def _put_back_removed(runtime: Runtime, repo: GitRepo, request: CommitRequest) -
 
 def _moved_on(path: Path) -> bool:
     """An item file whose item now lies in another of its agent's folders."""
-    if path.parent.name not in _ITEM_FOLDERS or path.suffix not in ITEM_SUFFIXES:
+    if path.parent.name not in ITEM_FOLDERS or path.suffix not in ITEM_SUFFIXES:
         return False
     agent = path.parent.parent
     return any(
         (agent / folder / f"{path.stem}{suffix}").exists()
-        for folder in _ITEM_FOLDERS
+        for folder in ITEM_FOLDERS
         for suffix in ITEM_SUFFIXES
     )
 

@@ -33,12 +33,11 @@ from feedbackd.core.errors import InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
-from feedbackd.edges.files import atomic_write_text
+from feedbackd.edges.files import atomic_write_text, file_state
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from feedbackd.loop.commits.ledgers import (
     CommittedLedgers,
     commit_uncommitted,
-    file_state,
     not_in_head,
 )
 from feedbackd.loop.commits.recording import CommitRequest

@@ -27,10 +27,10 @@ from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
-from feedbackd.edges.files import child_path, read_file_bytes
+from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.files import FileState, child_path, file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.loop.commits.ledgers import CommittedLedgers, FileState, file_state
+from feedbackd.loop.commits.ledgers import CommittedLedgers
 from feedbackd.loop.curation import webhouse
 from feedbackd.loop.curation.decidedfiles import ChangedDecisions
 from feedbackd.loop.curation.decisionhistory import DecisionHistory
@@ -99,7 +99,7 @@ class AgentReader:
         self.written_whole = written_whole
         # a command's own items: the pass reads only those and leaves the rest to the daemon
         self.only_items = only_items
-        # each file to decide as it was when read: (inode, size, mtime in ns), None when gone
+        # each file to decide as it was when read; None when gone
         self.read_as: dict[Path, FileState | None] = {}
         # decided files changed since their commit: shared by the agents of a pass
         self.changed_decisions = lookups.changed_decisions or ChangedDecisions(
@@ -162,7 +162,7 @@ class AgentReader:
     # --- item files ---------------------------------------------------------------------------
     def scan(self) -> Scan:
         scan = Scan()
-        for folder in ("queue", *DECISION_FOLDERS):
+        for folder in ITEM_FOLDERS:
             directory = self.agent.folder(folder)
             problems.clear_orphans(directory)
             if not directory.is_dir():

@@ -24,15 +24,13 @@ from feedbackd.core.commitmsg import (
     rename_trailers,
 )
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.recording import Event
 from feedbackd.loop.curation.draftmemory import move_drafts
 from feedbackd.loop.workspace.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
-
-ITEM_FOLDERS = ("queue", *DECISION_FOLDERS)
 
 
 def follow_rename(runtime: Runtime, repo: GitRepo | None, agent: AgentPaths) -> Event | None:

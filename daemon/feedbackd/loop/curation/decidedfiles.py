@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from feedbackd.core.workspace import DECISION_FOLDERS, AgentPaths
+from feedbackd.edges.files import FileState
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.loop.commits.ledgers import FileState
 from feedbackd.loop.curation.draftmemory import SETTLED_S
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -53,7 +53,7 @@ class ChangedDecisions:
             return None
         if info.st_ctime >= self.listed_at - SETTLED_S:
             return None
-        return (info.st_ino, info.st_size, info.st_mtime_ns)
+        return FileState.of(info)
 
     def _folders(self, agent: AgentPaths) -> list[str]:
         chosen = self.agents

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from feedbackd.loop.reconcile import Report
+from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.problems import DISK_FULL_RETRY_S, Problem
 
 log = logging.getLogger("feedbackd")

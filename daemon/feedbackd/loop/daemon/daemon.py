@@ -43,11 +43,11 @@ from feedbackd.loop.daemon.wakeup import Wakeup, signals_handled
 from feedbackd.loop.daemon.watching import WatcherKeeper
 from feedbackd.loop.reconcile import (
     Lookups,
-    Report,
     reconcile_all,
     reconcile_ratings,
     shared_lookups,
 )
+from feedbackd.loop.report import Report
 from feedbackd.loop.sync import Syncer, problem_line
 from feedbackd.loop.workspace.configfile import SettingsFile
 from feedbackd.loop.workspace.problems import out_of_space

@@ -13,7 +13,8 @@ from feedbackd.core.timeutil import utcnow
 from feedbackd.loop.commits.locking import clean_leftovers, write_lock
 from feedbackd.loop.daemon.daemon import Daemon
 from feedbackd.loop.daemon.statusfile import LastEvent, add_run
-from feedbackd.loop.reconcile import Report, reconcile_all
+from feedbackd.loop.reconcile import reconcile_all
+from feedbackd.loop.report import Report
 from feedbackd.loop.sync import sync_once
 from feedbackd.loop.workspace.runtime import Runtime
 

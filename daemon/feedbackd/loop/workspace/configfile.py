@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from feedbackd.core.errors import ConfigError
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.files import file_state, read_file_bytes
 
 
 def config_path(explicit: str | None, workspace_root: Path | None) -> Path | None:
@@ -45,19 +45,11 @@ class SettingsFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.seen = _signature(path)
+        self.seen = file_state(path)
 
     def changed(self) -> bool:
-        now = _signature(self.path)
+        now = file_state(self.path)
         if now == self.seen:
             return False
         self.seen = now
         return True
-
-
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
