@@ -107,6 +107,7 @@ def test_a_recorded_entry_keeps_what_a_program_gave() -> None:
         ({"type": "praise"}, 'type must be one of correction, rejection, edit ("praise")'),
         ({"type": "edit", "original": "a", "corrected": "b", "id": "fb-1"}, "unknown field `id`"),
         ({"type": "rejection", "notes": 3}, "notes: must be a string, not 3"),
+        ({"type": "rejection", "notes": 3, "field": 4}, "field: must be a string, not 4"),
         ({"type": "rejection", "notes": "x", "queueItemId": "../x"}, "queueItemId '../x' is not"),
         ({"type": "edit"}, "a edit needs `original`"),
         ({"type": "correction", "original": "a"}, "a correction needs `corrected`"),

@@ -28,7 +28,8 @@ IDENTITY_KEYS = ("queueItemId", "type", "field", "corrected", "notes")
 Identity = tuple[str | None, str, str | None, str | None, str | None]
 _identity_fields = attrgetter(*IDENTITY_KEYS)
 # What a program may give for a new entry: the id and the time are feedbackd's.
-RECORD_FIELDS = {"type", "queueItemId", "field", "original", "corrected", "notes"}
+# In the order a refusal checks them, so the same input is always refused for the same field.
+RECORD_FIELDS = ("type", "queueItemId", "field", "original", "corrected", "notes")
 
 
 class FeedbackEntry(BaseModel):
@@ -93,7 +94,7 @@ def _check_type(kind: Any) -> None:
 
 def _check_record_shape(data: dict[str, Any]) -> None:
     kind = data["type"]
-    for key in RECORD_FIELDS - {"type"}:
+    for key in RECORD_FIELDS[1:]:
         if key in data and not isinstance(data[key], str):
             raise InvalidFeedback(f"{key}: must be a string, not {json.dumps(data[key])}")
     if "queueItemId" in data:
