@@ -20,7 +20,7 @@ import pytest
 from feedbackd.core.curation.decisions import new_record
 from feedbackd.core.curation.webhouse import parse_queue, to_decide
 from feedbackd.core.errors import FeedbackdError
-from feedbackd.core.timeutil import utcnow
+from feedbackd.edges.clock import utcnow
 from tests.daemon_kit import DaemonProcess, NotifyListener, idle, wait_for
 from tests.webhouse_kit import QUEUE, WebhouseAdmin, js_stringify
 from tests.workspace_kit import Site

@@ -23,7 +23,8 @@ from starlette.routing import Route
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
-from feedbackd.core.timeutil import iso_ms, utcnow
+from feedbackd.core.timeutil import iso_ms
+from feedbackd.edges.clock import utcnow
 from feedbackd.loop.commands import actions, queries
 from feedbackd.loop.reconcile import Report
 from feedbackd.loop.workspace.agentfiles import existing_agent

@@ -25,8 +25,8 @@ from feedbackd.core.errors import (
 )
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
-from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.instance import daemon_running
 from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop.commits.locking import write_lock

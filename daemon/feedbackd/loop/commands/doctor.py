@@ -14,8 +14,8 @@ from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.ratings.memory import MemoryRecord
 from feedbackd.core.ratings.ratings import parse_rating_file, stored_fields
 from feedbackd.core.ratings.soul import parse_soul
-from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.repo import open_repo

@@ -25,8 +25,9 @@ from feedbackd.core.errors import (
 from feedbackd.core.ids import validate_id
 from feedbackd.core.ratings.reputation import feedback_list_report, score
 from feedbackd.core.ratings.soul import Skill, Soul
-from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
+from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.repo import open_repo

@@ -31,8 +31,8 @@ from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.forgetting import find_entry, forgotten_line
 from feedbackd.core.errors import InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
-from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import atomic_write_text
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from feedbackd.loop.commits.ledgers import (

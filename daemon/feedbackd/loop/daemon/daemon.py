@@ -27,8 +27,8 @@ from pathlib import Path
 from types import FrameType
 
 from feedbackd.core.errors import FeedbackdError, KeptChanging
-from feedbackd.core.timeutil import utcnow
 from feedbackd.edges.allocator import release_free_memory
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.instance import InstanceLock, writers_waiting
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import validate_id
-from feedbackd.core.timeutil import utcnow
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.recording import Event

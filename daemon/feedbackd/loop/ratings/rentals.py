@@ -23,7 +23,8 @@ from feedbackd.core.ratings.ratings import (
     parse_rating_file,
     stored_fields,
 )
-from feedbackd.core.timeutil import parse_duration, utcnow
+from feedbackd.core.timeutil import parse_duration
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import atomic_write_text, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import Progress, RatingStore
