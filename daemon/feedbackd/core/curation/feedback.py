@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from feedbackd.core.curation.feedbackjson import EntryType, read_entries
-from feedbackd.core.ids import FEEDBACK_ENTRY, new_id
+from feedbackd.core.ids import FEEDBACK_ENTRY, Draw, new_id
 from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import iso_ms
 
@@ -47,8 +47,8 @@ class FeedbackEntry(BaseModel):
         return self.type in ("correction", "edit") and bool(self.original) and bool(self.corrected)
 
 
-def new_entry(now: datetime, **fields: Any) -> FeedbackEntry:
-    return FeedbackEntry(id=new_id(FEEDBACK_ENTRY, now), createdAt=iso_ms(now), **fields)
+def new_entry(now: datetime, draw: Draw, **fields: Any) -> FeedbackEntry:
+    return FeedbackEntry(id=new_id(FEEDBACK_ENTRY, now, draw), createdAt=iso_ms(now), **fields)
 
 
 def parse_feedback(text: str) -> list[FeedbackEntry]:

@@ -35,6 +35,7 @@ from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import atomic_write_text
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
+from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.ledgers import (
     CommittedLedgers,
     commit_uncommitted,
@@ -156,7 +157,7 @@ class AgentPass:
             self.reader.draft_commits = DraftCommits()
         self._commit_recovered(ledger)
         view, scan = self.reader.read(ledger)
-        plan = agentplan.plan_agent(view, self.runtime.settings, utcnow())
+        plan = agentplan.plan_agent(view, self.runtime.settings, utcnow(), random_chars)
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]

@@ -30,6 +30,7 @@ from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import child_path, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.ledgers import CommittedLedgers, FileState, file_state
 from feedbackd.loop.curation import webhouse
 from feedbackd.loop.curation.decidedfiles import ChangedDecisions
@@ -237,8 +238,8 @@ class AgentReader:
             return None  # committed by hand (or again, after a revert): decided now
         state: State = "approved" if event == "approve" else "rejected"
         return new_record(
-            item_file.item_id, state, parse_iso(last.date), file=self.rel(item_file.path),
-            curator=last.curator, fields=last.fields,
+            item_file.item_id, state, parse_iso(last.date), random_chars,
+            file=self.rel(item_file.path), curator=last.curator, fields=last.fields,
         )  # fmt: skip
 
     def _from_curation_queue(self, ledger: Sequence[DecisionRecord], scan: Scan) -> list[ReadItem]:

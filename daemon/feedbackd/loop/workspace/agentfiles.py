@@ -29,7 +29,7 @@ from feedbackd.core.curation.items import (
 )
 from feedbackd.core.curation.prompts import examples
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound
-from feedbackd.core.ids import is_valid_id
+from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id
 from feedbackd.core.jsonl import parse_jsonl
 from feedbackd.core.ratings.memory import (
     ENTITIES,
@@ -51,6 +51,7 @@ from feedbackd.edges.files import (
     read_file_bytes,
 )
 from feedbackd.edges.parsedfiles import ParsedFiles
+from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.workspace.itemfiles import refuse_outside_agent
 from feedbackd.loop.workspace.runtime import Runtime, discover_root
 
@@ -232,7 +233,10 @@ def add_memory(
     now: datetime,
 ) -> Path:
     """Append a new record to the agent's memory; return the file written."""
-    record = new_record(category, importance, content, subject=subject, source=source, now=now)
+    record_id = new_id(MEMORY_RECORD, now, random_chars)
+    record = new_record(
+        category, importance, content, subject=subject, source=source, now=now, record_id=record_id
+    )
     return append_memory(workspace, agent, record)
 
 
