@@ -1,12 +1,13 @@
 """Append-only logs: a second line lands after the first, and a cut-short line is terminated;
-and paths of listed names."""
+paths of listed names; the agent folders a workspace holds, and where its links lead."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from feedbackd.edges.files import append_line, child_path
+from feedbackd.core.workspace import Workspace
+from feedbackd.edges.files import agent_ids, append_line, child_path, is_inside
 
 
 def test_lines_append_in_order(tmp_path: Path) -> None:
@@ -31,3 +32,21 @@ def test_a_listed_name_makes_its_path_without_being_interned(tmp_path: Path) -> 
     assert sys.intern(probe) is probe, "the name went into the table of interned strings"
     assert str(path) == f"{tmp_path}/soak-17017.json"
     assert path.name == name and path.parent == tmp_path
+
+
+def test_the_agents_are_the_folders_with_id_names_that_stay_inside(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path / "ws")
+    assert agent_ids(workspace) == []  # no _data/agents/ yet
+    agents, outside = workspace.agents_dir, tmp_path / "elsewhere"
+    for name in ["writer", "Coder-2", ".hidden", "two words"]:
+        (agents / name).mkdir(parents=True)
+    outside.mkdir()
+    (agents / "notes.txt").write_text("not an agent")
+    (agents / "away").symlink_to(outside, target_is_directory=True)
+    (agents / "alias").symlink_to(agents / "writer", target_is_directory=True)
+    (agents / "loop").symlink_to(agents / "loop")
+    assert agent_ids(workspace) == ["Coder-2", "alias", "writer"]
+    assert is_inside(workspace, agents / "alias" / "queue")
+    assert not is_inside(workspace, agents / "away")
+    assert not is_inside(workspace, agents / "loop")  # leads nowhere
+    assert not is_inside(workspace, tmp_path / "ws-other" / "x")

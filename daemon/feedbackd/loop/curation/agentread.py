@@ -28,7 +28,7 @@ from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
-from feedbackd.edges.files import child_path, read_file_bytes
+from feedbackd.edges.files import child_path, is_inside, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.ledgers import CommittedLedgers, FileState, file_state
@@ -168,7 +168,7 @@ class AgentReader:
             problems.clear_orphans(directory)
             if not directory.is_dir():
                 continue
-            if self.runtime.workspace.is_inside(directory):
+            if is_inside(self.runtime.workspace, directory):
                 scan.files.extend(self._scan_folder(folder, directory, scan))
             else:
                 scan.warnings.append(f"{self.rel(directory)}: {OUTSIDE_LINK}; ignored")

@@ -45,6 +45,7 @@ from feedbackd.core.ratings.soul import Soul, parse_soul
 from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.workspace import AgentPaths, Workspace
 from feedbackd.edges.files import (
+    agent_ids,
     append_line,
     atomic_write_bytes,
     atomic_write_text,
@@ -70,7 +71,7 @@ def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     if agent.root.is_dir():
         return agent
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
-    known = runtime.workspace.agent_ids()
+    known = agent_ids(runtime.workspace)
     close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
     new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
     hint = f"did you mean {close[0]}? ({new})" if close else f"`ls {where}` lists them; {new}"
