@@ -28,6 +28,7 @@ from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import InvalidItem
 from feedbackd.core.people import Person
 from feedbackd.core.workspace import Workspace
+from feedbackd.edges.randomness import random_chars
 
 ROOT = Path("/ws")
 AGENT = Workspace(ROOT).agent("w")
@@ -81,7 +82,7 @@ NEW_AGENT: dict[str, Any] = {
 
 
 def plan(v: AgentView, config: Settings = DEFAULTS) -> AgentPlan:
-    return agentplan.plan_agent(v, config, NOW)
+    return agentplan.plan_agent(v, config, NOW, random_chars)
 
 
 def rel(path: Path) -> str:
@@ -138,8 +139,10 @@ def test_a_revised_file_adds_only_what_its_committed_version_did_not_hold() -> N
     before = item("qi-1", {"t": "new", "u": "one"}, {"t": "old", "u": "one"})
     after = item("qi-1", {"t": "newer", "u": "two"}, {"t": "old", "u": "one"})
     revised = ReadItem(item_file("qi-1", "approved"), after, decided_as=before)
-    done = new_record("qi-1", "approved", NOW, file=rel(revised.file.path))
-    first = new_entry(NOW, type="correction", queueItemId="qi-1", field="t", original="old")
+    done = new_record("qi-1", "approved", NOW, random_chars, file=rel(revised.file.path))
+    first = new_entry(
+        NOW, random_chars, type="correction", queueItemId="qi-1", field="t", original="old"
+    )
     recorded = [first.model_copy(update={"corrected": "new"})]
     p = plan(view(ledger=[done], feedback=recorded, feedback_exists=True, revised=[revised]))
     [step] = p.decisions
@@ -180,7 +183,7 @@ def test_a_rejection_note_edited_afterwards_is_a_new_rejection_entry_once() -> N
 
 def test_the_ledger_says_what_is_decided_already() -> None:
     approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
-    done = new_record("qi-1", "approved", NOW, file=rel(approved.file.path))
+    done = new_record("qi-1", "approved", NOW, random_chars, file=rel(approved.file.path))
     assert plan(view(approved, ledger=[done])).steps == []
     # Moved to rejected/ since: the curator changed their mind, a new decision.
     rejected = read("rejected", item("qi-1", {"t": "new"}, notes="no"))
@@ -254,6 +257,7 @@ def test_a_new_agents_feedback_files_come_with_its_first_drafts_and_only_when_mi
 def test_an_entry_already_in_feedback_is_not_added_again() -> None:
     earlier = new_entry(
         NOW - timedelta(days=1),
+        random_chars,
         type="correction",
         queueItemId="qi-1",
         field="t",
@@ -262,8 +266,8 @@ def test_an_entry_already_in_feedback_is_not_added_again() -> None:
     )
     # An earlier approval of qi-1 recorded it; the item was moved back to queue/ since.
     history = [
-        new_record("qi-1", "approved", NOW - timedelta(days=1), entries=[earlier.id]),
-        new_record("qi-1", "queued", NOW - timedelta(hours=12)),
+        new_record("qi-1", "approved", NOW - timedelta(days=1), random_chars, entries=[earlier.id]),
+        new_record("qi-1", "queued", NOW - timedelta(hours=12), random_chars),
     ]
     approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
     snippet = agentplan.render_snippet([earlier], DEFAULTS.prompt)
@@ -281,7 +285,13 @@ def test_an_entry_no_decision_recorded_is_told_by_the_decision() -> None:
     """webhouse writes its own entry as the curator saves; feedbackd does not write it again,
     and the decision's commit (which holds it) tells the correction as its own."""
     written_by_webhouse = new_entry(
-        NOW, type="correction", queueItemId="qi-1", field="t", original="old", corrected="new"
+        NOW,
+        random_chars,
+        type="correction",
+        queueItemId="qi-1",
+        field="t",
+        original="old",
+        corrected="new",
     )
     approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
     [step] = plan(view(approved, feedback=[written_by_webhouse])).decisions
@@ -310,7 +320,9 @@ def test_new_drafts_are_committed_and_remembered_after_the_commit() -> None:
 
 
 def test_an_item_moved_back_to_queue_is_a_draft_again() -> None:
-    decided = new_record("qi-1", "approved", NOW, file="_data/agents/w/approved/qi-1.json")
+    decided = new_record(
+        "qi-1", "approved", NOW, random_chars, file="_data/agents/w/approved/qi-1.json"
+    )
     p = plan(view(files=[item_file("qi-1")], ledger=[decided]))
     assert p.drafts is not None
     [record] = p.drafts.ledger
@@ -360,7 +372,7 @@ def test_the_curator_of_the_item_decides_else_the_fallback() -> None:
 
 
 def test_a_stale_snippet_is_regenerated_and_a_missing_one_left_alone() -> None:
-    earlier = new_entry(NOW, type="edit", field="t", original="a", corrected="b")
+    earlier = new_entry(NOW, random_chars, type="edit", field="t", original="a", corrected="b")
     p = plan(view(feedback=[earlier], feedback_exists=True, snippet="old text\n"))
     assert p.snippet_refresh is not None
     assert p.snippet_refresh.commit.event == "sync" and p.snippet_refresh.commit.paths == (
@@ -374,7 +386,7 @@ def test_a_stale_snippet_is_regenerated_and_a_missing_one_left_alone() -> None:
 def test_a_snippet_head_lacks_is_committed_as_it_stands() -> None:
     """A pass killed after writing the snippet, before its commit: it is already what
     feedback.json makes, so the step commits it and writes nothing."""
-    earlier = new_entry(NOW, type="edit", field="t", original="a", corrected="b")
+    earlier = new_entry(NOW, random_chars, type="edit", field="t", original="a", corrected="b")
     current = render_snippet([earlier], DEFAULTS.prompt)
     left = plan(view(feedback=[earlier], feedback_exists=True, snippet=current))
     assert left.snippet_refresh is None
@@ -390,13 +402,17 @@ def test_a_snippet_head_lacks_is_committed_as_it_stands() -> None:
 
 
 def test_record_adds_an_entry_once() -> None:
-    entry = new_entry(NOW, type="edit", queueItemId="qi-1", field="t", original="a", corrected="b")
+    entry = new_entry(
+        NOW, random_chars, type="edit", queueItemId="qi-1", field="t", original="a", corrected="b"
+    )
     step = agentplan.plan_record(AGENT, entry, [], None, DEFAULTS, ADA)
     assert step is not None
     assert [w.path for w in step.writes] == [AGENT.feedback, AGENT.prompt]
     assert (step.commit.event, step.commit.summary) == ("record", "edit of t (qi-1)")
     assert step.commit.paths == (AGENT.feedback, AGENT.prompt) and step.ledger == ()
-    again = new_entry(NOW, type="edit", queueItemId="qi-1", field="t", original="a", corrected="b")
+    again = new_entry(
+        NOW, random_chars, type="edit", queueItemId="qi-1", field="t", original="a", corrected="b"
+    )
     assert agentplan.plan_record(AGENT, again, [entry], None, DEFAULTS, ADA) is None
 
 
@@ -408,7 +424,7 @@ def test_a_draft_beside_its_decision_goes_with_the_decision_or_on_its_own() -> N
     [step] = plan(view(approved, files=[draft])).decisions
     assert step.removes == (draft.path,) and draft.path in step.commit.paths
     assert step.commit.event == "approve"
-    recorded = new_record("qi-1", "approved", NOW, file=rel(approved.file.path))
+    recorded = new_record("qi-1", "approved", NOW, random_chars, file=rel(approved.file.path))
     [step] = plan(view(approved, ledger=[recorded], files=[draft])).decisions
     assert (step.commit.event, step.commit.paths, step.removes) == ("sync", *[(draft.path,)] * 2)
     assert step.commit.summary == "remove queue/qi-1.json, decided in approved/" and not step.ledger
@@ -418,7 +434,7 @@ def test_a_draft_beside_its_decision_goes_with_the_decision_or_on_its_own() -> N
 
 
 def test_a_deleted_feedback_json_is_written_back_first_and_kept_by_the_next_decision() -> None:
-    kept = new_entry(NOW, type="rejection", queueItemId="qi-0", notes="too dry")
+    kept = new_entry(NOW, random_chars, type="rejection", queueItemId="qi-0", notes="too dry")
     committed = dump_feedback([kept])
     approved = read("approved", item("qi-1", {"t": "new"}, {"t": "old"}))
     snippet = render_snippet([kept], DEFAULTS.prompt)
@@ -483,7 +499,9 @@ class Folder:
     def run_pass(self, crash_at: int | None = None) -> bool:
         """Plan and apply, one write at a time; False when killed after `crash_at` of them."""
         self.passes += 1
-        p = agentplan.plan_agent(self.view(), CONFIG, NOW + timedelta(seconds=self.passes))
+        p = agentplan.plan_agent(
+            self.view(), CONFIG, NOW + timedelta(seconds=self.passes), random_chars
+        )
         actions = [*self._actions(p.drafts), *self._actions(p.feedback_files)]
         actions += [lambda s=s: self.snapshots.add(s.file.item_id) for s in p.snapshots]
         for step in [*p.decisions, p.snippet_refresh]:
@@ -587,7 +605,7 @@ def assert_settled(folder: Folder) -> None:
     for item_id, (where, _) in folder.items.items():
         state = latest[item_id].state if item_id in latest else "queued"
         assert state == ("queued" if where == "queue" else where), (item_id, folder.ledger)
-    again = agentplan.plan_agent(folder.view(), CONFIG, NOW + timedelta(days=1))
+    again = agentplan.plan_agent(folder.view(), CONFIG, NOW + timedelta(days=1), random_chars)
     assert again.steps == [] and again.snapshots == (), again
 
 

@@ -18,6 +18,7 @@ import pytest
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
+from feedbackd.loop.daemon import daemon as daemon_module
 from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, AgentBook, backoff
 from feedbackd.loop.daemon.daemon import Daemon, Dirty
 from feedbackd.loop.daemon.timers import CatchUp, Heartbeat
@@ -168,10 +169,10 @@ def test_a_failed_listing_of_agents_retries_the_agents_it_knows_and_not_the_rati
         daemon._pass()  # the start-up pass: the rating inbox and the one agent
         assert sorted(daemon.book.states) == sorted([RATINGS, "writer"])
 
-        def unreadable(self: Workspace) -> list[str]:
-            raise PermissionError(13, "Permission denied", str(self.agents_dir))
+        def unreadable(workspace: Workspace) -> list[str]:
+            raise PermissionError(13, "Permission denied", str(workspace.agents_dir))
 
-        monkeypatch.setattr(Workspace, "agent_ids", unreadable)
+        monkeypatch.setattr(daemon_module, "agent_ids", unreadable)
         daemon.dirty.everything = True
         assert daemon._agents_on_disk() == ["writer"]
         assert EVERY_AGENT in daemon.book.retry_at

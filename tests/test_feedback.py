@@ -30,6 +30,7 @@ from feedbackd.core.curation.feedbackjson import (
     stored_shape,
 )
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback
+from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.workspace.agentfiles import read_feedback, write_feedback
 
 NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)
@@ -38,6 +39,7 @@ NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)
 def correction(field: str, original: str, corrected: str, item: str = "qi-1"):
     return new_entry(
         NOW,
+        random_chars,
         type="correction",
         queueItemId=item,
         field=field,
@@ -54,7 +56,9 @@ def test_new_entry_has_the_contract_id_and_timestamp() -> None:
 
 def test_optional_fields_are_omitted_not_null(tmp_path: Path) -> None:
     path = tmp_path / "feedback.json"
-    write_feedback(path, [new_entry(NOW, type="rejection", queueItemId="qi-2", notes="dry")])
+    write_feedback(
+        path, [new_entry(NOW, random_chars, type="rejection", queueItemId="qi-2", notes="dry")]
+    )
     [stored] = json.loads(path.read_text())
     assert set(stored) == {"id", "type", "queueItemId", "notes", "createdAt"}
     assert path.read_text().endswith("}\n]\n")

@@ -1,5 +1,6 @@
 """Append-only logs: a second line lands after the first, and a cut-short line is terminated;
-paths of listed names; and a file's state, which tells a changed file from an unchanged one."""
+paths of listed names; a file's state, which tells a changed file from an unchanged one; the
+agent folders a workspace holds, and where its links lead."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ import os
 import sys
 from pathlib import Path
 
-from feedbackd.edges.files import FileState, append_line, atomic_write_text, child_path, file_state
+from feedbackd.core.workspace import Workspace
+from feedbackd.edges.files import (
+    FileState,
+    agent_ids,
+    append_line,
+    atomic_write_text,
+    child_path,
+    file_state,
+    is_inside,
+)
 
 
 def test_lines_append_in_order(tmp_path: Path) -> None:
@@ -49,3 +59,21 @@ def test_a_file_state_changes_with_each_way_a_file_is_written(tmp_path: Path) ->
         handle.write("two\n")
     grown = file_state(path)
     assert grown is not None and (grown.ino, grown.size) == (replaced.ino, 8)
+
+
+def test_the_agents_are_the_folders_with_id_names_that_stay_inside(tmp_path: Path) -> None:
+    workspace = Workspace(tmp_path / "ws")
+    assert agent_ids(workspace) == []  # no _data/agents/ yet
+    agents, outside = workspace.agents_dir, tmp_path / "elsewhere"
+    for name in ["writer", "Coder-2", ".hidden", "two words"]:
+        (agents / name).mkdir(parents=True)
+    outside.mkdir()
+    (agents / "notes.txt").write_text("not an agent")
+    (agents / "away").symlink_to(outside, target_is_directory=True)
+    (agents / "alias").symlink_to(agents / "writer", target_is_directory=True)
+    (agents / "loop").symlink_to(agents / "loop")
+    assert agent_ids(workspace) == ["Coder-2", "alias", "writer"]
+    assert is_inside(workspace, agents / "alias" / "queue")
+    assert not is_inside(workspace, agents / "away")
+    assert not is_inside(workspace, agents / "loop")  # leads nowhere
+    assert not is_inside(workspace, tmp_path / "ws-other" / "x")

@@ -20,8 +20,7 @@ from feedbackd.core.ids import (
     new_id,
     validate_id,
 )
-from feedbackd.core.ratings.memory import PATTERNS
-from feedbackd.core.ratings.memory import new_record as new_memory
+from feedbackd.edges.randomness import random_chars
 
 NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)  # 1775642400123 ms
 
@@ -37,17 +36,34 @@ NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)  # 1775642400123 ms
     ids=["feedback", "memory", "decision", "price"],
 )
 def test_each_kind_of_id_keeps_its_format(kind: IdKind, pattern: str) -> None:
-    made = {new_id(kind, NOW) for _ in range(50)}
+    made = {new_id(kind, NOW, random_chars) for _ in range(50)}
     assert all(re.fullmatch(pattern, made_id) for made_id in made)
     assert len(made) > 1  # random, not derived from the time alone
     assert all(is_valid_id(made_id) for made_id in made)
 
 
+def test_the_random_characters_are_the_callers() -> None:
+    """The core draws nothing itself: the same draw gives the same id, and a draw that breaks
+    the kind's format is refused rather than written into a record."""
+    asked = []
+
+    def fixed(alphabet: str, count: int) -> str:
+        asked.append((alphabet, count))
+        return "c0ffee"
+
+    assert new_id(DECISION, NOW, fixed) == "d-1775642400123-c0ffee"
+    assert new_id(FEEDBACK_ENTRY, NOW, fixed) == "fb-1775642400123-c0ffee"
+    assert asked == [(DECISION.alphabet, 6), (FEEDBACK_ENTRY.alphabet, 6)]
+    for wrong in ["C0FFEE", "c0ffe", "c0ffee0", "c0ffe-"]:
+        with pytest.raises(ValueError, match="is not 6 characters of"):
+            new_id(DECISION, NOW, lambda _alphabet, _count, wrong=wrong: wrong)
+
+
 def test_the_records_get_ids_of_their_kind() -> None:
-    assert re.fullmatch(r"fb-1775642400123-[a-z0-9]{6}", new_entry(NOW, type="edit").id)
-    assert re.fullmatch(r"d-1775642400123-[0-9a-f]{6}", new_decision("qi-1", "approved", NOW).id)
-    memory = new_memory(PATTERNS, 0.6, "x", subject=None, source="test", now=NOW)
-    assert re.fullmatch(r"mem-1775642400123-[a-z0-9]{6}", memory.id)
+    entry = new_entry(NOW, random_chars, type="edit")
+    assert re.fullmatch(r"fb-1775642400123-[a-z0-9]{6}", entry.id)
+    decision = new_decision("qi-1", "approved", NOW, random_chars)
+    assert re.fullmatch(r"d-1775642400123-[0-9a-f]{6}", decision.id)
 
 
 @pytest.mark.parametrize("good", ["a", "qi-123", "claude-code-run", "A.b_c-9", "x" * 128])

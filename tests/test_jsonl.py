@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from feedbackd.core.curation.decisions import new_record, parse_ledger
 from feedbackd.core.jsonl import parse_jsonl
+from feedbackd.edges.randomness import random_chars
 
 
 class Line(BaseModel):
@@ -89,8 +90,10 @@ def test_the_decisions_ledger_keeps_a_curator_name_with_a_line_separator(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     now = datetime(2026, 4, 8, tzinfo=UTC)
-    odd = new_record("qi-1", "approved", now, curator="Ada\u2028Curator <ada@example.org>")
-    plain = new_record("qi-2", "rejected", now)
+    odd = new_record(
+        "qi-1", "approved", now, random_chars, curator="Ada\u2028Curator <ada@example.org>"
+    )
+    plain = new_record("qi-2", "rejected", now, random_chars)
     text = odd.line() + "\n" + "not json\n" + plain.line() + "\n"
     logger = logging.getLogger("feedbackd")  # the CLI may have stopped it propagating
     logger.addHandler(caplog.handler)
@@ -105,7 +108,7 @@ def test_the_decisions_ledger_keeps_a_curator_name_with_a_line_separator(
 def test_a_ledger_line_reads_back_to_the_same_line_and_unknown_keys_are_read_past() -> None:
     now = datetime(2026, 4, 8, tzinfo=UTC)
     record = new_record(
-        "qi-1", "approved", now, file="a/approved/qi-1.json", curator="Ada",
+        "qi-1", "approved", now, random_chars, file="a/approved/qi-1.json", curator="Ada",
         fields=["title"], entries=["fb-1"],
     )  # fmt: skip
     assert list(json.loads(record.line())) == [
@@ -124,7 +127,8 @@ def test_a_ledger_read_back_keeps_a_decision_in_under_900_bytes() -> None:
     now = datetime(2026, 4, 8, tzinfo=UTC)
     text = "\n".join(
         new_record(
-            f"soak-{n:05d}", "approved", now, file=f"_data/agents/w/approved/soak-{n:05d}.json",
+            f"soak-{n:05d}", "approved", now, random_chars,
+            file=f"_data/agents/w/approved/soak-{n:05d}.json",
             curator="Ada Curator <ada@example.org>", fields=["title"], entries=[f"fb-{n}"],
         ).line()
         for n in range(2000)

@@ -17,6 +17,7 @@ from feedbackd.core.ratings.priceledger import (
     price_history,
 )
 from feedbackd.core.ratings.skillrules import PriceHistory
+from feedbackd.edges.randomness import random_chars
 
 NOW = datetime(2026, 4, 8, 10, 0, tzinfo=UTC)
 
@@ -32,7 +33,7 @@ def test_a_cut_has_the_same_id_wherever_and_whenever_it_is_made() -> None:
     assert cut("20", "19", None) != cut("20", "18", None)
     # The merge knows such an id from a random one (`price-{ms}-{6 hex}`), and its memory's.
     assert is_derived_id(cut("20", "19", None)) and is_derived_id("mem-" + cut("1", "2", None))
-    assert not is_derived_id(new_id(PRICE_CHANGE, NOW))
+    assert not is_derived_id(new_id(PRICE_CHANGE, NOW, random_chars))
 
 
 def test_a_new_record_is_one_line_that_reads_back() -> None:

@@ -7,16 +7,19 @@ from datetime import UTC, datetime
 from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry, new_entry
 from feedbackd.core.curation.prompts import render_snippet, shorten_pair
+from feedbackd.edges.randomness import random_chars
 
 NOW = datetime(2026, 4, 8, tzinfo=UTC)
 
 
 def fix(field: str, original: str, corrected: str, kind: str = "correction") -> FeedbackEntry:
-    return new_entry(NOW, type=kind, field=field, original=original, corrected=corrected)
+    return new_entry(
+        NOW, random_chars, type=kind, field=field, original=original, corrected=corrected
+    )
 
 
 def rejection(notes: str) -> FeedbackEntry:
-    return new_entry(NOW, type="rejection", queueItemId="qi-9", notes=notes)
+    return new_entry(NOW, random_chars, type="rejection", queueItemId="qi-9", notes=notes)
 
 
 def test_exact_text_of_two_examples() -> None:
@@ -61,7 +64,7 @@ def test_show_field_labels_each_example() -> None:
 def test_nothing_to_learn_is_an_empty_snippet() -> None:
     assert render_snippet([], PromptSettings()) == ""
     assert render_snippet([rejection("no")], PromptSettings()) == ""
-    entries = [new_entry(NOW, type="edit", original="only one side")]
+    entries = [new_entry(NOW, random_chars, type="edit", original="only one side")]
     assert render_snippet(entries, PromptSettings()) == ""
 
 

@@ -167,7 +167,7 @@ def test_inbox_files_are_ingested_and_removed_a_bad_one_stays(site: Site) -> Non
 
 def test_an_interrupted_rating_is_committed_by_the_next_pass_as_a_rating(site: Site) -> None:
     from feedbackd.core.ratings.ratings import parse_rating
-    from feedbackd.core.timeutil import utcnow
+    from feedbackd.edges.clock import utcnow
     from feedbackd.edges.ratingstore import RatingStore
     from feedbackd.loop.workspace.agentfiles import write_rental_memories
 
@@ -193,7 +193,7 @@ def test_an_interrupted_rating_is_committed_by_the_next_pass_as_a_rating(site: S
 
 def test_the_rules_run_for_a_rating_completed_after_an_interruption(site: Site) -> None:
     from feedbackd.core.ratings.ratings import parse_rating
-    from feedbackd.core.timeutil import utcnow
+    from feedbackd.edges.clock import utcnow
     from feedbackd.edges.ratingstore import RatingStore
 
     soul = site.agent(PROVIDER) / "SOUL.md"

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from feedbackd.core.ratings.ratings import parse_rating
-from feedbackd.core.timeutil import iso_ms, utcnow
+from feedbackd.core.timeutil import iso_ms
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.ratings.optimize import rules_hook, run_rules

@@ -20,7 +20,8 @@ import pytest
 from feedbackd.core.curation.decisions import new_record
 from feedbackd.core.curation.webhouse import parse_queue, to_decide
 from feedbackd.core.errors import FeedbackdError
-from feedbackd.core.timeutil import utcnow
+from feedbackd.edges.clock import utcnow
+from feedbackd.edges.randomness import random_chars
 from tests.daemon_kit import DaemonProcess, NotifyListener, idle, wait_for
 from tests.webhouse_kit import QUEUE, WebhouseAdmin, js_stringify
 from tests.workspace_kit import Site
@@ -145,7 +146,10 @@ def test_the_ledger_says_which_decided_entries_are_recorded_oldest_first() -> No
         ).encode()
     )
     now = utcnow()
-    ledger = [new_record("qi-1", "approved", now), new_record("qi-2", "approved", now)]
+    ledger = [
+        new_record("qi-1", "approved", now, random_chars),
+        new_record("qi-2", "approved", now, random_chars),
+    ]
     # qi-2 was approved, then rejected: a new decision, as a file moved from approved/.
     assert [e.item.item_id for e in to_decide(queue, AGENT, ledger)] == ["qi-2", "qi-3"]
     assert to_decide(queue, "someone-else", []) == []

@@ -6,7 +6,8 @@ import json
 import logging
 import sys
 
-from feedbackd.core.timeutil import iso_ms, utcnow
+from feedbackd.core.timeutil import iso_ms
+from feedbackd.edges.clock import utcnow
 
 
 class JsonLines(logging.Formatter):

@@ -3,16 +3,18 @@
 A name used as a folder or file name must follow ID_PATTERN (and hold no `..`), so that no id can
 lead outside the workspace. The records feedbackd writes get ids `{prefix}-{unix ms}-{6 random
 characters}`; each kind of record keeps the prefix and alphabet it has always had, because the
-ids already stored must keep meaning the same. A record that is one decision however many
-machines make it (a price cut) gets an id derived from what it is instead (`derived_id`).
+ids already stored must keep meaning the same; their random characters come from the caller (a
+`Draw`: edges/randomness.py), as the core holds no randomness. A record that is one decision
+however many machines make it (a price cut) gets an id derived from what it is instead
+(`derived_id`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import secrets
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -64,9 +66,15 @@ DECISION = IdKind("d", LOWER_HEX)
 PRICE_CHANGE = IdKind("price", LOWER_HEX)
 
 
-def new_id(kind: IdKind, now: datetime) -> str:
-    """A fresh id of that kind, made at `now`."""
-    suffix = "".join(secrets.choice(kind.alphabet) for _ in range(RANDOM_CHARS))
+# `count` characters of `alphabet`, drawn at random (edges.randomness.random_chars).
+Draw = Callable[[str, int], str]
+
+
+def new_id(kind: IdKind, now: datetime, draw: Draw) -> str:
+    """A fresh id of that kind, made at `now`; `draw` gives its random characters."""
+    suffix = draw(kind.alphabet, RANDOM_CHARS)
+    if len(suffix) != RANDOM_CHARS or not set(suffix) <= set(kind.alphabet):
+        raise ValueError(f"{suffix!r} is not {RANDOM_CHARS} characters of {kind.alphabet!r}")
     return f"{kind.prefix}-{unix_ms(now)}-{suffix}"
 
 

@@ -1,4 +1,5 @@
-"""Clock, timestamps and durations in the formats the contract uses."""
+"""Timestamps and durations in the formats the contract uses (the clock itself is
+edges/clock.py: the time comes in as a `now`)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,6 @@ _MAX_DURATION_S = 100 * 366 * 86400
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 _MS = timedelta(milliseconds=1)
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 def iso_ms(moment: datetime) -> str:

@@ -1,12 +1,15 @@
-"""Every path of a workspace in one object; ids (core.ids) keep every path inside it."""
+"""Every path of a workspace in one object; ids (core.ids) keep every path inside it.
+
+Paths only: what the disk holds at them (the agent folders, where a symbolic link leads) is
+edges/files.py's to read.
+"""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
-from feedbackd.core.ids import is_valid_id, validate_id
+from feedbackd.core.ids import validate_id
 
 ITEM_SUFFIXES = (".json", ".yaml", ".yml", ".md")
 # The folders of an agent that hold items: its drafts in queue/, and the two a curator moves one
@@ -14,6 +17,8 @@ ITEM_SUFFIXES = (".json", ".yaml", ".yml", ".md")
 DECISION_FOLDERS = ("approved", "rejected")
 ITEM_FOLDERS = ("queue", *DECISION_FOLDERS)
 STATE_DIR = ".feedbackd"
+# True where os.sep is "/" (the core imports no os): a path's text joins its parts as git does.
+_SLASHED = str(PurePath("a", "b")) == "a/b"
 
 
 @dataclass(frozen=True)
@@ -116,32 +121,11 @@ class Workspace:
         """Where a draft is kept as feedbackd first saw it in queue/ (local state)."""
         return self.state_dir / "snapshots" / agent_id / file_name
 
-    def agent_ids(self) -> list[str]:
-        """Agents on disk, sorted; folders with invalid names are skipped (doctor reports them)."""
-        if not self.agents_dir.is_dir():
-            return []
-        return sorted(
-            entry.name
-            for entry in self.agents_dir.iterdir()
-            if entry.is_dir() and is_valid_id(entry.name) and self.is_inside(entry)
-        )
-
-    def is_inside(self, path: Path) -> bool:
-        """True when path (after resolving symbolic links) stays inside the workspace.
-
-        A symbolic link loop leads nowhere, so it is not inside (resolve raises RuntimeError).
-        """
-        try:
-            path.resolve().relative_to(self.root.resolve())
-        except (ValueError, OSError, RuntimeError):
-            return False
-        return True
-
     def relative(self, path: Path) -> str:
         """Path relative to the workspace root, with forward slashes (as git names it)."""
         # A pass names thousands of files: a slice of the text where it can do, as pathlib's
         # relative_to costs tens of microseconds a path.
         text, root = str(path), str(self.root)
-        if os.sep == "/" and text.startswith(root) and text[len(root) : len(root) + 1] == "/":
+        if _SLASHED and text.startswith(root) and text[len(root) : len(root) + 1] == "/":
             return text[len(root) + 1 :]
         return path.relative_to(self.root).as_posix()

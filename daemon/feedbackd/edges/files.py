@@ -1,5 +1,7 @@
 """Crash-safe writes: whole files atomically (temporary file in the same folder, fsync, rename),
-and lines appended to logs; safe reads, and a file's state to tell whether it changed since.
+and lines appended to logs; safe reads, and a file's state to tell whether it changed since;
+and what the disk holds of a workspace: its agent folders, and whether a path, symbolic links
+followed, stays inside it.
 
 A crash at any instant leaves either the old file or the new one, never half of either; leftovers
 carry TMP_SUFFIX, which `init` git-ignores and start-up removes. An appended line cut short by a
@@ -16,7 +18,9 @@ import stat
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from feedbackd.core.ids import is_valid_id
 from feedbackd.core.jsontext import dumps_json
+from feedbackd.core.workspace import Workspace
 
 TMP_SUFFIX = ".feedbackd-tmp"
 
@@ -227,3 +231,27 @@ def _fsync_dir(folder: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+# --- the workspace as the disk holds it --------------------------------------------------------
+def agent_ids(workspace: Workspace) -> list[str]:
+    """Agents on disk, sorted; folders with invalid names are skipped (doctor reports them)."""
+    if not workspace.agents_dir.is_dir():
+        return []
+    return sorted(
+        entry.name
+        for entry in workspace.agents_dir.iterdir()
+        if entry.is_dir() and is_valid_id(entry.name) and is_inside(workspace, entry)
+    )
+
+
+def is_inside(workspace: Workspace, path: Path) -> bool:
+    """True when path (after resolving symbolic links) stays inside the workspace.
+
+    A symbolic link loop leads nowhere, so it is not inside (resolve raises RuntimeError).
+    """
+    try:
+        path.resolve().relative_to(workspace.root.resolve())
+    except (ValueError, OSError, RuntimeError):
+        return False
+    return True

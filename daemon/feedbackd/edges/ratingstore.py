@@ -38,7 +38,7 @@ from feedbackd.core.ratings.reputation import Point, Tally, merge, report_from_t
 from feedbackd.core.ratings.storedratings import NewestFirst, RatingRows, StoredRating
 from feedbackd.core.timeutil import iso_ms, unix_ms
 from feedbackd.core.workspace import Workspace
-from feedbackd.edges.files import append_line
+from feedbackd.edges.files import agent_ids, append_line, is_inside
 from feedbackd.edges.monthfiles import (
     Appended,
     Job,
@@ -222,7 +222,7 @@ class RatingStore:
 
     def month_files(self, provider: str | None = None, skill: str | None = None) -> list[MonthFile]:
         """Month files on disk, of one provider (and skill) or of all, oldest month first."""
-        providers = [validate_id(provider, "agent id")] if provider else self.workspace.agent_ids()
+        providers = [validate_id(provider, "agent id")] if provider else agent_ids(self.workspace)
         found = []
         for agent in providers:
             ratings_dir = self.workspace.agent(agent).ratings
@@ -385,7 +385,7 @@ def _folders(workspace: Workspace, folder: Path) -> Iterator[os.DirEntry[str]]:
     for entry in entries:
         if not entry.is_dir() or not is_valid_id(entry.name):
             continue
-        if entry.is_symlink() and not workspace.is_inside(Path(entry.path)):
+        if entry.is_symlink() and not is_inside(workspace, Path(entry.path)):
             log.warning("%s: symbolic link leads outside the workspace; ignored", entry.path)
             continue
         yield entry
@@ -400,7 +400,7 @@ def _months(workspace: Workspace, provider: str, skill: str, folder: Path) -> li
                 continue
             if match is None:
                 log.warning("%s: not a YYYY-MM.jsonl month file; ignored", entry.path)
-            elif entry.is_symlink() and not workspace.is_inside(Path(entry.path)):
+            elif entry.is_symlink() and not is_inside(workspace, Path(entry.path)):
                 log.warning("%s: symbolic link leads outside the workspace; ignored", entry.path)
             else:
                 found.append(MonthFile(provider, skill, match.group(1), Path(entry.path)))

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from feedbackd.core.errors import GitError, WorkspaceError
-from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX
+from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX, agent_ids
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.ledgers import CommittedLedgers
 from feedbackd.loop.commits.repo import open_repo, open_repo_for_writing
@@ -69,7 +69,7 @@ def reconcile_all(
     """
     report = Report()
     ledgers = ledgers if ledgers is not None else CommittedLedgers()
-    chosen = with_queue_agents(runtime, runtime.workspace.agent_ids()) if agents is None else agents
+    chosen = with_queue_agents(runtime, agent_ids(runtime.workspace)) if agents is None else agents
     full_pass = agents is None
     lookups = lookups or shared_lookups(runtime, chosen, full_pass)
     with open_repo(runtime) as repo:

@@ -24,7 +24,8 @@ from feedbackd.core.curation.feedback import check_record
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
-from feedbackd.core.timeutil import iso_ms, utcnow
+from feedbackd.core.timeutil import iso_ms
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import FileState, file_state
 from feedbackd.loop.commands import actions, queries
 from feedbackd.loop.report import Report

@@ -6,8 +6,8 @@ Plan that the loop applies in order: ledger lines for items moved back to queue/
 the new drafts (with a new agent's empty feedback files, so that no decision creates them and no
 `git revert` of one deletes them); then one step per decision (feedback.json, the snippet, its
 ledger line, one commit of exactly its paths); then the snippet, when it no longer matches
-feedback.json. Nothing here touches the disk, git or the clock: `now` comes in (new entries and
-ledger lines still get random ids).
+feedback.json. Nothing here touches the disk, git, the clock or randomness: `now` comes in, and
+so does what draws the random characters of new entries' and ledger lines' ids (`draw`).
 
 Each decision is recorded exactly once because the plan follows the ledger: an item in approved/
 or rejected/ is decided unless the ledger's latest line for it says so already. A plan applied in
@@ -40,6 +40,7 @@ from feedbackd.core.curation.forgetting import without_forgotten
 from feedbackd.core.curation.items import Correction, Item
 from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
@@ -255,10 +256,10 @@ class _Folder:
     snippet: str | None
 
 
-def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
+def plan_agent(view: AgentView, settings: Settings, now: datetime, draw: Draw) -> AgentPlan:
     """What the pass over this agent folder does, given what it read (see the module's notes)."""
     notes = _Notes()
-    drafts, snapshots = _plan_drafts(view, now, notes)
+    drafts, snapshots = _plan_drafts(view, now, draw, notes)
     if isinstance(view.feedback, FeedbackdError):
         notes.problems.append(BadFile(view.agent.feedback, view.feedback, settles=False))
         return AgentPlan(drafts, snapshots, problems=tuple(notes.problems))
@@ -279,13 +280,13 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime) -> AgentPlan:
     for read in view.undecided:
         decision = _judge(view, read, notes)
         if decision is not None:
-            step, folder = _plan_decision(view, decision, folder, settings, now)
+            step, folder = _plan_decision(view, decision, folder, settings, now, draw)
             draft = tuple(f.path for f in stale.get(decision.file.item_id, ()))
             steps.append(replace(step, removes=draft) if draft else step)
     for read in view.revised:
         decision = _judge_revision(view, read, notes)
         if decision is not None:
-            step, folder = _plan_revision(view, decision, folder, settings, now)
+            step, folder = _plan_revision(view, decision, folder, settings, now, draw)
             steps.append(step)
     left_uncommitted = not view.snippet_committed and folder.snippet == view.snippet
     snippet_refresh = _plan_snippet_refresh(view.agent, folder, settings, left_uncommitted)
@@ -388,7 +389,7 @@ def _plan_feedback_files(
 
 
 def _plan_drafts(
-    view: AgentView, now: datetime, notes: _Notes
+    view: AgentView, now: datetime, draw: Draw, notes: _Notes
 ) -> tuple[Step | None, tuple[Snapshot, ...]]:
     """New drafts (git does not hold them yet) and items back in queue/: one `draft` commit.
 
@@ -397,7 +398,7 @@ def _plan_drafts(
     notes.problems.extend(BadFile(d.file.path, d.error) for d in view.drafts if d.error)
     readable = [d for d in view.drafts if d.item is not None]
     new = [d.file for d in readable if d.first_version is None]
-    requeued = _requeued(view.files, view.ledger, now)
+    requeued = _requeued(view.files, view.ledger, now, draw)
     snapshots = tuple(Snapshot(d.file, d.first_version) for d in readable)
     if not new and not requeued:
         return None, snapshots
@@ -410,13 +411,13 @@ def _plan_drafts(
 
 
 def _requeued(
-    files: Sequence[ItemFile], ledger: Sequence[DecisionRecord], now: datetime
+    files: Sequence[ItemFile], ledger: Sequence[DecisionRecord], now: datetime, draw: Draw
 ) -> list[DecisionRecord]:
     """A `queued` line for each draft the ledger says was decided: it is a draft again."""
     latest = decisions.latest_states(ledger)
     queued = {f.item_id for f in queued_drafts(files)}
     return [
-        decisions.new_record(item_id, "queued", now, file=latest[item_id].file)
+        decisions.new_record(item_id, "queued", now, draw, file=latest[item_id].file)
         for item_id in sorted(queued)
         if item_id in latest and latest[item_id].state != "queued"
     ]
@@ -519,15 +520,21 @@ def _author(item: Item, fallback: Person | FeedbackdError | None) -> Person:
 
 
 def _plan_decision(
-    view: AgentView, decision: _Decision, folder: _Folder, settings: Settings, now: datetime
+    view: AgentView,
+    decision: _Decision,
+    folder: _Folder,
+    settings: Settings,
+    now: datetime,
+    draw: Draw,
 ) -> tuple[Step, _Folder]:
     """The step that records one decision, and the folder as it leaves it."""
-    entries = without_forgotten(_entries(decision, now), view.forgotten)
+    entries = without_forgotten(_entries(decision, now, draw), view.forgotten)
     writes, added, after = _feedback_writes(view.agent, entries, folder, settings)
     record = decisions.new_record(
         decision.item.item_id,
         decision.state,
         now,
+        draw,
         file=_relative(view, decision.file.path),
         curator=str(decision.author),
         fields=[c.field for c in decision.corrections] or None,
@@ -594,11 +601,16 @@ def _corrections(item: Item | None, first_seen: dict[str, Any] | None) -> list[C
 
 
 def _plan_revision(
-    view: AgentView, decision: _Decision, folder: _Folder, settings: Settings, now: datetime
+    view: AgentView,
+    decision: _Decision,
+    folder: _Folder,
+    settings: Settings,
+    now: datetime,
+    draw: Draw,
 ) -> tuple[Step, _Folder]:
     """The step that commits a decided file again with what its edit adds: no ledger line (the
     decision stands); the entries are de-duplicated, so a replayed step adds none twice."""
-    entries = without_forgotten(_entries(decision, now), view.forgotten)
+    entries = without_forgotten(_entries(decision, now, draw), view.forgotten)
     writes, _, after = _feedback_writes(view.agent, entries, folder, settings)
     item, corrections = decision.item, decision.corrections
     summary = commitmsg.revision_summary(item.item_id, decision.state, corrections, decision.notes)
@@ -614,15 +626,16 @@ def _plan_revision(
     return Step(commit, tuple(writes)), after
 
 
-def _entries(decision: _Decision, now: datetime) -> list[FeedbackEntry]:
+def _entries(decision: _Decision, now: datetime, draw: Draw) -> list[FeedbackEntry]:
     item_id = decision.item.item_id
     if decision.state == "rejected":
         if decision.notes is None:
             return []
-        return [new_entry(now, type="rejection", queueItemId=item_id, notes=decision.notes)]
+        return [new_entry(now, draw, type="rejection", queueItemId=item_id, notes=decision.notes)]
     return [
         new_entry(
             now,
+            draw,
             type="correction",
             queueItemId=item_id,
             field=c.field,

@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, TypeAdapter
 from pydantic.dataclasses import dataclass
 
-from feedbackd.core.ids import DECISION, new_id
+from feedbackd.core.ids import DECISION, Draw, new_id
 from feedbackd.core.jsonl import CACHE_KEYS_ONLY, parse_jsonl
 from feedbackd.core.timeutil import iso_ms
 
@@ -58,8 +58,9 @@ def parse_record(line: str) -> DecisionRecord:
     return _RECORD.validate_json(line)
 
 
-def new_record(item: str, state: State, now: datetime, **extra: Any) -> DecisionRecord:
-    return DecisionRecord(id=new_id(DECISION, now), item=item, state=state, at=iso_ms(now), **extra)
+def new_record(item: str, state: State, now: datetime, draw: Draw, **extra: Any) -> DecisionRecord:
+    record_id = new_id(DECISION, now, draw)
+    return DecisionRecord(id=record_id, item=item, state=state, at=iso_ms(now), **extra)
 
 
 def parse_ledger(text: str, source: str = "decisions.jsonl") -> list[DecisionRecord]:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES, EntryType, read_entries
 from feedbackd.core.errors import InvalidFeedback
-from feedbackd.core.ids import FEEDBACK_ENTRY, new_id, validate_id
+from feedbackd.core.ids import FEEDBACK_ENTRY, Draw, new_id, validate_id
 from feedbackd.core.jsontext import dumps_json, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms
 
@@ -71,8 +71,8 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def new_entry(now: datetime, **fields: Any) -> FeedbackEntry:
-    return FeedbackEntry(id=new_id(FEEDBACK_ENTRY, now), createdAt=iso_ms(now), **fields)
+def new_entry(now: datetime, draw: Draw, **fields: Any) -> FeedbackEntry:
+    return FeedbackEntry(id=new_id(FEEDBACK_ENTRY, now, draw), createdAt=iso_ms(now), **fields)
 
 
 def check_record(data: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from feedbackd.core.errors import InvalidMemory
-from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id, validate_id
+from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.jsonl import CACHE_KEYS_ONLY
 from feedbackd.core.ratings.ratings import Rating
 from feedbackd.core.ratings.storedratings import AnyRating, is_failed
@@ -81,12 +81,13 @@ def new_record(
     subject: str | None,
     source: str,
     now: datetime,
-    record_id: str | None = None,
+    record_id: str,
 ) -> MemoryRecord:
-    """Validate a record; refusals name the problem (InvalidMemory)."""
+    """Validate a record; refusals name the problem (InvalidMemory). A record that is not
+    derived from something else gets a fresh `ids.new_id(MEMORY_RECORD, …)`."""
     try:
         return MemoryRecord(
-            id=record_id or new_id(MEMORY_RECORD, now),
+            id=record_id,
             category=validate_id(category, "memory category"),
             importance=float(importance),
             content=content,

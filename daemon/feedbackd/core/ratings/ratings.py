@@ -35,7 +35,7 @@ from feedbackd.core.ratingwords import FAILED_QUALITIES as FAILED_QUALITIES
 from feedbackd.core.ratingwords import QUALITIES as QUALITIES
 from feedbackd.core.ratingwords import CostValue as CostValue
 from feedbackd.core.ratingwords import Quality as Quality
-from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, parse_iso, unix_ms, utcnow
+from feedbackd.core.timeutil import canonical_iso_ms, iso_ms, parse_iso, unix_ms
 
 # One submitted rating is a few hundred bytes; an inbox file may hold many of them.
 MAX_RATING_CHARS = 64 * 1024
@@ -74,7 +74,7 @@ class Rating(BaseModel):
     quality_details: StrictStr | None = Field(default=None, max_length=500)
     would_reuse: StrictBool
     cost_value_ratio: CostValue
-    timestamp: StrictStr = Field(default_factory=lambda: iso_ms(utcnow()))
+    timestamp: StrictStr  # a submitted rating without one is given the time it arrives
 
     @field_validator("transaction_id")
     @classmethod
@@ -256,7 +256,7 @@ def stored_fields(line: str | bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InvalidFeedback(f"a stored rating must be a JSON object, not {json_kind(data)}")
     if data.get("timestamp") is None:
-        # The model would default a missing time to now; a stored rating must carry its own.
+        # A submitted rating is given the time it arrives; a stored one must carry its own.
         raise InvalidFeedback(f"timestamp is missing ({ALLOWED['timestamp']})")
     try:
         return Rating.model_validate(data).model_dump(exclude_none=True)

@@ -23,9 +23,10 @@ from feedbackd.core.errors import (
 )
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object
-from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.instance import daemon_running
+from feedbackd.edges.randomness import random_chars
 from feedbackd.edges.ratingstore import Progress
 from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.commits.recording import Event
@@ -244,6 +245,6 @@ def submit_or_queue(
 
 def build_record_entry(data: dict[str, Any]) -> FeedbackEntry:
     try:
-        return new_entry(utcnow(), **data)
+        return new_entry(utcnow(), random_chars, **data)
     except ValidationError as exc:
         raise InvalidFeedback(f"invalid entry: {exc.errors()[0]['msg']}") from None

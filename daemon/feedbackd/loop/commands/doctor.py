@@ -14,9 +14,9 @@ from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.ratings.memory import MemoryRecord
 from feedbackd.core.ratings.ratings import parse_rating_file, stored_fields
 from feedbackd.core.ratings.soul import parse_soul
-from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
-from feedbackd.edges.files import read_file_bytes
+from feedbackd.edges.clock import utcnow
+from feedbackd.edges.files import agent_ids, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation import webhouse
@@ -55,7 +55,7 @@ def examine(
             message = f"folder name {shown_name(entry.name)} is not a valid agent id"
             hint = f"rename the folder: an agent id has {ID_RULE}"
             findings.append(Finding(workspace.relative(entry), message, hint))
-    checks = [c for a in workspace.agent_ids() for c in _checks(runtime, workspace.agent(a))]
+    checks = [c for a in agent_ids(workspace) for c in _checks(runtime, workspace.agent(a))]
     checks += inbox_checks(runtime)
     checks += webhouse.doctor_checks(runtime)
     for path, check in checks:

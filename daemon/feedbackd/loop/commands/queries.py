@@ -25,8 +25,10 @@ from feedbackd.core.errors import (
 from feedbackd.core.ids import validate_id
 from feedbackd.core.ratings.reputation import feedback_list_report, score
 from feedbackd.core.ratings.soul import Skill, Soul
-from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso, utcnow
+from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.clock import utcnow
+from feedbackd.edges.files import agent_ids, is_inside
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.repo import open_repo
@@ -181,7 +183,7 @@ def since_start(since: str | None, now: datetime) -> datetime | None:
 def _providers_of(runtime: Runtime, skill: str) -> list[str]:
     return [
         a
-        for a in runtime.workspace.agent_ids()
+        for a in agent_ids(runtime.workspace)
         if (runtime.workspace.agent(a).ratings / skill).is_dir()
     ]
 
@@ -225,7 +227,7 @@ def _relative_line(line: str, root: Path) -> str:
 
 def agents_overview(runtime: Runtime) -> list[dict[str, Any]]:
     """Every agent with its counts (`GET /api/agents`, the panel's first page)."""
-    return [agent_summary(runtime, agent_id) for agent_id in runtime.workspace.agent_ids()]
+    return [agent_summary(runtime, agent_id) for agent_id in agent_ids(runtime.workspace)]
 
 
 def agent_summary(runtime: Runtime, agent_id: str) -> dict[str, Any]:
@@ -266,7 +268,7 @@ def _item_files(runtime: Runtime, agent: AgentPaths, folder: str) -> list[Path]:
     """The item files of one folder, as the daemon reads them (no link out of the workspace,
     whether the file or the folder is the link)."""
     directory = agent.folder(folder)
-    if not directory.is_dir() or not runtime.workspace.is_inside(directory):
+    if not directory.is_dir() or not is_inside(runtime.workspace, directory):
         return []
     with os.scandir(directory) as listing:
         return sorted(

@@ -31,10 +31,11 @@ from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.forgetting import find_entry, forgotten_line
 from feedbackd.core.errors import InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
-from feedbackd.core.timeutil import utcnow
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import atomic_write_text, file_state
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
+from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.ledgers import (
     CommittedLedgers,
     commit_uncommitted,
@@ -155,7 +156,7 @@ class AgentPass:
             self.reader.draft_commits = DraftCommits()
         self._commit_recovered(ledger)
         view, scan = self.reader.read(ledger)
-        plan = agentplan.plan_agent(view, self.runtime.settings, utcnow())
+        plan = agentplan.plan_agent(view, self.runtime.settings, utcnow(), random_chars)
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]

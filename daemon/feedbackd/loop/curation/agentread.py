@@ -28,8 +28,9 @@ from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
-from feedbackd.edges.files import FileState, child_path, file_state, read_file_bytes
+from feedbackd.edges.files import FileState, child_path, file_state, is_inside, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.ledgers import CommittedLedgers
 from feedbackd.loop.curation import webhouse
 from feedbackd.loop.curation.decidedfiles import ChangedDecisions
@@ -167,7 +168,7 @@ class AgentReader:
             problems.clear_orphans(directory)
             if not directory.is_dir():
                 continue
-            if self.runtime.workspace.is_inside(directory):
+            if is_inside(self.runtime.workspace, directory):
                 scan.files.extend(self._scan_folder(folder, directory, scan))
             else:
                 scan.warnings.append(f"{self.rel(directory)}: {OUTSIDE_LINK}; ignored")
@@ -237,8 +238,8 @@ class AgentReader:
             return None  # committed by hand (or again, after a revert): decided now
         state: State = "approved" if event == "approve" else "rejected"
         return new_record(
-            item_file.item_id, state, parse_iso(last.date), file=self.rel(item_file.path),
-            curator=last.curator, fields=last.fields,
+            item_file.item_id, state, parse_iso(last.date), random_chars,
+            file=self.rel(item_file.path), curator=last.curator, fields=last.fields,
         )  # fmt: skip
 
     def _from_curation_queue(self, ledger: Sequence[DecisionRecord], scan: Scan) -> list[ReadItem]:

@@ -25,6 +25,7 @@ from feedbackd.core.curation.decisions import DecisionRecord
 from feedbackd.core.curation.webhouse import CurationQueue
 from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.workspace import AgentPaths
+from feedbackd.edges.files import is_inside
 from feedbackd.edges.sharedfile import read_shared
 from feedbackd.loop.workspace import problems
 from feedbackd.loop.workspace.runtime import Runtime
@@ -77,7 +78,7 @@ def decisions_for(
 def read_queue(runtime: Runtime, path: Path, found: QueueDecisions) -> CurationQueue | None:
     """The queue, or None (no queue file yet; or a problem in `found` says why not)."""
     try:
-        if path.is_symlink() and not runtime.workspace.is_inside(path):
+        if path.is_symlink() and not is_inside(runtime.workspace, path):
             raise OSError("a symbolic link that leads outside the workspace")
         read = read_shared(path, webhouse.MAX_QUEUE_BYTES)
     except OSError as error:

@@ -27,8 +27,9 @@ from pathlib import Path
 from types import FrameType
 
 from feedbackd.core.errors import FeedbackdError, KeptChanging
-from feedbackd.core.timeutil import utcnow
 from feedbackd.edges.allocator import release_free_memory
+from feedbackd.edges.clock import utcnow
+from feedbackd.edges.files import agent_ids
 from feedbackd.edges.instance import InstanceLock, writers_waiting
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
@@ -316,7 +317,7 @@ class Daemon:
 
     def _agents_on_disk(self) -> list[str]:
         try:
-            found = with_queue_agents(self.runtime, self.runtime.workspace.agent_ids())
+            found = with_queue_agents(self.runtime, agent_ids(self.runtime.workspace))
         except OSError as error:
             log.error("cannot list %s: %s", self.runtime.workspace.agents_dir, error)
             self.book.look_again_in(EVERY_AGENT, RETRY_MAX_S)

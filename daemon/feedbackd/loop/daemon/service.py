@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from feedbackd.core.errors import Aborted
-from feedbackd.core.timeutil import utcnow
+from feedbackd.edges.clock import utcnow
 from feedbackd.loop.commits.locking import clean_leftovers, write_lock
 from feedbackd.loop.daemon.daemon import Daemon
 from feedbackd.loop.daemon.statusfile import LastEvent, add_run

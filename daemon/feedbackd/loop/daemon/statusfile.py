@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from feedbackd.core.jsontext import dumps_json
-from feedbackd.core.timeutil import iso_ms, parse_iso, utcnow
+from feedbackd.core.timeutil import iso_ms, parse_iso
+from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import atomic_write_json, write_in_reserved_room
 from feedbackd.edges.instance import daemon_running, holder_pid
 

@@ -11,7 +11,8 @@ from datetime import datetime
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import validate_id
-from feedbackd.core.timeutil import utcnow
+from feedbackd.edges.clock import utcnow
+from feedbackd.edges.files import agent_ids
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.recording import Event
@@ -56,7 +57,7 @@ def optimize_all(runtime: Runtime, agent: str | None, *, dry_run: bool) -> list[
     now = utcnow()
     changes: list[SkillChange] = []
     with open_repo(runtime) as repo:
-        for agent_id in agents if agents is not None else runtime.workspace.agent_ids():
+        for agent_id in agents if agents is not None else agent_ids(runtime.workspace):
             for skill in skills_of(runtime, agent_id):
                 changes.extend(run_rules(runtime, repo, agent_id, skill, now, dry_run=dry_run))
     return changes

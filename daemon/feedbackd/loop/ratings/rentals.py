@@ -23,8 +23,9 @@ from feedbackd.core.ratings.ratings import (
     parse_rating_file,
     stored_fields,
 )
-from feedbackd.core.timeutil import parse_duration, utcnow
-from feedbackd.edges.files import atomic_write_text, read_file_bytes
+from feedbackd.core.timeutil import parse_duration
+from feedbackd.edges.clock import utcnow
+from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import Progress, RatingStore
 from feedbackd.loop.commits.ledgers import appended_since_head, commit_uncommitted
@@ -169,7 +170,7 @@ def ingest_inbox(
 def _read_inbox_file(runtime: Runtime, path: Path) -> list[Rating]:
     """The ratings of one inbox file. A folder, a pipe, a loop of links or a link leading out
     of the workspace is refused like a bad file (explained beside it, never opened to wait)."""
-    if path.is_symlink() and path.exists() and not runtime.workspace.is_inside(path):
+    if path.is_symlink() and path.exists() and not is_inside(runtime.workspace, path):
         raise InvalidFeedback(
             "symbolic link leads outside the workspace; ignored",
             hint="copy the rating file into the inbox instead of linking to it",
@@ -229,7 +230,7 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     workspace = runtime.workspace
     paths = [
         workspace.relative(path)
-        for agent in workspace.agent_ids()
+        for agent in agent_ids(workspace)
         for path in (
             workspace.agent(agent).ratings,
             workspace.agent(agent).memory,

@@ -33,6 +33,7 @@ from feedbackd.core.commitmsg import (
     one_line,
 )
 from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.ids import MEMORY_RECORD, new_id
 from feedbackd.core.ratings.memory import (
     PATTERNS,
     PRICING_ADJUSTMENT,
@@ -62,6 +63,7 @@ from feedbackd.core.ratings.soul import format_price, set_description, set_price
 from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.timeutil import parse_duration, parse_iso
 from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.randomness import random_chars
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.ledgers import not_in_head
 from feedbackd.loop.commits.recording import CommitRequest, Event, commit_change
@@ -326,7 +328,7 @@ class SkillPass:
             subject=self.skill,
             source=f"{kind}:{self.skill}",
             now=self.now,
-            record_id=record_id,
+            record_id=record_id or new_id(MEMORY_RECORD, self.now, random_chars),
         )
         append_memory(self.runtime.workspace, self.agent.agent_id, record)
 

@@ -29,7 +29,7 @@ from feedbackd.core.curation.items import (
 )
 from feedbackd.core.curation.prompts import examples
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound
-from feedbackd.core.ids import is_valid_id
+from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id
 from feedbackd.core.jsonl import parse_jsonl
 from feedbackd.core.ratings.memory import (
     ENTITIES,
@@ -45,12 +45,14 @@ from feedbackd.core.ratings.soul import Soul, parse_soul
 from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.workspace import AgentPaths, Workspace
 from feedbackd.edges.files import (
+    agent_ids,
     append_line,
     atomic_write_bytes,
     atomic_write_text,
     read_file_bytes,
 )
 from feedbackd.edges.parsedfiles import ParsedFiles
+from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.workspace.itemfiles import refuse_outside_agent
 from feedbackd.loop.workspace.runtime import Runtime, discover_root
 
@@ -69,7 +71,7 @@ def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     if agent.root.is_dir():
         return agent
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
-    known = runtime.workspace.agent_ids()
+    known = agent_ids(runtime.workspace)
     close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
     new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
     hint = f"did you mean {close[0]}? ({new})" if close else f"`ls {where}` lists them; {new}"
@@ -232,7 +234,10 @@ def add_memory(
     now: datetime,
 ) -> Path:
     """Append a new record to the agent's memory; return the file written."""
-    record = new_record(category, importance, content, subject=subject, source=source, now=now)
+    record_id = new_id(MEMORY_RECORD, now, random_chars)
+    record = new_record(
+        category, importance, content, subject=subject, source=source, now=now, record_id=record_id
+    )
     return append_memory(workspace, agent, record)
 
 

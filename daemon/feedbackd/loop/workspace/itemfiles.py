@@ -13,6 +13,7 @@ from pathlib import Path
 from feedbackd.core.errors import NotFound
 from feedbackd.core.ids import validate_id
 from feedbackd.core.workspace import AgentPaths, Workspace
+from feedbackd.edges.files import is_inside
 from feedbackd.loop.workspace.runtime import Runtime
 
 OUTSIDE_LINK = "symbolic link leads outside the workspace"
@@ -22,7 +23,7 @@ def refuse_outside_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     """The agent's paths; NotFound when its folder is a symbolic link that leads outside the
     workspace (the daemon ignores such a folder, so nothing is read through it)."""
     agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
-    if os.path.lexists(agent.root) and not runtime.workspace.is_inside(agent.root):
+    if os.path.lexists(agent.root) and not is_inside(runtime.workspace, agent.root):
         raise NotFound(
             f"{runtime.workspace.relative(agent.root)}: {OUTSIDE_LINK}; ignored",
             hint="move the agent's folder itself into the workspace, in place of the link",
@@ -36,7 +37,7 @@ def item_file_problem(workspace: Workspace, path: Path) -> str | None:
     of a single draft (the queue listing, approve, reject) ask this one question, so none of
     them reads a file the others ignore."""
     problem = not_an_item(path)
-    if problem is None and not workspace.is_inside(path):
+    if problem is None and not is_inside(workspace, path):
         problem = OUTSIDE_LINK
     return problem
 
