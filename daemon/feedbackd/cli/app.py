@@ -179,6 +179,15 @@ def log_command(
 
 @app.command()
 @command
+def why(agent: AgentArg, as_json: JsonOption = False) -> None:
+    """Where each example and note of the snippet came from: its decision commit."""
+    from feedbackd.cli.why import show_why
+
+    show_why(GLOBALS.runtime(), agent, as_json)
+
+
+@app.command()
+@command
 def init(
     directory: Annotated[
         Path | None, typer.Argument(help="Folder to set up (default: here).")

@@ -170,6 +170,9 @@ class LogEntry:
     subject: str
     note: str | None = None  # a rejection's note, as its commit body has it (cut at 120)
     renamed_from: str | None = None  # a `rename` commit: the agent's folder before
+    # What the commit recorded, as its body tells it (`- title: "…" → "…"`, `- notes: "…"`):
+    # how `why` knows which of an item's commits added an entry.
+    changes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The `feedbackd log --json` shape: the contract's keys, absent values as None."""
@@ -219,6 +222,7 @@ def log_entry(commit: str, date: str, author: str, message: str) -> LogEntry | N
     if event is None:
         return None
     fields = last(FIELDS_KEY)
+    changes = _changes(message)
     return LogEntry(
         commit=commit,
         date=_iso_date(date),
@@ -231,14 +235,20 @@ def log_entry(commit: str, date: str, author: str, message: str) -> LogEntry | N
         price_old=last(PRICE_OLD_KEY),
         price_new=last(PRICE_NEW_KEY),
         subject=message.split("\n", 1)[0].strip(),
-        note=_note(message),
+        note=_note(changes),
         renamed_from=last(RENAMED_FROM_KEY),
+        changes=changes,
     )
 
 
-def _note(message: str) -> str | None:
+def _changes(message: str) -> tuple[str, ...]:
+    """The body's lines that tell a correction or a note (decision_body, entry_body)."""
+    return tuple(line for line in message.split("\n")[1:] if line.startswith("- "))
+
+
+def _note(changes: Sequence[str]) -> str | None:
     """The `- notes: "…"` line of a rejection's body (decision_body, entry_body)."""
-    for line in message.split("\n")[1:]:
+    for line in changes:
         if line.startswith(_NOTE_START) and line.endswith('"'):
             return line[len(_NOTE_START) : -1]
     return None

@@ -1,0 +1,60 @@
+"""`feedbackd why AGENT`, for people: a table of the snippet's lessons and their decisions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markup import escape
+from rich.table import Table
+
+from feedbackd.cli.output import console, print_json
+from feedbackd.core.people import Person
+from feedbackd.loop.commands.why import why
+from feedbackd.loop.workspace.runtime import Runtime
+
+SECTION_NAMES = {"examples": "Example", "avoid": "Avoid"}
+SHORT_COMMIT = 12  # enough for `git show`, short enough for the table
+
+
+def show_why(runtime: Runtime, agent_id: str, as_json: bool) -> None:
+    found = why(runtime, agent_id)
+    if as_json:
+        print_json(found)
+        return
+    out = console()
+    if not found["lines"]:
+        out.print(f"The snippet of {agent_id} is empty: no example or note to trace.")
+        return
+    # Ids and commits are folded over lines, never cut: a reader copies them into git.
+    table = Table(title=f"Where the lessons of {agent_id} came from", show_edge=False)
+    for column in ("line", "item", "field", "curator", "commit", "at"):
+        table.add_column(column, overflow="fold")
+    for line in found["lines"]:
+        table.add_row(*map(escape, _row(line)))
+    out.print(table)
+    if any(line["commit"] is None for line in found["lines"]):
+        out.print(
+            "not found: no decision commit names that entry's item and field (an entry written"
+            " by hand, or history that no longer holds its commit)"
+        )
+
+
+def _row(line: dict[str, Any]) -> list[str]:
+    commit = line["commit"]
+    return [
+        f"{SECTION_NAMES[line['section']]} {line['n']}",
+        line["item"] or "",
+        line["field"] or "",
+        _name(line["curator"]),
+        commit[:SHORT_COMMIT] if commit else "not found",
+        line["at"][:16].replace("T", " "),
+    ]
+
+
+def _name(curator: str | None) -> str:
+    if not curator:
+        return ""
+    try:
+        return Person.parse(curator).name
+    except ValueError:
+        return curator
