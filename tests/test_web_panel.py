@@ -268,3 +268,31 @@ def test_the_login_page_is_styled_and_signs_the_curator_in(
         assert not [text for text in refused if "Content Security Policy" in text]
     finally:
         server.close()
+
+
+def test_each_example_of_the_snippet_leads_to_its_decision_in_the_history(
+    browser: Browser, site: Site, server: Server, tmp_path: Path
+) -> None:
+    site.write(
+        "lark", "qi-1.json", draft({"title": "Release 2.1: faster", "summary": "Bug fixes."})
+    )
+    approved = site.cli("approve", "lark", "qi-1", "--curator", "Bo Reviewer <bo@example.org>")
+    assert approved.returncode == 0, approved.stderr
+    decision = site.git("log", "-1", "--format=%H").strip()
+    note = {"type": "rejection", "queueItemId": "qi-0", "notes": "Lead with what users gain."}
+    assert site.cli("record", "lark", "--json", json.dumps(note)).returncode == 0
+    page = open_page(browser, f"http://{server.host}/agents/lark")
+    link = page.locator("section.snippet pre a.lesson")
+    expect(link).to_have_count(1)
+    expect(link).to_have_text("Example 1:")
+    # The snippet still reads exactly as the agent reads it, links and all.
+    assert page.locator("section.snippet pre").inner_text() == site.prompt("lark")
+    row = page.locator(f"table.history tr#commit-{decision}")
+    expect(row).not_to_be_in_viewport()
+    link.click()
+    expect(page).to_have_url(f"http://{server.host}/agents/lark#commit-{decision}")
+    expect(row).to_be_in_viewport()
+    expect(row).to_contain_text("approve")
+    expect(row).to_contain_text("Bo Reviewer")
+    assert page.evaluate("document.querySelector(':target').id") == f"commit-{decision}"
+    page.screenshot(path=str(tmp_path / "agent-page-why.png"))

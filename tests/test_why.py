@@ -17,6 +17,8 @@ from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry, new_entry
 from feedbackd.core.curation.prompts import lesson_sources, render_snippet
 from feedbackd.edges.randomness import random_chars
+from feedbackd.loop.commands import actions
+from tests.web_kit import Server
 from tests.workspace_kit import Site, draft
 
 AGENT = "w"
@@ -199,6 +201,34 @@ def test_an_unknown_agent_is_not_found_with_a_hint(site: Site) -> None:
     assert as_json.returncode == 1
     refusal = json.loads(as_json.stderr)
     assert refusal["error"] == "not_found" and "`ls _data/agents` lists them" in refusal["message"]
+
+
+@pytest.mark.slow
+def test_the_http_route_answers_what_the_command_prints(site: Site, server: Server) -> None:
+    curated(site)
+    answer = server.get(f"/api/agents/{AGENT}/why")
+    assert answer.status == 200 and answer.json() == why(site)
+    missing = server.get("/api/agents/nobody/why")
+    assert missing.status == 404 and missing.json()["error"] == "not_found"
+
+
+@pytest.mark.slow
+def test_the_panel_links_each_lesson_to_its_decision_even_past_the_newest_rows(
+    site: Site, server: Server
+) -> None:
+    curated(site)
+    runtime = site.runtime()
+    for number in range(55):  # the history card shows the newest 50 steps
+        note = {"type": "rejection", "queueItemId": f"x{number}", "notes": f"Note {number}."}
+        actions.record(runtime, AGENT, note)
+    page = server.get(f"/agents/{AGENT}").text
+    lines = why(site)["lines"]
+    for line in lines:
+        assert f'href="#commit-{line["commit"]}"' in page
+        assert page.count(f'<tr id="commit-{line["commit"]}">') == 1
+    assert page.count("<tr id=") == 50 + len({line["commit"] for line in lines[:4]})
+    draft_commit = site.git("log", "--format=%H", "--grep=^draft(").split()[-1]
+    assert f"commit-{draft_commit}" not in page
 
 
 # --- the joining, pure -------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import FileState, file_state
 from feedbackd.loop.commands import actions, queries
+from feedbackd.loop.commands import why as lessons
 from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import existing_agent
 from feedbackd.loop.workspace.configfile import config_path
@@ -131,6 +132,7 @@ def routes(site: Site) -> list[Route]:
         *_webhouse_routes(site),
         *_agentbnb_routes(site),
         *_agent_routes(site),
+        *_why_routes(site),
         *_workspace_routes(site),
     ]
 
@@ -229,6 +231,17 @@ def _agent_routes(site: Site) -> list[Route]:
         Route(f"{base}/queue/{{item}}/reject", _reject(site), methods=["POST"]),
         Route(f"{base}/prompt", prompt, methods=["GET"]),
     ]
+
+
+def _why_routes(site: Site) -> list[Route]:
+    """Where each lesson of the snippet came from: what `why --json` prints."""
+
+    async def why(request: Request) -> Response:
+        agent_id = request.path_params["agent"]
+        runtime = await work(site.runtime)
+        return JSONResponse(await work(lambda: lessons.why(runtime, agent_id)))
+
+    return [Route("/api/agents/{agent}/why", why, methods=["GET"])]
 
 
 def _approve(site: Site) -> Callable[[Request], Any]:

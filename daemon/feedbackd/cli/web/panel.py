@@ -8,6 +8,7 @@ to the same API a script would use. No asset comes from another host.
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
@@ -21,10 +22,14 @@ from feedbackd.cli.web.api import Site, work
 from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
+from feedbackd.core.commitmsg import LogEntry
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge colour
+from feedbackd.core.curation.prompts import EXAMPLES_HEADING, REJECTIONS_HEADING
 from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.websafety import session_value, token_matches
 from feedbackd.loop.commands import queries
+from feedbackd.loop.commands import why as lessons
+from feedbackd.loop.workspace.runtime import Runtime
 
 RECENT = 5
 STATIC = {"panel.css": "text/css", "panel.js": "text/javascript"}
@@ -68,14 +73,14 @@ def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
     """Everything the agent page shows, read in one worker thread."""
     runtime = site.runtime()
     summary = queries.agent_summary(runtime, agent_id)
+    history = queries.learning_log(runtime, agent_id, None)
     return {
         "summary": summary,
         "recent": _recent_or_problem(runtime, agent_id),
         "snippet": queries.prompt_text(runtime, agent_id),
+        "why": _lessons_or_none(runtime, agent_id, history),
         "queue": queries.queue(runtime, agent_id),
-        "history": [
-            queries.log_json(entry) for entry in queries.learning_log(runtime, agent_id, None)
-        ],
+        "history": [queries.log_json(entry) for entry in history],
         "skills": [
             queries.skill_history(runtime, agent_id, skill["skill_id"]) | {"name": skill["name"]}
             for skill in summary["skills"]
@@ -89,6 +94,16 @@ def _recent_or_problem(runtime: Any, agent_id: str) -> dict[str, Any]:
         return queries.recent_feedback(runtime, agent_id, RECENT)
     except FeedbackdError as error:
         return {"entries": [], "total": 0, "problem": error.message}
+
+
+def _lessons_or_none(runtime: Runtime, agent_id: str, history: list[LogEntry]) -> list[Any]:
+    """Where each lesson of the snippet came from (`why`); none when feedback.json is corrupt
+    (the Recent feedback card says so): the snippet is shown without links."""
+    try:
+        lines: list[Any] = lessons.why(runtime, agent_id, history)["lines"]
+    except FeedbackdError:
+        return []
+    return lines
 
 
 # --- the agents ---------------------------------------------------------------------------------
@@ -138,11 +153,11 @@ def _agent_body(view: dict[str, Any], max_examples: int) -> str:
         f'<h1>{e(name)}</h1><p class="counts">{counts}</p>'
         '<div class="columns">'
         f'<div class="column">{_recent_card(view["recent"], summary, max_examples)}'
-        f"{_snippet_card(view['snippet'])}</div>"
+        f"{_snippet_card(view['snippet'], view['why'])}</div>"
         f'<div class="column wide">{_queue_card(summary["agent_id"], view["queue"])}</div>'
         "</div>"
         f"{_skills_section(view['skills'], view['reputation'])}"
-        f"{_history_card(view['history'])}"
+        f"{_history_card(view['history'], {line['commit'] for line in view['why']})}"
     )
 
 
@@ -181,12 +196,53 @@ def _entry(entry: dict[str, Any]) -> str:
     )
 
 
-def _snippet_card(text: str) -> str:
-    shown = e(text) if text else '<span class="empty">(empty: no corrections yet)</span>'
+def _snippet_card(text: str, why: list[dict[str, Any]]) -> str:
+    if text:
+        shown = _linked_snippet(text, why)
+    else:
+        shown = '<span class="empty">(empty: no corrections yet)</span>'
+    hint = "prompt/feedback.md, exactly as the agent reads it"
+    if any(line["commit"] for line in why):
+        hint += "; each example leads to the decision it came from"
     return (
         '<section class="card snippet"><h2>Prompt snippet</h2>'
-        '<p class="hint">prompt/feedback.md, exactly as the agent reads it</p>'
-        f"<pre>{shown}</pre></section>"
+        f'<p class="hint">{e(hint)}</p><pre>{shown}</pre></section>'
+    )
+
+
+# An example's label line and a numbered note, as render_snippet writes them.
+_LESSON_LINE = {
+    "examples": re.compile(r"Example ([0-9]+)(?: \(.*\))?:"),
+    "avoid": re.compile(r"([0-9]+)\. .*"),
+}
+
+
+def _linked_snippet(text: str, why: list[dict[str, Any]]) -> str:
+    """The snippet, escaped, its text unchanged, with each example's label line and each note
+    a link to the row of its decision in the learning history. Lines are taken in turn (Example
+    1, then 2, ...), so a value that holds such a line further on steals no link."""
+    sources = {(line["section"], line["n"]): line for line in why if line["commit"]}
+    section: str | None = None
+    following = {"examples": 1, "avoid": 1}
+    shown = []
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\n")
+        section = {EXAMPLES_HEADING: "examples", REJECTIONS_HEADING: "avoid"}.get(body, section)
+        found = _LESSON_LINE[section].fullmatch(body) if section else None
+        if section is None or found is None or int(found.group(1)) != following[section]:
+            shown.append(e(line))
+            continue
+        source = sources.get((section, following[section]))
+        following[section] += 1
+        shown.append(_lesson_link(body, source) + line[len(body) :] if source else e(line))
+    return "".join(shown)
+
+
+def _lesson_link(text: str, source: dict[str, Any]) -> str:
+    said = [source["item"], source["field"], source["curator"], source["commit"][:12]]
+    title = " · ".join(str(part) for part in said if part)
+    return (
+        f'<a class="lesson" href="#commit-{e(source["commit"])}" title="{e(title)}">{e(text)}</a>'
     )
 
 
@@ -264,13 +320,16 @@ def _skill_card(skill: dict[str, Any], score: dict[str, Any]) -> str:
     )
 
 
-def _history_card(history: list[dict[str, Any]]) -> str:
+def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str:
+    """The newest 50 steps, and any older one that a lesson of the snippet links to."""
+    shown = [h for index, h in enumerate(history) if index < 50 or h["commit"] in linked]
     rows = "".join(
-        f'<tr><td><time datetime="{e(h["date"])}">{e(h["date"][:16].replace("T", " "))}</time></td>'
+        f'<tr id="commit-{e(h["commit"])}">'
+        f'<td><time datetime="{e(h["date"])}">{e(h["date"][:16].replace("T", " "))}</time></td>'
         f'<td><span class="event {e(h["event"] or "")}">{e(h["event"] or "")}</span></td>'
         f"<td>{e(h['item'] or h['skill'] or '')}</td><td>{e(h['curator'] or '')}</td>"
         f"<td>{e(', '.join(h['fields'] or []))}{_price_change(h)}</td></tr>"
-        for h in history[:50]
+        for h in shown
     )
     empty = '<p class="empty">Nothing learned yet.</p>'
     table = (
