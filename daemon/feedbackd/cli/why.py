@@ -34,8 +34,8 @@ def show_why(runtime: Runtime, agent_id: str, as_json: bool) -> None:
     out.print(table)
     if any(line["commit"] is None for line in found["lines"]):
         out.print(
-            "not found: no decision commit names that entry's item and field (an entry written"
-            " by hand, or history that no longer holds its commit)"
+            "not found: no commit of the history tells that entry (one written by hand, or a"
+            " history that does not hold its commit)"
         )
 
 
