@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from feedbackd import load_feedback_for_prompt
@@ -214,6 +215,34 @@ def test_the_relevant_examples_from_python(site: Site) -> None:
         load_feedback_for_prompt(AGENT, workspace=site.root, for_text=b"bread")  # type: ignore[arg-type]
 
 
+def test_a_process_that_asks_again_sees_new_lessons_and_replaced_items(tmp_path: Path) -> None:
+    """The index kept between calls is built again when feedback.json changes or an item
+    folder does (an item file added, removed or replaced, as an editor's save replaces it)."""
+    site = Site(tmp_path / "ws")
+    for item, content, change in [LESSONS[0], LESSONS[1]]:
+        assert isinstance(change, dict)
+        site.write("k", f"{item}.json", draft({**content, **change}, content), folder="approved")
+        site.reconcile()
+
+    def last_example(task: str) -> str:
+        chosen = load_feedback_for_prompt("k", limit=1, workspace=site.root, for_text=task)
+        return str(chosen[-1]["original"])
+
+    assert last_example("carbonara with guanciale") == "Tomato soup"  # no overlap: the newest
+    assert last_example("sourdough") == "Sourdough loaf"
+    carbonara = {"title": "Carbonara", "body": "Spaghetti, eggs, pecorino and guanciale."}
+    site.write("k", "qi-pasta.json", draft({"title": "Roman carbonara"}, carbonara), "approved")
+    site.reconcile()
+    assert last_example("carbonara with guanciale") == "Carbonara"
+    # The bread's item, replaced by a version that speaks of polenta: feedback.json unchanged.
+    bread = site.agent("k") / "approved" / "qi-bread.json"
+    doc = json.loads(bread.read_text())
+    doc["contentData"]["body"] = "Or a polenta loaf."
+    (bread.parent / "qi-bread.json.new").write_text(json.dumps(doc))
+    (bread.parent / "qi-bread.json.new").replace(bread)
+    assert last_example("polenta") == "Sourdough loaf"
+
+
 # --- bad input ----------------------------------------------------------------------------------
 BAD_FILES: dict[str, tuple[bytes, str]] = {
     "draft.json": (b'{"contentData": {"title": "Bread",}}', "draft.json: "),
@@ -335,20 +364,22 @@ def test_words_are_case_folded_runs_of_letters_and_digits_without_stop_words() -
 
 
 def test_ties_and_no_overlap_go_to_the_newer_and_the_most_relevant_comes_last() -> None:
-    scores = [0.0, 2.0, 0.0, 2.0, 5.0, 0.0]
+    scores = np.array([0.0, 2.0, 0.0, 2.0, 5.0, 0.0])
     assert most_relevant(scores, range(6), 3) == [1, 3, 4]  # 3 beats 1: newer, same score
     assert most_relevant(scores, range(6), 5) == [2, 5, 1, 3, 4]
-    assert most_relevant([0.0] * 4, [0, 1, 2, 3], 2) == [2, 3]  # recency, oldest first
-    assert most_relevant(scores, range(6), 0) == []
+    assert most_relevant(scores, [0, 2, 4], 9) == [0, 2, 4]
+    assert most_relevant(np.zeros(4), [0, 1, 2, 3], 2) == [2, 3]  # recency, oldest first
+    assert most_relevant(scores, range(6), 0) == most_relevant(scores, [], 3) == []
 
 
 def test_equal_lessons_score_equal_and_unknown_words_score_nothing() -> None:
     index = Index(["sourdough bread", "tomato soup", "sourdough bread", "!!!"])
-    scores = index.scores("bread, please")
+    scores = index.scores("bread, please").tolist()
     assert scores[0] == scores[2] > 0 and scores[1] == scores[3] == 0
-    assert index.scores("quantum") == [0.0] * 4
-    assert Index([]).scores("bread") == []
-    assert Index(["", "!!!"]).scores("bread") == [0.0, 0.0]
+    assert index.scores("quantum").tolist() == [0.0] * 4
+    assert index.scores("").tolist() == [0.0] * 4
+    assert Index([]).scores("bread").tolist() == []
+    assert Index(["", "!!!"]).scores("bread").tolist() == [0.0, 0.0]
 
 
 def test_only_the_ranking_path_loads_numpy() -> None:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
+import numpy as np
+import numpy.typing as npt
 from bm25s.stopwords import STOPWORDS_EN
 
 from feedbackd.core.curation.feedback import FeedbackEntry
@@ -45,6 +47,8 @@ MAX_TASK_BYTES = MAX_ITEM_BYTES
 # The id of a draft that names none (given on standard input, or in a file whose name is no id).
 STAND_IN_ID = "draft"
 STANDARD_INPUT = "standard input"
+# Each lesson's relevance to a task, in the lessons' order.
+Scores = npt.NDArray[np.float64]
 K1 = 1.5
 B = 0.75
 # Kana and CJK ideographs, a word each: these scripts put no spaces between words.
@@ -70,17 +74,24 @@ def has_notes(entry: FeedbackEntry) -> bool:
 class Lessons:
     """The entries a snippet can show (usable examples, rejections with notes), oldest first,
     each with the text it is matched on: its original, corrected and notes, then the text of
-    the item it came from."""
+    the item it came from; and which of them are examples, which notes."""
 
     entries: tuple[FeedbackEntry, ...]
     texts: tuple[str, ...]
+    examples: tuple[int, ...]
+    notes: tuple[int, ...]
 
 
 def lessons(entries: Sequence[FeedbackEntry], item_texts: Mapping[str, str]) -> Lessons:
     """The lessons among `entries` (feedback.json's order); `item_texts` holds the text of each
     item by id, where it could be read."""
     shown = tuple(entry for entry in entries if entry.is_example or has_notes(entry))
-    return Lessons(shown, tuple(lesson_text(entry, item_texts) for entry in shown))
+    return Lessons(
+        shown,
+        tuple(lesson_text(entry, item_texts) for entry in shown),
+        tuple(n for n, entry in enumerate(shown) if entry.is_example),
+        tuple(n for n, entry in enumerate(shown) if not entry.is_example),
+    )
 
 
 def lesson_text(entry: FeedbackEntry, item_texts: Mapping[str, str]) -> str:
@@ -105,36 +116,37 @@ class Index:
             self._bm25 = bm25s.BM25(method="lucene", k1=K1, b=B, dtype="float64")
             self._bm25.index(corpus, show_progress=False)
 
-    def scores(self, task: str) -> list[float]:
+    def scores(self, task: str) -> Scores:
         """Each text's relevance to the task, in the order of the texts; 0 for no overlap."""
         if self._bm25 is None:
-            return [0.0] * self.size
+            return np.zeros(self.size)
         ids = self._bm25.get_tokens_ids(words(task))
         if not ids:
-            return [0.0] * self.size
-        scores: list[float] = self._bm25.get_scores_from_ids(ids).tolist()
+            return np.zeros(self.size)
+        scores: Scores = self._bm25.get_scores_from_ids(ids)
         return scores
 
 
-def most_relevant(scores: Sequence[float], candidates: Sequence[int], limit: int) -> list[int]:
+def most_relevant(scores: Scores, candidates: Sequence[int], limit: int) -> list[int]:
     """The `limit` candidates (positions, oldest first) of highest score, the newer first among
     equal scores; returned least relevant first, so that the most relevant comes last, next to
     the task."""
-    if limit <= 0:
+    if limit <= 0 or not candidates:
         return []
-    ranked = sorted(candidates, key=lambda position: (scores[position], position), reverse=True)
-    return ranked[:limit][::-1]
+    positions = np.asarray(candidates, dtype=np.int64)
+    # Ascending by score, then by position (lexsort's last key is the first): the last `limit`.
+    order = np.lexsort((positions, scores[positions]))
+    chosen: list[int] = positions[order[-limit:]].tolist()
+    return chosen
 
 
 def choose(
-    found: Lessons, scores: Sequence[float], max_examples: int, max_notes: int
+    found: Lessons, scores: Scores, max_examples: int, max_notes: int
 ) -> list[FeedbackEntry]:
     """The examples, then the rejections, to show: each part least relevant first. Given to
     prompts.render_snippet, they make section 5's snippet with these lessons in this order."""
-    examples = [n for n, entry in enumerate(found.entries) if entry.is_example]
-    notes = [n for n, entry in enumerate(found.entries) if has_notes(entry)]
-    picked = most_relevant(scores, examples, max_examples)
-    picked += most_relevant(scores, notes, max_notes)
+    picked = most_relevant(scores, found.examples, max_examples)
+    picked += most_relevant(scores, found.notes, max_notes)
     return [found.entries[n] for n in picked]
 
 

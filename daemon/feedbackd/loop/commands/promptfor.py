@@ -13,6 +13,7 @@ item again.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections import OrderedDict
@@ -96,26 +97,40 @@ def relevant(
     workspace: Workspace, agent: AgentPaths, task: str, examples: int, notes: int
 ) -> list[FeedbackEntry]:
     """The examples, then the notes, most relevant to the task: each part least relevant first."""
-    entries = read_feedback(agent.feedback)
-    kept = _kept_for(agent.root)
-    found = lessons(entries, kept.item_texts(workspace, agent, _items_of(entries)))
-    return choose(found, kept.index(found).scores(task), examples, notes)
-
-
-def _items_of(entries: Iterable[FeedbackEntry]) -> set[str]:
-    return {entry.queueItemId for entry in entries if entry.queueItemId}
+    found, index = _kept_for(agent.root).lessons(workspace, agent)
+    return choose(found, index.scores(task), examples, notes)
 
 
 @dataclass
 class _Kept:
-    """What is kept of one agent between calls."""
+    """What is kept of one agent between calls: its lessons and their index, while feedback.json
+    holds the same bytes and no item folder has changed (a file added, removed or replaced, as
+    an editor's save does); and each item's text, while its file is unchanged."""
 
-    files: dict[str, tuple[FileKey, str]] = field(default_factory=dict)
-    texts: tuple[str, ...] | None = None
+    seen: tuple[bytes, tuple[FileKey | None, ...]] | None = None
+    found: Lessons | None = None
     built: Index | None = None
+    files: dict[str, tuple[FileKey, str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def item_texts(
+    def lessons(self, workspace: Workspace, agent: AgentPaths) -> tuple[Lessons, Index]:
+        # What is seen is taken before anything is read: a change while this call reads is
+        # seen as a change by the next one.
+        seen = (_digest(agent.feedback), tuple(_key_of(agent.root / f) for f in _ITEM_FOLDERS))
+        with self.lock:
+            if seen == self.seen and self.found is not None and self.built is not None:
+                return self.found, self.built
+        entries = read_feedback(agent.feedback)
+        found = lessons(entries, self._item_texts(workspace, agent, _items_of(entries)))
+        with self.lock:
+            before, built = self.found, self.built
+        if built is None or before is None or before.texts != found.texts:
+            built = Index(found.texts)
+        with self.lock:
+            self.seen, self.found, self.built = seen, found, built
+        return found, built
+
+    def _item_texts(
         self, workspace: Workspace, agent: AgentPaths, wanted: set[str]
     ) -> dict[str, str]:
         """The text of each wanted item found in the agent's folders ("" when it cannot be
@@ -138,11 +153,9 @@ class _Kept:
         return found
 
     def _text_of(self, entry: os.DirEntry[str]) -> tuple[FileKey | None, str]:
-        try:
-            info = entry.stat()
-        except OSError:  # gone since the listing
+        key = _key_of(Path(entry.path))
+        if key is None:  # gone since the listing
             return None, ""
-        key = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         with self.lock:
             kept = self.files.get(entry.path)
         if kept is not None and kept[0] == key:
@@ -152,15 +165,25 @@ class _Kept:
         except FeedbackdError:  # a bad file: the daemon reports it; its lessons still count
             return key, ""
 
-    def index(self, found: Lessons) -> Index:
-        """The BM25 index of these lessons: the one kept while their texts are the same."""
-        with self.lock:
-            if self.built is not None and self.texts == found.texts:
-                return self.built
-        built = Index(found.texts)
-        with self.lock:
-            self.texts, self.built = found.texts, built
-        return built
+
+def _items_of(entries: Iterable[FeedbackEntry]) -> set[str]:
+    return {entry.queueItemId for entry in entries if entry.queueItemId}
+
+
+def _digest(path: Path) -> bytes:
+    """feedback.json's bytes, as a digest (the bytes decide, as for every parsed file kept)."""
+    try:
+        return hashlib.blake2b(read_file_bytes(path), digest_size=16).digest()
+    except OSError:  # none yet; or unreadable, which reading it then explains
+        return b""
+
+
+def _key_of(path: Path) -> FileKey | None:
+    try:
+        info = os.stat(path)
+    except OSError:  # none there (now)
+        return None
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 _agents: OrderedDict[Path, _Kept] = OrderedDict()
