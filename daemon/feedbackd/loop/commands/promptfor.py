@@ -6,9 +6,9 @@ writes section 5's snippet with the lessons chosen. Nothing is written: the snip
 stays section 5's.
 
 A process that answers many tasks (the HTTP API, an agent runner using the Python API) keeps,
-for the few agents asked last, the BM25 index of their lessons while the lessons read the same,
-and each item's text while its file is unchanged: a task is then scored without reading every
-item again.
+for the few agents asked last, their lessons and the BM25 index of them while feedback.json and
+the item folders are unchanged, and each item's text while its file is unchanged: a task is then
+scored without reading feedback.json's entries or any item again.
 """
 
 from __future__ import annotations
