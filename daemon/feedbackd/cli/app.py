@@ -157,11 +157,37 @@ def prompt(
         str | None,
         typer.Option(help="The snippet as it was then: a revision (HEAD~3, a sha) or a date."),
     ] = None,
+    for_task: Annotated[
+        str | None,
+        typer.Option(
+            "--for",
+            metavar="FILE|-",
+            help="With the examples most relevant to this task or draft (- reads stdin).",
+        ),
+    ] = None,
 ) -> None:
-    """Print the agent's prompt snippet (prompt/feedback.md), now or as it was `--at` a time."""
+    """Print the agent's prompt snippet (prompt/feedback.md), now or as it was `--at` a time;
+    with `--for`, the examples (and notes) chosen for a task or a draft instead of the last."""
+    if for_task is not None:
+        _prompt_for(agent, for_task, at)
+        return
     from feedbackd.loop.commands.queries import prompt_text
 
     sys.stdout.write(prompt_text(GLOBALS.runtime(), agent, at))
+
+
+def _prompt_for(agent: str, argument: str, at: str | None) -> None:
+    if at is not None:
+        raise UsageError(
+            "--for and --at do not go together",
+            hint="--for ranks the lessons the agent has now; --at shows a past snippet as it was",
+        )
+    # Ranking loads numpy: only this path pays for it.
+    from feedbackd.loop.commands.promptfor import prompt_for, task_of
+
+    runtime = GLOBALS.runtime()
+    task = task_of(argument, sys.stdin.buffer.read)
+    sys.stdout.write(prompt_for(runtime, agent, task))
 
 
 @app.command("log")

@@ -230,6 +230,7 @@ def _agent_routes(site: Site) -> list[Route]:
         Route(f"{base}/queue/{{item}}/approve", _approve(site), methods=["POST"]),
         Route(f"{base}/queue/{{item}}/reject", _reject(site), methods=["POST"]),
         Route(f"{base}/prompt", prompt, methods=["GET"]),
+        Route(f"{base}/prompt", _prompt_for(site), methods=["POST"]),
     ]
 
 
@@ -242,6 +243,29 @@ def _why_routes(site: Site) -> list[Route]:
         return JSONResponse(await work(lambda: lessons.why(runtime, agent_id)))
 
     return [Route("/api/agents/{agent}/why", why, methods=["GET"])]
+
+
+def _prompt_for(site: Site) -> Callable[[Request], Any]:
+    async def prompt_for(request: Request) -> Response:
+        """The snippet with the examples most relevant to the body's task: `{"text": "..."}` or
+        an item object (SPEC section 13); text/markdown, as GET gives the plain snippet."""
+        agent_id = request.path_params["agent"]
+        document = await json_object(request)
+        runtime = await work(site.runtime)
+        text = await work(lambda: _snippet_for(runtime, agent_id, document))
+        return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
+
+    return prompt_for
+
+
+def _snippet_for(runtime: Runtime, agent_id: str, document: dict[str, Any]) -> str:
+    # Ranking loads numpy: imported in the worker thread when first asked, so neither the
+    # server's start nor its event loop waits for it.
+    from feedbackd.core.curation.relevance import task_of_object
+    from feedbackd.loop.commands.promptfor import prompt_for
+
+    existing_agent(runtime, agent_id)
+    return prompt_for(runtime, agent_id, task_of_object(document, "the body"))
 
 
 def _approve(site: Site) -> Callable[[Request], Any]:
