@@ -153,7 +153,7 @@ def test_second_daemon_on_the_same_workspace_is_refused(
 ) -> None:
     daemon = start(site, listener)
     daemon.wait_ready()
-    second = site.cli("run")
+    second = site.cli_process("run")  # a second daemon, refused
     assert second.returncode == 1
     assert second.stderr.startswith("error: locked: ")
     assert str(daemon.pid) in second.stderr
@@ -171,7 +171,7 @@ def test_a_removed_state_folder_still_keeps_a_second_daemon_out(
     (site.root / ".feedbackd").rename(site.root / "old-state")
     lock = site.root / ".feedbackd" / "daemon.lock"
     wait_for(lambda: lock.is_file() and lock.read_text().strip(), what="the lock taken again")
-    second = site.cli("run")
+    second = site.cli_process("run")  # a second daemon, refused
     assert second.returncode == 1 and second.stderr.startswith("error: locked: ")
     assert daemon.stop() == 0
 
