@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_kit import run_cli_bytes
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft, settling_in
 
@@ -55,9 +55,8 @@ def site(tmp_path: Path) -> Site:
 
 
 def cli(site: Site, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """The real command line; its output as bytes (a file name it prints may not be UTF-8)."""
-    command = [sys.executable, "-m", "feedbackd", "-w", str(site.root), *args]
-    return subprocess.run(command, capture_output=True, timeout=120)
+    """The command line; its output as bytes (a file name it prints may not be UTF-8)."""
+    return run_cli_bytes(["-w", str(site.root), *args])
 
 
 def answered(done: subprocess.CompletedProcess[bytes]) -> str:

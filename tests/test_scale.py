@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from feedbackd.loop.commands import queries
+from tests.cli_kit import run_cli
 from tests.conftest import git
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft
@@ -32,10 +31,7 @@ def fresh_clone_start_up(tmp_path: Path, drafts: int) -> list[str]:
     git(tmp_path, "clone", "-q", str(origin.root), str(clone))
     wrapper, log = counting_git(tmp_path / f"bin-{drafts}")
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(clone), "run", "--once", "--json"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    done = run_cli(["-w", str(clone), "run", "--once", "--json"], env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["events"] == []  # nothing new: the drafts are on record
     return log.read_text().splitlines()
@@ -91,10 +87,7 @@ def git_calls_of_run_once(site: Site, folder: Path) -> tuple[list[str], list[dic
     """The git command lines `run --once` ran, and the events it reported."""
     wrapper, log = counting_git(folder)
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once", "--json"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    done = run_cli(["-w", str(site.root), "run", "--once", "--json"], env=env)
     assert done.returncode == 0, done.stderr
     return log.read_text().splitlines(), json.loads(done.stdout)["events"]
 
@@ -177,10 +170,7 @@ def test_an_idle_pass_asks_git_about_the_rental_logs_only(tmp_path: Path) -> Non
     )
     wrapper, log = counting_git(tmp_path / "bin")
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once", "--json"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    done = run_cli(["-w", str(site.root), "run", "--once", "--json"], env=env)
     assert done.returncode == 0, done.stderr
     statuses = [line for line in log.read_text().splitlines() if line.startswith("status")]
     assert statuses, log.read_text()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,7 @@ from feedbackd.core.curation.decisions import new_record
 from feedbackd.core.curation.webhouse import parse_queue, to_decide
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.timeutil import utcnow
+from tests.cli_kit import run_cli
 from tests.daemon_kit import DaemonProcess, NotifyListener, idle, wait_for
 from tests.webhouse_kit import QUEUE, WebhouseAdmin, js_stringify
 from tests.workspace_kit import Site
@@ -496,9 +496,7 @@ def test_a_daemon_killed_in_a_burst_of_approvals_records_each_once(
 
 # --- turning it on ------------------------------------------------------------------------------
 def feedbackd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "feedbackd", *args], capture_output=True, text=True, timeout=120
-    )
+    return run_cli(args)
 
 
 def test_init_webhouse_on_a_webhouse_site_decides_its_queue(tmp_path: Path) -> None:
