@@ -27,7 +27,8 @@ _MAX_SOCKET_PATH = 100
 def wait_for(
     predicate: Callable[[], T], timeout: float = DEADLINE_S, what: str = "the condition"
 ) -> T:
-    """Poll predicate until it returns something truthy; fail the test after timeout seconds."""
+    """Poll predicate until it returns something truthy, and return that; after timeout seconds,
+    fail the test naming `what` it waited for. The one way the tests wait for something."""
     deadline = time.monotonic() + timeout
     pause = 0.01
     while True:
@@ -138,13 +139,15 @@ class DaemonProcess:
         return self.proc.pid
 
     def wait_ready(self, count: int = 1, timeout: float = DEADLINE_S) -> None:
-        deadline = time.monotonic() + timeout
-        while self.listener.count("READY=1") < count:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"daemon exited {self.proc.returncode}: {self.log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no READY=1 within {timeout:g} s: {self.log()}")
-            time.sleep(0.01)
+        def ready_or_gone() -> bool:
+            return self.listener.count("READY=1") >= count or self.proc.poll() is not None
+
+        try:
+            wait_for(ready_or_gone, timeout, f"READY=1 ({count} in all)")
+        except AssertionError as error:
+            raise AssertionError(f"{error}: {self.log()}") from None
+        if self.listener.count("READY=1") < count:
+            raise AssertionError(f"daemon exited {self.proc.returncode}: {self.log()}")
 
     def signal(self, number: int) -> None:
         self.proc.send_signal(number)
