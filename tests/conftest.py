@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon_kit import DaemonProcess, NotifyListener
-from tests.web_kit import Server
+from tests.web_kit import Client, Server, serving
 from tests.workspace_kit import Site
 
 GIT_IDENTITY = {
@@ -85,3 +85,11 @@ def server(site: Site) -> Iterator[Server]:
     running = Server(site.root)
     yield running
     running.close()
+
+
+@pytest.fixture
+def served(site: Site) -> Iterator[Client]:
+    """What `feedbackd serve` answers with on the module's `site`, served from a thread of the
+    test process (web_kit.serving): for the routes and rules, when the command is not the point."""
+    with serving(site.root) as client:
+        yield client
