@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_kit import DaemonProcess, NotifyListener
+from tests.daemon_kit import DaemonProcess, NotifyListener, SlowMark
 from tests.web_kit import Client, Server, serving
 from tests.workspace_kit import Site
 
@@ -35,6 +35,12 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterat
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("NO_COLOR", "1")
     yield
+
+
+@pytest.fixture(autouse=True)
+def slow_mark(request: pytest.FixtureRequest) -> None:
+    """Tell the kits whether this test is marked slow (daemon_kit.SlowMark)."""
+    SlowMark.carried = request.node.get_closest_marker("slow") is not None
 
 
 def git(root: Path, *args: str) -> str:

@@ -24,6 +24,18 @@ DEADLINE_S = 20.0
 _MAX_SOCKET_PATH = 100
 
 
+class SlowMark:
+    """Whether the running test carries the `slow` mark (conftest sets it before each test): one
+    that starts the daemon or `feedbackd serve` must, as the marker's text in pyproject.toml
+    says, so that `-m "not slow"` leaves out every such process."""
+
+    carried = True  # outside pytest (the benchmarks) nothing is checked
+
+
+def must_be_marked_slow(what: str) -> None:
+    assert SlowMark.carried, f"a test that starts {what} is marked slow (pyproject.toml)"
+
+
 def wait_for(
     predicate: Callable[[], T], timeout: float = DEADLINE_S, what: str = "the condition"
 ) -> T:
@@ -121,6 +133,7 @@ class DaemonProcess:
         watchdog_usec: int = 400_000,
         log_name: str = "daemon.log",
     ) -> None:
+        must_be_marked_slow("the daemon")
         self.site = site
         self.listener = listener
         self.log_path = site.root.parent / log_name

@@ -20,6 +20,8 @@ import pytest
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, idle, wait_for
 from tests.workspace_kit import Site, draft
 
+pytestmark = pytest.mark.slow
+
 AGENT = "qa"
 SEED = int(os.environ.get("SEED", "3"))
 ROUNDS = int(os.environ.get("ROUNDS", "12"))

@@ -7,13 +7,9 @@ import json
 import os
 from pathlib import Path
 
-import pytest
-
 from tests.cli_kit import run_cli
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft, settling_in
-
-pytestmark = pytest.mark.slow
 
 
 def site_with(root: Path, decided: int, queued: int) -> Site:

@@ -16,8 +16,6 @@ from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.web_kit import Client, Server, serving
 from tests.workspace_kit import Site, draft
 
-pytestmark = pytest.mark.slow
-
 RATING = {
     "provider_agent": "provider-1",
     "skill_id": "summarise",
@@ -282,6 +280,7 @@ def serve(
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("listen", "message"),
     [
@@ -300,16 +299,19 @@ def test_a_bad_listen_or_a_missing_token_is_a_clear_error(
     assert message in done.stderr
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_a_clear_error(site: Site, server: Server) -> None:
     done = serve(site.root, "--listen", server.host)
     assert done.returncode == 1
     assert "cannot listen on" in done.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_server_with_status_0(server: Server) -> None:
     assert server.stop() == 0
 
 
+@pytest.mark.slow
 def test_metrics_show_the_running_daemons_passes(site: Site, served: Client) -> None:
     """The daemon and the server side by side, as their two units run them: a decision made by
     moving a file shows in /metrics as an event and a pass."""

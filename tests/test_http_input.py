@@ -15,8 +15,6 @@ import pytest
 from tests.web_kit import Answer, Client, Server, serving
 from tests.workspace_kit import Site, draft
 
-pytestmark = pytest.mark.slow
-
 RATING = {
     "transaction_id": "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
     "provider_agent": "writer",
@@ -167,6 +165,7 @@ def test_nothing_was_decided_by_the_refused_requests(site: Site, served: Client)
     assert site.feedback("writer") == []
 
 
+@pytest.mark.slow
 def test_an_unexpected_error_keeps_its_traceback_in_the_log(site: Site) -> None:
     running = Server(site.root)
     try:

@@ -15,8 +15,6 @@ from tests.cli_kit import run_cli_bytes
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft, settling_in
 
-pytestmark = pytest.mark.slow
-
 ODD_NAMES = [
     b"bad id",
     b'say "hi"',
@@ -86,6 +84,7 @@ def test_status_shows_each_problem_on_one_line(site: Site) -> None:
     assert not any("\n" in line or "\t" in line for line in problems), problems
 
 
+@pytest.mark.slow
 def test_the_daemon_reports_odd_names_and_goes_on(
     site: Site, start: type[DaemonProcess], listener: NotifyListener
 ) -> None:

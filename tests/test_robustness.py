@@ -339,6 +339,7 @@ def test_a_configuration_written_after_start_up_is_read_on_reload(site: Site) ->
 # --- the daemon ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_daemon_keeps_its_configuration_on_a_bad_reload_and_says_so(site: Site) -> None:
     listener = NotifyListener(site.root.parent)
     daemon = DaemonProcess(site, listener)
@@ -366,6 +367,7 @@ def test_daemon_keeps_its_configuration_on_a_bad_reload_and_says_so(site: Site) 
         listener.close()
 
 
+@pytest.mark.slow
 def test_daemon_waits_out_a_users_rebase_and_catches_up(site: Site) -> None:
     listener = NotifyListener(site.root.parent)
     daemon = DaemonProcess(site, listener)
@@ -385,6 +387,7 @@ def test_daemon_waits_out_a_users_rebase_and_catches_up(site: Site) -> None:
         listener.close()
 
 
+@pytest.mark.slow
 def test_daemon_survives_a_symbolic_link_loop_among_agent_folders(site: Site) -> None:
     listener = NotifyListener(site.root.parent)
     daemon = DaemonProcess(site, listener)

@@ -100,6 +100,7 @@ def test_init_is_idempotent_in_a_clone(net: Network) -> None:
     assert site.git("status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_three_machines_deciding_at_once_converge(net: Network) -> None:
     a, b, c = net.clone("a"), net.clone("b"), net.clone("c")
     approve(a, "qi-1", "Title one, sharper")

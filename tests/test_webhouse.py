@@ -437,6 +437,7 @@ def test_doctor_names_a_broken_queue_and_entries_it_cannot_use(
 
 
 # --- the daemon ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_daemon_decides_what_the_curator_does_in_webhouse(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -466,6 +467,7 @@ def test_the_daemon_decides_what_the_curator_does_in_webhouse(
     assert tracked_and_clean(site, QUEUE, "_data/agents/content-writer/feedback.json")
 
 
+@pytest.mark.slow
 def test_a_daemon_killed_in_a_burst_of_approvals_records_each_once(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

@@ -27,7 +27,7 @@ from feedbackd.cli.web.server import GRACE_S, application
 from feedbackd.cli.web.stopping import GracefulServer
 from feedbackd.core.websafety import parse_listen
 from feedbackd.loop.workspace.runtime import Runtime
-from tests.daemon_kit import wait_for
+from tests.daemon_kit import must_be_marked_slow, wait_for
 
 
 @dataclass
@@ -175,6 +175,7 @@ class Server(Client):
         open_files: int | None = None,
         listen_host: str = "127.0.0.1",
     ) -> None:
+        must_be_marked_slow("feedbackd serve")
         super().__init__(free_port())
         self.log = log
         listen = f"{listen_host}:{self.port}"
