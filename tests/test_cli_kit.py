@@ -56,22 +56,21 @@ def test_output_and_exit_code_are_the_process_s(site: Site, args: tuple[str, ...
     same_as_the_process(site, *args)
 
 
-def test_the_environment_is_the_one_given_whole(site: Site) -> None:
+def test_the_environment_is_the_one_given_whole(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     site.write("w", "qi-1.json", draft({"title": "New"}))
     assert site.cli("approve", "w", "qi-1").returncode == 0
     narrow = {**os.environ, "COLUMNS": "50"}
     same_as_the_process(site, "log", env=narrow)
     assert max(map(len, site.cli("log").stdout.splitlines())) > 50  # and it was put back
     # FEEDBACKD_WORKSPACE, left out of the environment given, is not seen
-    found = {**os.environ, "FEEDBACKD_WORKSPACE": str(site.root)}
+    monkeypatch.setenv("FEEDBACKD_WORKSPACE", str(site.root))
+    assert run_cli(["status"], cwd=site.root.parent).returncode == 0
     without = {k: v for k, v in os.environ.items() if k != "FEEDBACKD_WORKSPACE"}
-    os.environ["FEEDBACKD_WORKSPACE"] = str(site.root)
-    try:
-        assert run_cli(["status"], env=found, cwd=site.root.parent).returncode == 0
-        lost = run_cli(["status"], env=without, cwd=site.root.parent)
-        assert lost.returncode == 1 and "no feedbackd workspace here" in lost.stderr
-    finally:
-        del os.environ["FEEDBACKD_WORKSPACE"]
+    lost = run_cli(["status"], env=without, cwd=site.root.parent)
+    assert lost.returncode == 1 and "no feedbackd workspace here" in lost.stderr
+    assert os.environ["FEEDBACKD_WORKSPACE"] == str(site.root)
 
 
 def test_a_warning_logged_goes_to_that_run_s_stderr_and_the_logger_is_given_back(
