@@ -37,10 +37,11 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterat
     yield
 
 
-@pytest.fixture(autouse=True)
-def slow_mark(request: pytest.FixtureRequest) -> None:
-    """Tell the kits whether this test is marked slow (daemon_kit.SlowMark)."""
-    SlowMark.carried = request.node.get_closest_marker("slow") is not None
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tell the kits whether this test is marked slow (daemon_kit.SlowMark), before any of its
+    fixtures, a module's included, can start a process."""
+    SlowMark.carried = item.get_closest_marker("slow") is not None
 
 
 def git(root: Path, *args: str) -> str:

@@ -25,9 +25,9 @@ _MAX_SOCKET_PATH = 100
 
 
 class SlowMark:
-    """Whether the running test carries the `slow` mark (conftest sets it before each test): one
-    that starts the daemon or `feedbackd serve` must, as the marker's text in pyproject.toml
-    says, so that `-m "not slow"` leaves out every such process."""
+    """Whether the running test carries the `slow` mark (conftest sets it as each test is set
+    up): one that starts the daemon or `feedbackd serve` must, as the marker's text in
+    pyproject.toml says, so that `-m "not slow"` leaves out every such process."""
 
     carried = True  # outside pytest (the benchmarks) nothing is checked
 
