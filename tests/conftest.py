@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_kit import DaemonProcess, NotifyListener
-from tests.web_kit import Server
+from tests.daemon_kit import DaemonProcess, NotifyListener, SlowMark
+from tests.web_kit import Client, Server, serving
 from tests.workspace_kit import Site
 
 GIT_IDENTITY = {
@@ -35,6 +35,13 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterat
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("NO_COLOR", "1")
     yield
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tell the kits whether this test is marked slow (daemon_kit.SlowMark), before any of its
+    fixtures, a module's included, can start a process."""
+    SlowMark.carried = item.get_closest_marker("slow") is not None
 
 
 def git(root: Path, *args: str) -> str:
@@ -85,3 +92,11 @@ def server(site: Site) -> Iterator[Server]:
     running = Server(site.root)
     yield running
     running.close()
+
+
+@pytest.fixture
+def served(site: Site) -> Iterator[Client]:
+    """What `feedbackd serve` answers with on the module's `site`, served from a thread of the
+    test process (web_kit.serving): for the routes and rules, when the command is not the point."""
+    with serving(site.root) as client:
+        yield client

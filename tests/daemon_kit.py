@@ -24,10 +24,23 @@ DEADLINE_S = 20.0
 _MAX_SOCKET_PATH = 100
 
 
+class SlowMark:
+    """Whether the running test carries the `slow` mark (conftest sets it as each test is set
+    up): one that starts the daemon or `feedbackd serve` must, as the marker's text in
+    pyproject.toml says, so that `-m "not slow"` leaves out every such process."""
+
+    carried = True  # outside pytest (the benchmarks) nothing is checked
+
+
+def must_be_marked_slow(what: str) -> None:
+    assert SlowMark.carried, f"a test that starts {what} is marked slow (pyproject.toml)"
+
+
 def wait_for(
     predicate: Callable[[], T], timeout: float = DEADLINE_S, what: str = "the condition"
 ) -> T:
-    """Poll predicate until it returns something truthy; fail the test after timeout seconds."""
+    """Poll predicate until it returns something truthy, and return that; after timeout seconds,
+    fail the test naming `what` it waited for. The one way the tests wait for something."""
     deadline = time.monotonic() + timeout
     pause = 0.01
     while True:
@@ -120,6 +133,7 @@ class DaemonProcess:
         watchdog_usec: int = 400_000,
         log_name: str = "daemon.log",
     ) -> None:
+        must_be_marked_slow("the daemon")
         self.site = site
         self.listener = listener
         self.log_path = site.root.parent / log_name
@@ -138,13 +152,15 @@ class DaemonProcess:
         return self.proc.pid
 
     def wait_ready(self, count: int = 1, timeout: float = DEADLINE_S) -> None:
-        deadline = time.monotonic() + timeout
-        while self.listener.count("READY=1") < count:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"daemon exited {self.proc.returncode}: {self.log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no READY=1 within {timeout:g} s: {self.log()}")
-            time.sleep(0.01)
+        def ready_or_gone() -> bool:
+            return self.listener.count("READY=1") >= count or self.proc.poll() is not None
+
+        try:
+            wait_for(ready_or_gone, timeout, f"READY=1 ({count} in all)")
+        except AssertionError as error:
+            raise AssertionError(f"{error}: {self.log()}") from None
+        if self.listener.count("READY=1") < count:
+            raise AssertionError(f"daemon exited {self.proc.returncode}: {self.log()}")
 
     def signal(self, number: int) -> None:
         self.proc.send_signal(number)

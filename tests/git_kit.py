@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from feedbackd.core.commitmsg import build_message
@@ -30,13 +28,6 @@ def commit_count(root: Path) -> int:
 
 def committed_names(root: Path, rev: str = "HEAD") -> list[str]:
     return git(root, "show", "--name-only", "--format=", rev).split()
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.005)
 
 
 def counting_git(folder: Path, *, history_s: float = 0) -> tuple[Path, Path]:

@@ -25,8 +25,6 @@ from tests.daemon_kit import (
 )
 from tests.workspace_kit import Site, draft, settling_in
 
-pytestmark = pytest.mark.slow
-
 OLD, NEW = "Why TypeScript Generics Matter", "How TypeScript Generics Save You From Refactoring"
 
 
@@ -66,6 +64,7 @@ def write_draft(site: Site, agent: str, name: str, title: str) -> None:
     site.write(agent, f"{name}.json", draft({"title": title, "excerpt": "Same."}))
 
 
+@pytest.mark.slow
 def test_a_renamed_agent_keeps_the_original_of_an_edited_draft(
     site: Site, daemon: DaemonProcess
 ) -> None:
@@ -92,6 +91,7 @@ def test_a_renamed_agent_keeps_the_original_of_an_edited_draft(
     assert clean(site) and decided(site, "w2") == ["d1"]
 
 
+@pytest.mark.slow
 def test_renaming_in_the_middle_of_a_burst_of_approvals_loses_and_doubles_nothing(
     site: Site, daemon: DaemonProcess
 ) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.ratings.ratings import ALLOWED
+from tests.cli_kit import run_cli, run_process
 from tests.conftest import git
 from tests.workspace_kit import Site, draft
 
@@ -28,9 +29,7 @@ def site(tmp_path: Path) -> Site:
 def test_init_is_idempotent_and_sets_up_git(tmp_path: Path) -> None:
     root = tmp_path / "new"
     for _ in range(2):
-        done = subprocess.run(
-            [sys.executable, "-m", "feedbackd", "init", str(root)], capture_output=True, text=True
-        )
+        done = run_cli(["init", str(root)])
         assert done.returncode == 0, done.stderr
     assert (root / "_data" / "agents").is_dir()
     assert "feedback.json merge=feedbackd" in (root / ".gitattributes").read_text()
@@ -45,18 +44,10 @@ def test_init_is_idempotent_and_sets_up_git(tmp_path: Path) -> None:
 
 def test_init_sample_adds_the_example_agents(tmp_path: Path) -> None:
     root = tmp_path / "sample"
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "init", str(root), "--sample"],
-        capture_output=True,
-        text=True,
-    )
+    done = run_cli(["init", str(root), "--sample"])
     assert done.returncode == 0, done.stderr
     assert (root / "_data" / "agents" / "content-writer" / "queue" / "qi-101.json").is_file()
-    doctor = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(root), "doctor"],
-        capture_output=True,
-        text=True,
-    )
+    doctor = run_cli(["-w", str(root), "doctor"])
     assert doctor.returncode == 0, doctor.stdout
 
 
@@ -106,12 +97,7 @@ def test_config_errors_name_the_file_line_and_key(site: Site) -> None:
 
 
 def test_no_workspace_is_a_clear_error(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "recent", "w"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    done = run_cli(["recent", "w"], cwd=tmp_path)
     assert done.returncode == 1 and done.stderr.startswith("error: workspace_error: ")
 
 
@@ -184,9 +170,7 @@ def test_doctor_names_a_corrupt_feedback_file_and_its_last_good_version(site: Si
 
 
 def test_version() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "--version"], capture_output=True, text=True
-    )
+    done = run_process(["--version"])  # what starts before the command line is loaded
     assert done.returncode == 0 and done.stdout.startswith("feedbackd ")
 
 
@@ -224,11 +208,7 @@ def test_doctor_names_a_file_where_a_folder_belongs_and_a_missing_repository(
     root = tmp_path / "plain"
     (root / "_data" / "agents" / "w").mkdir(parents=True)
     (root / "_data" / "agents" / "w" / "approved").write_text("oops")
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(root), "doctor", "--json"],
-        capture_output=True,
-        text=True,
-    )
+    done = run_cli(["-w", str(root), "doctor", "--json"])
     assert done.returncode == 1
     found = {p["path"]: p["message"] for p in json.loads(done.stdout)["problems"]}
     assert found["."] == "the workspace is not a git repository"
@@ -420,10 +400,7 @@ def test_discovery_finds_only_real_workspaces_never_a_folder_that_merely_holds_d
     draft_file = checkout / "_data" / "agents" / "content-writer" / "queue" / "qi-101.json"
     draft_file.write_text(json.dumps(draft({"title": "Sample"})))
     env = {k: v for k, v in os.environ.items() if k != "FEEDBACKD_WORKSPACE"}
-    command = [sys.executable, "-m", "feedbackd", "approve", "content-writer", "qi-101"]
-    inside = subprocess.run(
-        command, cwd=checkout / "_data", capture_output=True, text=True, env=env, timeout=60
-    )
+    inside = run_cli(["approve", "content-writer", "qi-101"], cwd=checkout / "_data", env=env)
     assert inside.returncode == 1
     assert inside.stderr.strip() == (
         "error: workspace_error: no feedbackd workspace here (run feedbackd init, or pass -w)"
@@ -431,10 +408,7 @@ def test_discovery_finds_only_real_workspaces_never_a_folder_that_merely_holds_d
     assert draft_file.exists()  # nothing moved, nothing committed
     workspace = tmp_path / "ws"
     Site(workspace)
-    found = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "status", "--json"],
-        cwd=workspace / "_data", capture_output=True, text=True, env=env, timeout=60,
-    )  # fmt: skip
+    found = run_cli(["status", "--json"], cwd=workspace / "_data", env=env)
     assert found.returncode == 0, found.stderr
 
 

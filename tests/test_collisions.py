@@ -20,6 +20,8 @@ import pytest
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, idle, wait_for
 from tests.workspace_kit import Site, draft
 
+pytestmark = pytest.mark.slow
+
 AGENT = "qa"
 SEED = int(os.environ.get("SEED", "3"))
 ROUNDS = int(os.environ.get("ROUNDS", "12"))
@@ -48,17 +50,16 @@ _LOCKED_STASH = ("", "The stash entry is kept in case you need it again.")
 def _git_again_while_locked(site: Site, *args: str) -> None:
     """A git command run as a user does while feedbackd records: when it stops at once because
     feedbackd holds the index lock, it is run again (see docs/git.md, "Your own git commands")."""
-    deadline = time.monotonic() + 30
-    while True:
+
+    def ran() -> bool:
         done = subprocess.run(["git", *args], cwd=site.root, capture_output=True, text=True)
-        if done.returncode == 0:
-            return
         locked = "index.lock" in done.stderr or (
             args[0] == "stash" and done.stderr.strip() in _LOCKED_STASH
         )
-        assert locked, f"git {' '.join(args)}: {done.stderr}"
-        assert time.monotonic() < deadline, f"git {' '.join(args)} kept finding the lock"
-        time.sleep(0.01)
+        assert done.returncode == 0 or locked, f"git {' '.join(args)}: {done.stderr}"
+        return done.returncode == 0
+
+    wait_for(ran, 30, f"git {' '.join(args)} to find the index lock free")
 
 
 def _head_names(site: Site, folder: str) -> set[str]:

@@ -30,8 +30,6 @@ from tests.daemon_kit import (
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft
 
-pytestmark = pytest.mark.slow
-
 OLD, NEW = "Why TypeScript Generics Matter", "How TypeScript Generics Save You From Refactoring"
 
 
@@ -68,6 +66,7 @@ def data_is_clean(site: Site) -> bool:
 
 
 # --- start-up, notify protocol, status ------------------------------------------------------
+@pytest.mark.slow
 def test_ready_comes_after_the_start_up_pass_and_the_watchdog_keeps_pinging(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -88,6 +87,7 @@ def test_ready_comes_after_the_start_up_pass_and_the_watchdog_keeps_pinging(
     assert status_lines and "3 recorded" in status_lines[-1]
 
 
+@pytest.mark.slow
 def test_a_supervisor_that_stops_reading_never_stops_the_work(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -104,6 +104,7 @@ def test_a_supervisor_that_stops_reading_never_stops_the_work(
     assert "cannot notify systemd" in daemon.log()
 
 
+@pytest.mark.slow
 def test_a_command_waits_for_one_decision_not_for_a_whole_pass(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -123,6 +124,7 @@ def test_a_command_waits_for_one_decision_not_for_a_whole_pass(
     assert [e["type"] for e in site.feedback("w")].count("edit") == 1
 
 
+@pytest.mark.slow
 def test_status_while_running_and_after_a_clean_sigterm(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -148,12 +150,13 @@ def test_status_while_running_and_after_a_clean_sigterm(
     assert after["counts"]["approve"] == 1  # what it did before it stopped
 
 
+@pytest.mark.slow
 def test_second_daemon_on_the_same_workspace_is_refused(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
     daemon = start(site, listener)
     daemon.wait_ready()
-    second = site.cli("run")
+    second = site.cli_process("run")  # a second daemon, refused
     assert second.returncode == 1
     assert second.stderr.startswith("error: locked: ")
     assert str(daemon.pid) in second.stderr
@@ -162,6 +165,7 @@ def test_second_daemon_on_the_same_workspace_is_refused(
     assert daemon.proc.wait(10) == 0
 
 
+@pytest.mark.slow
 def test_a_removed_state_folder_still_keeps_a_second_daemon_out(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -171,11 +175,12 @@ def test_a_removed_state_folder_still_keeps_a_second_daemon_out(
     (site.root / ".feedbackd").rename(site.root / "old-state")
     lock = site.root / ".feedbackd" / "daemon.lock"
     wait_for(lambda: lock.is_file() and lock.read_text().strip(), what="the lock taken again")
-    second = site.cli("run")
+    second = site.cli_process("run")  # a second daemon, refused
     assert second.returncode == 1 and second.stderr.startswith("error: locked: ")
     assert daemon.stop() == 0
 
 
+@pytest.mark.slow
 def test_an_agent_whose_pass_fails_holds_up_no_one(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -195,6 +200,7 @@ def test_an_agent_whose_pass_fails_holds_up_no_one(
 
 
 # --- file events ----------------------------------------------------------------------------
+@pytest.mark.slow
 def test_decision_while_running_with_json_logs_then_idle(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -219,6 +225,7 @@ def test_decision_while_running_with_json_logs_then_idle(
     assert any(r["message"].startswith("approve(w): qi-000") for r in records)
 
 
+@pytest.mark.slow
 def test_an_approval_changed_only_outside_the_content_is_logged_and_shown_in_status(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -243,6 +250,7 @@ def test_an_approval_changed_only_outside_the_content_is_logged_and_shown_in_sta
     assert status_json(site)["problems"] == []
 
 
+@pytest.mark.slow
 def test_editor_atomic_saves_in_queue(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -262,6 +270,7 @@ def test_editor_atomic_saves_in_queue(
     assert not list(queue.glob("*.swp"))
 
 
+@pytest.mark.slow
 def test_whole_agent_folders_moved_in_and_renamed(
     site: Site, listener: NotifyListener, start: type[DaemonProcess], tmp_path: Path
 ) -> None:
@@ -286,6 +295,7 @@ def test_whole_agent_folders_moved_in_and_renamed(
     assert decided(site, "writer") == ["qi-000"]
 
 
+@pytest.mark.slow
 def test_status_shows_a_burst_as_it_goes_in_short_lines(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -310,6 +320,7 @@ def test_status_shows_a_burst_as_it_goes_in_short_lines(
     assert not any(line.startswith("working: ") for line in site.cli("status").stdout.splitlines())
 
 
+@pytest.mark.slow
 def test_a_decision_starts_two_short_git_processes(
     tmp_path: Path,
     site: Site,
@@ -341,6 +352,7 @@ def test_a_decision_starts_two_short_git_processes(
     assert site.git("log", "-1", "--format=%an <%ae>").strip() == "Ada Curator <ada@example.org>"
 
 
+@pytest.mark.slow
 def test_two_hundred_approvals_at_once(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -377,6 +389,7 @@ def test_two_hundred_approvals_at_once(
 
 
 # --- settling ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_slowly_written_yaml_file_is_decided_whole(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -398,6 +411,7 @@ def test_a_slowly_written_yaml_file_is_decided_whole(
     assert decided(site, "y") == ["y2"] and data_is_clean(site)
 
 
+@pytest.mark.slow
 def test_half_written_file_completed_within_the_settle_time(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -418,6 +432,7 @@ def test_half_written_file_completed_within_the_settle_time(
     assert status_json(site)["pending"] == 0 and decided(site, "w") == ["qi-h"]
 
 
+@pytest.mark.slow
 def test_bad_file_beside_good_ones_gets_an_error_file_after_settling(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -444,6 +459,7 @@ def test_bad_file_beside_good_ones_gets_an_error_file_after_settling(
 
 
 # --- signals ----------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sighup_reloads_the_configuration(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -467,6 +483,7 @@ def test_sighup_reloads_the_configuration(
     assert "show_feild" in daemon.log() and daemon.proc.poll() is None
 
 
+@pytest.mark.slow
 def test_an_edited_configuration_is_picked_up_without_a_signal(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -487,6 +504,7 @@ def test_an_edited_configuration_is_picked_up_without_a_signal(
     assert not any(s.startswith("sync(w)") for s in subjects(site))
 
 
+@pytest.mark.slow
 def test_sigterm_in_a_burst_finishes_the_decision_in_hand(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -510,6 +528,7 @@ def test_sigterm_in_a_burst_finishes_the_decision_in_hand(
     assert sorted(decided(site, "w")) == names and data_is_clean(site)
 
 
+@pytest.mark.slow
 def test_kill_9_in_a_burst_then_restart_loses_and_doubles_nothing(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -535,6 +554,7 @@ def test_kill_9_in_a_burst_then_restart_loses_and_doubles_nothing(
 
 
 # --- the CLI beside the daemon ----------------------------------------------------------------
+@pytest.mark.slow
 def test_cli_approve_while_the_daemon_runs_is_recorded_once(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -559,6 +579,7 @@ def _open_fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+@pytest.mark.slow
 def test_pipeline_leaks_no_file_handles_or_processes(site: Site) -> None:
     names = drafts(site, "w", 100)
     runtime = site.runtime()
@@ -578,6 +599,7 @@ def test_pipeline_leaks_no_file_handles_or_processes(site: Site) -> None:
 
 
 # --- what a kill -9 in the middle of a commit leaves behind -------------------------------------
+@pytest.mark.slow
 def test_ref_locks_left_by_a_killed_git_are_cleared_at_start(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -630,6 +652,7 @@ def test_the_index_is_left_alone_when_no_writer_died_holding_the_lock(site: Site
 
 
 # --- ratings and remote sync ------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_rating_dropped_in_the_inbox_is_recorded(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -653,6 +676,7 @@ def test_a_rating_dropped_in_the_inbox_is_recorded(
     assert data_is_clean(site)
 
 
+@pytest.mark.slow
 def test_commits_are_pushed_to_the_remote(
     site: Site, listener: NotifyListener, start: type[DaemonProcess], tmp_path: Path
 ) -> None:
@@ -679,6 +703,7 @@ def test_commits_are_pushed_to_the_remote(
 
 
 # --- make run ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_make_run_never_deletes_a_demo_that_a_live_daemon_holds(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

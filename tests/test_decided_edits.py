@@ -19,8 +19,6 @@ from tests.daemon_kit import (
 )
 from tests.workspace_kit import Site, draft, settling_in
 
-pytestmark = pytest.mark.slow
-
 DRAFTED = "originalContentData:\n  title: Drafted\n  body: Drafted body\n"
 
 
@@ -47,6 +45,7 @@ def entries(site: Site, agent: str) -> Counter[tuple[str | None, ...]]:
     )
 
 
+@pytest.mark.slow
 def test_a_yaml_file_finished_after_its_approval_is_committed_again_with_its_correction(
     site: Site, daemon: DaemonProcess
 ) -> None:
@@ -78,6 +77,7 @@ def test_a_yaml_file_finished_after_its_approval_is_committed_again_with_its_cor
     assert clean(site) and decided(site, "y") == ["y2"]
 
 
+@pytest.mark.slow
 def test_an_edit_after_the_approval_records_only_what_is_new(
     site: Site, daemon: DaemonProcess
 ) -> None:
@@ -109,6 +109,7 @@ def test_an_edit_after_the_approval_records_only_what_is_new(
     assert clean(site) and decided(site, "w") == ["d1"]
 
 
+@pytest.mark.slow
 def test_a_rejection_note_edited_afterwards_is_recorded_as_a_new_note(
     site: Site, daemon: DaemonProcess
 ) -> None:
@@ -178,6 +179,7 @@ def test_a_file_only_touched_after_its_decision_is_not_committed_again(site: Sit
 DRAFTED_JSON = {"title": "Drafted", "body": "Drafted"}
 
 
+@pytest.mark.slow
 def test_kill_9_in_a_burst_of_edits_after_approval_then_restart_records_each_once(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:

@@ -76,6 +76,7 @@ def _fill(folder: Path) -> Path:
     return filler
 
 
+@pytest.mark.slow
 def test_a_full_disk_shows_in_status_and_work_resumes_soon_after_space_is_freed(
     small_disk: Path,
 ) -> None:
@@ -140,7 +141,6 @@ def _files_of(root: Path) -> dict[str, bytes]:
     }
 
 
-@pytest.mark.slow
 def test_commands_on_a_full_disk_say_so_and_leave_nothing_half_written(small_disk: Path) -> None:
     site = Site(small_disk)
     site.write("a1", "q1.json", draft({"title": "Hello"}))

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-
+from tests.cli_kit import run_cli
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft, settling_in
-
-pytestmark = pytest.mark.slow
 
 
 def site_with(root: Path, decided: int, queued: int) -> Site:
@@ -34,8 +29,7 @@ def doctor_git_calls(site: Site, tmp_path: Path) -> tuple[dict[str, object], int
     """doctor --json's report, and how many git processes it started."""
     wrapper, calls = counting_git(tmp_path / f"git-{site.root.name}")
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
-    command = [sys.executable, "-m", "feedbackd", "-w", str(site.root), "doctor", "--json"]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    done = run_cli(["-w", str(site.root), "doctor", "--json"], env=env)
     assert done.returncode == 1, done.stderr  # the lost ledger lines are a finding
     started = len(calls.read_text().splitlines()) if calls.exists() else 0
     return json.loads(done.stdout), started

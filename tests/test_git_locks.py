@@ -21,7 +21,8 @@ from feedbackd.edges.git.batch import HELPER_COMMANDS
 from feedbackd.edges.git.locks import LOCK_FREE_COMMANDS, git_process_in, lock_verdict
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from tests.conftest import git
-from tests.git_kit import ADA, commit_count, message, wait_until, write
+from tests.daemon_kit import wait_for
+from tests.git_kit import ADA, commit_count, message, write
 
 
 @pytest.fixture
@@ -68,7 +69,10 @@ def users_git(git_repo: Path) -> Iterator[subprocess.Popen[bytes]]:
         stdout=subprocess.PIPE,
     )
     with process:  # closes its pipes (ending it) and waits for it
-        wait_until(lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git")
+        wait_for(
+            lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git",
+            what="git to start",
+        )
         yield process
 
 
@@ -88,7 +92,10 @@ def test_a_git_pointed_at_the_repository_from_elsewhere_is_found(
     elsewhere.mkdir()
     command = ["git", f"--git-dir={git_repo / '.git'}", "update-index", "--stdin"]
     with subprocess.Popen(command, cwd=elsewhere, stdin=subprocess.PIPE) as process:
-        wait_until(lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git")
+        wait_for(
+            lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git",
+            what="git to start",
+        )
         assert git_process_in([git_repo, git_repo / ".git"]) is True
 
 
@@ -107,7 +114,7 @@ def test_a_git_that_never_takes_a_lock_is_no_holder(git_repo: Path, command: lis
     # of this process's own helpers.
     shell = ["sh", "-c", f"git {' '.join(command)}; :"]
     with subprocess.Popen(shell, cwd=git_repo, stdin=subprocess.PIPE) as process:
-        wait_until(lambda: git_children(process.pid) != [])
+        wait_for(lambda: git_children(process.pid) != [], what="the hook's git to start")
         assert git_process_in([git_repo, git_repo / ".git"]) is False
         assert process.stdin is not None
         process.stdin.close()
@@ -265,7 +272,10 @@ def test_a_change_waits_for_a_users_git_command_that_changes_the_work_tree(
         ["sh", "-c", f"git -C '{git_repo}' checkout-index --stdin; :"], stdin=subprocess.PIPE
     )
     try:
-        wait_until(lambda: git_process_in([git_repo], changing_only=True) is True)
+        wait_for(
+            lambda: git_process_in([git_repo], changing_only=True) is True,
+            what="the user's git to be seen",
+        )
         assert git_process_in([git_repo], changing_only=False) is True
         write(git_repo, "f.json", "[]\n")
         with pytest.raises(GitError, match="keeps changing the workspace"):

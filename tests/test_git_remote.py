@@ -12,7 +12,7 @@ import pytest
 
 from feedbackd.edges.git.remote import RemoteUnreachable
 from feedbackd.edges.git.repo import GitRepo
-from tests.git_kit import wait_until
+from tests.daemon_kit import wait_for
 
 # A unique duration, so that the "ssh" of this test is told apart from every other process.
 HANG_S = "61.25"
@@ -46,4 +46,4 @@ def test_a_fetch_that_hangs_is_stopped_at_its_deadline_with_its_ssh(
         "could not fetch main from ssh://example.invalid/x.git: timed out after 1s"
     )
     assert "tries again" in caught.value.hint
-    wait_until(lambda: hanging_ssh_processes() == [])
+    wait_for(lambda: hanging_ssh_processes() == [], what="the hanging ssh to be stopped")

@@ -13,10 +13,8 @@ from typing import Any
 import pytest
 
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
-from tests.web_kit import Server
+from tests.web_kit import Client, Server, serving
 from tests.workspace_kit import Site, draft
-
-pytestmark = pytest.mark.slow
 
 RATING = {
     "provider_agent": "provider-1",
@@ -45,43 +43,43 @@ def rating(**changes: Any) -> dict[str, Any]:
 
 # --- webhouse CMS -------------------------------------------------------------------------------
 def test_webhouse_post_stores_the_entry_and_get_lists_newest_first(
-    site: Site, server: Server
+    site: Site, served: Client
 ) -> None:
     body = {"type": "edit", "field": "title", "original": "a", "corrected": "b"}
-    stored = server.post("/api/cms/agents/writer/feedback", body)
+    stored = served.post("/api/cms/agents/writer/feedback", body)
     assert stored.status == 200
     entry = stored.json()
     assert entry["id"].startswith("fb-") and entry["type"] == "edit"
     assert site.feedback("writer") == [entry]
     assert site.git("log", "-1", "--format=%s").strip() == "record(writer): edit of title"
-    server.post("/api/cms/agents/writer/feedback", {"type": "rejection", "notes": "dry"})
-    listed = server.get("/api/cms/agents/writer/feedback?limit=1").json()
+    served.post("/api/cms/agents/writer/feedback", {"type": "rejection", "notes": "dry"})
+    listed = served.get("/api/cms/agents/writer/feedback?limit=1").json()
     assert listed["total"] == 2
     assert [e["type"] for e in listed["entries"]] == ["rejection"]
 
 
 @pytest.mark.parametrize("body", [{}, {"type": "praise"}, {"type": 3}])
-def test_webhouse_post_without_a_known_type_is_400(server: Server, body: dict[str, Any]) -> None:
-    answer = server.post("/api/cms/agents/writer/feedback", body)
+def test_webhouse_post_without_a_known_type_is_400(served: Client, body: dict[str, Any]) -> None:
+    answer = served.post("/api/cms/agents/writer/feedback", body)
     assert answer.status == 400
     assert answer.json()["error"] == "invalid_feedback"
     assert answer.json()["message"].startswith("type must be one of correction, rejection, edit")
 
 
-def test_webhouse_limit_is_capped_at_100(site: Site, server: Server) -> None:
-    answer = server.get("/api/cms/agents/writer/feedback?limit=5000")
+def test_webhouse_limit_is_capped_at_100(site: Site, served: Client) -> None:
+    answer = served.get("/api/cms/agents/writer/feedback?limit=5000")
     assert answer.status == 200 and answer.json() == {"entries": [], "total": 0}
-    assert server.get("/api/cms/agents/writer/feedback?limit=ten").status == 400
+    assert served.get("/api/cms/agents/writer/feedback?limit=ten").status == 400
 
 
 # --- AgentBnB ---------------------------------------------------------------------------------
-def test_agentbnb_submit_is_201_and_a_repeat_is_409(site: Site, server: Server) -> None:
+def test_agentbnb_submit_is_201_and_a_repeat_is_409(site: Site, served: Client) -> None:
     sent = rating()
-    first = server.post("/api/feedback", sent)
+    first = served.post("/api/feedback", sent)
     assert first.status == 201
     assert first.json()["feedback_id"] == sent["transaction_id"]
     assert first.json()["received_at"].endswith("Z")
-    again = server.post("/api/feedback", sent)
+    again = served.post("/api/feedback", sent)
     assert (again.status, again.json()["error"]) == (409, "feedback_already_submitted")
     month_files = list((site.agent("provider-1") / "ratings" / "summarise").glob("*.jsonl"))
     assert len(month_files) == 1 and len(month_files[0].read_text().splitlines()) == 1
@@ -92,38 +90,38 @@ def test_agentbnb_submit_is_201_and_a_repeat_is_409(site: Site, server: Server) 
     [{"rating": 9}, {"result_quality": "meh"}, {"surprise": 1}, {"requester_agent": None}],
 )
 def test_agentbnb_invalid_rating_is_400_with_issues(
-    server: Server, changes: dict[str, Any]
+    served: Client, changes: dict[str, Any]
 ) -> None:
     body = {k: v for k, v in rating(**changes).items() if v is not None}
-    answer = server.post("/api/feedback", body)
+    answer = served.post("/api/feedback", body)
     assert answer.status == 400
     assert answer.json()["error"] == "Validation failed"
     assert answer.json()["issues"] and all(isinstance(i, str) for i in answer.json()["issues"])
 
 
-def test_agentbnb_list_and_reputation_equal_the_commands(site: Site, server: Server) -> None:
+def test_agentbnb_list_and_reputation_equal_the_commands(site: Site, served: Client) -> None:
     for stars in (2, 5, 4):
-        assert server.post("/api/feedback", rating(rating=stars)).status == 201
-    listed = server.get("/api/feedback/summarise?limit=2&since=7d").json()
+        assert served.post("/api/feedback", rating(rating=stars)).status == 201
+    listed = served.get("/api/feedback/summarise?limit=2&since=7d").json()
     command = json.loads(site.cli("feedback", "list", "--skill", "summarise", "--since", "7d",
                                   "--limit", "2", "--json").stdout)  # fmt: skip
     assert listed == command
     assert listed["count"] == 3 and len(listed["feedbacks"]) == 2
-    reputation = server.get("/api/reputation/provider-1").json()
+    reputation = served.get("/api/reputation/provider-1").json()
     assert reputation["score"] == reputation["reputation_score"]
     command = json.loads(site.cli("reputation", "provider-1", "--json").stdout)
     assert {k: v for k, v in reputation.items() if k != "score"} == command
 
 
-def test_an_unrated_provider_has_the_cold_start_score(server: Server) -> None:
-    assert server.get("/api/reputation/nobody").json()["score"] == 0.5
+def test_an_unrated_provider_has_the_cold_start_score(served: Client) -> None:
+    assert served.get("/api/reputation/nobody").json()["score"] == 0.5
 
 
 # --- curation ---------------------------------------------------------------------------------
-def test_agents_and_queue_show_counts_and_fields(server: Server) -> None:
-    [agent] = server.get("/api/agents").json()["agents"]
+def test_agents_and_queue_show_counts_and_fields(served: Client) -> None:
+    [agent] = served.get("/api/agents").json()["agents"]
     assert (agent["agent_id"], agent["queued"], agent["approved"]) == ("writer", 2, 0)
-    drafts = server.get("/api/agents/writer/queue").json()["drafts"]
+    drafts = served.get("/api/agents/writer/queue").json()["drafts"]
     assert [d["id"] for d in drafts] == ["qi-1", "qi-2"]
     fields = {f["field"]: f for f in drafts[0]["fields"]}
     assert fields["seo.metaTitle"] == {
@@ -131,9 +129,9 @@ def test_agents_and_queue_show_counts_and_fields(server: Server) -> None:
     }  # fmt: skip
 
 
-def test_approve_with_edits_makes_one_commit_by_the_curator(site: Site, server: Server) -> None:
+def test_approve_with_edits_makes_one_commit_by_the_curator(site: Site, served: Client) -> None:
     before = site.commit_count()
-    answer = server.post(
+    answer = served.post(
         "/api/agents/writer/queue/qi-1/approve",
         {"edits": {"title": "New title", "seo.metaTitle": "New meta"},
          "curator": "Bo Reviewer <bo@example.org>"},
@@ -162,15 +160,12 @@ def test_http_and_command_line_make_the_same_decision(tmp_path: Path) -> None:
             )
             assert done.returncode == 0, done.stderr
         else:
-            server = Server(site.root)
-            try:
-                answer = server.post(
+            with serving(site.root) as served:
+                answer = served.post(
                     "/api/agents/writer/queue/qi-9/reject",
                     {"notes": "Too dry", "curator": "C <c@x.org>"},
                 )
-                assert answer.status == 200, answer.text
-            finally:
-                assert server.stop() == 0
+            assert answer.status == 200, answer.text
         entries = [{k: v for k, v in e.items() if k not in ("id", "createdAt")}
                    for e in site.feedback("writer")]  # fmt: skip
         message = site.git("log", "-1", "--format=%an%n%B")
@@ -180,11 +175,11 @@ def test_http_and_command_line_make_the_same_decision(tmp_path: Path) -> None:
     assert results[0] == results[1]
 
 
-def test_reject_needs_notes_and_a_decided_item_is_409(site: Site, server: Server) -> None:
-    assert server.post("/api/agents/writer/queue/qi-2/reject", {}).status == 400
-    assert server.post("/api/agents/writer/queue/qi-2/reject", {"notes": "  "}).status == 400
-    assert server.post("/api/agents/writer/queue/qi-2/reject", {"notes": "No"}).status == 200
-    again = server.post("/api/agents/writer/queue/qi-2/approve", {})
+def test_reject_needs_notes_and_a_decided_item_is_409(site: Site, served: Client) -> None:
+    assert served.post("/api/agents/writer/queue/qi-2/reject", {}).status == 400
+    assert served.post("/api/agents/writer/queue/qi-2/reject", {"notes": "  "}).status == 400
+    assert served.post("/api/agents/writer/queue/qi-2/reject", {"notes": "No"}).status == 200
+    again = served.post("/api/agents/writer/queue/qi-2/approve", {})
     assert (again.status, again.json()["error"]) == (409, "already_decided")
     assert "rejected/" in again.json()["message"]
 
@@ -202,61 +197,63 @@ def test_reject_needs_notes_and_a_decided_item_is_409(site: Site, server: Server
         ("GET", "/api/reputation/a%00b", 400),
     ],
 )
-def test_unknown_agents_and_bad_ids(server: Server, method: str, path: str, status: int) -> None:
-    answer = server.request(method, path, {} if method == "POST" else None)
+def test_unknown_agents_and_bad_ids(served: Client, method: str, path: str, status: int) -> None:
+    answer = served.request(method, path, {} if method == "POST" else None)
     assert answer.status == status, answer.text
     assert "error" in answer.json()
 
 
-def test_prompt_log_and_status_answer_as_the_commands(site: Site, server: Server) -> None:
-    server.post("/api/agents/writer/queue/qi-1/approve", {"edits": {"title": "Better"}})
-    prompt = server.get("/api/agents/writer/prompt")
+def test_prompt_log_and_status_answer_as_the_commands(site: Site, served: Client) -> None:
+    served.post("/api/agents/writer/queue/qi-1/approve", {"edits": {"title": "Better"}})
+    prompt = served.get("/api/agents/writer/prompt")
     assert prompt.headers["content-type"].startswith("text/markdown")
     assert prompt.text == site.cli("prompt", "writer").stdout
-    assert server.get("/api/log?agent=writer").json() == json.loads(
+    assert served.get("/api/log?agent=writer").json() == json.loads(
         site.cli("log", "writer", "--json").stdout
     )
-    status = server.get("/api/status").json()
+    status = served.get("/api/status").json()
     assert set(status) >= {"running", "pid", "uptime_s", "last_event", "counts", "pending"}
 
 
-def test_metrics_count_requests_by_route_and_status(server: Server) -> None:
-    server.get("/api/agents")
-    server.get("/api/agents/nobody")
-    text = server.get("/metrics").text
+def test_metrics_count_requests_by_route_and_status(served: Client) -> None:
+    served.get("/api/agents")
+    served.get("/api/agents/nobody")
+    text = served.get("/metrics").text
     assert 'feedbackd_http_requests_total{method="GET",route="/api/agents",status="200"} 1' in text
     assert 'route="/api/agents/{agent}",status="404"} 1' in text
     assert "# TYPE feedbackd_events_total counter" in text
 
 
 # --- safety -----------------------------------------------------------------------------------
-def test_a_foreign_host_header_is_421(server: Server) -> None:
-    assert server.get("/api/agents", headers={"Host": "attacker.example:80"}).status == 421
-    assert server.get("/api/agents", headers={"Host": f"localhost:{server.port}"}).status == 200
+def test_a_foreign_host_header_is_421(served: Client) -> None:
+    assert served.get("/api/agents", headers={"Host": "attacker.example:80"}).status == 421
+    assert served.get("/api/agents", headers={"Host": f"localhost:{served.port}"}).status == 200
 
 
-def test_a_write_from_another_site_is_403(site: Site, server: Server) -> None:
+def test_a_write_from_another_site_is_403(site: Site, served: Client) -> None:
     path = "/api/agents/writer/queue/qi-2/reject"
-    evil = server.post(path, {"notes": "x"}, headers={"Origin": "https://attacker.example"})
+    evil = served.post(path, {"notes": "x"}, headers={"Origin": "https://attacker.example"})
     assert evil.status == 403
     assert (site.agent("writer") / "queue" / "qi-2.json").is_file()  # nothing happened
-    own = server.post(path, {"notes": "x"}, headers={"Origin": f"http://{server.host}"})
+    own = served.post(path, {"notes": "x"}, headers={"Origin": f"http://{served.host}"})
     assert own.status == 200
 
 
-def test_a_body_over_1_mib_is_413_and_malformed_json_400(site: Site, server: Server) -> None:
+def test_a_body_over_1_mib_is_413_and_malformed_json_400(site: Site, served: Client) -> None:
     path = "/api/cms/agents/writer/feedback"
     huge = b'{"type": "edit", "original": "' + b"x" * (1024 * 1024) + b'", "corrected": "y"}'
-    assert server.request("POST", path, raw=huge).status == 413
-    assert server.request("POST", path, raw=b'{"type": "edit",').status == 400
-    assert server.request("POST", path, raw=b"[1, 2]").status == 400
+    assert served.request("POST", path, raw=huge).status == 413
+    assert served.request("POST", path, raw=b'{"type": "edit",').status == 400
+    assert served.request("POST", path, raw=b"[1, 2]").status == 400
     assert site.feedback("writer") == []
 
 
-def test_with_a_token_every_request_but_healthz_needs_it(site: Site) -> None:
+def test_with_a_token_every_request_but_healthz_needs_it(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
     token = "c0ffee42" * 8  # as `openssl rand -hex 32` makes one
-    server = Server(site.root, env={"FEEDBACKD_HTTP_TOKEN": token})
-    try:
+    monkeypatch.setenv("FEEDBACKD_HTTP_TOKEN", token)
+    with serving(site.root) as server:
         assert server.get("/healthz").status == 200
         assert server.get("/api/agents").status == 401
         wrong = {"Authorization": "Bearer nope"}
@@ -272,8 +269,6 @@ def test_with_a_token_every_request_but_healthz_needs_it(site: Site) -> None:
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
         session = {"Cookie": cookie.split(";", 1)[0]}
         assert server.get("/api/agents", headers=session).status == 200
-    finally:
-        assert server.stop() == 0
 
 
 def serve(
@@ -285,6 +280,7 @@ def serve(
     )  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("listen", "message"),
     [
@@ -303,17 +299,20 @@ def test_a_bad_listen_or_a_missing_token_is_a_clear_error(
     assert message in done.stderr
 
 
+@pytest.mark.slow
 def test_a_port_in_use_is_a_clear_error(site: Site, server: Server) -> None:
     done = serve(site.root, "--listen", server.host)
     assert done.returncode == 1
     assert "cannot listen on" in done.stderr
 
 
+@pytest.mark.slow
 def test_sigterm_stops_the_server_with_status_0(server: Server) -> None:
     assert server.stop() == 0
 
 
-def test_metrics_show_the_running_daemons_passes(site: Site, server: Server) -> None:
+@pytest.mark.slow
+def test_metrics_show_the_running_daemons_passes(site: Site, served: Client) -> None:
     """The daemon and the server side by side, as their two units run them: a decision made by
     moving a file shows in /metrics as an event and a pass."""
     listener = NotifyListener(site.root.parent)
@@ -321,9 +320,9 @@ def test_metrics_show_the_running_daemons_passes(site: Site, server: Server) -> 
     try:
         daemon.wait_ready()
         site.move("writer", "qi-2.json", "approved")
-        wait_for(lambda: 'feedbackd_events_total{event="approve"} 1' in server.get("/metrics").text,
+        wait_for(lambda: 'feedbackd_events_total{event="approve"} 1' in served.get("/metrics").text,
                  what="the approval in /metrics")  # fmt: skip
-        text = server.get("/metrics").text
+        text = served.get("/metrics").text
         assert "feedbackd_daemon_running 1" in text
         passes = [line for line in text.splitlines() if line.startswith("feedbackd_passes_total")]
         assert passes and int(passes[0].split()[1]) >= 2  # the start-up pass and the approval's
@@ -332,14 +331,14 @@ def test_metrics_show_the_running_daemons_passes(site: Site, server: Server) -> 
         listener.close()
 
 
-def test_an_edited_configuration_counts_at_the_next_request(site: Site, server: Server) -> None:
+def test_an_edited_configuration_counts_at_the_next_request(site: Site, served: Client) -> None:
     for n in range(3):
         edit = {"type": "edit", "field": "title", "original": f"a{n}", "corrected": f"b{n}"}
-        assert server.post("/api/cms/agents/writer/feedback", edit).status == 200
-    assert server.get("/api/agents/writer").json()["examples_injected"] == 3
+        assert served.post("/api/cms/agents/writer/feedback", edit).status == 200
+    assert served.get("/api/agents/writer").json()["examples_injected"] == 3
     site.configure("prompt:\n  max_examples: 2\n")
-    assert server.get("/api/agents/writer").json()["examples_injected"] == 2
+    assert served.get("/api/agents/writer").json()["examples_injected"] == 2
     site.configure("prompt:\n  max_exampels: 2\n")
-    broken = server.get("/api/agents/writer")
+    broken = served.get("/api/agents/writer")
     assert broken.status == 500 and broken.json()["error"] == "config_error"
     assert "max_examples" in broken.json()["message"]  # the closest key is suggested

@@ -12,10 +12,8 @@ from typing import NamedTuple
 
 import pytest
 
-from tests.web_kit import Answer, Server
+from tests.web_kit import Answer, Client, Server, serving
 from tests.workspace_kit import Site, draft
-
-pytestmark = pytest.mark.slow
 
 RATING = {
     "transaction_id": "6f1c2d3e-4b5a-4c6d-8e7f-9a0b1c2d3e4f",
@@ -135,22 +133,21 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
 
 
 @pytest.fixture(scope="module")
-def server(site: Site) -> Iterator[Server]:
-    running = Server(site.root)
-    yield running
-    running.close()
+def served(site: Site) -> Iterator[Client]:
+    with serving(site.root) as client:
+        yield client
 
 
-def send(server: Server, bad: Bad) -> Answer:
+def send(server: Client, bad: Bad) -> Answer:
     raw = None if bad.body is None else bad.body.encode("utf-8", "surrogateescape")
     return server.request(bad.method, bad.path, raw=raw)
 
 
 @pytest.mark.parametrize("bad", BAD_REQUESTS.values(), ids=BAD_REQUESTS.keys())
 def test_a_bad_request_gets_a_json_error_without_server_paths(
-    site: Site, server: Server, bad: Bad
+    site: Site, served: Client, bad: Bad
 ) -> None:
-    answer = send(server, bad)
+    answer = send(served, bad)
     assert answer.status == bad.status, answer.body[:300]
     assert answer.headers["content-type"].startswith("application/json"), answer.body[:300]
     error = answer.json()
@@ -161,13 +158,14 @@ def test_a_bad_request_gets_a_json_error_without_server_paths(
     assert "Traceback" not in answer.text
 
 
-def test_nothing_was_decided_by_the_refused_requests(site: Site, server: Server) -> None:
+def test_nothing_was_decided_by_the_refused_requests(site: Site, served: Client) -> None:
     for bad in BAD_REQUESTS.values():
-        send(server, bad)
+        send(served, bad)
     assert (site.agent("writer") / "queue" / "qi-1.json").is_file()
     assert site.feedback("writer") == []
 
 
+@pytest.mark.slow
 def test_an_unexpected_error_keeps_its_traceback_in_the_log(site: Site) -> None:
     running = Server(site.root)
     try:
@@ -185,7 +183,7 @@ SECRET = "outside-secret-7f3a"
 
 
 @pytest.fixture
-def linked(tmp_path: Path) -> Iterator[tuple[Site, Server]]:
+def linked(tmp_path: Path) -> Iterator[tuple[Site, Client]]:
     """A workspace with a draft that links to a file outside it, an agent folder that is a link
     to a folder outside it (with a draft of its own), and an agent whose queue/ is such a link."""
     site = Site(tmp_path / "ws")
@@ -205,13 +203,12 @@ def linked(tmp_path: Path) -> Iterator[tuple[Site, Server]]:
     site.agent("elsewhere").symlink_to(outside / "agent", target_is_directory=True)
     site.agent("linked-queue").mkdir()
     (site.agent("linked-queue") / "queue").symlink_to(outside / "agent" / "queue")
-    running = Server(site.root)
-    yield site, running
-    running.close()
+    with serving(site.root) as client:
+        yield site, client
 
 
 def test_a_draft_linking_outside_is_neither_shown_nor_approved(
-    linked: tuple[Site, Server],
+    linked: tuple[Site, Client],
 ) -> None:
     site, server = linked
     listed = server.get("/api/agents/writer/queue")
@@ -229,7 +226,7 @@ def test_a_draft_linking_outside_is_neither_shown_nor_approved(
 
 
 def test_a_queue_folder_linking_outside_is_neither_shown_nor_approved(
-    linked: tuple[Site, Server],
+    linked: tuple[Site, Client],
 ) -> None:
     site, server = linked
     assert server.get("/api/agents/linked-queue/queue").json()["drafts"] == []
@@ -244,7 +241,7 @@ def test_a_queue_folder_linking_outside_is_neither_shown_nor_approved(
     assert SECRET not in site.git("log", "--all", "-p")
 
 
-def test_an_agent_folder_linking_outside_is_not_served(linked: tuple[Site, Server]) -> None:
+def test_an_agent_folder_linking_outside_is_not_served(linked: tuple[Site, Client]) -> None:
     site, server = linked
     listed = [a["agent_id"] for a in server.get("/api/agents").json()["agents"]]
     assert listed == ["linked-queue", "writer"]
@@ -278,12 +275,9 @@ def test_problems_in_answers_name_files_inside_the_workspace(tmp_path: Path) -> 
     site.write("writer", "qi-1.json", draft({"title": "Fine"}))
     site.write("writer", "qi-bad.json", "{bad")
     site.reconcile()  # the daemon's pass, which explains the bad draft beside it
-    server = Server(site.root)
-    try:
+    with serving(site.root) as server:
         approved = server.post(APPROVE, {})
         status = server.get("/api/status")
-    finally:
-        server.close()
     # An approval's pass reads its own item only: the other draft's problem is the daemon's.
     assert approved.status == 200 and approved.json()["problems"] == []
     expected = "_data/agents/writer/queue/qi-bad.json: invalid JSON"
@@ -292,12 +286,9 @@ def test_problems_in_answers_name_files_inside_the_workspace(tmp_path: Path) -> 
 
 def test_a_configuration_error_names_the_file_without_its_folder(tmp_path: Path) -> None:
     site = Site(tmp_path / "ws")
-    server = Server(site.root)
-    try:
+    with serving(site.root) as server:
         site.configure("feedback:\n  max_entries: 200\nbogus: 1\n")
         answer = server.get("/api/agents")
-    finally:
-        server.close()
     assert answer.status == 500
     error = answer.json()
     assert error["error"] == "config_error"

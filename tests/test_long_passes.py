@@ -26,8 +26,6 @@ from tests.daemon_kit import DaemonProcess, NotifyListener, committed, decided, 
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft, settling_in
 
-pytestmark = pytest.mark.slow
-
 # The git commands that grow with the decisions (edges/git/commit.py); anything else is reading.
 COMMIT_COMMANDS = ("update-ref", "update-index")
 
@@ -105,6 +103,7 @@ def test_a_pass_over_approvals_in_six_agents_reads_git_as_often_as_in_two(
         assert decided(six_site, f"writer-{agent}") == ["qd-0"]
 
 
+@pytest.mark.slow
 def test_sigterm_in_a_pass_over_200_approvals_stops_within_10_s(
     tmp_path: Path,
     listener: NotifyListener,
@@ -161,6 +160,7 @@ def _each_committed_whole(site: Site, items: list[str], name: str = "w") -> None
     assert sorted(approvals) == sorted(items)
 
 
+@pytest.mark.slow
 def test_sigterm_in_run_once_ends_it_after_the_decision_in_hand(tmp_path: Path) -> None:
     site = cloned_site(tmp_path / "ws", 120)
     command = [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once"]

@@ -24,6 +24,7 @@ from feedbackd.core.curation.merging import (
 from feedbackd.core.errors import MergeRefused
 from feedbackd.core.feedbackcap import written_max_entries
 from feedbackd.loop.workspace.init import init_workspace
+from tests.cli_kit import run_cli
 from tests.conftest import git
 
 CAP = 200
@@ -354,8 +355,8 @@ def versions(tmp_path: Path, base: bytes, ours: bytes, theirs: bytes) -> tuple[P
 
 
 def driver(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "feedbackd", "merge-driver", *map(str, args)]
-    return subprocess.run(argv, capture_output=True, text=True, cwd=cwd, timeout=60)
+    """`feedbackd merge-driver ARGS`, as git runs it for a merged file (here, in this process)."""
+    return run_cli(["merge-driver", *map(str, args)], cwd=cwd)
 
 
 def test_the_command_writes_the_merge_into_ours(tmp_path: Path) -> None:

@@ -7,16 +7,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from feedbackd.core.workspace import ITEM_FOLDERS
+from tests.cli_kit import run_cli_bytes
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft, settling_in
-
-pytestmark = pytest.mark.slow
 
 ODD_NAMES = [
     b"bad id",
@@ -55,9 +53,8 @@ def site(tmp_path: Path) -> Site:
 
 
 def cli(site: Site, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """The real command line; its output as bytes (a file name it prints may not be UTF-8)."""
-    command = [sys.executable, "-m", "feedbackd", "-w", str(site.root), *args]
-    return subprocess.run(command, capture_output=True, timeout=120)
+    """The command line; its output as bytes (a file name it prints may not be UTF-8)."""
+    return run_cli_bytes(["-w", str(site.root), *args])
 
 
 def answered(done: subprocess.CompletedProcess[bytes]) -> str:
@@ -87,6 +84,7 @@ def test_status_shows_each_problem_on_one_line(site: Site) -> None:
     assert not any("\n" in line or "\t" in line for line in problems), problems
 
 
+@pytest.mark.slow
 def test_the_daemon_reports_odd_names_and_goes_on(
     site: Site, start: type[DaemonProcess], listener: NotifyListener
 ) -> None:

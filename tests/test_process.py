@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from feedbackd.edges.process import run_command, run_process
+from tests.daemon_kit import wait_for
 
 # A child that starts a grandchild (which inherits its output pipes), notes the grandchild's pid
 # and then waits for it: only stopping the whole process group ends both.
@@ -29,13 +29,6 @@ def gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 def test_a_timeout_stops_the_child_and_the_grandchild_it_started(tmp_path: Path) -> None:
     noted = tmp_path / "grandchild.pid"
     argv = [sys.executable, "-c", SPAWNS_A_GRANDCHILD, str(noted)]
@@ -48,7 +41,7 @@ def test_a_timeout_stops_the_child_and_the_grandchild_it_started(tmp_path: Path)
     assert done.status is None
     assert done.timed_out
     grandchild = int(noted.read_text())
-    wait_until(lambda: gone(grandchild))
+    wait_for(lambda: gone(grandchild), what="the grandchild to be stopped")
 
 
 def test_stdin_bytes_come_back_byte_for_byte(tmp_path: Path) -> None:

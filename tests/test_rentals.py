@@ -251,6 +251,7 @@ def test_a_failing_sync_command_is_shown_by_status_and_is_not_fatal(site: Site) 
     assert any("exit status 3" in problem for problem in status["problems"]), status
 
 
+@pytest.mark.slow
 def test_the_human_listing_shows_the_newest_rows_and_sums_up_all(site: Site) -> None:
     for _ in range(22):
         assert submit(site, rating()).returncode == 0

@@ -12,12 +12,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from feedbackd.loop.workspace.runtime import Runtime
+from tests.cli_kit import run_process
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
 from tests.workspace_kit import Site, draft
 
@@ -176,16 +176,9 @@ def test_a_file_name_too_long_for_its_error_file_holds_up_nothing(site: Site) ->
 
 
 def _run_once_or_hang(site: Site, *args: str) -> subprocess.CompletedProcess[str]:
-    """`run --once` with a short deadline: opening a named pipe to read waits forever."""
-    command = [
-        sys.executable,
-        "-m",
-        "feedbackd",
-        "-w",
-        str(site.root),
-        *(args or ("run", "--once")),
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=30)
+    """`run --once` in a process of its own with a short deadline: opening a named pipe to read
+    waits forever, and only a process can be given up on."""
+    return run_process(["-w", str(site.root), *(args or ("run", "--once"))], timeout=30)
 
 
 def test_named_pipes_where_feedbackd_reads_never_hang_it(site: Site) -> None:
@@ -346,6 +339,7 @@ def test_a_configuration_written_after_start_up_is_read_on_reload(site: Site) ->
 # --- the daemon ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_daemon_keeps_its_configuration_on_a_bad_reload_and_says_so(site: Site) -> None:
     listener = NotifyListener(site.root.parent)
     daemon = DaemonProcess(site, listener)
@@ -373,6 +367,7 @@ def test_daemon_keeps_its_configuration_on_a_bad_reload_and_says_so(site: Site) 
         listener.close()
 
 
+@pytest.mark.slow
 def test_daemon_waits_out_a_users_rebase_and_catches_up(site: Site) -> None:
     listener = NotifyListener(site.root.parent)
     daemon = DaemonProcess(site, listener)
@@ -392,6 +387,7 @@ def test_daemon_waits_out_a_users_rebase_and_catches_up(site: Site) -> None:
         listener.close()
 
 
+@pytest.mark.slow
 def test_daemon_survives_a_symbolic_link_loop_among_agent_folders(site: Site) -> None:
     listener = NotifyListener(site.root.parent)
     daemon = DaemonProcess(site, listener)

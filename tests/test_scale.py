@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from feedbackd.loop.commands import queries
+from tests.cli_kit import run_cli, run_process
 from tests.conftest import git
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft
-
-pytestmark = pytest.mark.slow
 
 
 def fresh_clone_start_up(tmp_path: Path, drafts: int) -> list[str]:
@@ -32,10 +29,10 @@ def fresh_clone_start_up(tmp_path: Path, drafts: int) -> list[str]:
     git(tmp_path, "clone", "-q", str(origin.root), str(clone))
     wrapper, log = counting_git(tmp_path / f"bin-{drafts}")
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(clone), "run", "--once", "--json"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    # A process of its own, started as before: a draft changed within SETTLED_S of the pass's
+    # listing of untracked files is looked up on its own, and a pass started at once after
+    # the clone finds them all that new.
+    done = run_process(["-w", str(clone), "run", "--once", "--json"], env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["events"] == []  # nothing new: the drafts are on record
     return log.read_text().splitlines()
@@ -91,14 +88,13 @@ def git_calls_of_run_once(site: Site, folder: Path) -> tuple[list[str], list[dic
     """The git command lines `run --once` ran, and the events it reported."""
     wrapper, log = counting_git(folder)
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once", "--json"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    # (a process of its own: see fresh_clone_start_up)
+    done = run_process(["-w", str(site.root), "run", "--once", "--json"], env=env)
     assert done.returncode == 0, done.stderr
     return log.read_text().splitlines(), json.loads(done.stdout)["events"]
 
 
+@pytest.mark.slow
 def test_a_fresh_clone_asks_git_about_many_agents_drafts_at_once(tmp_path: Path) -> None:
     """The first versions of the drafts of all agents come from one listing, one history walk
     and one cat-file: the git processes of a fresh clone's first pass do not grow with the
@@ -113,6 +109,7 @@ def test_a_fresh_clone_asks_git_about_many_agents_drafts_at_once(tmp_path: Path)
     assert (kept / ".in-git").read_text().split() == [f"qi-07-{n}.json" for n in range(3)]
 
 
+@pytest.mark.slow
 def test_new_drafts_beside_a_fresh_clones_committed_ones_cost_no_lookups_per_agent(
     tmp_path: Path,
 ) -> None:
@@ -177,10 +174,7 @@ def test_an_idle_pass_asks_git_about_the_rental_logs_only(tmp_path: Path) -> Non
     )
     wrapper, log = counting_git(tmp_path / "bin")
     env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
-    done = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(site.root), "run", "--once", "--json"],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+    done = run_cli(["-w", str(site.root), "run", "--once", "--json"], env=env)
     assert done.returncode == 0, done.stderr
     statuses = [line for line in log.read_text().splitlines() if line.startswith("status")]
     assert statuses, log.read_text()

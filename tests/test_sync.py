@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -101,17 +100,13 @@ def test_init_is_idempotent_in_a_clone(net: Network) -> None:
     assert site.git("status", "--porcelain") == ""
 
 
+@pytest.mark.slow
 def test_three_machines_deciding_at_once_converge(net: Network) -> None:
     a, b, c = net.clone("a"), net.clone("b"), net.clone("c")
     approve(a, "qi-1", "Title one, sharper")
     reject(b, "qi-2", "Tone is too dry")
     approve(c, "qi-3", "Title three, clearer")
-    cli = subprocess.run(
-        [sys.executable, "-m", "feedbackd", "-w", str(b.root), "run", "--once"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    cli = b.cli("run", "--once")
     assert cli.returncode == 0, cli.stderr
     for site in (a, c):
         assert once(site) == []

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,6 +21,7 @@ from feedbackd.core.curation.webhouse import parse_queue, to_decide
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.randomness import random_chars
+from tests.cli_kit import run_cli
 from tests.daemon_kit import DaemonProcess, NotifyListener, idle, wait_for
 from tests.webhouse_kit import QUEUE, WebhouseAdmin, js_stringify
 from tests.workspace_kit import Site
@@ -441,6 +441,7 @@ def test_doctor_names_a_broken_queue_and_entries_it_cannot_use(
 
 
 # --- the daemon ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_daemon_decides_what_the_curator_does_in_webhouse(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -470,6 +471,7 @@ def test_the_daemon_decides_what_the_curator_does_in_webhouse(
     assert tracked_and_clean(site, QUEUE, "_data/agents/content-writer/feedback.json")
 
 
+@pytest.mark.slow
 def test_a_daemon_killed_in_a_burst_of_approvals_records_each_once(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]
 ) -> None:
@@ -500,9 +502,7 @@ def test_a_daemon_killed_in_a_burst_of_approvals_records_each_once(
 
 # --- turning it on ------------------------------------------------------------------------------
 def feedbackd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "feedbackd", *args], capture_output=True, text=True, timeout=120
-    )
+    return run_cli(args)
 
 
 def test_init_webhouse_on_a_webhouse_site_decides_its_queue(tmp_path: Path) -> None:

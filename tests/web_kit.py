@@ -1,4 +1,5 @@
-"""Test helpers: `feedbackd serve` as a real process on a free loopback port, spoken to in HTTP."""
+"""Test helpers: `feedbackd serve` as a real process, or its application in a thread of the test,
+on a free loopback port, spoken to in HTTP."""
 
 from __future__ import annotations
 
@@ -21,7 +22,12 @@ from typing import IO, Any
 
 import uvicorn
 
-from tests.daemon_kit import wait_for
+from feedbackd.cli.web.connections import Connections
+from feedbackd.cli.web.server import GRACE_S, application
+from feedbackd.cli.web.stopping import GracefulServer
+from feedbackd.core.websafety import parse_listen
+from feedbackd.loop.workspace.runtime import Runtime
+from tests.daemon_kit import must_be_marked_slow, wait_for
 
 
 @dataclass
@@ -89,55 +95,13 @@ def uvicorn_in_thread(server_for: Callable[[int], uvicorn.Server]) -> Iterator[I
         sock.close()
 
 
-class Server:
-    """`python -m feedbackd -w ROOT serve --listen 127.0.0.1:PORT`, ready once /healthz answers.
+class Client:
+    """HTTP/1.1 to a server on a loopback port, a connection for each request, with the Host
+    header a browser would send."""
 
-    `log`: a file for the server's log (stderr), to read while it runs; `open_files`: its limit
-    on open files, soft and hard. `listen_host` "0.0.0.0" serves every address of the machine;
-    the tests still connect to 127.0.0.1 only, and name the address a user would in the Host
-    header."""
-
-    def __init__(
-        self,
-        root: Path,
-        *,
-        env: dict[str, str] | None = None,
-        log: Path | None = None,
-        open_files: int | None = None,
-        listen_host: str = "127.0.0.1",
-    ) -> None:
-        self.port = free_port()
-        self.host = f"127.0.0.1:{self.port}"
-        self.log = log
-        listen = f"{listen_host}:{self.port}"
-        argv = [sys.executable, "-m", "feedbackd", "-w", str(root), "serve", "--listen", listen]
-        log_file: IO[bytes] | None = None if log is None else log.open("wb")
-        try:
-            self.process = subprocess.Popen(
-                argv,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE if log_file is None else log_file,
-                env={**os.environ, **(env or {})},
-                preexec_fn=None if open_files is None else open_files_limit(open_files),
-            )
-        finally:
-            if log_file is not None:
-                log_file.close()  # the child has its own copy
-        wait_for(self._healthy, what="the server to answer /healthz")
-
-    def log_text(self) -> str:
-        assert self.log is not None, "start the Server with log=PATH to read its log"
-        return self.log.read_text(errors="replace")
-
-    def _healthy(self) -> bool:
-        if self.process.poll() is not None:
-            _, err = self.process.communicate()
-            said = err.decode() if err is not None else self.log_text()
-            raise AssertionError(f"serve exited {self.process.returncode}: {said}")
-        try:
-            return self.request("GET", "/healthz").status == 200
-        except OSError:
-            return False
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.host = f"127.0.0.1:{port}"
 
     def request(
         self,
@@ -171,6 +135,78 @@ class Server:
 
     def post(self, path: str, body: object = None, **kwargs: Any) -> Answer:
         return self.request("POST", path, body, **kwargs)
+
+
+@contextmanager
+def serving(root: Path) -> Iterator[Client]:
+    """What `feedbackd -w ROOT serve` answers with (cli/web/server.application), served by uvicorn
+    from a thread of the test process on a free loopback port: the routes, the safety rules and
+    HTTP over a real socket, without a process to start. The command itself (its refusals, its
+    log, SIGTERM) and what a process of its own decides (open files, the connection cap's
+    effect) are Server's."""
+    runtime = Runtime.open(str(root), None)
+
+    def server_for(port: int) -> uvicorn.Server:
+        listen = parse_listen(f"127.0.0.1:{port}", "--listen")
+        app, stopping = application(runtime, None, listen)
+        protocol = Connections(runtime.settings.http.max_connections).protocol()
+        # log_config None: uvicorn leaves the test process's logging as it is.
+        settings = uvicorn.Config(app, http=protocol, log_config=None, lifespan="off")
+        return GracefulServer(settings, stopping, GRACE_S)
+
+    with uvicorn_in_thread(server_for) as running:
+        yield Client(running.port)
+
+
+class Server(Client):
+    """`python -m feedbackd -w ROOT serve --listen 127.0.0.1:PORT`, ready once /healthz answers.
+
+    `log`: a file for the server's log (stderr), to read while it runs; `open_files`: its limit
+    on open files, soft and hard. `listen_host` "0.0.0.0" serves every address of the machine;
+    the tests still connect to 127.0.0.1 only, and name the address a user would in the Host
+    header."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        env: dict[str, str] | None = None,
+        log: Path | None = None,
+        open_files: int | None = None,
+        listen_host: str = "127.0.0.1",
+    ) -> None:
+        must_be_marked_slow("feedbackd serve")
+        super().__init__(free_port())
+        self.log = log
+        listen = f"{listen_host}:{self.port}"
+        argv = [sys.executable, "-m", "feedbackd", "-w", str(root), "serve", "--listen", listen]
+        log_file: IO[bytes] | None = None if log is None else log.open("wb")
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE if log_file is None else log_file,
+                env={**os.environ, **(env or {})},
+                preexec_fn=None if open_files is None else open_files_limit(open_files),
+            )
+        finally:
+            if log_file is not None:
+                log_file.close()  # the child has its own copy
+        wait_for(self._healthy, what="the server to answer /healthz")
+
+    def log_text(self) -> str:
+        assert self.log is not None, "start the Server with log=PATH to read its log"
+        return self.log.read_text(errors="replace")
+
+    def _healthy(self) -> bool:
+        if self.process.poll() is not None:
+            _, err = self.process.communicate()
+            said = err.decode() if err is not None else self.log_text()
+            raise AssertionError(f"serve exited {self.process.returncode}: {said}")
+        try:
+            return self.request("GET", "/healthz").status == 200
+        except OSError:
+            return False
 
     def stop(self) -> int:
         """SIGTERM, as systemd stops the service; the exit status."""

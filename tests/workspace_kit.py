@@ -6,7 +6,6 @@ import itertools
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 from feedbackd.loop.reconcile import Report, reconcile_all
 from feedbackd.loop.workspace.init import init_workspace
 from feedbackd.loop.workspace.runtime import Runtime
+from tests.cli_kit import run_cli, run_process
 
 SAVED_AGO_S = 30 * 24 * 3600  # long past daemon.settle_ms, whatever a test sets
 _SAVES = itertools.count()
@@ -96,14 +96,15 @@ class Site:
         return found
 
     def cli(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        """The real `feedbackd` command line, as a user runs it."""
-        return subprocess.run(
-            [sys.executable, "-m", "feedbackd", "-w", str(self.root), *args],
-            capture_output=True,
-            text=True,
-            input=stdin,
-            timeout=120,
-        )
+        """`feedbackd -w ROOT ARGS` as a user runs it, run in the test's process (cli_kit)."""
+        return run_cli(["-w", str(self.root), *args], stdin=stdin)
+
+    def cli_process(
+        self, *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`feedbackd -w ROOT ARGS` in a process of its own, for a test of the process itself
+        (a signal, a terminal, the time it takes, what another process sees of it)."""
+        return run_process(["-w", str(self.root), *args], stdin=stdin, env=env)
 
 
 def settling_in(root: Path, settle_ms: int) -> Site:

@@ -321,11 +321,16 @@ def _status_runtime() -> tuple[Runtime, list[str]]:
         return Runtime(Workspace(root), Settings()), [problem]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
+    """Run the command line on `argv` (default: this process's arguments); the exit code.
+
+    `prog_name` is the name usage lines and hints give the program (default: as click tells it
+    from how the process was started)."""
+    args = sys.argv[1:] if argv is None else argv
     try:
-        result = app(standalone_mode=False)
+        result = app(args=args, prog_name=prog_name, standalone_mode=False)
     except typer.Abort:
-        print_error(Aborted("aborted"), "--json" in sys.argv[1:])
+        print_error(Aborted("aborted"), "--json" in args)
         return 1
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
@@ -334,11 +339,11 @@ def main() -> int:
         # format_message and an exit code; anything else is a bug and keeps its traceback.
         if not callable(getattr(error, "format_message", None)):
             raise
-        return _usage_error(error)
+        return _usage_error(error, "--json" in args)
     return result if isinstance(result, int) else 0
 
 
-def _usage_error(error: Exception) -> int:
+def _usage_error(error: Exception, as_json: bool) -> int:
     """Usage errors speak like every other error: `error: usage: ...`, or JSON with --json."""
     code = getattr(error, "exit_code", 2)
     if type(error).__name__ == "NoArgsIsHelpError":  # bare `feedbackd`: show the help
@@ -347,7 +352,6 @@ def _usage_error(error: Exception) -> int:
     context = getattr(error, "ctx", None)
     where = getattr(context, "command_path", "feedbackd")
     hint = f"see `{where} --help`"
-    as_json = "--json" in sys.argv[1:]
     message = str(error.format_message())  # type: ignore[attr-defined]
     print_error(UsageError(message, hint=hint), as_json)
     return int(code)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
+    """Run `feedbackd` on `argv` (default: this process's arguments); the exit code. `prog_name`:
+    the program's name in usage lines and hints (default: as the process was started)."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["merge-driver"] and not {"--help", "-h"} & set(args):
         from feedbackd.cli.merge_driver import main as merge_driver
@@ -18,4 +20,4 @@ def main(argv: list[str] | None = None) -> int:
         return merge_driver(args[1:])
     from feedbackd.cli.app import main as command_line
 
-    return command_line()
+    return command_line(args, prog_name)

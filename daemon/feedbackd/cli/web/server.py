@@ -54,6 +54,21 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
         listen_text or runtime.settings.http.listen,
         "--listen" if listen_text else "http.listen",
     )
+    app, stopping = application(runtime, config, listen)
+    sock = _bind(listen)
+    server = _server(app, runtime.settings.http.max_connections, stopping)
+    log.info("serving http://%s/ for %s", listen, runtime.workspace.root)
+    with _clean_stop():
+        server.run(sockets=[sock])
+    log.info("stopped")
+    return 0
+
+
+def application(
+    runtime: Runtime, config: str | None, listen: ListenAddress
+) -> tuple[Guard, Stopping]:
+    """What `serve` answers with on `listen`: the routes behind the safety rules, and the gate
+    that holds back a stop for the writes in flight. A listen beyond loopback needs a token."""
     token = load_token(runtime)
     if token is None and not listen.is_loopback:
         raise ConfigError(
@@ -61,16 +76,9 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
             hint=f"put one in a file named by http.token_file, or set ${TOKEN_ENV}",
         )
     names = _public_names(runtime, listen)
-    sock = _bind(listen)
     stopping = Stopping()
     site = api.Site(str(runtime.workspace.root), config)
-    app = build_app(site, listen, token, stopping, names)
-    server = _server(app, runtime.settings.http.max_connections, stopping)
-    log.info("serving http://%s/ for %s", listen, runtime.workspace.root)
-    with _clean_stop():
-        server.run(sockets=[sock])
-    log.info("stopped")
-    return 0
+    return build_app(site, listen, token, stopping, names), stopping
 
 
 def _server(app: Guard, max_connections: int, stopping: Stopping) -> GracefulServer:
