@@ -3,6 +3,9 @@
 #               .demo/ and run the daemon there
 #   make test   create .venv, install dev dependencies, run ruff, the import layers, mypy and
 #               every test on two workers, measuring line coverage (it fails under 90 %)
+# And one for while you work:
+#   make check  ruff, the import layers, mypy and every test outside the slow ring (the tests
+#               that start the daemon or make many commits), without coverage
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -13,7 +16,7 @@ DEMO := .demo
 # project's 2-core machines with their other users.
 WORKERS ?= 2
 
-.PHONY: run test lint typecheck browser pytest bench clean
+.PHONY: run test check lint typecheck browser pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +36,9 @@ run: $(RUN_STAMP)
 	@$(BIN)/python -m feedbackd.cli.demo $(DEMO)
 
 test: $(STAMP) lint typecheck browser pytest
+
+check: $(STAMP) lint typecheck
+	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check daemon tests
