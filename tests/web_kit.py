@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import uvicorn
 
-from tests.daemon_kit import wait_for
+from tests.daemon_kit import CLOSE_S, wait_for
 
 
 @dataclass
@@ -182,9 +182,15 @@ class Server:
             self.close()
 
     def close(self) -> None:
+        """SIGTERM, and SIGKILL if it has not stopped after CLOSE_S: a server killed at once
+        would lose what `make test`'s coverage saw of it."""
         if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.communicate(timeout=CLOSE_S)  # reads its pipes meanwhile
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
