@@ -20,6 +20,8 @@ from tests.workspace_kit import Site
 
 T = TypeVar("T")
 DEADLINE_S = 20.0
+# How long a test's leftover daemon or server has to stop on SIGTERM before it is killed.
+CLOSE_S = 5.0
 # sockaddr_un holds 108 bytes; a deeper tmp_path falls back to an abstract socket name.
 _MAX_SOCKET_PATH = 100
 
@@ -188,10 +190,15 @@ class DaemonProcess:
         return len(os.listdir(f"/proc/{self.pid}/fd"))
 
     def close(self) -> None:
+        """Stop it as systemd would, SIGTERM and, if it is still there after CLOSE_S, `kill -9`
+        of its group: a daemon killed at once would lose what `make test`'s coverage saw of it."""
         if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(DEADLINE_S)
+            self.proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(CLOSE_S)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # and any git process it left
+        self.proc.wait(DEADLINE_S)
 
 
 def children_of(pid: int) -> list[int]:

@@ -42,7 +42,10 @@ def seeds() -> list[int]:
     chosen = os.environ.get("FEEDBACKD_CHAOS_SEED")
     if chosen:
         return [int(chosen)]
-    return [random.randrange(1_000_000) for _ in range(2)]
+    # Each pytest-xdist worker collects the tests itself, and all must name the same ones: the
+    # workers of one run share its id, and draw the seeds from it.
+    draw = random.Random(os.environ.get("PYTEST_XDIST_TESTRUNUID"))
+    return [draw.randrange(1_000_000) for _ in range(2)]
 
 
 @pytest.mark.timeout(600)

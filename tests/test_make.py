@@ -1,9 +1,10 @@
-"""The Makefile's two entry points, as `make -n` plans them on a machine without a virtualenv."""
+"""The Makefile's entry points, as `make -n` plans them on a machine without a virtualenv."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,11 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 def planned(target: str, venv: Path) -> list[str]:
     """The commands `make TARGET` would run with its virtualenv at `venv` (not there yet)."""
     done = subprocess.run(
-        ["make", "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True
+        # (under `make check` itself, make would add "Entering directory" lines)
+        ["make", "-n", "--no-print-directory", target, f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
@@ -35,3 +40,35 @@ def test_make_run_installs_feedbackd_alone_not_the_dev_tools(tmp_path: Path) -> 
 
 def test_make_test_installs_the_dev_tools(tmp_path: Path) -> None:
     assert any("[dev]" in command for command in installs(planned("test", tmp_path / "venv")))
+
+
+def pytest_runs(commands: list[str]) -> list[str]:
+    """The commands that run pytest, itself or under coverage."""
+    return [
+        command
+        for command in commands
+        if Path(command.split()[0]).name == "pytest" or " -m pytest " in command
+    ]
+
+
+def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path) -> None:
+    commands = planned("test", tmp_path / "venv")
+    (run,) = pytest_runs(commands)
+    assert "coverage run -m pytest" in run and "-n " in run and "slow" not in run
+    combine = next(at for at, command in enumerate(commands) if "coverage combine" in command)
+    report = next(at for at, command in enumerate(commands) if "coverage report" in command)
+    assert commands.index(run) < combine < report
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["coverage"]
+    assert settings["report"]["fail_under"] == 90
+    assert "subprocess" in settings["run"]["patch"] and settings["run"]["parallel"]
+    for step in ("ruff check", "ruff format --check", "lint-imports", "mypy", "chromium"):
+        assert any(step in command for command in commands), step
+
+
+def test_make_check_leaves_out_the_slow_ring_and_coverage(tmp_path: Path) -> None:
+    commands = planned("check", tmp_path / "venv")
+    (run,) = pytest_runs(commands)
+    assert '-m "not slow"' in run and "-n " in run
+    assert not any(Path(command.split()[0]).name == "coverage" for command in commands)
+    for step in ("ruff check", "ruff format --check", "lint-imports", "mypy"):
+        assert any(step in command for command in commands), step

@@ -27,7 +27,7 @@ from feedbackd.cli.web.server import GRACE_S, application
 from feedbackd.cli.web.stopping import GracefulServer
 from feedbackd.core.websafety import parse_listen
 from feedbackd.loop.workspace.runtime import Runtime
-from tests.daemon_kit import must_be_marked_slow, wait_for
+from tests.daemon_kit import CLOSE_S, must_be_marked_slow, wait_for
 
 
 @dataclass
@@ -218,9 +218,15 @@ class Server(Client):
             self.close()
 
     def close(self) -> None:
+        """SIGTERM, and SIGKILL if it has not stopped after CLOSE_S: a server killed at once
+        would lose what `make test`'s coverage saw of it."""
         if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.communicate(timeout=CLOSE_S)  # reads its pipes meanwhile
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
         for stream in (self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
