@@ -24,6 +24,7 @@ from feedbackd.core.curation.exports import (
     ledger_lines,
     standing_decisions,
 )
+from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.loop.commands.exporting import open_export, write_export
 from tests.web_kit import Server
 from tests.workspace_kit import Site, draft
@@ -463,3 +464,22 @@ def test_http_streams_the_jsonl_formats(site: Site, server: Server) -> None:
     assert "openai-sft" in server.get(f"/api/agents/{AGENT}/export").json()["message"]
     unknown = server.get("/api/agents/nobody/export?format=openai-sft")
     assert (unknown.status, unknown.json()["error"]) == (404, "not_found")
+
+
+# --- git, read in bulk ------------------------------------------------------------------------
+def test_many_objects_are_read_in_groups_that_fit_a_pipe(git_repo: Path) -> None:
+    """More names than one pipe holds at once come back whole and in order, and a name that
+    names nothing (or cannot be asked: a line break) is None, not the end of the answers."""
+    for number in range(3):
+        (git_repo / f"f{number}.txt").write_text(f"file {number}\n" * (number + 1))
+    subprocess.run(["git", "add", "."], cwd=git_repo, check=True)
+    subprocess.run(["git", "commit", "-qm", "three files"], cwd=git_repo, check=True)
+    names = [f"HEAD:f{number % 3}.txt" for number in range(3000)]  # about 40 KiB of names
+    names[7], names[8] = "HEAD:nowhere.txt", "HEAD:bad\nname"
+    with GitRepo(git_repo) as repo:
+        found = list(history_of(repo).blobs(names))
+    assert found[7] is None and found[8] is None
+    expected = [f"file {n % 3}\n".encode() * (n % 3 + 1) for n in range(3000)]
+    assert [data for n, data in enumerate(found) if n not in (7, 8)] == [
+        data for n, data in enumerate(expected) if n not in (7, 8)
+    ]

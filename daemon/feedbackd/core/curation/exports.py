@@ -14,6 +14,7 @@ lessons are left out of the corrections and notes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from string import Formatter
@@ -38,6 +39,7 @@ DECISION_GREP = f"^{EVENT_KEY}: (approve|reject|rename)$"
 HF_DATA_FILE = "data/train.jsonl"
 
 Decision = Literal["approved", "rejected"]
+_STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 _EVENT_OF: dict[str, str] = {"approved": "approve", "rejected": "reject"}
 # JSON leaves these raw inside strings; readers that split lines on them (Python's splitlines,
 # some editors) would cut a row in two, so they are written as escapes.
@@ -110,6 +112,8 @@ def standing_decisions(lines: Iterable[str]) -> list[Decided]:
 
 def _moment(text: str) -> str:
     """A ledger time in the one spelling feedbackd writes, so that times sort as text."""
+    if _STORED_TIME.fullmatch(text):
+        return text  # as feedbackd writes it: a hundred thousand need no parsing
     try:
         return canonical_iso_ms(text)
     except ValueError:
@@ -130,27 +134,28 @@ class DecisionCommits:
     def __init__(self, agent: str, wanted: Iterable[str]) -> None:
         self._name = agent
         self.names = [agent]  # the agent's names, newest first
-        self._wanted = frozenset(wanted)
-        self._newest: dict[tuple[str, str], DecisionCommit] = {}
+        # Each item's own string, so that a hundred thousand commits hold no copy of their ids.
+        self._wanted = {item: item for item in wanted}
+        self._newest: dict[str, dict[str, DecisionCommit]] = {"approve": {}, "reject": {}}
         self._oldest: dict[str, DecisionCommit] = {}
 
     def add(self, sha: str, trailers: Mapping[str, str]) -> None:
         if trailers.get(AGENT_KEY) != self._name:
             return
-        event, item = trailers.get(EVENT_KEY, "").lower(), trailers.get(ITEM_KEY)
-        former = trailers.get(RENAMED_FROM_KEY)
+        event, former = trailers.get(EVENT_KEY, "").lower(), trailers.get(RENAMED_FROM_KEY)
+        item = self._wanted.get(trailers.get(ITEM_KEY) or "")
         if event == "rename" and former:
             self._name = former
             self.names.append(former)
-        elif event in ("approve", "reject") and item in self._wanted:
+        elif event in self._newest and item is not None:
             found = DecisionCommit(sha, self._name)
-            self._newest.setdefault((event, item), found)
+            self._newest[event].setdefault(item, found)
             self._oldest[item] = found
 
     def of(self, decided: Decided) -> DecisionCommit | None:
         """The commit that made the decision: the item's newest commit of its kind (a revert
         of a newer one removed that one's ledger line, so it stands for no line)."""
-        return self._newest.get((_EVENT_OF[decided.state], decided.item))
+        return self._newest[_EVENT_OF[decided.state]].get(decided.item)
 
     def first(self, item: str) -> DecisionCommit | None:
         """The item's first decision commit: before it, queue/ held the draft as committed."""

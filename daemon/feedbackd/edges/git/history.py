@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from feedbackd.edges.git.batch import GitBatch, batch_header, batch_name
+from feedbackd.edges.git.batch import READ_THROUGH_BYTES, GitBatch
 from feedbackd.edges.git.runner import GitRunner, rel_path, revision
 from feedbackd.edges.git.tree import TREE_MODE, parse_tree
 
+_LONGEST_NAME = 4096  # a path and a revision: far longer than any path in a workspace
 # Between the trailers of one commit, and between commits (a message never holds either).
-_FIELD, _COMMIT = "\x1f", "\x1e"
+_FIELD, _COMMIT = b"\x1f", b"\x1e"
 
 
 class History:
@@ -36,19 +37,16 @@ class History:
         wanted = ",".join(f"key={key}" for key in keys)
         form = f"--format=%H%x00%(trailers:{wanted},unfold,separator=%x1f)%x1e"
         args = ["log", "-E", "-i", f"--grep={grep}", form, revision(commit), "--"]
-        out = self._git.run(args).decode("utf-8", errors="replace")
+        out = self._git.run(args)
         by_lower = {key.lower(): key for key in keys}
-        for record in out.split(_COMMIT):
-            sha, _, text = record.strip("\n").partition("\0")
-            if not sha:
-                continue
-            found: dict[str, str] = {}
-            for line in text.split(_FIELD):
-                key, colon, value = line.partition(":")
-                name = by_lower.get(key.strip().lower())
-                if colon and name is not None:
-                    found[name] = value.strip()
-            yield sha, found
+        # Read record by record from git's bytes: a decoded copy split in a list of strings
+        # would hold the whole walk three times over.
+        start = 0
+        while (end := out.find(_COMMIT, start)) >= 0:
+            sha, _, text = out[start:end].strip(b"\n").partition(b"\0")
+            start = end + 1
+            if sha:
+                yield sha.decode("ascii"), _trailer_values(text, by_lower)
 
     def first_adds(self, commit: str, folders: Sequence[str]) -> dict[str, str]:
         """path → the sha of the oldest commit of `commit`'s history that added it, for every
@@ -71,12 +69,14 @@ class History:
         args = ["ls-tree", "-z", revision(commit), "--", rel_path(folder).rstrip("/") + "/"]
         status, out, _ = self._git.exec(args)
         found: dict[str, str] = {}
-        listing = out.decode("utf-8", errors="surrogateescape") if status == 0 else ""
-        for entry in listing.split("\0"):
-            meta, _, path = entry.partition("\t")
+        start = 0
+        while status == 0 and (end := out.find(b"\0", start)) >= 0:
+            meta, _, path = out[start:end].partition(b"\t")
+            start = end + 1
             fields = meta.split()
-            if len(fields) == 3 and fields[1] == "blob":
-                found[path.rpartition("/")[2]] = fields[2]
+            if len(fields) == 3 and fields[1] == b"blob":
+                name = path.rpartition(b"/")[2].decode("utf-8", errors="surrogateescape")
+                found[name] = fields[2].decode("ascii")
         return found
 
     def folders_in(self, commit: str, folder: str) -> list[str]:
@@ -93,22 +93,41 @@ class History:
         found = self._batch.read(f"{revision(commit)}:{rel_path(folder)}")
         return found is not None and found.kind == "tree"
 
-    def blobs(self, names: Sequence[str]) -> list[bytes | None]:
-        """The content of each object `names` names (a sha, or `commit:path`), in order, from one
-        `git cat-file --batch`; None for what names no file. The caller bounds how many are
-        asked at once: the answers are held together."""
-        sendable = [index for index, name in enumerate(names) if "\n" not in name]
-        request = b"".join(batch_name(names[index]) + b"\n" for index in sendable)
-        out = self._git.run(["cat-file", "--batch"], stdin=request) if sendable else b""
-        found: list[bytes | None] = [None] * len(names)
-        position = 0
-        for index in sendable:
-            header_end = out.index(b"\n", position)
-            header = batch_header(out[position:header_end])
-            position = header_end + 1
-            if header is None:  # `<name> missing`
-                continue
-            if header[1] == "blob":
-                found[index] = out[position : position + header[2]]
-            position += header[2] + 1  # the content, then a newline
-        return found
+    def blobs(self, names: Sequence[str]) -> Iterator[bytes | None]:
+        """The content of each object `names` names (a sha, or `commit:path`), in order; None
+        for what names no file (or cannot be named: a line break). A `cat-file` answers each
+        group of names that fits in a pipe, one object held at a time, however many are
+        named."""
+        for group in _groups(names):
+            for found in self._batch.read_through(group):
+                yield found.content if found is not None and found.kind == "blob" else None
+
+
+def _trailer_values(text: bytes, by_lower: dict[str, str]) -> dict[str, str]:
+    """{key: value} of git's `Key: value` lines (separated by _FIELD) for the keys asked."""
+    found: dict[str, str] = {}
+    for line in text.split(_FIELD):
+        key, colon, value = line.decode("utf-8", errors="replace").partition(":")
+        name = by_lower.get(key.strip().lower())
+        if colon and name is not None:
+            found[name] = value.strip()
+    return found
+
+
+def _groups(names: Sequence[str]) -> Iterator[list[str]]:
+    """The names in groups that fit in a pipe at once (READ_THROUGH_BYTES); a name that cannot
+    be asked (a line break, or too long to be a path) becomes an empty one, which names
+    nothing."""
+    group: list[str] = []
+    size = 0
+    for name in names:
+        length = len(name.encode("utf-8", "surrogateescape")) + 1
+        if "\n" in name or length > _LONGEST_NAME:
+            name, length = "", 1
+        if group and size + length > READ_THROUGH_BYTES:
+            yield group
+            group, size = [], 0
+        group.append(name)
+        size += length
+    if group:
+        yield group
