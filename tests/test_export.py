@@ -27,6 +27,7 @@ from feedbackd.core.curation.exports import (
 from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.loop.commands.exporting import open_export, write_export
 from tests.web_kit import Server
+from tests.webhouse_kit import WebhouseAdmin
 from tests.workspace_kit import Site, draft
 
 AGENT = "w"
@@ -398,6 +399,34 @@ def test_a_draft_moved_and_committed_by_hand_keeps_its_first_version(site: Site)
     _, preferred, drafted = check_dpo_line(line)
     assert json.loads(drafted) == {"title": "Agent's title"}
     assert json.loads(preferred) == {"title": "Curator's title"}
+
+
+def test_a_webhouse_sites_items_come_from_its_queue_file_even_once_purged(
+    site: Site, tmp_path: Path
+) -> None:
+    site.configure("webhouse:\n  queue_file: _data/curation-queue.json\n")
+    admin = WebhouseAdmin(site.root, age_s=60)
+    kept = admin.generate("cms", {"title": "Why Generics", "excerpt": "E."})
+    dropped = admin.generate("cms", {"title": "Ten tips", "excerpt": "E."})
+    admin.edit(kept, {"title": "How Generics Save You"})
+    admin.approve(kept)
+    admin.reject(dropped, "Off-brand")
+    site.reconcile()
+    rows = hf_rows(site, tmp_path, agent="cms")
+    assert [(row["id"], row["decision"], row["notes"]) for row in rows] == [
+        (kept, "approved", None),
+        (dropped, "rejected", "Off-brand"),
+    ]
+    assert rows[0]["corrections"] == [
+        {"field": "title", "original": "Why Generics", "corrected": "How Generics Save You"}
+    ]
+    assert rows[0]["input"] == 'Write the posts item "why-generics".'
+    # webhouse purges decided items after a while; their decisions, and the export, stay
+    for item in (kept, dropped):
+        admin.backdate(item, 40)
+    assert admin.purge(30) == 2
+    site.git("commit", "-qam", "webhouse purged its old items")
+    assert hf_rows(site, tmp_path, agent="cms") == rows
 
 
 def test_the_input_template_comes_from_the_configuration(site: Site) -> None:

@@ -16,7 +16,7 @@ drafts are back in queue/.
 
 Measured, medians of `--repeat`: `feedbackd export w --format openai-dpo --out FILE` and
 `--format hf --out DIR` from start to exit, with the peak resident memory of the feedbackd
-process itself (ru_maxrss); the floor, on the same
+process itself (VmHWM); the floor, on the same
 repository in the same run: `git log` of every commit with its message, which any reader of
 this history pays. Each export is checked: the row counts (reverted decisions and forgotten
 lessons left out) and the same bytes every time. Prints a table (measure, value, target, met);
@@ -45,14 +45,16 @@ FOLDER = f"_data/agents/{AGENT}"
 START = 1767225600  # 2026-01-01, the history's first second
 CURATOR = "Ada Curator <ada@example.org>"
 REVERTED, FORGOTTEN = 100, 100
-# The command line in a Python that reports its own peak memory. (Its git processes are not
-# counted: a child's ru_maxrss includes what it shared with feedbackd before starting git.)
+# The command line in a Python that reports its own peak memory: VmHWM, its memory's high-water
+# mark since it started. (Not ru_maxrss: that counts what the process shared with the benchmark
+# when it was forked, before it became feedbackd; nor does either count the git it starts.)
 MEASURED = (
-    "import resource, sys\n"
+    "import sys\n"
     "from feedbackd.cli.launch import main\n"
     "code = main(sys.argv[1:])\n"
-    "own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-    "print(f'peak-kb {own}', file=sys.stderr)\n"
+    "with open('/proc/self/status') as status:\n"
+    "    peak = next(line.split()[1] for line in status if line.startswith('VmHWM:'))\n"
+    "print(f'peak-kb {peak}', file=sys.stderr)\n"
     "sys.exit(code)\n"
 )
 
@@ -83,7 +85,7 @@ def rejected(number: int) -> bool:
 
 def reverted(number: int, args: argparse.Namespace) -> bool:
     """The last REVERTED decisions (a user's `git revert` of each)."""
-    return number >= args.decisions - REVERTED
+    return bool(number >= args.decisions - REVERTED)
 
 
 def forgotten(number: int) -> bool:
@@ -121,10 +123,11 @@ def file_bytes(doc: dict[str, object]) -> bytes:
     return (json.dumps(doc, indent=2) + "\n").encode()
 
 
-def commit_block(message: str, when: int, changes: list[bytes]) -> bytes:
+def commit_block(message: str, when: int, changes: list[bytes] | None = None) -> bytes:
+    """A commit of fast-import's language; its changes follow (here, or after it)."""
     head = b"commit refs/heads/main\n"
     head += f"committer Ada Curator <ada@example.org> {when} +0000\n".encode()
-    return head + data_block(message.encode()) + b"".join(changes)
+    return head + data_block(message.encode()) + b"".join(changes or [])
 
 
 def decision_message(number: int) -> str:
@@ -156,11 +159,12 @@ def history(args: argparse.Namespace) -> Iterator[bytes]:
             when += 60
             gone = [f"D {FOLDER}/queue/{item(number)}.json\n".encode()]
             yield commit_block(decision_message(number), when, gone)
-    yield commit_block("the agent's folder as the decisions left it\n", when + 60, final(args))
+    yield commit_block("the agent's folder as the decisions left it\n", when + 60)
+    yield from final(args)
 
 
-def final(args: argparse.Namespace) -> list[bytes]:
-    changes = []
+def final(args: argparse.Namespace) -> Iterator[bytes]:
+    """The last commit's changes, one file at a time (they are not all held at once)."""
     ledger, lessons = [], []
     for number in range(args.decisions):
         name = item(number)
@@ -169,14 +173,14 @@ def final(args: argparse.Namespace) -> list[bytes]:
         else:
             doc, folder = decided_doc(number), "rejected" if rejected(number) else "approved"
             ledger.append(ledger_line(number, folder))
-        changes.append(f"M 100644 inline {FOLDER}/{folder}/{name}.json\n".encode())
-        changes.append(data_block(file_bytes(doc)))
+        yield f"M 100644 inline {FOLDER}/{folder}/{name}.json\n".encode()
+        yield data_block(file_bytes(doc))
         if forgotten(number):
             lessons.append(forgotten_line(number))
     for path, lines in (("decisions.jsonl", ledger), ("forgotten.jsonl", lessons)):
         text = "".join(line + "\n" for line in lines).encode()
-        changes += [f"M 100644 inline {FOLDER}/{path}\n".encode(), data_block(text)]
-    return changes
+        yield f"M 100644 inline {FOLDER}/{path}\n".encode()
+        yield data_block(text)
 
 
 def ledger_line(number: int, folder: str) -> str:

@@ -4,12 +4,15 @@
 At that commit: the decision ledger says which decisions stand (a reverted one has no line
 there), forgotten.jsonl which lessons were taken back; one walk of the history finds each
 decision's commit (following the agent's folder back through renames), and one listing of each
-decision folder the decided files. The files are then read CHUNK rows at a time, with one git
-process a chunk: what is held at once is a chunk's files, not the history's.
+decision folder the decided files. The files are then read as the rows go, by a `cat-file` of
+its own for each group of names (edges/git/history.py): one file is held at a time, and what the
+export holds for the whole history is a small record of each decision.
 
 The draft as first written is the item's originalContentData, else queue/ as the parent of the
 item's first decision commit held it (the draft commit's version: feedbackd never commits a
-queued draft's edits), else the version of the most recent commit that added it to queue/.
+queued draft's edits), else the version of the oldest commit that added it to queue/. A webhouse
+site's items come from its queue file, as the commit held it, else as the decision's commit did
+(webhouse purges decided items after a while).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from feedbackd.edges.git.repo import GitRepo, history_of
 
 log = logging.getLogger("feedbackd")
 
-CHUNK = 500  # rows whose files are read with one git process, and held at once
+CHUNK = 500  # rows whose object names are listed at once
 
 
 def folder_at(repo: GitRepo, workspace: Workspace, agent_id: str, commit: str) -> str | None:
