@@ -36,6 +36,7 @@ INPUT_KEYS = ("prompt", "brief", "task")
 # The trailers a walk of the history reads, and the commits it asks git for.
 TRAILER_KEYS = (EVENT_KEY, AGENT_KEY, ITEM_KEY, RENAMED_FROM_KEY)
 DECISION_GREP = f"^{EVENT_KEY}: (approve|reject|rename)$"
+RENAME_GREP = f"^{EVENT_KEY}: rename$"
 HF_DATA_FILE = "data/train.jsonl"
 
 Decision = Literal["approved", "rejected"]

@@ -22,7 +22,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from feedbackd.core.commitmsg import follow_renames, former_names
 from feedbackd.core.curation import exports
 from feedbackd.core.curation.exports import (
     Decided,
@@ -47,12 +46,20 @@ CHUNK = 500  # rows whose object names are listed at once
 def folder_at(repo: GitRepo, workspace: Workspace, agent_id: str, commit: str) -> str | None:
     """The agent's folder at `commit` (relative to the workspace): its own, or the name it had
     then if its folder was renamed since; None when it had none (it did not exist yet)."""
+    history = history_of(repo)
     own = workspace.relative(workspace.agent(agent_id).root)
-    if history_of(repo).is_folder(commit, own):
+    if history.is_folder(commit, own):
         return own
-    for name in former_names(follow_renames(repo.log(), agent_id)):
+    head = repo.head()
+    if head is None:
+        return None
+    # Only the rename commits are read: a history of many decisions is not parsed for them.
+    renames = DecisionCommits(agent_id, ())
+    for sha, trailers in history.trailers(head, exports.TRAILER_KEYS, exports.RENAME_GREP):
+        renames.add(sha, trailers)
+    for name in renames.names[1:]:
         old = workspace.relative(workspace.agent(name).root)
-        if history_of(repo).is_folder(commit, old):
+        if history.is_folder(commit, old):
             return old
     return None
 
