@@ -6,6 +6,7 @@ Lookup: --config FILE, else $FEEDBACKD_CONFIG, else <workspace>/feedbackd.yaml, 
 from __future__ import annotations
 
 import difflib
+import string
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
@@ -166,6 +167,29 @@ class WebhouseSettings(BaseModel):
         return value
 
 
+# What `feedbackd export` asks for, when an item has no prompt, brief or task of its own. Its
+# fields: {id}, {agent}, {collection}, {slug}; core/curation/exports.py fills them.
+EXPORT_TEMPLATE_FIELDS = ("id", "agent", "collection", "slug")
+
+
+class ExportSettings(BaseModel):
+    model_config = _STRICT
+    input_template: str = Field('Write the {collection} item "{slug}".', min_length=1)
+
+    @field_validator("input_template")
+    @classmethod
+    def _known_fields(cls, value: str) -> str:
+        try:
+            parts = list(string.Formatter().parse(value))
+        except ValueError as error:
+            raise ValueError(f"{error}; write a literal brace as {{{{ or }}}}") from None
+        fields = ", ".join(f"{{{name}}}" for name in EXPORT_TEMPLATE_FIELDS)
+        for _, name, spec, conversion in parts:
+            if name is not None and (name not in EXPORT_TEMPLATE_FIELDS or spec or conversion):
+                raise ValueError(f"{{{name}}} is not a field of the item: use {fields}")
+        return value
+
+
 class Settings(BaseModel):
     """The whole configuration; every key is documented in config/feedbackd.yaml."""
 
@@ -183,6 +207,7 @@ class Settings(BaseModel):
     optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
     webhouse: WebhouseSettings = Field(default_factory=WebhouseSettings)
+    export: ExportSettings = Field(default_factory=ExportSettings)
 
     @field_validator("webhouse")
     @classmethod
@@ -218,6 +243,7 @@ class Settings(BaseModel):
         "optimizer",
         "http",
         "webhouse",
+        "export",
         mode="before",
     )
     @classmethod

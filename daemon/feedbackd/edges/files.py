@@ -15,6 +15,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -102,6 +103,26 @@ def make_folders(folder: Path, within: Path | None = None) -> None:
         folder = folder.parent
     for each in reversed(missing):
         each.mkdir(exist_ok=True)
+
+
+def atomic_write_chunks(path: Path, chunks: Iterable[bytes]) -> None:
+    """Replace path with the chunks written one after another, in one step: a file too big to
+    hold in memory (an export) is never seen half written, nor left half written by a failure.
+    """
+    make_folders(path.parent)
+    tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    try:
+        with open(tmp, "wb") as handle:
+            for chunk in chunks:
+                handle.write(chunk)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
 
 
 def atomic_write_json(path: Path, value: Any) -> None:

@@ -208,6 +208,13 @@ class Coprocess:
         del self._buffer[:size]
         return data
 
+    def end_input(self) -> None:
+        """Close the process's input, and go on reading its output: a process that buffers
+        its answers writes out the last of them once its input ends."""
+        stdin = self._process.stdin
+        if stdin is not None:
+            stdin.close()
+
     def close(self) -> None:
         """End the process: close its input (it exits on end of input), kill it if it lingers."""
         if self._closed:

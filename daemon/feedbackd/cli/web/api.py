@@ -17,17 +17,18 @@ from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from feedbackd.core.curation.exports import STREAMED
 from feedbackd.core.curation.feedback import check_record
-from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback
+from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback, UsageError
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import FileState, file_state
-from feedbackd.loop.commands import actions, queries
+from feedbackd.loop.commands import actions, exporting, queries
 from feedbackd.loop.commands import why as lessons
 from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import existing_agent
@@ -231,6 +232,7 @@ def _agent_routes(site: Site) -> list[Route]:
         Route(f"{base}/queue/{{item}}/reject", _reject(site), methods=["POST"]),
         Route(f"{base}/prompt", prompt, methods=["GET"]),
         Route(f"{base}/prompt", _prompt_for(site), methods=["POST"]),
+        Route(f"{base}/export", _export(site), methods=["GET"]),
     ]
 
 
@@ -266,6 +268,33 @@ def _snippet_for(runtime: Runtime, agent_id: str, document: dict[str, Any]) -> s
 
     existing_agent(runtime, agent_id)
     return prompt_for(runtime, agent_id, task_of_object(document, "the body"))
+
+
+def _export(site: Site) -> Callable[[Request], Any]:
+    """`GET /api/agents/{id}/export?format=&at=`: the export streamed as `feedbackd export`
+    prints it. Everything a request can get wrong is refused before the answer starts."""
+
+    async def export(request: Request) -> Response:
+        agent_id, query = request.path_params["agent"], request.query_params
+        runtime = await work(site.runtime)
+        opened = await work(
+            lambda: exporting.open_export(runtime, agent_id, query.get("format"), query.get("at"))
+        )
+        if opened.format not in STREAMED:
+            raise UsageError(
+                f"--format {opened.format} is a folder, which HTTP does not serve",
+                hint=f"stream one of {', '.join(STREAMED)}, or run"
+                f" `feedbackd export {agent_id} --format hf --out DIR`",
+            )
+        kind = "application/json" if opened.format == "dspy" else "application/x-ndjson"
+        name = f"{agent_id}-{opened.format}.{'json' if opened.format == 'dspy' else 'jsonl'}"
+        return StreamingResponse(
+            opened.text(),  # a plain iterator: starlette reads it in a worker thread
+            media_type=f"{kind}; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+        )
+
+    return export
 
 
 def _approve(site: Site) -> Callable[[Request], Any]:

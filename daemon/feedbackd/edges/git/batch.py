@@ -16,7 +16,7 @@ import os
 import re
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
@@ -32,6 +32,8 @@ _PATHS_AT_ONCE = 256
 _T = TypeVar("_T")
 
 _CAT_FILE = ("cat-file", "--batch")
+_CAT_FILE_BUFFERED = ("cat-file", "--batch", "--buffer")
+READ_THROUGH_BYTES = 32 * 1024  # a pipe holds 64 KiB: the names are sent whole, then read
 _HASH_OBJECT = ("hash-object", "-w", "--stdin-paths")
 _MKTREE = ("mktree", "--batch", "-z")
 # A commit object is checked by git as `commit-tree` would, then stored; it is handed over in a
@@ -40,7 +42,7 @@ _HASH_COMMIT = ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-pa
 COMMIT_FILE_PREFIX = "feedbackd-commit-"
 # None of them ever takes `.git/index.lock`: edges/git/locks.py counts no such command, whichever
 # feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
-HELPER_COMMANDS = frozenset({_CAT_FILE, _HASH_OBJECT, _MKTREE, _HASH_COMMIT})
+HELPER_COMMANDS = frozenset({_CAT_FILE, _CAT_FILE_BUFFERED, _HASH_OBJECT, _MKTREE, _HASH_COMMIT})
 
 
 class GitObject(NamedTuple):
@@ -79,14 +81,32 @@ class GitBatch:
 
         def ask(helper: Coprocess) -> GitObject | None:
             helper.send(batch_name(name) + b"\n", _ANSWER_S)
-            header = batch_header(helper.read_line(_ANSWER_S))
-            if header is None:  # `<name> missing`, `<name> ambiguous`
-                return None
-            sha, kind, size = header
-            content = helper.read_exact(size + 1, _ANSWER_S)
-            return GitObject(sha, kind, content[:-1])
+            return _answer(helper)
 
         return self._ask(_CAT_FILE, ask)
+
+    def read_through(self, names: Sequence[str]) -> Iterator[GitObject | None]:
+        """read() of each name, by a `cat-file` of its own that takes them all at once and
+        answers as a stream (its output buffered, not flushed after each object): many objects
+        cost one process and no round trip each, and one object is held at a time. The names
+        must fit in a pipe at once (READ_THROUGH_BYTES), as they are sent before any answer is
+        read."""
+        request = b"".join(batch_name(name) + b"\n" for name in names)
+        if (
+            b"\n" in b"".join(batch_name(name) for name in names)
+            or len(request) > READ_THROUGH_BYTES
+        ):
+            raise GitError("object names with a line break, or more than a pipe holds")
+        helper = self._start(_CAT_FILE_BUFFERED)
+        try:
+            helper.send(request, _ANSWER_S)
+            helper.end_input()  # it writes out what it holds once its input ends
+            for _ in names:
+                yield _answer(helper)
+        except CoprocessGone as gone:
+            raise GitError(f"git cat-file failed: {gone}") from gone
+        finally:
+            helper.close()
 
     # --- writing ------------------------------------------------------------------------------
     def store_files(self, rels: Sequence[str]) -> list[str]:
@@ -229,6 +249,17 @@ def _settings_stamp(work_tree: Path, git_dir: Path) -> Mapping[str, tuple[int, i
         changed = (0, 0) if name == "objects" else (info.st_mtime_ns, info.st_size)
         stamp[name] = (info.st_ino, *changed)
     return stamp
+
+
+def _answer(helper: Coprocess) -> GitObject | None:
+    """The object `cat-file --batch` answers with next; None for its `<name> missing` (or
+    `ambiguous`) line."""
+    header = batch_header(helper.read_line(_ANSWER_S))
+    if header is None:
+        return None
+    sha, kind, size = header
+    content = helper.read_exact(size + 1, _ANSWER_S)
+    return GitObject(sha, kind, content[:-1])
 
 
 def batch_name(name: str) -> bytes:

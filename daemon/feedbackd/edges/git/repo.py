@@ -3,6 +3,7 @@ commit exactly the paths of one change, and reach the remote.
 
 GitRepo is the one door the loop uses; behind it each concern has its module:
   edges/git/paths.py   listings: what is untracked, changed, or where in HEAD
+  edges/git/history.py a commit's history and files, read in bulk (`history_of(repo)`)
   edges/git/commit.py  commits that never touch what the user staged, and healing the index
   edges/git/remote.py  fetch, push and rebase in a temporary worktree (`repo.remote`)
   edges/git/locks.py   whether a `.git/*.lock` is stale, and clearing a stale index lock
@@ -37,6 +38,7 @@ from feedbackd.edges.git.commit import (
     operation_in_progress,
     refuse_during_operation,
 )
+from feedbackd.edges.git.history import History
 from feedbackd.edges.git.locks import clear_index_lock, git_process_in
 from feedbackd.edges.git.paths import Listings
 from feedbackd.edges.git.remote import GitRemote
@@ -409,6 +411,12 @@ class GitRepo:
             return GitObject(sha, "blob", self._git.run(["cat-file", "blob", sha])) if sha else None
         found = self._objects.read(f"{rev}:{rel}")
         return found if found is not None and found.kind == "blob" else None
+
+
+def history_of(repo: GitRepo) -> History:
+    """A commit's history and files read in bulk (edges/git/history.py), through the open
+    repository's git and long-lived helpers."""
+    return History(repo._git, repo._objects)
 
 
 def _last_adds(git: GitRunner, under: str, keep: Callable[[str], bool]) -> dict[str, str]:

@@ -1,0 +1,53 @@
+"""`feedbackd export AGENT --format openai-sft|openai-dpo|dspy|hf [--at REV|DATE] [--out PATH]`.
+
+`cli/app.py` calls `register(app)` once, at its end (this module is imported from there).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from feedbackd.cli.common import GLOBALS, AgentArg, command
+
+
+def register(app: typer.Typer) -> None:
+    """Add `export` to the feedbackd command line."""
+    app.command("export")(export)
+
+
+@command
+def export(
+    agent: AgentArg,
+    export_format: Annotated[
+        str | None,
+        typer.Option("--format", help="openai-sft, openai-dpo, dspy or hf.", show_default=False),
+    ] = None,
+    at: Annotated[
+        str | None,
+        typer.Option(help="As the history was then: a revision (HEAD~3, a sha) or a date."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write here (a file; for hf, a folder) instead of standard output."),
+    ] = None,
+) -> None:
+    """Decided items as fine-tuning or evaluation data, from the git history (default HEAD).
+
+    openai-sft: a chat line per approved item; openai-dpo: a preference line per corrected
+    approval (approved preferred to the draft); dspy: a JSON array of examples; hf: a dataset
+    folder (data/train.jsonl and a dataset card) for `datasets.load_dataset`."""
+    from feedbackd.loop.commands.exporting import open_export, write_export
+
+    runtime = GLOBALS.runtime()
+    opened = open_export(runtime, agent, export_format, at)
+    written = write_export(opened, out, sys.stdout.buffer)
+    if out is not None and not GLOBALS.quiet:
+        source = opened.commit[:12] if opened.commit else "no commit"
+        typer.echo(
+            f"exported {written.lines} rows of {agent} ({opened.format}, from {source}) to {out}",
+            err=True,
+        )

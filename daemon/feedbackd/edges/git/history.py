@@ -1,0 +1,133 @@
+"""History as one commit held it, read in bulk: the trailers of the commits behind it, the files
+of one of its folders, and many objects at once. What `feedbackd export` reads, never the work
+tree: a commit's files come from git's object store.
+
+Each of these is one git process, however many commits or files it covers: an export of an
+agent with a hundred thousand decisions walks the history once and reads its files a chunk at a
+time (GitRepo.history is the door).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from feedbackd.edges.git.batch import READ_THROUGH_BYTES, GitBatch
+from feedbackd.edges.git.runner import GitRunner, rel_path, revision
+from feedbackd.edges.git.tree import TREE_MODE, parse_tree
+
+_LONGEST_NAME = 4096  # a path and a revision: far longer than any path in a workspace
+# Between the trailers of one commit, and between commits (a message never holds either).
+_FIELD, _COMMIT = b"\x1f", b"\x1e"
+
+
+class History:
+    """Reading the history of a commit (GitRepo.history)."""
+
+    def __init__(self, git: GitRunner, batch: GitBatch) -> None:
+        self._git = git
+        self._batch = batch
+
+    def trailers(
+        self, commit: str, keys: Sequence[str], grep: str
+    ) -> Iterator[tuple[str, dict[str, str]]]:
+        """(sha, {key: value}) for each commit of `commit`'s history, newest first, whose message
+        matches the extended regular expression `grep` (a line of it), with the last value of
+        each of `keys` it carries (keys as given; missing ones absent). git prints the trailers
+        alone, so a long history costs a few bytes a commit, not its messages."""
+        wanted = ",".join(f"key={key}" for key in keys)
+        form = f"--format=%H%x00%(trailers:{wanted},unfold,separator=%x1f)%x1e"
+        args = ["log", "-E", "-i", f"--grep={grep}", form, revision(commit), "--"]
+        out = self._git.run(args)
+        by_lower = {key.lower(): key for key in keys}
+        # Read record by record from git's bytes: a decoded copy split in a list of strings
+        # would hold the whole walk three times over.
+        start = 0
+        while (end := out.find(_COMMIT, start)) >= 0:
+            sha, _, text = out[start:end].strip(b"\n").partition(b"\0")
+            start = end + 1
+            if sha:
+                yield sha.decode("ascii"), _trailer_values(text, by_lower)
+
+    def first_adds(self, commit: str, folders: Sequence[str]) -> dict[str, str]:
+        """path → the sha of the oldest commit of `commit`'s history that added it, for every
+        file ever added below `folders`: one walk, however many files."""
+        args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
+        specs = [rel_path(folder).rstrip("/") + "/" for folder in folders]
+        out = self._git.run([*args, revision(commit), "--", *specs])
+        found: dict[str, str] = {}
+        for record in out.decode("utf-8", errors="surrogateescape").split("\x01")[1:]:
+            sha, _, names = record.partition("\0")
+            for name in names.lstrip("\n").split("\0"):
+                if name:
+                    found[name] = sha  # newest first: the oldest is written last
+        return found
+
+    def files_in(self, commit: str, folder: str) -> dict[str, str]:
+        """name → object id of each file directly in `folder` at `commit` (none when it has no
+        such folder): one `ls-tree`, where asking for each file by its path would parse the
+        folder's tree once a file."""
+        args = ["ls-tree", "-z", revision(commit), "--", rel_path(folder).rstrip("/") + "/"]
+        status, out, _ = self._git.exec(args)
+        found: dict[str, str] = {}
+        start = 0
+        while status == 0 and (end := out.find(b"\0", start)) >= 0:
+            meta, _, path = out[start:end].partition(b"\t")
+            start = end + 1
+            fields = meta.split()
+            if len(fields) == 3 and fields[1] == b"blob":
+                name = path.rpartition(b"/")[2].decode("utf-8", errors="surrogateescape")
+                found[name] = fields[2].decode("ascii")
+        return found
+
+    def folders_in(self, commit: str, folder: str) -> list[str]:
+        """The names of the folders directly in `folder` at `commit`, sorted."""
+        found = self._batch.read(f"{revision(commit)}:{rel_path(folder)}")
+        if found is None or found.kind != "tree":
+            return []
+        entries = parse_tree(found.content, id_size=len(found.sha) // 2)
+        names = (name for name, entry in entries.items() if entry.mode == TREE_MODE)
+        return sorted(name.decode("utf-8", "surrogateescape") for name in names)
+
+    def is_folder(self, commit: str, folder: str) -> bool:
+        """True when `folder` is a folder at `commit`."""
+        found = self._batch.read(f"{revision(commit)}:{rel_path(folder)}")
+        return found is not None and found.kind == "tree"
+
+    def blobs(self, names: Sequence[str]) -> Iterator[bytes | None]:
+        """The content of each object `names` names (a sha, or `commit:path`), in order; None
+        for what names no file (or cannot be named: a line break). A `cat-file` answers each
+        group of names that fits in a pipe, one object held at a time, however many are
+        named."""
+        for group in _groups(names):
+            for found in self._batch.read_through(group):
+                yield found.content if found is not None and found.kind == "blob" else None
+
+
+def _trailer_values(text: bytes, by_lower: dict[str, str]) -> dict[str, str]:
+    """{key: value} of git's `Key: value` lines (separated by _FIELD) for the keys asked."""
+    found: dict[str, str] = {}
+    for line in text.split(_FIELD):
+        key, colon, value = line.decode("utf-8", errors="replace").partition(":")
+        name = by_lower.get(key.strip().lower())
+        if colon and name is not None:
+            found[name] = value.strip()
+    return found
+
+
+def _groups(names: Sequence[str]) -> Iterator[list[str]]:
+    """The names in groups that fit in a pipe at once (READ_THROUGH_BYTES); a name that cannot
+    be asked (a line break, or too long to be a path) becomes an empty one, which names
+    nothing."""
+    group: list[str] = []
+    size = 0
+    for name in names:
+        length = len(name.encode("utf-8", "surrogateescape")) + 1
+        if "\n" in name or length > _LONGEST_NAME:
+            name, length = "", 1
+        if group and size + length > READ_THROUGH_BYTES:
+            yield group
+            group, size = [], 0
+        group.append(name)
+        size += length
+    if group:
+        yield group

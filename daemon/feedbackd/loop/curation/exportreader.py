@@ -1,0 +1,247 @@
+"""An agent's decided items as one commit held them, read from git alone for `feedbackd export`
+(the work tree is never read, so the same commit always gives the same rows).
+
+At that commit: the decision ledger says which decisions stand (a reverted one has no line
+there), forgotten.jsonl which lessons were taken back; one walk of the history finds each
+decision's commit (following the agent's folder back through renames), and one listing of each
+decision folder the decided files. The files are then read as the rows go, by a `cat-file` of
+its own for each group of names (edges/git/history.py): one file is held at a time, and what the
+export holds for the whole history is a small record of each decision.
+
+The draft as first written is the item's originalContentData, else queue/ as the parent of the
+item's first decision commit held it (the draft commit's version: feedbackd never commits a
+queued draft's edits), else the version of the oldest commit that added it to queue/. A webhouse
+site's items come from its queue file, as the commit held it, else as the decision's commit did
+(webhouse purges decided items after a while).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from feedbackd.core.curation import exports
+from feedbackd.core.curation.exports import (
+    Decided,
+    DecisionCommits,
+    ExportRow,
+    RowSource,
+)
+from feedbackd.core.curation.feedback import Identity
+from feedbackd.core.curation.forgetting import forgotten_identities
+from feedbackd.core.curation.items import Item, parse_item
+from feedbackd.core.curation.webhouse import parse_queue
+from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.workspace import DECISION_FOLDERS, Workspace
+from feedbackd.edges.git.history import History
+from feedbackd.edges.git.repo import GitRepo, history_of
+
+log = logging.getLogger("feedbackd")
+
+CHUNK = 500  # rows whose object names are listed at once
+
+
+def folder_at(repo: GitRepo, workspace: Workspace, agent_id: str, commit: str) -> str | None:
+    """The agent's folder at `commit` (relative to the workspace): its own, or the name it had
+    then if its folder was renamed since; None when it had none (it did not exist yet)."""
+    history = history_of(repo)
+    own = workspace.relative(workspace.agent(agent_id).root)
+    if history.is_folder(commit, own):
+        return own
+    head = repo.head()
+    if head is None:
+        return None
+    # Only the rename commits are read: a history of many decisions is not parsed for them.
+    renames = DecisionCommits(agent_id, ())
+    for sha, trailers in history.trailers(head, exports.TRAILER_KEYS, exports.RENAME_GREP):
+        renames.add(sha, trailers)
+    for name in renames.names[1:]:
+        old = workspace.relative(workspace.agent(name).root)
+        if history.is_folder(commit, old):
+            return old
+    return None
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What `commit` held of one agent, in `folder` (its folder then)."""
+
+    agent: str
+    commit: str
+    folder: str
+    decided: list[Decided]
+    forgotten: frozenset[Identity]
+    commits: DecisionCommits
+    files: dict[str, dict[str, str]]  # approved, rejected → file name → object id
+
+
+def read_standing(repo: GitRepo, agent_id: str, commit: str, folder: str) -> Standing:
+    ledger = repo.file_at(commit, f"{folder}/decisions.jsonl") or b""
+    text = ledger.decode("utf-8", errors="replace")
+    del ledger  # a big ledger is held once, as text
+    decided = exports.standing_decisions(exports.ledger_lines(text))
+    del text
+    forgotten = repo.file_at(commit, f"{folder}/forgotten.jsonl") or b""
+    name_then = PurePosixPath(folder).name
+    commits = DecisionCommits(name_then, (decision.item for decision in decided))
+    history = history_of(repo)
+    for sha, trailers in history.trailers(commit, exports.TRAILER_KEYS, exports.DECISION_GREP):
+        commits.add(sha, trailers)
+    return Standing(
+        agent=agent_id,
+        commit=commit,
+        folder=folder,
+        decided=decided,
+        forgotten=forgotten_identities(forgotten.decode("utf-8", errors="replace")),
+        commits=commits,
+        files={name: history.files_in(commit, f"{folder}/{name}") for name in DECISION_FOLDERS},
+    )
+
+
+def export_rows(repo: GitRepo, standing: Standing, template: str) -> Iterator[ExportRow]:
+    """The rows, by decision time then item id; a decided item whose file the history no
+    longer holds is left out, with a warning."""
+    reader = _Reader(repo, standing)
+    for start in range(0, len(standing.decided), CHUNK):
+        for source in reader.sources(standing.decided[start : start + CHUNK]):
+            yield exports.export_row(standing.agent, source, standing.forgotten, template)
+    if reader.missing:
+        shown = ", ".join(reader.missing[:5]) + (", …" if len(reader.missing) > 5 else "")
+        log.warning(
+            "export of %s: %d decided items left out, their files are not in the history (%s)",
+            standing.agent,
+            len(reader.missing),
+            shown,
+        )
+
+
+class _Reader:
+    """The files of decided items, a chunk at a time."""
+
+    def __init__(self, repo: GitRepo, standing: Standing) -> None:
+        self.history = history_of(repo)
+        self.standing = standing
+        self.agents = str(PurePosixPath(standing.folder).parent)  # the agents' folder
+        self.queues = _QueueFiles(self.history)
+        self.missing: list[str] = []
+        self.adds: dict[str, str] | None = None  # queue/ path → its first adding commit
+
+    def sources(self, chunk: Sequence[Decided]) -> Iterator[RowSource]:
+        """Each decided item of the chunk with its draft, read as it comes."""
+        names: list[str | None] = []
+        for decided in chunk:
+            names += [self._decided_name(decided), self._draft_name(decided)]
+        answers = self.history.blobs([name for name in names if name is not None])
+        for index, decided in enumerate(chunk):
+            data = next(answers) if names[2 * index] else None
+            draft = next(answers) if names[2 * index + 1] else None
+            item = self._item(decided, data)
+            if item is None:
+                self.missing.append(decided.item)
+                continue
+            first = _parsed(draft, decided)
+            if first is None and item.original is None:
+                first = self._added_draft(decided)
+            commit = self.standing.commits.of(decided)
+            yield RowSource(decided, item, first, commit.sha if commit else None)
+
+    def _added_draft(self, decided: Decided) -> Item | None:
+        """The draft as the oldest commit that added it to queue/ has it, for an item whose
+        first decision commit's parent has no draft (a curator moved and committed the file by
+        hand before feedbackd saw it): one history walk for the whole export, made when first
+        needed."""
+        if _decision_file(decided) is None:
+            return None
+        if self.adds is None:
+            queues = [f"{self.agents}/{name}/queue" for name in self.standing.commits.names]
+            self.adds = self.history.first_adds(self.standing.commit, queues)
+        file_name = PurePosixPath(decided.file or "").name
+        for agent in self.standing.commits.names:
+            path = f"{self.agents}/{agent}/queue/{file_name}"
+            if path in self.adds:
+                return _parsed(next(self.history.blobs([f"{self.adds[path]}:{path}"])), decided)
+        return None
+
+    def _decided_name(self, decided: Decided) -> str | None:
+        """The object that holds the decided file: as the commit holds it, else (a file
+        deleted since) as the decision's commit did."""
+        where = _decision_file(decided)
+        if where is None:
+            return None
+        folder, name = where
+        blob = self.standing.files[folder].get(name)
+        if blob is not None:
+            return blob
+        commit = self.standing.commits.of(decided)
+        return f"{commit.sha}:{self.agents}/{commit.agent}/{folder}/{name}" if commit else None
+
+    def _draft_name(self, decided: Decided) -> str | None:
+        """queue/ as it was before the item's first decision: the draft as committed."""
+        where, first = _decision_file(decided), self.standing.commits.first(decided.item)
+        if where is None or first is None:
+            return None
+        return f"{first.sha}^:{self.agents}/{first.agent}/queue/{where[1]}"
+
+    def _item(self, decided: Decided, data: bytes | None) -> Item | None:
+        if _decision_file(decided) is None and decided.file:  # one file of many items
+            commit = self.standing.commits.of(decided)
+            tried = [self.standing.commit] + ([commit.sha] if commit else [])
+            return self.queues.item(tried, decided.file, self.standing, decided.item)
+        return _parsed(data, decided)
+
+
+def _decision_file(decided: Decided) -> tuple[str, str] | None:
+    """(approved or rejected, file name) of a file in an agent's decision folder. (Split as
+    text: a hundred thousand paths through pathlib cost seconds.)"""
+    if not decided.file:
+        return None
+    folder, _, name = decided.file.rpartition("/")
+    parent = folder.rpartition("/")[2]
+    return (parent, name) if parent in DECISION_FOLDERS else None
+
+
+def _parsed(data: bytes | None, decided: Decided) -> Item | None:
+    """The item in `data`, None when there is none or it does not read (then it was never
+    decided from that version: a file is decided only once it reads)."""
+    if data is None or not decided.file:
+        return None
+    name = decided.file.rpartition("/")[2]
+    suffix = name[name.rfind(".") :] if "." in name else ""
+    try:
+        return parse_item(data, suffix, decided.item)
+    except FeedbackdError:
+        return None
+
+
+class _QueueFiles:
+    """webhouse's curation queue, one file of many items: read and parsed once per commit
+    asked (the last one kept)."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self.held: tuple[str, dict[tuple[str, str], Item]] | None = None
+
+    def item(
+        self, commits: Sequence[str], path: str, standing: Standing, item_id: str
+    ) -> Item | None:
+        """The item of the standing's agent in the queue file `path`, as the first of
+        `commits` that holds it has it."""
+        agent_then = PurePosixPath(standing.folder).name
+        for commit in commits:
+            found = self._items(f"{commit}:{path}").get((agent_then, item_id))
+            if found is not None:
+                return found
+        return None
+
+    def _items(self, name: str) -> dict[tuple[str, str], Item]:
+        if self.held is None or self.held[0] != name:
+            data = next(self.history.blobs([name]))
+            try:
+                queue = parse_queue(data) if data is not None else None
+            except FeedbackdError:
+                queue = None
+            entries = queue.decided if queue is not None else ()
+            self.held = (name, {(e.agent_id, e.item.item_id): e.item for e in entries})
+        return self.held[1]
