@@ -5,7 +5,7 @@ GitRepo (edges/git/repo.py) is the door; `repo.listings` answers these."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from feedbackd.core.curation.reverts import GREP as REVERT_GREP
 from feedbackd.core.curation.reverts import Undone, reverted_by
@@ -111,6 +111,24 @@ class Listings:
             for index in range(0, len(parts) - 1, 2)
         }
         return Undone(reverts)
+
+    def add_times(
+        self, under: str, keep: Callable[[str], bool], since: str | None = None
+    ) -> list[tuple[str, int]]:
+        """(path, author time in unix seconds) of each add of a path below `under` that `keep`
+        accepts, newest first, from one history walk; with `since`, only in the commits HEAD
+        has that `since` lacks. The author time is the commit's own: a rebase (remote sync)
+        keeps it, where it gives the commit a new committer time."""
+        if not _has_head(self._batch):
+            return []
+        span = ["HEAD", *([f"^{revision(since)}"] if since else [])]
+        args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%at", "--name-only", "-z"]
+        out = self._git.run([*args, *span, "--", rel_path(under)])
+        found = []
+        for record in out.decode("utf-8", errors="surrogateescape").split("\x01")[1:]:
+            when, _, names = record.partition("\0")
+            found += [(name, int(when)) for name in names.lstrip("\n").split("\0") if keep(name)]
+        return found
 
 
 def _has_head(batch: GitBatch) -> bool:
