@@ -3,7 +3,8 @@ week as one small server-drawn SVG chart (the approach of charts.py), the totals
 curators correct most.
 
 Periods are evenly spaced in time, so each gets the same width; a period with nothing to rate
-(no approval, no decision) leaves a gap in its line rather than a made-up zero.
+(no approval, no decision) leaves a gap in its line rather than a made-up zero. The chart
+stretches to the card's width (its lines keep their width: non-scaling strokes, panel.css).
 """
 
 from __future__ import annotations
@@ -64,9 +65,11 @@ def rates_chart(periods: Sequence[dict[str, Any]]) -> str:
         f'<span class="key unedited">unedited approvals <b>{_percent(_last(unedited))}</b></span>'
         f'<span class="key rejected">rejections <b>{_percent(_last(rejected))}</b></span>'
         f"</figcaption>"
-        f'<svg viewBox="0 0 {WIDTH:g} {HEIGHT:g}" role="img" aria-label="{e(label)}">{grid}'
+        f'<svg viewBox="0 0 {WIDTH:g} {HEIGHT:g}" preserveAspectRatio="none" role="img"'
+        f' aria-label="{e(label)}">{grid}'
         f"{_series(unedited, 'unedited')}{_series(rejected, 'rejected')}</svg>"
-        f'<div class="span"><span>{e(first)}</span><span>{e(last)}</span></div></figure>'
+        f'<div class="span"><span>{e(first)}</span><span>lines at 0, 50 and 100 %</span>'
+        f"<span>{e(last)}</span></div></figure>"
     )
 
 
@@ -82,12 +85,15 @@ def _series(values: Sequence[float | None], kind: str) -> str:
         runs[-1].append((x, _y(value)))
     shapes = []
     for run in runs:
-        if len(run) == 1:
-            shapes.append(f'<circle cx="{run[0][0]:.1f}" cy="{run[0][1]:.1f}" r="2.5"/>')
+        if len(run) == 1:  # a line of no length, drawn as a round dot (its stroke's cap)
+            shapes.append(f'<polyline points="{_points(run * 2)}" class="dot"/>')
         elif run:
-            points = " ".join(f"{x:.1f},{y:.1f}" for x, y in run)
-            shapes.append(f'<polyline points="{points}"/>')
+            shapes.append(f'<polyline points="{_points(run)}"/>')
     return f'<g class="{kind}">{"".join(shapes)}</g>'
+
+
+def _points(run: Sequence[tuple[float, float]]) -> str:
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in run)
 
 
 def _fields(fields: dict[str, int]) -> str:

@@ -31,7 +31,7 @@ from feedbackd.core.timeutil import from_unix_ms, parse_iso, stored_ms, unix_ms
 PERIODS = ("day", "week", "month")
 DEFAULT_PERIOD = "week"
 TABLE_VERSION = 1  # bumped when the columns change: older kept tables are computed again
-_KEYS = (
+STAT_KEYS = (
     "decided", "approved", "approved_unedited", "rejected", "corrections",
     "unedited_rate", "corrections_per_approval", "median_decision_s",
 )  # fmt: skip
@@ -226,7 +226,7 @@ class Tally:
             round(self.corrections / approved, 4) if approved else None,
             None if median is None else int(median + 0.5),  # whole seconds
         )  # fmt: skip
-        return dict(zip(_KEYS, values, strict=True))
+        return dict(zip(STAT_KEYS, values, strict=True))
 
 
 def period_start(moment: datetime, by: str) -> datetime:
