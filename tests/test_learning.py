@@ -147,6 +147,32 @@ def test_a_reset_drops_decisions_whatever_was_kept(weeks: tuple[Site, datetime])
     assert report["total"]["median_decision_s"] == 26 * HOUR
 
 
+def test_kept_draft_times_follow_a_reset_and_a_new_agent(tmp_path: Path, clock: Clock) -> None:
+    """The draft times kept with an older HEAD lose the commits a reset dropped, and gain the
+    history of an agent folder that appeared since."""
+    site = Site(tmp_path / "ws")
+    curator = Curator(site, clock)
+    monday = monday_weeks_ago(3) + timedelta(hours=9)
+    curator.drafts(monday, "q1")
+    assert stats_json(site, AGENT)["total"]["decided"] == 0
+    kept = json.loads((site.root / ".feedbackd" / "learning" / "drafts.json").read_text())
+    assert kept["head"] == site.git("rev-parse", "HEAD").strip()  # the draft times, kept
+    site.git("reset", "-q", "--hard", "HEAD~1")  # that draft commit is dropped
+    clock.at(monday + timedelta(days=1))  # the draft again, committed by hand
+    site.write(AGENT, "q1.json", doc("q1"))
+    site.git("add", "_data/agents/writer/queue/q1.json")
+    site.git("commit", "-q", "-m", "q1 once more")
+    curator.approve(monday + timedelta(days=1, hours=2), "q1")
+    clock.at(monday + timedelta(days=2))
+    site.write("editor", "e1.json", doc("e1"))
+    site.reconcile()
+    clock.at(monday + timedelta(days=2, hours=5))
+    site.move("editor", "e1.json", "approved")
+    site.reconcile()
+    assert stats_json(site, AGENT)["total"]["median_decision_s"] == 2 * HOUR  # not 26 h
+    assert stats_json(site, "editor")["total"]["median_decision_s"] == 5 * HOUR
+
+
 def test_an_agent_without_decisions_and_a_workspace_without_agents(tmp_path: Path) -> None:
     site = Site(tmp_path / "ws")
     assert stats_json(site) == {

@@ -6,9 +6,9 @@ Where the numbers come from, so that 100,000 decisions answer in well under a se
   walk of history per call: a reverted decision's line is gone from HEAD, a forgotten entry is
   listed there, and each line's `at` is the time of its decision commit (written in the same
   pass, and kept by a rebase, which gives the commit a new committer time).
-- The time of each draft's first commit comes from one `git log` of the adds to queue/ folders,
-  kept in `.feedbackd/learning/drafts.json` with the HEAD it was read at; a later call walks only
-  the commits since (or all again when that HEAD is no longer an ancestor: a reset, a rebase).
+- The time of each draft's first commit comes from one `git log` of the adds to the agents'
+  queue/ folders, kept in `.feedbackd/learning/drafts.json` with the HEAD it was read at; a
+  later call walks only the commits since (taking out those a reset or a rebase dropped).
 - Each agent's counted decisions (its table) are kept in `.feedbackd/learning/tables/` with the
   object ids of the two ledgers they were counted from: a call whose ledgers HEAD still holds
   reads the table back (one JSON load) instead of parsing every line again. A new commit of
@@ -29,7 +29,6 @@ from typing import Any
 from feedbackd.core.curation.decisions import parse_ledger
 from feedbackd.core.curation.learning import (
     NOTHING_FORGOTTEN,
-    PERIODS,
     DecisionTable,
     check_period,
     decision_table,
@@ -49,8 +48,8 @@ from feedbackd.loop.workspace.runtime import Runtime
 log = logging.getLogger("feedbackd")
 
 METRICS_WINDOW = timedelta(days=30)  # of the /metrics gauge
-_DRAFTS_VERSION = 1
-Drafted = dict[str, dict[str, list[int]]]  # agent → item → times its draft was added (unix s)
+# agent → item → each [author time (unix s), commit] that added its draft to queue/
+Drafted = dict[str, dict[str, list[list[Any]]]]
 
 
 def agent_stats(
@@ -99,10 +98,6 @@ def since_moment(since: str | None, now: datetime) -> datetime | None:
         ) from None
 
 
-def period_choices() -> str:
-    return ", ".join(PERIODS)
-
-
 # --- the tables -------------------------------------------------------------------------------
 def decision_tables(runtime: Runtime, agents: Sequence[str]) -> dict[str, DecisionTable]:
     """Each agent's counted decisions, as HEAD's ledgers hold them (the work tree's files when
@@ -135,7 +130,7 @@ class _KeptTables:
     def __init__(self, runtime: Runtime, repo: GitRepo) -> None:
         self.runtime, self.repo = runtime, repo
         self.folder = runtime.workspace.state_dir / "learning"
-        self._drafted: Drafted | None = None
+        self._drafted: dict[str, dict[str, list[int]]] | None = None
 
     def of(self, agents: Sequence[str]) -> dict[str, DecisionTable]:
         rels = {agent: self._ledgers(agent) for agent in agents}
@@ -174,57 +169,91 @@ class _KeptTables:
         _keep(path, {"key": key, "table": table.to_json()})
         return table
 
-    def _drafts(self) -> Drafted:
+    def _drafts(self) -> dict[str, dict[str, list[int]]]:
         if self._drafted is None:
-            self._drafted = draft_times(self.runtime, self.repo, self.folder / "drafts.json")
+            kept = self.folder / "drafts.json"
+            self._drafted = DraftTimes(self.runtime, self.repo, kept).read()
         return self._drafted
 
 
 # --- the draft times --------------------------------------------------------------------------
-def draft_times(runtime: Runtime, repo: GitRepo, path: Path) -> Drafted:
-    """agent → item → the times (unix seconds, ascending) of the commits that added the item to
-    the agent's queue/: kept with the HEAD they were read at, and brought up to date."""
-    head = repo.head()
-    under = runtime.workspace.relative(runtime.workspace.agents_dir)
-    kept = _read_json(path)
-    drafted: Drafted = {}
-    since = None
-    if kept.get("version") == _DRAFTS_VERSION and kept.get("under") == under:
-        drafted, since = kept.get("drafted") or {}, kept.get("head")
-    if since is not None and since == head:
-        return drafted
-    if not isinstance(since, str) or not _is_ancestor(repo, since, head):
-        drafted, since = {}, None
-    for name, when in repo.listings.add_times(under, _in_a_queue, since):
-        _add(drafted, under, name, when)
-    _keep(path, {"version": _DRAFTS_VERSION, "under": under, "head": head, "drafted": drafted})
-    return drafted
+class DraftTimes:
+    """agent → item → the commits that added the item to the agent's queue/ (their author time
+    in unix seconds, and the commit's id cut to 12 hex digits), for every agent folder on disk:
+    kept with the HEAD they were read at, and brought up to date by walking the commits since
+    (a reset's or a rebase's dropped commits taken out), only the agents' queue/ folders.
 
+    Every agent's is read at once, whichever agent a call asks about: one walk costs about the
+    same for all of them, and a later call about another agent finds its times up to date."""
 
-def _is_ancestor(repo: GitRepo, older: str, head: str | None) -> bool:
-    try:
-        return head is not None and repo.is_ancestor(older, head)
-    except GitError:
-        return False  # not a commit of this repository any more
+    VERSION = 2
 
+    def __init__(self, runtime: Runtime, repo: GitRepo, path: Path) -> None:
+        self.repo, self.path = repo, path
+        workspace = runtime.workspace
+        self.folders = {
+            a: workspace.relative(workspace.agent(a).queue) for a in agent_ids(workspace)
+        }
 
-def _in_a_queue(path: str) -> bool:
-    """`…/<agent>/queue/<item file>`."""
-    parts = path.rsplit("/", 2)
-    if len(parts) != 3 or parts[1] != "queue":
-        return False
-    stem, dot, suffix = parts[2].rpartition(".")
-    return bool(stem) and bool(dot) and f".{suffix}" in ITEM_SUFFIXES
+    def read(self) -> dict[str, dict[str, list[int]]]:
+        """agent → item → the times its draft was added, ascending."""
+        try:
+            return self._times(self._brought_up_to_date())
+        except (TypeError, ValueError, AttributeError, IndexError):
+            # What was kept is not what this code keeps (edited, or cut short): read it all again.
+            self.path.unlink(missing_ok=True)
+            return self._times(self._brought_up_to_date())
 
+    @staticmethod
+    def _times(drafted: Drafted) -> dict[str, dict[str, list[int]]]:
+        return {
+            agent: {item: sorted({int(add[0]) for add in adds}) for item, adds in items.items()}
+            for agent, items in drafted.items()
+        }
 
-def _add(drafted: Drafted, under: str, name: str, when: int) -> None:
-    agent, _, file_name = name[len(under) + 1 :].partition("/queue/")
-    if "/" in agent:
-        return  # a queue/ folder deeper down, not an agent's
-    times = drafted.setdefault(agent, {}).setdefault(file_name.rpartition(".")[0], [])
-    if when not in times:
-        times.append(when)
-        times.sort()
+    def _brought_up_to_date(self) -> Drafted:
+        head = self.repo.head()
+        kept = _read_json(self.path)
+        usable = kept.get("version") == self.VERSION and isinstance(kept.get("drafted"), dict)
+        drafted: Drafted = kept["drafted"] if usable else {}
+        since: str | None = kept.get("head") if usable else None
+        if since == head and set(self.folders) <= set(drafted):
+            return drafted
+        if since is not None and not self._drop_undone(drafted, since, head):
+            drafted, since = {}, None
+        walked = {agent: drafted.pop(agent, {}) for agent in self.folders if agent in drafted}
+        if since is not None:
+            self._add(walked, [self.folders[agent] for agent in walked], since)
+        fresh = [agent for agent in self.folders if agent not in walked or since is None]
+        self._add(walked, [self.folders[agent] for agent in fresh], None)
+        _keep(self.path, {"version": self.VERSION, "head": head, "drafted": walked})
+        return walked
+
+    def _drop_undone(self, drafted: Drafted, since: str, head: str | None) -> bool:
+        """Take out the adds of the commits the kept HEAD had and HEAD has not; False when
+        that HEAD is no commit of the repository any more (everything is read again)."""
+        try:
+            dropped = {
+                commit[:12] for commit in self.repo.listings.commits_only_in(since, head or since)
+            }
+        except GitError:
+            return False
+        for items in drafted.values() if dropped else ():
+            for item, adds in items.items():
+                items[item] = [add for add in adds if add[1] not in dropped]
+        return True
+
+    def _add(self, drafted: Drafted, folders: Sequence[str], since: str | None) -> None:
+        agent_of = {folder: agent for agent, folder in self.folders.items() if folder in folders}
+        for agent in agent_of.values():
+            drafted.setdefault(agent, {})
+        for path, when, commit in self.repo.listings.adds(folders, since):
+            folder, _, name = path.rpartition("/")
+            stem, dot, suffix = name.rpartition(".")
+            if folder in agent_of and dot and f".{suffix}" in ITEM_SUFFIXES:
+                adds = drafted[agent_of[folder]].setdefault(stem, [])
+                if [when, commit[:12]] not in adds:
+                    adds.append([when, commit[:12]])
 
 
 # --- what is kept -----------------------------------------------------------------------------
