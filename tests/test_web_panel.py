@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import threading
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.learning_kit import AGENT, Clock, doc, monday_weeks_ago
 from tests.web_kit import Server, free_port
 from tests.workspace_kit import Site, draft
 
@@ -296,3 +299,62 @@ def test_each_example_of_the_snippet_leads_to_its_decision_in_the_history(
     expect(row).to_contain_text("Bo Reviewer")
     assert page.evaluate("document.querySelector(':target').id") == f"commit-{decision}"
     page.screenshot(path=str(tmp_path / "agent-page-why.png"))
+
+
+# --- is it learning? (SPEC section 13) ---------------------------------------------------------
+# Eight weeks of a curator's decisions on five drafts a week: (rejected, corrected, unedited).
+CURVE = [(2, 3, 0), (2, 2, 1), (1, 3, 1), (1, 2, 2), (1, 1, 3), (0, 2, 3), (0, 1, 4), (0, 1, 4)]
+
+
+@pytest.fixture
+def curve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Site:
+    """An agent whose drafts a curator corrects less and rejects less, week after week."""
+    site, clock = Site(tmp_path / "curve"), Clock(monkeypatch)
+    (site.agent(AGENT) / "SOUL.md").parent.mkdir(parents=True)
+    (site.agent(AGENT) / "SOUL.md").write_text("# Copy Writer\n\nWrites the site's articles.\n")
+    for week, (rejected, corrected, _) in enumerate(CURVE):
+        monday = monday_weeks_ago(len(CURVE) - week) + timedelta(hours=9)
+        names = [f"w{week}-{n}" for n in range(5)]
+        clock.at(monday)
+        for name in names:
+            site.write(AGENT, f"{name}.json", doc(name))
+        site.reconcile()
+        for n, name in enumerate(names):
+            if n < rejected:
+                site.write(AGENT, f"{name}.json", {**doc(name), "rejectionFeedback": "Too dry."})
+            elif n < rejected + corrected:
+                edits = {"excerpt": f"What {name} gives you."} if n % 2 else {}
+                site.write(AGENT, f"{name}.json", doc(name, title=f"Sharper {name}", **edits))
+            site.move(AGENT, f"{name}.json", "rejected" if n < rejected else "approved")
+        clock.at(monday + timedelta(days=1, hours=week % 3))
+        site.reconcile()
+    monkeypatch.delenv("GIT_AUTHOR_DATE")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    return site
+
+
+def test_the_learning_curve_on_the_agent_page(
+    browser: Browser, curve: Site, tmp_path: Path
+) -> None:
+    server = Server(curve.root)
+    try:
+        page = open_page(browser, f"http://{server.host}/", 1280, 800)
+        page.get_by_role("link", name="Copy Writer").click()
+        expect(page).to_have_url(f"http://{server.host}/agents/{AGENT}")
+        card = page.locator("section.learning")
+        expect(card.get_by_role("heading", name="Is it learning?")).to_be_visible()
+        expect(card.locator(".facts")).to_contain_text("40 decided")
+        chart = card.locator("figure.rates svg")
+        # Nine weeks: the eight of the history, then this one with no decision yet.
+        expect(chart).to_have_attribute("aria-label", re.compile(r"^.* 9 periods from .*"))
+        expect(chart.locator("g.unedited polyline")).to_have_count(1)
+        expect(chart.locator("g.rejected polyline")).to_have_count(1)
+        expect(card.locator("figcaption")).to_contain_text("unedited approvals 80%")
+        expect(card.locator("figcaption")).to_contain_text("rejections 0%")
+        expect(card.locator("ol.fields-corrected li").first).to_contain_text("title 15")
+        folder = SCREENSHOTS if UPDATE_SCREENSHOTS else tmp_path
+        folder.mkdir(parents=True, exist_ok=True)
+        card.screenshot(path=str(folder / "learning.png"))
+        assert (folder / "learning.png").stat().st_size > 5_000
+    finally:
+        server.close()

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from feedbackd import __version__
-from feedbackd.cli import export, logsetup, optimize, ratings, sync
+from feedbackd.cli import export, logsetup, optimize, ratings, stats, sync
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, report_out
 from feedbackd.cli.output import print_error, print_json, progress_bar
 from feedbackd.core.errors import Aborted, UsageError
@@ -357,5 +357,5 @@ def _usage_error(error: Exception, as_json: bool) -> int:
     return int(code)
 
 
-for _group in (ratings, optimize, sync, export):
+for _group in (ratings, optimize, sync, export, stats):
     _group.register(app)

@@ -28,7 +28,7 @@ from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import FileState, file_state
-from feedbackd.loop.commands import actions, exporting, queries
+from feedbackd.loop.commands import actions, exporting, learning, queries
 from feedbackd.loop.commands import why as lessons
 from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import existing_agent
@@ -135,6 +135,7 @@ def routes(site: Site) -> list[Route]:
         *_agent_routes(site),
         *_why_routes(site),
         *_workspace_routes(site),
+        *_learning_routes(site),
     ]
 
 
@@ -359,6 +360,17 @@ def _workspace_routes(site: Site) -> list[Route]:
         Route("/api/status", status, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
     ]
+
+
+# --- is the agent learning? (SPEC section 13) ----------------------------------------------------
+def _learning_routes(site: Site) -> list[Route]:
+    async def stats(request: Request) -> Response:
+        agent, query = request.path_params["agent"], request.query_params
+        by, since = query.get("by") or "week", query.get("since") or None
+        runtime = await work(site.runtime)
+        return JSONResponse(await work(lambda: learning.agent_stats(runtime, agent, by, since)))
+
+    return [Route("/api/agents/{agent}/stats", stats, methods=["GET"])]
 
 
 STATUS_OF_CODE = {

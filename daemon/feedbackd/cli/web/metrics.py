@@ -114,5 +114,20 @@ def status_lines(state: dict[str, Any]) -> list[str]:
     return out
 
 
+def learning_lines(ratios: dict[str, float | None]) -> list[str]:
+    """Each agent's unedited-approval rate over the last 30 days; an agent with no approval in
+    that time has no sample (a rate of nothing is no rate)."""
+    return [
+        "# HELP feedbackd_unedited_approval_ratio Approvals with no correction, of all"
+        " approvals in the last 30 days, by agent.",
+        "# TYPE feedbackd_unedited_approval_ratio gauge",
+        *(
+            f'feedbackd_unedited_approval_ratio{{agent="{_label(agent)}"}} {ratio:g}'
+            for agent, ratio in sorted(ratios.items())
+            if ratio is not None
+        ),
+    ]
+
+
 def _label(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

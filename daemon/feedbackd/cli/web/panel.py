@@ -22,12 +22,13 @@ from feedbackd.cli.web.api import Site, work
 from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
+from feedbackd.cli.web.learningcard import learning_card
 from feedbackd.core.commitmsg import LogEntry
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge colour
 from feedbackd.core.curation.prompts import EXAMPLES_HEADING, REJECTIONS_HEADING
 from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.websafety import session_value, token_matches
-from feedbackd.loop.commands import queries
+from feedbackd.loop.commands import learning, queries
 from feedbackd.loop.commands import why as lessons
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -86,6 +87,7 @@ def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
             for skill in summary["skills"]
         ],
         "reputation": queries.reputation(runtime, agent_id, None),
+        "learning": learning.agent_stats(runtime, agent_id, "week"),
     }
 
 
@@ -156,6 +158,7 @@ def _agent_body(view: dict[str, Any], max_examples: int) -> str:
         f"{_snippet_card(view['snippet'], view['why'])}</div>"
         f'<div class="column wide">{_queue_card(summary["agent_id"], view["queue"])}</div>'
         "</div>"
+        f"{learning_card(view['learning'])}"
         f"{_skills_section(view['skills'], view['reputation'])}"
         f"{_history_card(view['history'], {line['commit'] for line in view['why']})}"
     )

@@ -27,7 +27,7 @@ from feedbackd.cli.web import api, panel
 from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.connections import Connections, accept_backlog, raise_open_file_limit
 from feedbackd.cli.web.guard import Guard
-from feedbackd.cli.web.metrics import RequestCounter, pass_lines, status_lines
+from feedbackd.cli.web.metrics import RequestCounter, learning_lines, pass_lines, status_lines
 from feedbackd.cli.web.stopping import GracefulServer, Stopping
 from feedbackd.core.errors import ConfigError, FeedbackdError, InvalidId
 from feedbackd.core.ids import ID_RULE
@@ -39,7 +39,7 @@ from feedbackd.core.websafety import (
     require_strong_token,
 )
 from feedbackd.edges.hostnames import machine_names
-from feedbackd.loop.commands import queries
+from feedbackd.loop.commands import learning, queries
 from feedbackd.loop.daemon.statusfile import pass_times
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -189,7 +189,9 @@ def build_app(
         runtime = await api.work(site.runtime)
         state = await api.work(lambda: queries.workspace_status(runtime, []))
         passes = await api.work(lambda: pass_times(runtime.workspace.state_dir))
-        text = "\n".join([*status_lines(state), *pass_lines(passes), *counter.lines()]) + "\n"
+        ratios = await api.work(lambda: learning.unedited_ratios(runtime))
+        lines = [*status_lines(state), *pass_lines(passes), *learning_lines(ratios)]
+        text = "\n".join([*lines, *counter.lines()]) + "\n"
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def refused(request: Request, error: Exception) -> Response:

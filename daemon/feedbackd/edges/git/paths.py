@@ -112,6 +112,31 @@ class Listings:
         }
         return Undone(reverts)
 
+    def adds(self, folders: Sequence[str], since: str | None = None) -> list[tuple[str, int, str]]:
+        """(path, author time in unix seconds, commit) of each file added in one of `folders`,
+        newest first, from one history walk; with `since`, only in the commits HEAD has that
+        `since` lacks. The author time is the commit's own: a rebase (remote sync) keeps it,
+        where it gives the commit a new committer time."""
+        if not folders or not _has_head(self._batch):
+            return []
+        span = ["HEAD", *([f"^{revision(since)}"] if since else [])]
+        args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%at %H", "--name-only"]
+        specs = [rel_path(folder) for folder in folders]
+        out = self._git.run([*args, "-z", *span, "--", *specs])
+        found = []
+        for record in out.decode("utf-8", errors="surrogateescape").split("\x01")[1:]:
+            head, _, names = record.partition("\0")
+            when, _, commit = head.partition(" ")
+            found += [(name, int(when), commit) for name in names.lstrip("\n").split("\0") if name]
+        return found
+
+    def commits_only_in(self, commit: str, other: str) -> list[str]:
+        """The commits `commit` holds that `other` lacks: what a reset or a rebase dropped
+        when `commit` was HEAD before and `other` is HEAD now. GitError when `commit` is no
+        commit of the repository any more."""
+        args = ["rev-list", revision(commit), f"^{revision(other)}", "--"]
+        return self._git.run(args).decode().split()
+
 
 def _has_head(batch: GitBatch) -> bool:
     """False on a branch with no commit yet (asked of the long-lived cat-file, no process)."""

@@ -1,0 +1,293 @@
+"""Is the agent learning? The decisions a ledger holds, counted per day, week or month
+(`feedbackd stats`, SPEC section 13).
+
+Two steps, both pure:
+- `decision_table`: one agent's counted decisions, in time order, as columns (a decision's time,
+  approved or rejected, its corrections and their fields, the seconds from its draft's first
+  commit to it). Each ledger line once (by id); a decision whose line a `git revert` removed is
+  not there to count; a correction whose entry `forget` took back is left out (the decision
+  stands: it was approved, and that lesson was a slip). The table is what the command line
+  keeps between calls, so it is plain JSON.
+- `learning_stats`: the tables of one or many agents summed up per period and in total: the
+  object `stats --json` prints. Periods are cut by bisecting the sorted times and sums over
+  slices, so 100,000 decisions cost a few list sums, not a loop of date arithmetic per line.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from bisect import bisect_left, bisect_right
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from feedbackd.core.curation.decisions import DecisionRecord
+from feedbackd.core.errors import UsageError
+from feedbackd.core.timeutil import from_unix_ms, parse_iso, stored_ms, unix_ms
+
+PERIODS = ("day", "week", "month")
+DEFAULT_PERIOD = "week"
+TABLE_VERSION = 1  # bumped when the columns change: older kept tables are computed again
+STAT_KEYS = (
+    "decided", "approved", "approved_unedited", "rejected", "corrections",
+    "unedited_rate", "corrections_per_approval", "median_decision_s",
+)  # fmt: skip
+
+
+def check_period(by: str) -> str:
+    if by not in PERIODS:
+        raise UsageError(
+            f"--by {by!r} is not a period", hint="use day, week or month; week is the default"
+        )
+    return by
+
+
+# --- one agent's decisions --------------------------------------------------------------------
+@dataclass
+class DecisionTable:
+    """An agent's counted decisions as columns, oldest first. `fields[offsets[i]:offsets[i+1]]`
+    are the fields decision i corrected; `waited[i]` the seconds from its draft's first commit
+    to it (None when no commit of the draft in queue/ came before it)."""
+
+    at: list[int] = field(default_factory=list)  # unix ms
+    approved: list[int] = field(default_factory=list)  # 1 approved, 0 rejected
+    corrections: list[int] = field(default_factory=list)
+    waited: list[float | None] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=lambda: [0])
+
+    def append(self, at: int, approved: bool, fields: Sequence[str], waited: float | None) -> None:
+        self.at.append(at)
+        self.approved.append(int(approved))
+        self.corrections.append(len(fields))
+        self.waited.append(waited)
+        self.fields.extend(fields)
+        self.offsets.append(len(self.fields))
+
+    def to_json(self) -> dict[str, Any]:
+        columns = ("at", "approved", "corrections", "waited", "fields", "offsets")
+        return {"version": TABLE_VERSION, **{name: getattr(self, name) for name in columns}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DecisionTable | None:
+        """A kept table; None when it is of another version or not a table at all."""
+        if not isinstance(data, Mapping) or data.get("version") != TABLE_VERSION:
+            return None
+        try:
+            table = cls(*(list(data[name]) for name in ("at", "approved", "corrections")))
+            table.waited, table.fields = list(data["waited"]), list(data["fields"])
+            table.offsets = list(data["offsets"])
+        except (KeyError, TypeError):
+            return None
+        sizes = {len(table.at), len(table.approved), len(table.corrections), len(table.waited)}
+        return table if sizes == {len(table.offsets) - 1} else None
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """The corrections `forget` took back (forgotten.jsonl): by entry id, and by (item, field)
+    for a decision whose correction repeated a lesson and so added no entry of its own."""
+
+    fields_by_entry: Mapping[str, str]
+    item_fields: frozenset[tuple[str, str]]
+
+
+def parse_forgotten(text: str) -> Forgotten:
+    """The forgotten corrections of forgotten.jsonl text; lines that do not read are skipped,
+    as every reader of that file skips them (doctor reports them)."""
+    by_entry: dict[str, str] = {}
+    pairs: set[tuple[str, str]] = set()
+    for line in text.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("type") != "correction":
+            continue
+        entry, item, name = record.get("id"), record.get("queueItemId"), record.get("field")
+        if isinstance(name, str) and isinstance(entry, str):
+            by_entry[entry] = name
+        if isinstance(name, str) and isinstance(item, str):
+            pairs.add((item, name))
+    return Forgotten(by_entry, frozenset(pairs))
+
+
+NOTHING_FORGOTTEN = Forgotten({}, frozenset())
+
+
+def decision_table(
+    records: Iterable[DecisionRecord],
+    forgotten: Forgotten = NOTHING_FORGOTTEN,
+    drafted: Mapping[str, Sequence[int]] | None = None,
+) -> DecisionTable:
+    """The counted decisions of one agent's ledger (as HEAD holds it: a reverted decision's line
+    is gone). `drafted`: item id → the times (unix seconds, ascending) of the commits that added
+    it to queue/. A decision waited from the first of them after the item's previous decision
+    (a draft moved back to queue/ is a new draft; a reverted decision is no previous one)."""
+    table = DecisionTable()
+    previous: dict[str, int] = {}  # item → time of its last counted decision (ms)
+    for at, record in _decisions(records):
+        times = (drafted or {}).get(record.item, ())
+        table.append(at, record.state == "approved", _kept_fields(record, forgotten),
+                     _waited(times, previous.get(record.item), at))  # fmt: skip
+        previous[record.item] = at
+    return table
+
+
+def _decisions(records: Iterable[DecisionRecord]) -> list[tuple[int, DecisionRecord]]:
+    """Each approval and rejection once (a line repeated by a merge counts once), by time."""
+    seen: set[str] = set()
+    found = []
+    for record in records:
+        if record.state == "queued" or record.id in seen:
+            continue
+        seen.add(record.id)
+        at = _ms(record.at)
+        if at is not None:
+            found.append((at, record))
+    found.sort(key=lambda pair: pair[0])  # stable: the ledger's order within a millisecond
+    return found
+
+
+def _ms(text: str) -> int | None:
+    try:
+        return stored_ms(text) if text.endswith("Z") and len(text) == 24 else _parsed_ms(text)
+    except (ValueError, OverflowError):
+        return _parsed_ms(text)
+
+
+def _parsed_ms(text: str) -> int | None:
+    try:
+        return unix_ms(parse_iso(text))
+    except (ValueError, OverflowError):
+        return None  # a hand-written line with no readable time: not placed in any period
+
+
+def _kept_fields(record: DecisionRecord, forgotten: Forgotten) -> list[str]:
+    """The fields an approval corrected, less the corrections taken back since."""
+    if record.state != "approved" or not record.fields:
+        return []
+    entries = record.entries or []
+    gone = Counter(
+        forgotten.fields_by_entry[entry] for entry in entries if entry in forgotten.fields_by_entry
+    )
+    # Fewer entries than corrections: some repeated an earlier lesson of the item (or one
+    # forgotten already), whose entry is not this decision's; those go by (item, field).
+    repeated = len(entries) < len(record.fields)
+    kept = []
+    for name in record.fields:
+        if gone[name]:
+            gone[name] -= 1
+        elif not (repeated and (record.item, name) in forgotten.item_fields):
+            kept.append(name)
+    return kept
+
+
+def _waited(times: Sequence[int], previous: int | None, at: int) -> float | None:
+    """Seconds from the first draft commit after `previous` (ms) up to the decision `at` (ms).
+    Git keeps whole seconds: a commit in the same second as the previous decision is not taken
+    for after it (no time rather than a wrong one)."""
+    start = 0 if previous is None else bisect_right(times, previous // 1000)
+    if start < len(times) and times[start] * 1000 <= at:
+        return (at - times[start] * 1000) / 1000
+    return None
+
+
+# --- periods and sums -------------------------------------------------------------------------
+@dataclass
+class Tally:
+    """The sums of one period (or of all), over slices of tables."""
+
+    decided: int = 0
+    approved: int = 0
+    unedited: int = 0
+    corrections: int = 0
+    waits: list[float] = field(default_factory=list)
+
+    def add(self, table: DecisionTable, low: int, high: int) -> None:
+        if high <= low:
+            return
+        approved, corrections = table.approved[low:high], table.corrections[low:high]
+        self.decided += high - low
+        self.approved += sum(approved)
+        self.corrections += sum(corrections)
+        self.unedited += sum(1 for a, c in zip(approved, corrections, strict=True) if a and not c)
+        self.waits.extend(w for w in table.waited[low:high] if w is not None)
+
+    def as_json(self) -> dict[str, Any]:
+        approved = self.approved
+        median = statistics.median(self.waits) if self.waits else None
+        values = (
+            self.decided, approved, self.unedited, self.decided - approved, self.corrections,
+            round(self.unedited / approved, 4) if approved else None,
+            round(self.corrections / approved, 4) if approved else None,
+            None if median is None else int(median + 0.5),  # whole seconds
+        )  # fmt: skip
+        return dict(zip(STAT_KEYS, values, strict=True))
+
+
+def period_start(moment: datetime, by: str) -> datetime:
+    """The start (UTC midnight) of the day, week (from Monday) or month holding `moment`."""
+    day = moment.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    if by == "week":
+        return day - timedelta(days=day.weekday())
+    return day.replace(day=1) if by == "month" else day
+
+
+def next_start(start: datetime, by: str) -> datetime:
+    if by == "month":
+        return start.replace(year=start.year + start.month // 12, month=start.month % 12 + 1)
+    return start + timedelta(days=7 if by == "week" else 1)
+
+
+def learning_stats(
+    tables: Sequence[DecisionTable],
+    by: str,
+    now: datetime,
+    since: datetime | None = None,
+    agent: str | None = None,
+) -> dict[str, Any]:
+    """`stats --json`: per period (from the one holding `since`, else the first decision, to
+    the one holding `now` or the last decision) and in total, with the fields most corrected
+    first. Periods with no decision are listed too: a gap in the curve is news."""
+    check_period(by)
+    low = None if since is None else unix_ms(since)
+    cuts = [0 if low is None else bisect_left(t.at, low) for t in tables]
+    first = min((t.at[c] for t, c in zip(tables, cuts, strict=True) if c < len(t.at)), default=None)
+    origin = first if low is None else low
+    periods = []
+    if origin is not None:
+        last = max([unix_ms(now), *(t.at[-1] for t in tables if t.at)])
+        periods = _periods(tables, cuts, period_start(from_unix_ms(origin), by), last, by)
+    total, fields = Tally(), Counter[str]()
+    for table, cut in zip(tables, cuts, strict=True):
+        total.add(table, cut, len(table.at))
+        fields.update(table.fields[table.offsets[cut] :])
+    ranked = sorted(fields.items(), key=lambda pair: (-pair[1], pair[0]))
+    return {
+        "agent": agent,
+        "by": by,
+        "periods": periods,
+        "total": total.as_json(),
+        "fields": dict(ranked),
+    }
+
+
+def _periods(
+    tables: Sequence[DecisionTable], cuts: Sequence[int], start: datetime, last: int, by: str
+) -> list[dict[str, Any]]:
+    periods = []
+    lows = list(cuts)
+    while unix_ms(start) <= last:
+        end = next_start(start, by)
+        tally, edge = Tally(), unix_ms(end)
+        for index, table in enumerate(tables):
+            high = bisect_left(table.at, edge, lows[index])
+            tally.add(table, lows[index], high)
+            lows[index] = high
+        periods.append({"start": start.date().isoformat(), **tally.as_json()})
+        start = end
+    return periods
