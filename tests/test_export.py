@@ -413,14 +413,16 @@ def test_a_webhouse_sites_items_come_from_its_queue_file_even_once_purged(
     admin.reject(dropped, "Off-brand")
     site.reconcile()
     rows = hf_rows(site, tmp_path, agent="cms")
-    assert [(row["id"], row["decision"], row["notes"]) for row in rows] == [
-        (kept, "approved", None),
-        (dropped, "rejected", "Off-brand"),
-    ]
-    assert rows[0]["corrections"] == [
+    # Decided in one pass, the rows go by item id; two ids webhouse made in the same
+    # millisecond differ only in their random ending.
+    assert [(row["id"], row["decision"], row["notes"]) for row in rows] == sorted(
+        [(kept, "approved", None), (dropped, "rejected", "Off-brand")]
+    )
+    [approved] = [row for row in rows if row["id"] == kept]
+    assert approved["corrections"] == [
         {"field": "title", "original": "Why Generics", "corrected": "How Generics Save You"}
     ]
-    assert rows[0]["input"] == 'Write the posts item "why-generics".'
+    assert approved["input"] == 'Write the posts item "why-generics".'
     # webhouse purges decided items after a while; their decisions, and the export, stay
     for item in (kept, dropped):
         admin.backdate(item, 40)
