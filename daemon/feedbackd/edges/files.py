@@ -32,25 +32,7 @@ def atomic_write_bytes(
     """Replace path with data in one step. durable=False skips the two fsyncs, for a copy of
     what is kept elsewhere (a crash may then leave the old file, or an empty one): thousands of
     such files cost seconds instead of minutes. `within`: see make_folders."""
-    make_folders(path.parent, within)
-    # Cut a long name so the temporary one stays within the file system's 255-byte limit.
-    tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
-    mode = _mode_of(path)
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if mode is not None:  # the user's chmod of the file outlives its rewrites
-                os.fchmod(handle.fileno(), mode)
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-    if durable:
-        _fsync_dir(path.parent)
+    atomic_write_chunks(path, (data,), durable=durable, within=within)
 
 
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
@@ -105,24 +87,32 @@ def make_folders(folder: Path, within: Path | None = None) -> None:
         each.mkdir(exist_ok=True)
 
 
-def atomic_write_chunks(path: Path, chunks: Iterable[bytes]) -> None:
+def atomic_write_chunks(
+    path: Path, chunks: Iterable[bytes], *, durable: bool = True, within: Path | None = None
+) -> None:
     """Replace path with the chunks written one after another, in one step: a file too big to
     hold in memory (an export) is never seen half written, nor left half written by a failure.
-    """
-    make_folders(path.parent)
+    `durable` and `within` as for atomic_write_bytes."""
+    make_folders(path.parent, within)
+    # Cut a long name so the temporary one stays within the file system's 255-byte limit.
     tmp = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    mode = _mode_of(path)
     try:
         with open(tmp, "wb") as handle:
             for chunk in chunks:
                 handle.write(chunk)
             handle.flush()
-            os.fsync(handle.fileno())
+            if mode is not None:  # the user's chmod of the file outlives its rewrites
+                os.fchmod(handle.fileno(), mode)
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def atomic_write_json(path: Path, value: Any) -> None:

@@ -9,7 +9,6 @@ them), and write_export puts them on a stream, in a file or, for `hf`, in a data
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,11 +17,11 @@ from typing import BinaryIO
 
 from feedbackd.core.curation import exports
 from feedbackd.core.curation.exports import ExportRow, Tally
-from feedbackd.core.errors import GitError, NotFound, UsageError, WorkspaceError
+from feedbackd.core.errors import NotFound, UsageError, WorkspaceError
 from feedbackd.core.ids import validate_id
-from feedbackd.core.timeutil import parse_iso
 from feedbackd.edges.files import agent_ids, atomic_write_chunks, atomic_write_text
 from feedbackd.edges.git.repo import GitRepo, history_of
+from feedbackd.loop.commands.queries import commit_by
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.exportreader import export_rows, folder_at, read_standing
 from feedbackd.loop.workspace.runtime import Runtime
@@ -80,20 +79,7 @@ def open_export(
 def _commit_at(repo: GitRepo, at: str | None) -> str | None:
     """The commit `at` names (a revision, or the last commit made by a date), HEAD without it;
     None when there is none (no commit yet, or none by that date: an empty export)."""
-    if at is None:
-        return repo.head()
-    with contextlib.suppress(GitError):  # not even shaped like a revision
-        commit = repo.rev(at)
-        if commit is not None:
-            return commit
-    try:
-        moment = parse_iso(at)
-    except ValueError:
-        raise UsageError(
-            f"--at {at!r} is neither a revision nor a date",
-            hint="give a commit (e.g. HEAD~3, a sha from `feedbackd log`) or a date (2026-11-30)",
-        ) from None
-    return repo.commit_before(moment)
+    return repo.head() if at is None else commit_by(repo, at)
 
 
 def _refuse_unknown(runtime: Runtime, repo: GitRepo, agent_id: str) -> None:

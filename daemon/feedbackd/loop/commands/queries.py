@@ -107,7 +107,16 @@ def _prompt_of_former_names(
 
 
 def _commit_at(repo: GitRepo, at: str) -> str:
-    """The commit a revision names, or the last one made by a date (`2026-11-30`, ISO time)."""
+    """The commit a revision names, or the last one made by a date; not_found when none was."""
+    commit = commit_by(repo, at)
+    if commit is None:
+        raise NotFound(f"no commit was made by {at}", hint="give a later date")
+    return commit
+
+
+def commit_by(repo: GitRepo, at: str) -> str | None:
+    """The commit a revision names, or the last one made by a date (`2026-11-30`, ISO time);
+    None when no commit was made by that date. `--at` that is neither is a usage error."""
     with contextlib.suppress(GitError):  # not even shaped like a revision
         commit = repo.rev(at)
         if commit is not None:
@@ -119,10 +128,7 @@ def _commit_at(repo: GitRepo, at: str) -> str:
             f"--at {at!r} is neither a revision nor a date",
             hint="give a commit (e.g. HEAD~3, a sha from `feedbackd log`) or a date (2026-11-30)",
         ) from None
-    commit = repo.commit_before(moment)
-    if commit is None:
-        raise NotFound(f"no commit was made by {at}", hint="give a later date")
-    return commit
+    return repo.commit_before(moment)
 
 
 def learning_log(runtime: Runtime, agent_id: str | None, since: str | None) -> list[LogEntry]:
