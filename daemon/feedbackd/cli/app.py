@@ -155,7 +155,10 @@ def prompt(
     agent: AgentArg,
     at: Annotated[
         str | None,
-        typer.Option(help="The snippet as it was then: a revision (HEAD~3, a sha) or a date."),
+        typer.Option(
+            help="The snippet as it was then: a revision (HEAD~3, a sha), a time or a date"
+            " (2026-11-30: the end of that day, UTC)."
+        ),
     ] = None,
     for_task: Annotated[
         str | None,

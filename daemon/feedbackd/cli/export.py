@@ -28,7 +28,10 @@ def export(
     ] = None,
     at: Annotated[
         str | None,
-        typer.Option(help="As the history was then: a revision (HEAD~3, a sha) or a date."),
+        typer.Option(
+            help="As the history was then: a revision (HEAD~3, a sha), a time or a date"
+            " (2026-11-30: the end of that day, UTC)."
+        ),
     ] = None,
     out: Annotated[
         Path | None,

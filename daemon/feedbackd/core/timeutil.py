@@ -12,9 +12,10 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 # Longer windows reach back before year 1 (a date Python cannot hold); a century is plenty.
 _MAX_DURATION_S = 100 * 366 * 86400
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NAIVE_EPOCH = datetime(1970, 1, 1)
 _MS = timedelta(milliseconds=1)
+_DATE_ONLY = re.compile(r"^\s*\d{4}-\d{2}-\d{2}\s*$")
 
 
 def iso_ms(moment: datetime) -> str:
@@ -26,12 +27,12 @@ def iso_ms(moment: datetime) -> str:
 def unix_ms(moment: datetime) -> int:
     """Whole milliseconds since 1970, rounded down as `iso_ms` writes them (integers only, so
     the two never disagree)."""
-    return (moment.astimezone(UTC) - _EPOCH) // _MS
+    return (moment.astimezone(UTC) - EPOCH) // _MS
 
 
 def from_unix_ms(ms: int) -> datetime:
     """The UTC time `ms` milliseconds after 1970 (what `unix_ms` gives back exactly)."""
-    return _EPOCH + ms * _MS
+    return EPOCH + ms * _MS
 
 
 def stored_ms(text: str) -> int:
@@ -43,13 +44,23 @@ def stored_ms(text: str) -> int:
 def ceil_ms(moment: datetime) -> int:
     """Milliseconds since 1970, rounded up: a time in whole milliseconds is at or after
     `moment` exactly when it is at or after this."""
-    return -((_EPOCH - moment.astimezone(UTC)) // _MS)
+    return -((EPOCH - moment.astimezone(UTC)) // _MS)
 
 
 def parse_iso(text: str) -> datetime:
     """Parse ISO 8601 (with `Z` or an offset); naive times are taken as UTC."""
     moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_moment_by(text: str) -> datetime:
+    """The last moment `--at` names: a date alone (`2026-12-04`) is the end of that day, as a
+    user who made commits that day means it; an ISO time is that moment. Both UTC when no
+    offset is given; ValueError when `text` is neither."""
+    moment = parse_iso(text)
+    if _DATE_ONLY.match(text):
+        return moment + timedelta(days=1) - timedelta(microseconds=1)
+    return moment
 
 
 def canonical_iso_ms(text: str) -> str:

@@ -166,7 +166,7 @@ class GitRepo:
         """The newest commit of HEAD made at or before `moment`; None when there is none."""
         if self.head() is None:
             return None
-        args = ["rev-list", "-1", f"--before=@{int(moment.timestamp())}", "HEAD"]
+        args = ["rev-list", "-1", f"--before={git_time(moment)}", "HEAD"]
         return self._git.run(args).decode().strip() or None
 
     def commits_touching(self, path: str, *, limit: int = 50) -> list[str]:
@@ -411,6 +411,12 @@ class GitRepo:
             return GitObject(sha, "blob", self._git.run(["cat-file", "blob", sha])) if sha else None
         found = self._objects.read(f"{rev}:{rel}")
         return found if found is not None and found.kind == "blob" else None
+
+
+def git_time(moment: datetime) -> str:
+    """`moment` as git reads it in `--before`: seconds since 1970 with the zone, without which
+    git takes a small number of seconds (`@86399`, the end of 1970-01-01) for no time at all."""
+    return f"@{int(moment.timestamp())} +0000"
 
 
 def history_of(repo: GitRepo) -> History:

@@ -25,7 +25,7 @@ from feedbackd.core.errors import (
 from feedbackd.core.ids import validate_id
 from feedbackd.core.ratings.reputation import feedback_list_report, score
 from feedbackd.core.ratings.soul import Skill, Soul
-from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso
+from feedbackd.core.timeutil import EPOCH, iso_ms, parse_duration, parse_iso, parse_moment_by
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, is_inside
@@ -115,20 +115,21 @@ def _commit_at(repo: GitRepo, at: str) -> str:
 
 
 def commit_by(repo: GitRepo, at: str) -> str | None:
-    """The commit a revision names, or the last one made by a date (`2026-11-30`, ISO time);
-    None when no commit was made by that date. `--at` that is neither is a usage error."""
+    """The commit a revision names, or the last one made by a time or by the end of a date
+    (`2026-11-30`: that whole day); None when no commit was made by then. `--at` that is
+    neither is a usage error."""
     with contextlib.suppress(GitError):  # not even shaped like a revision
         commit = repo.rev(at)
         if commit is not None:
             return commit
     try:
-        moment = parse_iso(at)
+        moment = parse_moment_by(at)
     except ValueError:
         raise UsageError(
             f"--at {at!r} is neither a revision nor a date",
             hint="give a commit (e.g. HEAD~3, a sha from `feedbackd log`) or a date (2026-11-30)",
         ) from None
-    return repo.commit_before(moment)
+    return repo.commit_before(moment) if moment >= EPOCH else None  # git has no older commit
 
 
 def learning_log(runtime: Runtime, agent_id: str | None, since: str | None) -> list[LogEntry]:
