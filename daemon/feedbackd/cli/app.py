@@ -168,29 +168,41 @@ def prompt(
             help="With the examples most relevant to this task or draft (- reads stdin).",
         ),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print {"agent", "text", "examples"}.')
+    ] = False,
 ) -> None:
     """Print the agent's prompt snippet (prompt/feedback.md), now or as it was `--at` a time;
     with `--for`, the examples (and notes) chosen for a task or a draft instead of the last."""
     if for_task is not None:
-        _prompt_for(agent, for_task, at)
+        _prompt_for(agent, for_task, at, as_json)
         return
     from feedbackd.loop.commands.queries import prompt_text
+    from feedbackd.loop.commands.snippet import prompt_json
 
-    sys.stdout.write(prompt_text(GLOBALS.runtime(), agent, at))
+    if as_json:
+        print_json(prompt_json(GLOBALS.runtime(), agent, at))
+    else:
+        sys.stdout.write(prompt_text(GLOBALS.runtime(), agent, at))
 
 
-def _prompt_for(agent: str, argument: str, at: str | None) -> None:
+def _prompt_for(agent: str, argument: str, at: str | None, as_json: bool) -> None:
     if at is not None:
         raise UsageError(
             "--for and --at do not go together",
             hint="--for ranks the lessons the agent has now; --at shows a past snippet as it was",
         )
     # Ranking loads numpy: only this path pays for it.
-    from feedbackd.loop.commands.promptfor import prompt_for, task_of
+    from feedbackd.loop.commands.promptfor import snippet_for, task_of
+    from feedbackd.loop.commands.snippet import snippet_json
 
     runtime = GLOBALS.runtime()
     task = task_of(argument, sys.stdin.buffer.read)
-    sys.stdout.write(prompt_for(runtime, agent, task))
+    text, chosen = snippet_for(runtime, agent, task)
+    if as_json:
+        print_json(snippet_json(agent, text, chosen))
+    else:
+        sys.stdout.write(text)
 
 
 @app.command("log")

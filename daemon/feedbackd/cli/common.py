@@ -5,6 +5,7 @@ registers them."""
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 AgentArg = Annotated[str, typer.Argument(help="Agent id (a folder under _data/agents/).")]
+WorkspaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--workspace", "-w", metavar="DIR", help="Workspace folder (before or after the command)."
+    ),
+]
+# The parameter `command` gives every command, so that -w may follow the command as --json may.
+_WORKSPACE = "workspace_option"
 
 
 @dataclass
@@ -46,6 +55,9 @@ def command(func: F) -> F:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        workspace = kwargs.pop(_WORKSPACE, None)
+        if workspace is not None:  # after the command: it counts over one given before
+            GLOBALS.workspace = workspace
         if GLOBALS.json and "as_json" in kwargs:
             kwargs["as_json"] = True
         as_json = bool(kwargs.get("as_json")) or GLOBALS.json
@@ -66,7 +78,17 @@ def command(func: F) -> F:
         except Exception as error:  # a bug: say so, keep the traceback in the log
             raise _internal_error(error, as_json) from None
 
+    wrapper.__signature__ = _with_workspace_option(func)  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+def _with_workspace_option(func: Callable[..., Any]) -> inspect.Signature:
+    """func's parameters and -w/--workspace: the signature typer reads options from."""
+    signature = inspect.signature(func, eval_str=True)
+    option = inspect.Parameter(
+        _WORKSPACE, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=WorkspaceOption
+    )
+    return signature.replace(parameters=[*signature.parameters.values(), option])
 
 
 def _internal_error(error: Exception, as_json: bool) -> typer.Exit:

@@ -69,12 +69,17 @@ def task_of(argument: str, read_input: Callable[[int], bytes]) -> str:
 def prompt_for(runtime: Runtime, agent_id: str, task: str) -> str:
     """The agent's snippet as section 5 writes it, with the examples (and, with
     prompt.include_rejections, the notes) most relevant to the task, the most relevant last."""
+    return snippet_for(runtime, agent_id, task)[0]
+
+
+def snippet_for(runtime: Runtime, agent_id: str, task: str) -> tuple[str, list[FeedbackEntry]]:
+    """prompt_for's text, and the entries it shows (`prompt --for --json`)."""
     agent = existing_agent(runtime, agent_id)
     settings: PromptSettings = runtime.settings.prompt
     notes = settings.max_rejections if settings.include_rejections else 0
     chosen = relevant(runtime.workspace, agent, task, settings.max_examples, notes)
     text = render_snippet(chosen, settings)
-    return text + "\n" if text and not text.endswith("\n") else text
+    return (text + "\n" if text and not text.endswith("\n") else text), chosen
 
 
 def examples_for(

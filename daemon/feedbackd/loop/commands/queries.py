@@ -85,7 +85,7 @@ def _prompt_at(runtime: Runtime, agent_id: str, at: str) -> str:
         commit = _commit_at(repo, at)
         text = repo.file_at(commit, runtime.workspace.relative(agent.prompt))
         if text is None:  # maybe the folder had another name then
-            text = _prompt_of_former_names(runtime, repo, agent_id, commit)
+            text = file_of_former_names(runtime, repo, agent_id, commit, lambda a: a.prompt)
     if text is None:
         raise NotFound(
             f"{agent_id} had no prompt snippet at {at} (commit {commit[:12]})",
@@ -94,13 +94,18 @@ def _prompt_at(runtime: Runtime, agent_id: str, at: str) -> str:
     return text.decode("utf-8", errors="replace")
 
 
-def _prompt_of_former_names(
-    runtime: Runtime, repo: GitRepo, agent_id: str, commit: str
+def file_of_former_names(
+    runtime: Runtime,
+    repo: GitRepo,
+    agent_id: str,
+    commit: str,
+    which: Callable[[AgentPaths], Path],
 ) -> bytes | None:
-    """The snippet at `commit` under a name the agent's folder had before a rename."""
+    """An agent's file (`which` of its paths) at `commit` under a name the agent's folder had
+    before a rename."""
     for name in former_names(follow_renames(repo.log(), agent_id)):
         old = runtime.workspace.agent(name)
-        text = repo.file_at(commit, runtime.workspace.relative(old.prompt))
+        text = repo.file_at(commit, runtime.workspace.relative(which(old)))
         if text is not None:
             return text
     return None

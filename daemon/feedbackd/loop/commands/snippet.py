@@ -1,0 +1,61 @@
+"""`prompt --json`: the snippet as `prompt` prints it, with the examples it shows as values.
+
+An agent runner that reads the text can also take the examples one by one (as
+`load_feedback_for_prompt` gives them, plus each entry's id for `why` and `forget`), without
+parsing the Markdown back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback
+from feedbackd.core.curation.prompts import examples
+from feedbackd.core.ids import validate_id
+from feedbackd.loop.commands.queries import commit_by, file_of_former_names, prompt_text
+from feedbackd.loop.commits.repo import open_repo
+from feedbackd.loop.workspace.agentfiles import existing_agent, read_feedback
+from feedbackd.loop.workspace.runtime import Runtime
+
+
+def prompt_json(runtime: Runtime, agent_id: str, at: str | None = None) -> dict[str, Any]:
+    """`{"agent", "text", "examples"}`: the snippet now, or `at` a revision or date, and the
+    corrections its examples show, oldest first, from feedback.json as it was then."""
+    text = prompt_text(runtime, agent_id, at)  # refuses what `prompt` refuses
+    if at is None:
+        entries = read_feedback(existing_agent(runtime, agent_id).feedback)
+    else:
+        entries = _feedback_at(runtime, agent_id, at)
+    return snippet_json(agent_id, text, examples(entries, runtime.settings.prompt.max_examples))
+
+
+def snippet_json(agent_id: str, text: str, chosen: Sequence[FeedbackEntry]) -> dict[str, Any]:
+    """The JSON form of a snippet's text and the entries chosen for it (`prompt --for` gives its
+    own choice); the rejection notes among them are in the text alone."""
+    shown = [entry for entry in chosen if entry.is_example]
+    return {"agent": agent_id, "text": text, "examples": [example_json(e) for e in shown]}
+
+
+def example_json(entry: FeedbackEntry) -> dict[str, Any]:
+    """One example, its values whole (the text may shorten a long one around its change)."""
+    return {
+        "id": entry.id,
+        "field": entry.field,
+        "original": entry.original,
+        "corrected": entry.corrected,
+    }
+
+
+def _feedback_at(runtime: Runtime, agent_id: str, at: str) -> list[FeedbackEntry]:
+    """The agent's feedback.json as the commit `at` names held it (under the folder's name
+    then); none when it had none."""
+    agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
+    with open_repo(runtime) as repo:
+        commit = commit_by(repo, at) if repo is not None else None
+        if repo is None or commit is None:  # prompt_text has refused both already
+            return []
+        data = repo.file_at(commit, runtime.workspace.relative(agent.feedback))
+        if data is None:
+            data = file_of_former_names(runtime, repo, agent_id, commit, lambda a: a.feedback)
+    return [] if data is None else parse_feedback(data.decode("utf-8", errors="replace"))
