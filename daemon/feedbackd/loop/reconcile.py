@@ -26,6 +26,7 @@ from feedbackd.loop.curation.draftmemory import FirstVersions
 from feedbackd.loop.curation.webhouse import with_queue_agents
 from feedbackd.loop.ratings import rentals
 from feedbackd.loop.report import Report
+from feedbackd.loop.workspace.decisionwarnings import DECISION_EVENTS, remember
 from feedbackd.loop.workspace.problems import DISK_FULL_RETRY_S, Problem, out_of_space
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -91,6 +92,13 @@ def reconcile_all(
     return report
 
 
+def _keep_decision_warnings(runtime: Runtime, found: Report) -> None:
+    """What an agent's pass warned of its decisions, for `status` (decisionwarnings.py)."""
+    decided = {event.agent for event in found.events if event.event in DECISION_EVENTS}
+    for agent_id in decided:
+        remember(runtime.workspace, agent_id, found.decision_warnings)
+
+
 def shared_lookups(runtime: Runtime, chosen: Sequence[str], full_pass: bool) -> Lookups:
     """What the agents of a pass ask git together (see Lookups)."""
     return Lookups(
@@ -111,7 +119,7 @@ def _run(agent_pass: AgentPass, full_pass: bool) -> Report:
     """The agent's pass; an agent folder that cannot be used is a problem of that agent alone
     in a full pass, and the reason a pass over chosen agents fails."""
     try:
-        return agent_pass.run()
+        found = agent_pass.run()
     except OSError as error:
         unusable = _unusable(agent_pass.runtime, error)
         if not full_pass:
@@ -120,6 +128,8 @@ def _run(agent_pass: AgentPass, full_pass: bool) -> Report:
         retry_at = time.time() + DISK_FULL_RETRY_S if out_of_space(error) else 0.0
         problem = Problem(unusable.path, unusable.what, unusable.hint, True, retry_at)
         return Report(problems=[problem])
+    _keep_decision_warnings(agent_pass.runtime, found)
+    return found
 
 
 def _may_write(runtime: Runtime, repo: GitRepo | None, report: Report, full_pass: bool) -> bool:

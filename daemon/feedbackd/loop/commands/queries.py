@@ -43,6 +43,7 @@ from feedbackd.loop.workspace.agentfiles import (
     read_price_ledger,
     read_soul,
 )
+from feedbackd.loop.workspace.decisionwarnings import decision_warnings
 from feedbackd.loop.workspace.itemfiles import listed_item_problem, refuse_outside_agent
 from feedbackd.loop.workspace.problems import reported_problems
 from feedbackd.loop.workspace.runtime import Runtime
@@ -219,7 +220,8 @@ def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, 
         _relative_line(line, runtime.workspace.root) for line in state["problems"]
     ]
     line = problem_line(sync_status(runtime))
-    for extra in [*publish_problems(runtime.workspace.state_dir), *([line] if line else [])]:
+    extras = [*decision_warnings(runtime.workspace), *publish_problems(runtime.workspace.state_dir)]
+    for extra in [*extras, *([line] if line else [])]:
         problems += [extra] if extra not in problems else []
     if not state["running"]:  # what the last pass left explained in `.error` files
         problems += [

@@ -24,7 +24,6 @@ SETTLE_MARGIN_S = 0.05
 # Keys of retries and states that are not agents (no agent id can start with these).
 EVERY_AGENT = "*"
 RATINGS = ":ratings"
-DECISION_EVENTS = ("approve", "reject")
 
 
 @dataclass
@@ -32,10 +31,9 @@ class AgentState:
     """What the last pass over one agent left behind, for `status`."""
 
     problems: list[Problem] = field(default_factory=list)
+    # What the last pass warned of; what its decisions warned of is kept apart, for whoever
+    # decided (loop/workspace/decisionwarnings.py).
     warnings: list[str] = field(default_factory=list)
-    # What the agent's last decisions warned of: kept until a pass records another decision,
-    # since the passes after a decision have nothing to say about it.
-    decision_warnings: list[str] = field(default_factory=list)
     failure: str | None = None
     failures: int = 0
 
@@ -75,8 +73,6 @@ class AgentBook:
         state.failure, state.failures = None, 0
         state.problems = report.problems
         state.warnings = [w for w in report.warnings if w not in report.decision_warnings]
-        if any(event.event in DECISION_EVENTS for event in report.events):
-            state.decision_warnings = report.decision_warnings
         waiting = report.next_retry()
         if waiting is not None:
             self.retry_at[key] = waiting + SETTLE_MARGIN_S  # a file is still being written
@@ -120,7 +116,7 @@ class AgentBook:
         lines: list[str] = []
         for key, state in sorted(self.states.items()):
             lines += [problem.line() for problem in state.problems if problem.settled]
-            lines += state.warnings + state.decision_warnings
+            lines += state.warnings
             if state.failure is not None:
                 lines.append(f"{name_of(key)}: last pass failed: {state.failure}")
         return lines
