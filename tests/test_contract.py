@@ -388,7 +388,10 @@ def test_status_json_keys_and_problems_left_by_a_pass(site: Site) -> None:
     assert any(problem.startswith(f"{where}: ") for problem in state["problems"])
     bad.write_text(json.dumps({"contentData": {"t": "a"}}))
     site.ok("run", "--once")
-    assert site.json("status", "--json")["problems"] == []
+    # The file's problem is gone; what its decision warns of stays until the agent's next one.
+    assert site.json("status", "--json")["problems"] == [
+        f"{where}: never seen in queue/ and no originalContentData; approved with no corrections"
+    ]
 
 
 def test_warnings_of_a_pass_are_shown(site: Site, tmp_path: Path) -> None:

@@ -7,12 +7,16 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.progress import Progress as RichProgress
+from rich.table import Table
+from rich.text import Text
 
 from feedbackd.core.errors import FeedbackdError
 
@@ -93,3 +97,107 @@ def _logs_above_bar() -> Iterator[None]:
     finally:
         for handler in handlers:
             handler.setStream(sys.__stderr__)
+
+
+# --- tables that fit the terminal ---------------------------------------------------------------
+# A table of names, numbers and prose is fitted to the terminal's width without cutting anything
+# a reader copies into another command: names (ids, numbers) are shown whole on one line, prose
+# is wrapped between its words (the summary first, then the other text columns), and where even
+# that does not fit, the columns a reader misses least are left out, one by one, before a word
+# or a name would be broken.
+NAME, TEXT, FLEX = "name", "text", "flex"
+FLEX_MIN = 24  # the fewest cells of the column that takes the room left (a summary, a change)
+FLEX_WORD = 40  # a longer word in it (a URL) is broken rather than widen the column further
+_MEASURE_WIDTH = 100_000  # rich clamps a measurement to the width it is given: give it room
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of `fitted_table`. kind NAME: shown whole on one line (broken over lines, never
+    cut, only when no column is left to drop); TEXT: wrapped between words where needed; FLEX:
+    text that is narrowed first, down to FLEX_MIN. `drop`: 0 for a column always shown, else
+    the order in which columns are left out (1 first) and TEXT ones narrowed."""
+
+    header: str
+    kind: str = TEXT
+    drop: int = 0
+
+
+def fitted_table(
+    columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int, **options: Any
+) -> Table:
+    """A rich Table of `rows` (markup strings, one per column) for a terminal `width` wide,
+    with the fewest of the droppable columns left out; `options` are Table's (title, box...)."""
+    cells = [[Text.from_markup(row[n]) for row in rows] for n in range(len(columns))]
+    kept = list(range(len(columns)))
+    while True:
+        room = width - _frame_width(len(kept), options)
+        widths = _widths([columns[n] for n in kept], [cells[n] for n in kept], room)
+        droppable = [n for n in kept if columns[n].drop]
+        if widths is not None or not droppable:
+            break
+        kept.remove(min(droppable, key=lambda n: columns[n].drop))
+    table = Table(**options)
+    for at, n in enumerate(kept):
+        fixed = widths[at] if widths is not None else None
+        table.add_column(columns[n].header, width=fixed, overflow="fold")
+    for row in rows:
+        table.add_row(*(row[n] for n in kept))
+    return table
+
+
+def _widths(columns: Sequence[Column], cells: Sequence[list[Text]], room: int) -> list[int] | None:
+    """Each column's width within `room` cells, narrowing the FLEX column, then the TEXT ones
+    (the most droppable first), never below their longest word; None when they cannot fit."""
+    texts = [
+        [*column_cells, Text(column.header)]
+        for column, column_cells in zip(columns, cells, strict=True)
+    ]
+    widths = [_longest(lines) for lines in texts]
+    least = [
+        _least(column, lines, whole)
+        for column, lines, whole in zip(columns, texts, widths, strict=True)
+    ]
+    order = sorted(
+        (n for n, column in enumerate(columns) if column.kind != NAME),
+        key=lambda n: (columns[n].kind != FLEX, columns[n].drop or len(columns) + 1),
+    )
+    for n in order:
+        over = sum(widths) - room
+        if over <= 0:
+            break
+        widths[n] = _wrapped_width(texts[n], max(least[n], widths[n] - over))
+    flex = [n for n in order if columns[n].kind == FLEX]
+    for n in flex:  # what a wrapped column left unused goes to the column that takes the rest
+        widths[n] = min(_longest(texts[n]), widths[n] + max(0, room - sum(widths)))
+    return widths if sum(widths) <= room else None
+
+
+def _wrapped_width(cells: Sequence[Text], width: int) -> int:
+    """The width `cells` take once wrapped between words at `width` (often a little less)."""
+    wide = Console(width=_MEASURE_WIDTH, color_system=None)
+    lines = [line.plain.rstrip() for cell in cells for line in cell.wrap(wide, width)]
+    return max((cell_len(line) for line in lines), default=width)
+
+
+def _least(column: Column, cells: Sequence[Text], whole: int) -> int:
+    """The fewest cells a column may have: a name's whole width, a text's longest word."""
+    if column.kind == NAME:
+        return whole
+    word = max((cell_len(w) for cell in cells for w in cell.plain.split()), default=0)
+    if column.kind == FLEX:
+        return min(whole, max(FLEX_MIN, min(word, FLEX_WORD)))
+    return word
+
+
+def _longest(cells: Sequence[Text]) -> int:
+    return max((line.cell_len for cell in cells for line in cell.split("\n")), default=0)
+
+
+def _frame_width(count: int, options: dict[str, Any]) -> int:
+    """The cells a table of `count` columns takes besides their text: borders and padding."""
+    frame = Table(**{key: value for key, value in options.items() if key != "title"})
+    for _ in range(count):
+        frame.add_column(width=1)
+    wide = Console(width=_MEASURE_WIDTH, color_system=None)
+    return wide.measure(frame).minimum - count

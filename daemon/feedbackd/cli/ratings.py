@@ -11,7 +11,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
-from feedbackd.cli.output import console, print_json, progress_bar
+from feedbackd.cli.output import (
+    FLEX,
+    NAME,
+    TEXT,
+    Column,
+    console,
+    fitted_table,
+    print_json,
+    progress_bar,
+)
 from feedbackd.core.ids import validate_id
 from feedbackd.core.ratings.ratings import ALLOWED
 from feedbackd.loop.commands import actions, queries
@@ -86,21 +95,8 @@ def list_ratings(
 
 def _print_list(report: dict[str, object]) -> None:
     out = console()
-    table = Table(title=f"Ratings of {report['skill_id']}", show_edge=False)
-    for column in ("when", "provider", "from", "rating", "quality", "value", "details"):
-        table.add_column(column)
     feedbacks = report["feedbacks"]
-    for r in feedbacks if isinstance(feedbacks, list) else []:
-        table.add_row(
-            str(r["timestamp"])[:16].replace("T", " "),
-            r["provider_agent"],
-            r["requester_agent"],
-            "★" * int(r["rating"]),
-            r["result_quality"],
-            r["cost_value_ratio"],
-            escape(r.get("quality_details", "")),
-        )
-    out.print(table)
+    out.print(_list_table(str(report["skill_id"]), feedbacks, out.width))
     shown = len(feedbacks) if isinstance(feedbacks, list) else 0
     total = report["count"]
     more = f" (the newest {shown} shown; --limit N for more)" if shown != total else ""
@@ -115,6 +111,46 @@ def _print_list(report: dict[str, object]) -> None:
         "(the reputation of these ratings only: this skill and the filters given;"
         " `feedbackd reputation AGENT` weighs all of a provider's ratings)"
     )
+
+
+# The buyer, the stars and the value are what a provider reads first; the time, then the quality
+# (the stars say most of it), are left out where the terminal is too narrow for all of them.
+LIST_COLUMNS = (
+    Column("when", TEXT, drop=3),
+    Column("provider", NAME),
+    Column("from", NAME),
+    Column("rating", NAME),
+    Column("quality", TEXT, drop=1),
+    Column("value", TEXT, drop=2),
+    Column("details", FLEX),
+)
+
+
+def _list_table(skill: str, feedbacks: object, width: int) -> Table:
+    """The ratings listed; the provider goes in the title when they are all of one provider."""
+    ratings = feedbacks if isinstance(feedbacks, list) else []
+    rows = [
+        [
+            str(r["timestamp"])[:16].replace("T", " "),
+            escape(r["provider_agent"]),
+            escape(r["requester_agent"]),
+            "★" * int(r["rating"]),
+            escape(r["result_quality"]),
+            escape(r["cost_value_ratio"]),
+            escape(r.get("quality_details", "")),
+        ]
+        for r in ratings
+    ]
+    providers = {row[1] for row in rows}
+    columns, title = list(LIST_COLUMNS), f"Ratings of {escape(skill)}"
+    if len(providers) == 1:
+        (provider,) = providers
+        columns, rows, title = (
+            columns[:1] + columns[2:],
+            [r[:1] + r[2:] for r in rows],
+            f"Ratings of {provider}/{escape(skill)}",
+        )
+    return fitted_table(columns, rows, width, title=title, show_edge=False)
 
 
 @command

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.markup import escape
 from rich.table import Table
 
-from feedbackd.cli.output import console, print_json
+from feedbackd.cli.output import FLEX, NAME, TEXT, Column, console, fitted_table, print_json
 from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.feedbackjson import EntryType
@@ -16,6 +18,14 @@ from feedbackd.loop.workspace.agentfiles import existing_agent, read_feedback
 from feedbackd.loop.workspace.runtime import Runtime
 
 TYPE_STYLE: dict[EntryType, str] = {"correction": "green", "edit": "blue", "rejection": "red"}
+# The item and the field are names a reader copies: whole; the time goes first when it is narrow.
+RECENT_COLUMNS = (
+    Column("when", TEXT, drop=1),
+    Column("type"),
+    Column("item", NAME),
+    Column("field", NAME),
+    Column("change", FLEX),
+)
 
 
 def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> None:
@@ -28,19 +38,20 @@ def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> N
     if not newest:
         out.print(f"No feedback for {agent_id} yet.")
         return
-    table = Table(title=f"Recent feedback: {agent_id}", show_lines=True)
-    for column in ("when", "type", "item", "field", "change"):
-        table.add_column(column)
-    for entry in newest:
-        style = TYPE_STYLE.get(entry.type, "")
-        table.add_row(
+    rows = [
+        [
             entry.createdAt[:16].replace("T", " "),
-            f"[{style}]{entry.type}[/]" if style else entry.type,
-            entry.queueItemId or "",
+            f"[{TYPE_STYLE[entry.type]}]{entry.type}[/]"
+            if entry.type in TYPE_STYLE
+            else entry.type,
+            escape(entry.queueItemId or ""),
             escape(entry.field or ""),
             _change(entry),
-        )
-    out.print(table)
+        ]
+        for entry in newest
+    ]
+    title = f"Recent feedback: {agent_id}"
+    out.print(fitted_table(RECENT_COLUMNS, rows, out.width, title=title, show_lines=True))
     examples = runtime.settings.prompt.max_examples
     noun = "entry" if len(entries) == 1 else "entries"
     out.print(f"{len(entries)} {noun} in all; the last {examples} corrections reach the prompt.")
@@ -59,26 +70,35 @@ def show_log(runtime: Runtime, agent_id: str | None, since: str | None, as_json:
     if as_json:
         print_json([log_json(entry) for entry in entries])
         return
-    # Names are folded over lines, never cut: a reviewer copies them into other commands.
-    table = Table(title="Learning history", show_edge=False, pad_edge=False)
-    table.add_column("date", overflow="fold", min_width=10)
-    table.add_column("event", overflow="fold")
-    if agent_id is None:  # asked about one agent, the column would repeat its name
-        table.add_column("agent", overflow="fold")
-    for column in ("item/skill", "curator"):
-        table.add_column(column, overflow="fold")
-    table.add_column("what", overflow="fold", ratio=1, min_width=12)
-    for entry in entries:
-        names = [entry.agent or ""] if agent_id is None else []
-        table.add_row(
+    out = console()
+    out.print(_log_table(entries, agent_id is None, out.width))
+
+
+def _log_table(entries: Sequence[LogEntry], with_agent: bool, width: int) -> Table:
+    """The learning history for a terminal `width` wide: names whole, as a reviewer copies them
+    into other commands; the curator, then the date, are left out where even that is too wide.
+    Asked about one agent (not `with_agent`), the agent column would repeat its name."""
+    columns = [
+        Column("date", TEXT, drop=2),
+        Column("event", NAME),
+        *([Column("agent", NAME)] if with_agent else []),
+        Column("item/skill", NAME),
+        Column("curator", TEXT, drop=1),
+        Column("what", FLEX),
+    ]
+    rows = [
+        [
             entry.date[:16].replace("T", " "),
-            entry.event or "",
-            *map(escape, names),
+            escape(entry.event or ""),
+            *([escape(entry.agent or "")] if with_agent else []),
             escape(entry.item or entry.skill or ""),
             escape(_curator_name(entry)),
             escape(_what(entry)),
-        )
-    console().print(table)
+        ]
+        for entry in entries
+    ]
+    options = {"title": "Learning history", "show_edge": False, "pad_edge": False}
+    return fitted_table(columns, rows, width, **options)
 
 
 NOTE_WIDTH = 60  # of a rejection's note in the log: enough to tell what it was about
