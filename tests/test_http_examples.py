@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "http-api.md"
 DEMO_AGENTS = ["content-writer", "seo-helper", "heavylift-chengwen", "genesis-bot"]
 # Every curl of the examples fails on an HTTP error, as `set -e` stops at the first.
-STRICT = "set -euo pipefail\ncurl() { command curl --fail-with-body --show-error \"$@\"; }\n"
+STRICT = 'set -euo pipefail\ncurl() { command curl --fail-with-body --show-error "$@"; }\n'
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 

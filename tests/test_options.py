@@ -122,3 +122,12 @@ def test_prompt_json_of_an_agent_with_nothing_learned_is_empty(site: Site) -> No
 def test_prompt_json_errors_are_json(site: Site) -> None:
     done = site.cli("--json", "prompt", "nobody")
     assert done.returncode == 1 and json.loads(done.stderr)["error"] == "not_found"
+
+
+def test_prompt_json_at_a_time_before_a_rename_reads_the_folder_then(site: Site) -> None:
+    before = site.git("rev-parse", "HEAD").strip()
+    (site.data / "agents" / "w").rename(site.data / "agents" / "w2")
+    site.reconcile()
+    answer = json.loads(site.cli("prompt", "w2", "--at", before, "--json").stdout)
+    assert answer["agent"] == "w2" and "Corrected: first" in answer["text"]
+    assert [e["corrected"] for e in answer["examples"]] == ["first", "one"]
