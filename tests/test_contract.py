@@ -1,10 +1,13 @@
-"""Black-box checks of the contract (SPEC.md): the real `feedbackd` command in a subprocess.
+"""Checks of the contract (SPEC.md) from the outside: the `feedbackd` command line and git.
 
 Each test drives `python -m feedbackd -w ROOT ...` against a workspace made by `feedbackd init` in
 tmp_path, the way a user's script would, and imports nothing from the package except the Python
-API the contract names (`feedbackd.load_feedback_for_prompt`). The checks focus on promises the
-other suites do not pin down: output shapes and key names, error formats and exit codes, file
-formats, commit messages, and text from files that must be shown, never interpreted.
+API the contract names (`feedbackd.load_feedback_for_prompt`). The command runs in this process
+(tests/cli_kit.py: the same arguments, environment, outputs and exit code as a process of its
+own, which tests/test_cli_kit.py holds it to); the process boundary itself is tested where it is
+the point. The checks focus on promises the other suites do not pin down: output shapes and key
+names, error formats and exit codes, file formats, commit messages, and text from files that
+must be shown, never interpreted.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.cli_kit import run_cli
 
 FB_ID = re.compile(r"^fb-\d{13}-[a-z0-9]{6}$")
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -36,13 +41,8 @@ class Site:
     def run(
         self, *args: str, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "feedbackd", "-w", str(self.root), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=self.root,
-            env={**os.environ, **(env or {})},
+        return run_cli(
+            ["-w", str(self.root), *args], cwd=self.root, env={**os.environ, **(env or {})}
         )
 
     def ok(self, *args: str, env: dict[str, str] | None = None) -> str:
@@ -349,6 +349,7 @@ def test_every_duration_unit_is_understood(site: Site, duration: str) -> None:
 
 def test_version_quiet_and_no_decoration_off_a_terminal(site: Site) -> None:
     assert re.match(r"^feedbackd \d+\.\d+", site.ok("--version"))
+    site.configure("daemon:\n  settle_ms: 0\n")  # the draft below is decided at once
     site.write("w", "queue", "qi-1.json", {"contentData": {"t": "a"}})
     assert site.ok("--quiet", "run", "--once") == ""
     site.ok(
