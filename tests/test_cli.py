@@ -444,7 +444,7 @@ def test_feedback_submit_help_lists_every_field_and_an_example(site: Site) -> No
 
 def test_reputation_numbers_say_what_they_cover(site: Site) -> None:
     unrated = site.cli("reputation", "nobody-yet").stdout
-    assert "0.5: no ratings yet, so the starting value (reputation.cold_start" in unrated
+    assert "0.5: never rated, so the starting value (reputation.cold_start" in unrated
     rating = {
         "transaction_id": "123e4567-e89b-12d3-a456-426614174000",
         "provider_agent": "prov", "skill_id": "code-run", "rating": 4,
