@@ -706,6 +706,7 @@ def plan_forget(
     snippet: str | None,
     settings: Settings,
     forgetting: tuple[str, Person],  # (the forgotten.jsonl text with the new line, who)
+    reason: str = "",
 ) -> Step:
     """`feedbackd forget`: the entry out of feedback.json, the snippet, the forgotten line."""
     forgotten_text, author = forgetting
@@ -719,7 +720,7 @@ def plan_forget(
         entry.id,
         (agent.feedback, agent.prompt, agent.forgotten),
         author,
-        tuple(commitmsg.entry_body(entry)),
+        (*commitmsg.reason_body(reason), *commitmsg.entry_body(entry)),
         tuple(commitmsg.record_trailers(entry)),
         entry.queueItemId,
     )
@@ -732,6 +733,7 @@ def plan_forget_all(
     snippet: str | None,
     settings: Settings,
     forgetting: tuple[str, Person],  # (the forgotten.jsonl text with a line for each, who)
+    reason: str = "",
 ) -> Step:
     """`feedbackd forget AGENT --all`: feedback.json emptied, the snippet regenerated, every
     entry listed in forgotten.jsonl (so no replay or merge brings one back), in one commit."""
@@ -740,7 +742,8 @@ def plan_forget_all(
     text = render_snippet([], settings.prompt)
     if text != snippet:
         writes.append(Write(agent.prompt, text))
-    shown = [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
+    shown = commitmsg.reason_body(reason)
+    shown += [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
     if len(feedback) > _LISTED:
         shown.append(f"and {len(feedback) - _LISTED} more")
     noun = "entry" if len(feedback) == 1 else "entries"

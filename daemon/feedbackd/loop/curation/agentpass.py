@@ -202,7 +202,9 @@ class AgentPass:
         snippet, settings = current_snippet(self.agent), self.runtime.settings
         forgetting = (text, author)
         self.apply(
-            agentplan.plan_forget(self.agent, entry, feedback, snippet, settings, forgetting)
+            agentplan.plan_forget(
+                self.agent, entry, feedback, snippet, settings, forgetting, reason
+            )
         )
         return self.report
 
@@ -220,7 +222,9 @@ class AgentPass:
         lines = "".join(forgotten_line(entry, now, reason, who) + "\n" for entry in feedback)
         text = (listed if listed.endswith("\n") or not listed else listed + "\n") + lines
         snippet, settings = current_snippet(self.agent), self.runtime.settings
-        step = agentplan.plan_forget_all(self.agent, feedback, snippet, settings, (text, author))
+        step = agentplan.plan_forget_all(
+            self.agent, feedback, snippet, settings, (text, author), reason
+        )
         self.apply(step)
         return self.report
 
