@@ -188,7 +188,7 @@ def test_doctor_reads_every_kind_of_file(site: Site) -> None:
     assert "code-run" in found["_data/agents/heavylift/SOUL.md"]
     assert "_data/inbox/ratings/r.json" in found
     human = site.cli("doctor")
-    assert human.returncode == 1 and "4 problem(s)" in human.stdout
+    assert human.returncode == 1 and "4 problems in " in human.stdout
 
 
 def test_doctor_fails_on_an_item_in_both_approved_and_rejected(site: Site) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,7 @@ from rich.table import Table
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
 from feedbackd.cli.output import console, print_json, progress_bar
 from feedbackd.core.ratings.ratings import ALLOWED
+from feedbackd.core.wording import counted
 from feedbackd.loop.commands import actions, queries
 from feedbackd.loop.workspace.agentfiles import existing_agent, list_memory
 from feedbackd.loop.workspace.runtime import Runtime
@@ -84,7 +85,7 @@ def list_ratings(
         _print_list(runtime, report)
 
 
-def _print_list(runtime: Runtime, report: dict[str, object]) -> None:
+def _print_list(runtime: Runtime, report: dict[str, Any]) -> None:
     out = console()
     table = Table(title=f"Ratings of {report['skill_id']}", show_edge=False)
     for column in ("when", "provider", "from", "rating", "quality", "value", "details"):
@@ -109,7 +110,7 @@ def _print_list(runtime: Runtime, report: dict[str, object]) -> None:
         _closest_line(runtime, report)
         return
     out.print(
-        f"{total} ratings{more}, average {report['average_rating']},"
+        f"{counted(total, 'rating')}{more}, average {report['average_rating']},"
         f" reputation {report['reputation_score']}"
     )
     out.print(
@@ -152,14 +153,15 @@ def reputation(
         _closest_line(runtime, report)
         return
     out.print(
-        f"{agent}: reputation {report['reputation_score']} from {report['feedback_count']}"
-        f" ratings (confidence {report['confidence']}: the ratings' total weight, each counting"
-        " less as it ages)"
+        f"{agent}: reputation {report['reputation_score']} from"
+        f" {counted(report['feedback_count'], 'rating')} (confidence {report['confidence']}:"
+        " the ratings' total weight, each counting less as it ages)"
     )
     skills = report.get("skills")
     for skill_id, values in skills.items() if isinstance(skills, dict) else []:
         out.print(
-            f"  {skill_id}: {values['reputation_score']} ({values['feedback_count']} ratings)"
+            f"  {skill_id}: {values['reputation_score']}"
+            f" ({counted(values['feedback_count'], 'rating')})"
         )
 
 

@@ -42,6 +42,7 @@ from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
+from feedbackd.core.wording import counted
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 
@@ -333,7 +334,7 @@ def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step
     agent = view.agent
     notes.warnings.append(
         f"{_relative(view, agent.feedback)} was deleted; put back as the last commit holds it"
-        f" ({entries} entries): to wipe the agent's lessons on purpose, run"
+        f" ({counted(entries, 'entry', 'entries')}): to wipe the agent's lessons on purpose, run"
         f" `feedbackd forget {agent.agent_id} --all`"
     )
     commit = Commit("sync", "restore feedback.json from history", (agent.feedback,))
