@@ -144,9 +144,21 @@ def learning_log(runtime: Runtime, agent_id: str | None, since: str | None) -> l
         if agent_id is None:
             return repo.log(since=start) if repo is not None else []
         entries = follow_renames(repo.log(since=start), agent_id) if repo is not None else []
-        if not entries and (start is None or not _in_history(repo, agent_id)):
-            existing_agent(runtime, agent_id)  # NotFound unless it has a folder
+        if not entries:
+            _refuse_a_stranger(runtime, repo, agent_id, whole=start is None)
         return entries
+
+
+def _refuse_a_stranger(
+    runtime: Runtime, repo: GitRepo | None, agent_id: str, *, whole: bool
+) -> None:
+    """NotFound (naming the closest agent) for an agent with neither a folder nor a commit;
+    `whole`: the history already looked at was all of it."""
+    try:
+        existing_agent(runtime, agent_id)
+    except NotFound:
+        if whole or not _in_history(repo, agent_id):
+            raise
 
 
 def _in_history(repo: GitRepo | None, agent_id: str) -> bool:
