@@ -188,7 +188,7 @@ def test_doctor_reads_every_kind_of_file(site: Site) -> None:
     assert "code-run" in found["_data/agents/heavylift/SOUL.md"]
     assert "_data/inbox/ratings/r.json" in found
     human = site.cli("doctor")
-    assert human.returncode == 1 and "4 problem(s)" in human.stdout
+    assert human.returncode == 1 and "4 problems in " in human.stdout
 
 
 def test_doctor_fails_on_an_item_in_both_approved_and_rejected(site: Site) -> None:
@@ -444,7 +444,7 @@ def test_feedback_submit_help_lists_every_field_and_an_example(site: Site) -> No
 
 def test_reputation_numbers_say_what_they_cover(site: Site) -> None:
     unrated = site.cli("reputation", "nobody-yet").stdout
-    assert "0.5: no ratings yet, so the starting value (reputation.cold_start" in unrated
+    assert "0.5: never rated, so the starting value (reputation.cold_start" in unrated
     rating = {
         "transaction_id": "123e4567-e89b-12d3-a456-426614174000",
         "provider_agent": "prov", "skill_id": "code-run", "rating": 4,

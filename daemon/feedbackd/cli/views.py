@@ -7,9 +7,12 @@ from rich.table import Table
 
 from feedbackd.cli.output import console, print_json
 from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
+from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.feedbackjson import EntryType
+from feedbackd.core.curation.prompts import examples, rejections
 from feedbackd.core.people import Person
+from feedbackd.core.wording import counted
 from feedbackd.loop.commands.queries import learning_log, log_json, recent_feedback
 from feedbackd.loop.daemon.statusfile import Progress
 from feedbackd.loop.workspace.agentfiles import existing_agent, read_feedback
@@ -41,9 +44,28 @@ def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> N
             _change(entry),
         )
     out.print(table)
-    examples = runtime.settings.prompt.max_examples
-    noun = "entry" if len(entries) == 1 else "entries"
-    out.print(f"{len(entries)} {noun} in all; the last {examples} corrections reach the prompt.")
+    out.print(reach_line(entries, runtime.settings.prompt))
+
+
+def reach_line(entries: list[FeedbackEntry], settings: PromptSettings) -> str:
+    """How many entries there are and how many of them the prompt shows, as they are now (the
+    limit is the most that can reach it, not what does)."""
+    usable = sum(entry.is_example for entry in entries)
+    shown = [(len(examples(entries, settings.max_examples)), usable, "correction")]
+    if settings.include_rejections:
+        noted = len(rejections(entries, len(entries)))
+        shown.append((len(rejections(entries, settings.max_rejections)), noted, "rejection note"))
+    parts = [_part(*counts) for counts in shown if counts[0]]
+    head = f"{counted(len(entries), 'entry', 'entries')} in all"
+    if not parts:
+        nothing = "nothing" if settings.include_rejections else "no correction"
+        return f"{head}; {nothing} reaches the prompt."
+    one = len(parts) == 1 and sum(count for count, _, _ in shown) == 1
+    return f"{head}; {' and '.join(parts)} {'reaches' if one else 'reach'} the prompt."
+
+
+def _part(chosen: int, there: int, what: str) -> str:
+    return counted(chosen, what) if chosen == there else f"the last {chosen} of {there} {what}s"
 
 
 def _change(entry: FeedbackEntry) -> str:

@@ -420,6 +420,13 @@ def record_trailers(entry: RecordedEntry) -> list[tuple[str, str]]:
     return trailers
 
 
+def reason_body(reason: str) -> list[str]:
+    """The `- reason: "…"` line of a forget commit (none without a reason): why a lesson was
+    taken back belongs where history is read, not only in forgotten.jsonl."""
+    text = one_line(reason.strip(), TRAILER_LIMIT)
+    return [f'- reason: "{text}"'] if text else []
+
+
 def entry_body(entry: RecordedEntry) -> list[str]:
     if entry.original is not None and entry.corrected is not None:
         name = one_line(entry.field or "value")

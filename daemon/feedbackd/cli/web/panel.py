@@ -28,6 +28,7 @@ from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge
 from feedbackd.core.curation.prompts import EXAMPLES_HEADING, REJECTIONS_HEADING
 from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.websafety import session_value, token_matches
+from feedbackd.core.wording import counted
 from feedbackd.loop.commands import learning, queries
 from feedbackd.loop.commands import why as lessons
 from feedbackd.loop.workspace.runtime import Runtime
@@ -312,7 +313,7 @@ def _skills_section(skills: list[dict[str, Any]], reputation: dict[str, Any]) ->
 def _skill_card(skill: dict[str, Any], score: dict[str, Any]) -> str:
     count = score.get("feedback_count", 0)
     price = skill["prices"][-1]["price"] if skill["prices"] else None
-    facts = f"{count} ratings · reputation {score.get('reputation_score', 0.5)}"
+    facts = f"{counted(count, 'rating')} · reputation {score.get('reputation_score', 0.5)}"
     facts += f" · price {price:g}" if price is not None else ""
     return (
         f'<article class="card skill"><h3>{e(skill["name"])}</h3>'

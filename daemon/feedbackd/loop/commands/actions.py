@@ -154,8 +154,19 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
     """Write the note into a queued draft and reject it."""
+    check_notes(notes)
     with write_lock(runtime, index_first=True):
         return _reject(runtime, agent_id, item_id, notes)
+
+
+def check_notes(notes: str) -> None:
+    """A rejection says why: an empty or blank note is refused before anything is moved, from
+    every face alike (the panel and the API refuse it too)."""
+    if not notes.strip():
+        raise InvalidFeedback(
+            "notes are required: say why the draft is rejected",
+            hint='the note is what the agent learns to avoid, e.g. --notes "too long for the slot"',
+        )
 
 
 def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:

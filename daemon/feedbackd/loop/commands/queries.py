@@ -42,6 +42,7 @@ from feedbackd.loop.workspace.agentfiles import (
     read_item,
     read_price_ledger,
     read_soul,
+    unknown_agent,
 )
 from feedbackd.loop.workspace.itemfiles import listed_item_problem, refuse_outside_agent
 from feedbackd.loop.workspace.problems import reported_problems
@@ -86,6 +87,8 @@ def _prompt_at(runtime: Runtime, agent_id: str, at: str) -> str:
         text = repo.file_at(commit, runtime.workspace.relative(agent.prompt))
         if text is None:  # maybe the folder had another name then
             text = _prompt_of_former_names(runtime, repo, agent_id, commit)
+        if text is None and not _in_history(repo, agent_id):
+            existing_agent(runtime, agent_id)  # a typo is told as one, not as an empty past
     if text is None:
         raise NotFound(
             f"{agent_id} had no prompt snippet at {at} (commit {commit[:12]})",
@@ -132,16 +135,36 @@ def commit_by(repo: GitRepo, at: str) -> str | None:
 
 
 def learning_log(runtime: Runtime, agent_id: str | None, since: str | None) -> list[LogEntry]:
-    """The learning history from git, newest first (`log`)."""
+    """The learning history from git, newest first (`log`). An agent with neither a folder nor
+    a commit in history is a typo: NotFound, naming the closest agent."""
     if agent_id is not None:
         runtime.workspace.agent(agent_id)  # validates the id
     start = utcnow() - parse_duration(since) if since else None
     with open_repo(runtime) as repo:
-        if repo is None:
-            return []
         if agent_id is None:
-            return repo.log(since=start)
-        return follow_renames(repo.log(since=start), agent_id)
+            return repo.log(since=start) if repo is not None else []
+        entries = follow_renames(repo.log(since=start), agent_id) if repo is not None else []
+        if not entries:
+            _refuse_a_stranger(runtime, repo, agent_id, whole=start is None)
+        return entries
+
+
+def _refuse_a_stranger(
+    runtime: Runtime, repo: GitRepo | None, agent_id: str, *, whole: bool
+) -> None:
+    """NotFound (naming the closest agent) for an agent with neither a folder nor a commit;
+    `whole`: the history already looked at was all of it."""
+    try:
+        existing_agent(runtime, agent_id)
+    except NotFound:
+        if whole or not _in_history(repo, agent_id):
+            raise
+
+
+def _in_history(repo: GitRepo | None, agent_id: str) -> bool:
+    """Whether any commit names the agent (or a name its folder had): a removed agent's
+    history is still its own, and no typo."""
+    return repo is not None and bool(follow_renames(repo.log(), agent_id))
 
 
 def log_json(entry: LogEntry) -> dict[str, object]:
@@ -167,7 +190,10 @@ def feedback_list(
     else:
         providers = _providers_of(runtime, skill)
     found = [r for p in providers for r in store.ratings(p, skill, start)]
-    return feedback_list_report(skill, agent, since, found, runtime.settings.reputation, now, limit)
+    report = feedback_list_report(
+        skill, agent, since, found, runtime.settings.reputation, now, limit
+    )
+    return {**report, **(unknown_agent(runtime, agent) if agent else {})}
 
 
 def since_start(since: str | None, now: datetime) -> datetime | None:
@@ -198,11 +224,12 @@ def reputation(
     runtime: Runtime, agent: str, skill: str | None, progress: Progress | None = None
 ) -> dict[str, Any]:
     """`reputation --json`: the provider's score, overall and per skill."""
-    refuse_outside_agent(runtime, agent)
+    unknown = unknown_agent(runtime, agent)
     if skill is not None:
         validate_id(skill, "skill id")
     store = RatingStore(runtime.workspace, progress=progress)
-    return store.reputation_report(agent, runtime.settings.reputation, utcnow(), skill)
+    report = store.reputation_report(agent, runtime.settings.reputation, utcnow(), skill)
+    return {**report, **unknown}
 
 
 def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import iso_ms, parse_iso
+from feedbackd.core.wording import noun
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import atomic_write_json, write_in_reserved_room
 from feedbackd.edges.instance import daemon_running, holder_pid
@@ -59,7 +60,8 @@ class Progress:
         return {"agent": self.agent, "done": self.done, "total": self.total}
 
     def line(self) -> str:
-        return f"working: {self.agent}, {self.done:,} of {self.total:,} decisions"
+        decisions = noun(self.total, "decision")
+        return f"working: {self.agent}, {self.done:,} of {self.total:,} {decisions}"
 
 
 @dataclass

@@ -24,6 +24,7 @@ from feedbackd.core.ratings.ratings import (
     stored_fields,
 )
 from feedbackd.core.timeutil import parse_duration
+from feedbackd.core.wording import counted
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
@@ -201,7 +202,8 @@ def _ingest(
     store = RatingStore(runtime.workspace)
     fresh = [r for r in ratings if not store.has_transaction(r.transaction_id)]
     if len(fresh) < len(ratings):
-        log.info("%s: %d rating(s) already stored", path.name, len(ratings) - len(fresh))
+        stored = counted(len(ratings) - len(fresh), "rating")
+        log.info("%s: %s already stored", path.name, stored)
     for number, rating in enumerate(fresh, start=1):
         last = number == len(fresh)
         try:
