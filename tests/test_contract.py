@@ -298,11 +298,14 @@ def test_log_json_keys_and_filters(site: Site) -> None:
     assert [(entry["agent"], entry["event"]) for entry in everything] == [
         ("b", "record"), ("b", "sync"), ("a", "record"), ("a", "sync"),
     ]  # fmt: skip
+    # The contract's keys, and whether a `git revert` undid the commit (or, on a revert's own
+    # row, which commit it undid).
     assert set(everything[0]) == {
         "commit", "date", "event", "agent", "item", "skill",
-        "curator", "fields", "price_old", "price_new",
+        "curator", "fields", "price_old", "price_new", "reverted", "reverts",
     }  # fmt: skip
     assert everything[0]["price_old"] is None and everything[0]["item"] is None
+    assert everything[0]["reverted"] is False and everything[0]["reverts"] is None
     assert everything[0]["curator"] == "Ada Curator <ada@example.org>"
     assert [entry["agent"] for entry in site.json("log", "a", "--since", "12h", "--json")] == [
         "a",

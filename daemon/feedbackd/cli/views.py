@@ -85,15 +85,18 @@ NOTE_WIDTH = 60  # of a rejection's note in the log: enough to tell what it was 
 
 
 def _what(entry: LogEntry) -> str:
-    """The commit's summary, and a rejection's note (cut) after it."""
+    """The commit's summary, and a rejection's note (cut) after it; `(reverted)` first when a
+    `git revert` undid it (its revert is a row of its own, which says what it undid)."""
     summary = entry.subject.split(": ", 1)[-1]
-    return f'{summary}: "{_cut(entry.note, NOTE_WIDTH)}"' if entry.note else summary
+    what = f'{summary}: "{_cut(entry.note, NOTE_WIDTH)}"' if entry.note else summary
+    return f"(reverted) {what}" if entry.reverted else what
 
 
 def _curator_name(entry: LogEntry) -> str:
-    """Who decided, for a curator's events alone: a rating is its buyer's (the summary names
-    them) and a price change or a draft is feedbackd's, whoever's git identity committed it."""
-    if entry.event not in CURATOR_EVENTS or not entry.curator:
+    """Who decided, for a curator's events (and a `git revert`) alone: a rating is its buyer's
+    (the summary names them) and a price change or a draft is feedbackd's, whoever's git
+    identity committed it."""
+    if entry.event not in (*CURATOR_EVENTS, "revert") or not entry.curator:
         return ""
     try:
         return Person.parse(entry.curator).name
