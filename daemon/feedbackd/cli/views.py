@@ -111,12 +111,23 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _daemon_line(state: dict[str, object]) -> str:
+    """`running (pid 12, up 30 s)`; `starting (…)` during the start-up pass, whose uptime is
+    unknown until the daemon has written its status file."""
+    if not state.get("running"):
+        return "[yellow]not running[/]"
+    uptime = state.get("uptime_s")
+    pid = state.get("pid")
+    facts = f"pid {pid if pid is not None else 'unknown'}"
+    facts += f", up {uptime} s" if isinstance(uptime, int) else ""
+    if state.get("starting"):
+        return f"[yellow]starting[/] ({facts})"
+    return f"[green]running[/] ({facts})"
+
+
 def show_status(state: dict[str, object], progress: Progress | None = None) -> None:
     out = console()
-    if state.get("running"):
-        out.print(f"[green]running[/] (pid {state['pid']}, up {state['uptime_s']} s)")
-    else:
-        out.print("[yellow]not running[/]")
+    out.print(_daemon_line(state))
     if progress is not None:
         out.print(escape(progress.line()))
     last = state.get("last_event")
