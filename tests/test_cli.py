@@ -149,7 +149,7 @@ def test_log_lists_the_learning_history(site: Site) -> None:
     assert entries[0]["curator"] == "Ada Curator <ada@example.org>"
     assert set(entries[0]) == {
         "commit", "date", "event", "agent", "item", "skill",
-        "curator", "fields", "price_old", "price_new",
+        "curator", "fields", "price_old", "price_new", "reverted", "reverts",
     }  # fmt: skip
     only_w = json.loads(site.cli("log", "w", "--since", "1d", "--json").stdout)
     assert [e["agent"] for e in only_w] == ["w", "w"]

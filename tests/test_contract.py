@@ -298,11 +298,14 @@ def test_log_json_keys_and_filters(site: Site) -> None:
     assert [(entry["agent"], entry["event"]) for entry in everything] == [
         ("b", "record"), ("b", "sync"), ("a", "record"), ("a", "sync"),
     ]  # fmt: skip
+    # The contract's keys, and whether a `git revert` undid the commit (or, on a revert's own
+    # row, which commit it undid).
     assert set(everything[0]) == {
         "commit", "date", "event", "agent", "item", "skill",
-        "curator", "fields", "price_old", "price_new",
+        "curator", "fields", "price_old", "price_new", "reverted", "reverts",
     }  # fmt: skip
     assert everything[0]["price_old"] is None and everything[0]["item"] is None
+    assert everything[0]["reverted"] is False and everything[0]["reverts"] is None
     assert everything[0]["curator"] == "Ada Curator <ada@example.org>"
     assert [entry["agent"] for entry in site.json("log", "a", "--since", "12h", "--json")] == [
         "a",
@@ -383,6 +386,7 @@ def test_status_json_keys_and_problems_left_by_a_pass(site: Site) -> None:
     state = site.json("status", "--json")
     assert set(state) == {
         "running", "pid", "uptime_s", "last_event", "counts", "pending", "problems",
+        "starting",  # a running daemon still in its start-up pass
     }  # fmt: skip
     assert state["running"] is False and state["pid"] is None and state["uptime_s"] is None
     where = bad.relative_to(site.root).as_posix()  # no path of the server's disk

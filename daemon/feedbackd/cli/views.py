@@ -107,15 +107,18 @@ NOTE_WIDTH = 60  # of a rejection's note in the log: enough to tell what it was 
 
 
 def _what(entry: LogEntry) -> str:
-    """The commit's summary, and a rejection's note (cut) after it."""
+    """The commit's summary, and a rejection's note (cut) after it; `(reverted)` first when a
+    `git revert` undid it (its revert is a row of its own, which says what it undid)."""
     summary = entry.subject.split(": ", 1)[-1]
-    return f'{summary}: "{_cut(entry.note, NOTE_WIDTH)}"' if entry.note else summary
+    what = f'{summary}: "{_cut(entry.note, NOTE_WIDTH)}"' if entry.note else summary
+    return f"(reverted) {what}" if entry.reverted else what
 
 
 def _curator_name(entry: LogEntry) -> str:
-    """Who decided, for a curator's events alone: a rating is its buyer's (the summary names
-    them) and a price change or a draft is feedbackd's, whoever's git identity committed it."""
-    if entry.event not in CURATOR_EVENTS or not entry.curator:
+    """Who decided, for a curator's events (and a `git revert`) alone: a rating is its buyer's
+    (the summary names them) and a price change or a draft is feedbackd's, whoever's git
+    identity committed it."""
+    if entry.event not in (*CURATOR_EVENTS, "revert") or not entry.curator:
         return ""
     try:
         return Person.parse(entry.curator).name
@@ -130,12 +133,23 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _daemon_line(state: dict[str, object]) -> str:
+    """`running (pid 12, up 30 s)`; `starting (…)` during the start-up pass, whose uptime is
+    unknown until the daemon has written its status file."""
+    if not state.get("running"):
+        return "[yellow]not running[/]"
+    uptime = state.get("uptime_s")
+    pid = state.get("pid")
+    facts = f"pid {pid if pid is not None else 'unknown'}"
+    facts += f", up {uptime} s" if isinstance(uptime, int) else ""
+    if state.get("starting"):
+        return f"[yellow]starting[/] ({facts})"
+    return f"[green]running[/] ({facts})"
+
+
 def show_status(state: dict[str, object], progress: Progress | None = None) -> None:
     out = console()
-    if state.get("running"):
-        out.print(f"[green]running[/] (pid {state['pid']}, up {state['uptime_s']} s)")
-    else:
-        out.print("[yellow]not running[/]")
+    out.print(_daemon_line(state))
     if progress is not None:
         out.print(escape(progress.line()))
     last = state.get("last_event")

@@ -173,6 +173,8 @@ class LogEntry:
     # What the commit recorded, as its body tells it (`- title: "…" → "…"`, `- notes: "…"`):
     # how `why` knows which of an item's commits added an entry.
     changes: tuple[str, ...] = ()
+    reverted: bool = False  # a `git revert` that stands undid this commit
+    reverts: str | None = None  # a `revert` row (core/curation/reverts.py): the commit undone
 
     def to_json(self) -> dict[str, Any]:
         """The `feedbackd log --json` shape: the contract's keys, absent values as None."""
@@ -187,6 +189,8 @@ class LogEntry:
             "fields": list(self.fields) if self.fields is not None else None,
             "price_old": self.price_old,
             "price_new": self.price_new,
+            "reverted": self.reverted,
+            "reverts": self.reverts,
         }
 
 

@@ -330,7 +330,8 @@ def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str
     rows = "".join(
         f'<tr id="commit-{e(h["commit"])}">'
         f'<td><time datetime="{e(h["date"])}">{e(h["date"][:16].replace("T", " "))}</time></td>'
-        f'<td><span class="event {e(h["event"] or "")}">{e(h["event"] or "")}</span></td>'
+        f'<td><span class="event {e(h["event"] or "")}">{e(h["event"] or "")}</span>'
+        f"{_reverted_mark(h)}</td>"
         f"<td>{e(h['item'] or h['skill'] or '')}</td><td>{e(h['curator'] or '')}</td>"
         f"<td>{e(', '.join(h['fields'] or []))}{_price_change(h)}</td></tr>"
         for h in shown
@@ -341,6 +342,13 @@ def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str
         f"<th>who</th><th>what</th></tr></thead><tbody>{rows}</tbody></table>"
     )
     return f'<section class="card"><h2>Learning history</h2>{table if history else empty}</section>'
+
+
+def _reverted_mark(entry: dict[str, Any]) -> str:
+    """A step that a `git revert` undid (the revert is a row of its own, newer)."""
+    if not entry.get("reverted"):
+        return ""
+    return ' <span class="reverted" title="undone by a git revert">reverted</span>'
 
 
 def _price_change(entry: dict[str, Any]) -> str:

@@ -15,6 +15,7 @@ from feedbackd.core.commitmsg import LogEntry, follow_renames, former_names
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.items import diff_content, flatten_strings, parse_item
 from feedbackd.core.curation.prompts import examples, render_snippet
+from feedbackd.core.curation.reverts import with_reverts
 from feedbackd.core.errors import (
     FeedbackdError,
     GitError,
@@ -29,7 +30,7 @@ from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, is_inside
-from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.draftmemory import kept_in_git
@@ -51,7 +52,7 @@ from feedbackd.loop.workspace.runtime import Runtime
 Progress = Callable[[int, int], None]
 LOG_KEYS = (
     "commit", "date", "event", "agent", "item", "skill",
-    "curator", "fields", "price_old", "price_new",
+    "curator", "fields", "price_old", "price_new", "reverted", "reverts",
 )  # fmt: skip
 
 
@@ -135,36 +136,37 @@ def commit_by(repo: GitRepo, at: str) -> str | None:
 
 
 def learning_log(runtime: Runtime, agent_id: str | None, since: str | None) -> list[LogEntry]:
-    """The learning history from git, newest first (`log`). An agent with neither a folder nor
+    """The learning history from git, newest first (`log`): the commits a `git revert` undid
+    marked `reverted`, and the reverts as rows of their own. An agent with neither a folder nor
     a commit in history is a typo: NotFound, naming the closest agent."""
     if agent_id is not None:
         runtime.workspace.agent(agent_id)  # validates the id
     start = utcnow() - parse_duration(since) if since else None
     with open_repo(runtime) as repo:
-        if agent_id is None:
-            return repo.log(since=start) if repo is not None else []
-        entries = follow_renames(repo.log(since=start), agent_id) if repo is not None else []
-        if not entries:
-            _refuse_a_stranger(runtime, repo, agent_id, whole=start is None)
+        # Whether a commit stands reverted takes every revert, whatever `since` keeps.
+        everything = with_reverts(log_and_reverts(repo)) if repo is not None else []
+    entries = everything
+    if start is not None:
+        entries = [entry for entry in everything if _at_or_after(entry.date, start)]
+    if agent_id is None:
         return entries
-
-
-def _refuse_a_stranger(
-    runtime: Runtime, repo: GitRepo | None, agent_id: str, *, whole: bool
-) -> None:
-    """NotFound (naming the closest agent) for an agent with neither a folder nor a commit;
-    `whole`: the history already looked at was all of it."""
-    try:
-        existing_agent(runtime, agent_id)
-    except NotFound:
-        if whole or not _in_history(repo, agent_id):
-            raise
+    own = follow_renames(entries, agent_id)
+    if not own and not follow_renames(everything, agent_id):
+        existing_agent(runtime, agent_id)  # a removed agent's history is still its own
+    return own
 
 
 def _in_history(repo: GitRepo | None, agent_id: str) -> bool:
     """Whether any commit names the agent (or a name its folder had): a removed agent's
     history is still its own, and no typo."""
     return repo is not None and bool(follow_renames(repo.log(), agent_id))
+
+
+def _at_or_after(date: str, start: datetime) -> bool:
+    try:
+        return parse_iso(date) >= start
+    except ValueError:
+        return False
 
 
 def log_json(entry: LogEntry) -> dict[str, object]:
