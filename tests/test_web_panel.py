@@ -151,7 +151,7 @@ def test_a_refused_decision_is_shown_and_nothing_moves(
     site.move("lark", "qi-1.json", "approved")  # a curator decided it in their editor meanwhile
     card = draft_card(page, "qi-1")
     card.get_by_role("button", name="Approve").click()
-    expect(card.locator(".result")).to_contain_text("already in lark/approved/")
+    expect(card.locator(".result")).to_contain_text("qi-1 was already approved")
     expect(card.get_by_role("button", name="Approve")).to_be_enabled()
 
 
