@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.web_kit import Client
+from tests.web_kit import Client, serving
 from tests.workspace_kit import Site, draft
 
 SOUL = (
     "# Ledger Lark\n\nWrites release notes.\n\n## Release Notes\n\nTurns changelogs into notes.\n"
 )
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
 
 
 @pytest.fixture
@@ -26,6 +27,54 @@ def site(tmp_path: Path) -> Site:
     (site.agent("lark") / "SOUL.md").write_text(SOUL)
     site.reconcile()
     return site
+
+
+# --- pages that are not there ---------------------------------------------------------------------
+def test_an_unknown_agent_is_a_page_that_says_so(served: Client) -> None:
+    for headers in (BROWSER, {}):  # a page of the panel answers in HTML, whoever asks
+        answer = served.get("/agents/lak", headers=headers)
+        assert answer.status == 404
+        assert answer.headers["content-type"].startswith("text/html")
+        assert "<h1>Not found</h1>" in answer.text
+        assert "no agent lak in _data/agents/" in answer.text
+        assert "did you mean lark?" in answer.text
+        assert '<a href="/">' in answer.text
+    api = served.get("/api/agents/lak", headers=BROWSER)  # the API stays JSON
+    assert (api.status, api.json()["error"]) == (404, "not_found")
+
+
+def test_a_path_no_route_takes_is_a_page_for_a_browser_and_json_for_a_script(
+    served: Client,
+) -> None:
+    page = served.get("/agnets/lark", headers=BROWSER)
+    assert page.status == 404 and page.headers["content-type"].startswith("text/html")
+    assert "GET /agnets/lark" in page.text and '<a href="/">' in page.text
+    script = served.get("/agnets/lark", headers={"Accept": "*/*"})
+    assert (script.status, script.json()["error"]) == (404, "not_found")
+    for path in ("/api/nothing", "/static/nope"):  # what scripts call stays JSON
+        answer = served.get(path, headers=BROWSER)
+        assert (answer.status, answer.json()["error"]) == (404, "not_found"), path
+
+
+# --- the icon -----------------------------------------------------------------------------------
+def test_every_page_links_the_icon_the_server_answers(served: Client) -> None:
+    for path in ("/", "/agents/lark", "/login", "/agents/nobody"):
+        page = served.get(path, headers=BROWSER).text
+        assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page, path
+    for path in ("/static/favicon.svg", "/favicon.ico"):  # where a browser looks by itself
+        icon = served.get(path)
+        assert icon.status == 200, path
+        assert icon.headers["content-type"].startswith("image/svg+xml")
+        assert icon.text.startswith("<svg ") and icon.text.rstrip().endswith("</svg>")
+
+
+def test_the_icon_needs_no_token(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sign-in form shows it before the curator has signed in."""
+    monkeypatch.setenv("FEEDBACKD_HTTP_TOKEN", "5e1f" * 16)
+    with serving(site.root) as guarded:
+        assert guarded.get("/agents/lark").status == 303  # sent to sign in
+        for path in ("/static/favicon.svg", "/favicon.ico"):
+            assert guarded.get(path).status == 200, path
 
 
 # --- a decision refused ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ to the same API a script would use. No asset comes from another host.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
@@ -18,7 +19,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from feedbackd.cli.web import charts
-from feedbackd.cli.web.api import Site, work
+from feedbackd.cli.web.api import STATUS_OF_CODE, Site, without_workspace, work
 from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
@@ -33,7 +34,14 @@ from feedbackd.loop.commands import why as lessons
 from feedbackd.loop.workspace.runtime import Runtime
 
 RECENT = 5
-STATIC = {"panel.css": "text/css", "panel.js": "text/javascript"}
+STATIC = {
+    "panel.css": "text/css",
+    "panel.js": "text/javascript",
+    "favicon.svg": "image/svg+xml",
+}
+# What scripts call answers in JSON, even to a browser; any other path is a page of the panel.
+SCRIPT_PATHS = ("/api/", "/static/", "/metrics", "/healthz")
+Handler = Callable[[Request], Awaitable[Response]]
 
 
 def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Route]:
@@ -52,22 +60,67 @@ def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Rout
         return HTMLResponse(page(title, _agent_body(view, examples), agent=agent_id))
 
     async def static(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in STATIC:
-            # The JSON error every other layer answers, not a page: a script or a browser's
-            # console reads the same shape.
-            raise NotFound(
-                f"no file {name!r} in /static/", hint=f"the panel has {', '.join(STATIC)}"
-            )
-        text = resources.files("feedbackd.cli.web").joinpath("static", name).read_text("utf-8")
-        return Response(text, media_type=f"{STATIC[name]}; charset=utf-8")
+        return _static_file(request.path_params["name"])
+
+    async def icon(request: Request) -> Response:
+        return _static_file("favicon.svg")
 
     return [
-        Route("/", overview, methods=["GET"]),
-        Route("/agents/{agent}", agent_page, methods=["GET"]),
+        Route("/", _as_page(site, overview), methods=["GET"]),
+        Route("/agents/{agent}", _as_page(site, agent_page), methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
+        Route("/favicon.ico", icon, methods=["GET"]),
         *_login_routes(token, attempts),
     ]
+
+
+def _static_file(name: str) -> Response:
+    if name not in STATIC:
+        # The JSON error every other layer answers, not a page: a script or a browser's
+        # console reads the same shape.
+        raise NotFound(f"no file {name!r} in /static/", hint=f"the panel has {', '.join(STATIC)}")
+    text = resources.files("feedbackd.cli.web").joinpath("static", name).read_text("utf-8")
+    return Response(text, media_type=f"{STATIC[name]}; charset=utf-8")
+
+
+# --- pages that cannot be shown -----------------------------------------------------------------
+def _as_page(site: Site, handler: Handler) -> Handler:
+    """A page of the panel answers in HTML whoever asks, its refusals too (an unknown agent is a
+    404 page): the API beside it answers the same refusals in JSON, for scripts."""
+
+    async def answer(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except FeedbackdError as refused:
+            return refusal_page(refused, site.workspace)
+
+    return answer
+
+
+def refusal_page(refused: FeedbackdError, workspace: str) -> HTMLResponse:
+    """The message and hint the API would answer, with the same status, and a way back."""
+    status = STATUS_OF_CODE.get(refused.code, 400)
+    title = "Not found" if status == 404 else "Not shown"
+    said = [without_workspace(text, workspace) for text in (refused.message, refused.hint)]
+    hint = f'<p class="hint-line">{e(said[1])}</p>' if said[1] else ""
+    body = f'<h1>{title}</h1><p class="problem">{e(said[0])}</p>{hint}{_BACK}'
+    return HTMLResponse(page(title, body), status_code=status)
+
+
+def wants_page(request: Request) -> bool:
+    """A path no route takes, asked for by a browser (it accepts HTML) outside what scripts
+    call: answered with a page, where a script gets the JSON error."""
+    path, accepted = request.url.path, request.headers.get("accept", "")
+    return not path.startswith(SCRIPT_PATHS) and "text/html" in accepted
+
+
+def missing_page(request: Request) -> HTMLResponse:
+    said = f"{request.method} {request.url.path}: the panel has no such page"
+    body = f'<h1>Not found</h1><p class="problem">{e(said)}</p>{_BACK}'
+    return HTMLResponse(page("Not found", body), status_code=404)
+
+
+_BACK = '<p><a href="/">Back to the agents</a></p>'
 
 
 def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
