@@ -5,7 +5,10 @@ refusal a curator reads when a draft was decided meanwhile. The layout is the br
 
 from __future__ import annotations
 
+import html
+import json
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ SOUL = (
     "# Ledger Lark\n\nWrites release notes.\n\n## Release Notes\n\nTurns changelogs into notes.\n"
 )
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+NOTE = "Say what changed for users, not for us."
 
 
 @pytest.fixture
@@ -27,6 +31,26 @@ def site(tmp_path: Path) -> Site:
     (site.agent("lark") / "SOUL.md").write_text(SOUL)
     site.reconcile()
     return site
+
+
+def rate(site: Site, buyer: str, stars: int, details: str) -> None:
+    rating = {
+        "transaction_id": str(uuid.uuid4()), "provider_agent": "lark",
+        "skill_id": "release-notes", "rating": stars, "result_quality": "poor",
+        "quality_details": details, "would_reuse": False, "cost_value_ratio": "fair",
+    }  # fmt: skip
+    done = site.cli("feedback", "submit", "--as", buyer, "--json", json.dumps(rating))
+    assert done.returncode == 0, done.stderr
+
+
+def history_rows(page: str) -> list[list[str]]:
+    """The learning history's rows, each as the text of its cells."""
+    table = page.split('<table class="history">', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr id=.*?</tr>", table, flags=re.S)
+    return [
+        [html.unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in cells]
+        for cells in (re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S) for row in rows)
+    ]
 
 
 # --- pages that are not there ---------------------------------------------------------------------
@@ -75,6 +99,34 @@ def test_the_icon_needs_no_token(site: Site, monkeypatch: pytest.MonkeyPatch) ->
         assert guarded.get("/agents/lark").status == 303  # sent to sign in
         for path in ("/static/favicon.svg", "/favicon.ico"):
             assert guarded.get(path).status == 200, path
+
+
+# --- what the agent page shows ------------------------------------------------------------------
+def test_the_agent_page_shows_each_skills_lessons(site: Site, served: Client) -> None:
+    page = served.get("/agents/lark").text
+    assert "No skill lessons yet" in page
+    rate(site, "buyer-1", 1, "missed the <b>second</b> half")
+    lessons = (site.agent("lark") / "prompt" / "skills" / "release-notes.md").read_text()
+    assert "missed the <b>second</b> half" in lessons
+    page = served.get("/agents/lark").text
+    card = page.split('<section class="card lessons">', 1)[1].split("</section>", 1)[0]
+    assert "<h3>Release Notes</h3>" in card
+    assert "prompt/skills/release-notes.md" in card
+    assert f"<pre>{html.escape(lessons)}</pre>" in card
+
+
+def test_history_rows_name_the_buyer_and_say_what_happened(site: Site, served: Client) -> None:
+    rate(site, "buyer-7", 2, "too long")
+    done = site.cli("reject", "lark", "qi-2", "--notes", NOTE, "--curator", "Bo <bo@example.org>")
+    assert done.returncode == 0, done.stderr
+    site.configure("prompt:\n  include_rejections: true\n")  # the snippet is rewritten: a sync
+    site.reconcile()
+    rows = history_rows(served.get("/agents/lark").text)
+    events = {row[1]: row for row in rows}
+    assert events["sync"][3:] == ["", "regenerate prompt snippet"]
+    assert events["reject"][2:] == ["qi-2", "Bo", NOTE]
+    assert events["rating"][2:] == ["release-notes", "buyer-7", "2/5 poor from buyer-7 (fair)"]
+    assert events["draft"][3:] == ["", "2 new drafts (qi-1, qi-2)"]
 
 
 # --- a decision refused ---------------------------------------------------------------------------

@@ -24,13 +24,15 @@ from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
 from feedbackd.cli.web.learningcard import learning_card
-from feedbackd.core.commitmsg import LogEntry
+from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge colour
 from feedbackd.core.curation.prompts import EXAMPLES_HEADING, REJECTIONS_HEADING
 from feedbackd.core.errors import FeedbackdError, NotFound
+from feedbackd.core.people import Person
 from feedbackd.core.websafety import session_value, token_matches
 from feedbackd.loop.commands import learning, queries
 from feedbackd.loop.commands import why as lessons
+from feedbackd.loop.ratings.rentals import buyer_named
 from feedbackd.loop.workspace.runtime import Runtime
 
 RECENT = 5
@@ -134,7 +136,8 @@ def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
         "snippet": queries.prompt_text(runtime, agent_id),
         "why": _lessons_or_none(runtime, agent_id, history),
         "queue": queries.queue(runtime, agent_id),
-        "history": [queries.log_json(entry) for entry in history],
+        "history": [queries.log_json(entry) | _history_words(entry) for entry in history],
+        "lessons": queries.skill_lessons(runtime, agent_id),
         "skills": [
             queries.skill_history(runtime, agent_id, skill["skill_id"]) | {"name": skill["name"]}
             for skill in summary["skills"]
@@ -208,7 +211,8 @@ def _agent_body(view: dict[str, Any], max_examples: int) -> str:
         f'<h1>{e(name)}</h1><p class="counts">{counts}</p>'
         '<div class="columns">'
         f'<div class="column">{_recent_card(view["recent"], summary, max_examples)}'
-        f"{_snippet_card(view['snippet'], view['why'])}</div>"
+        f"{_snippet_card(view['snippet'], view['why'])}"
+        f"{_lessons_card(view['lessons'], summary['skills'])}</div>"
         f'<div class="column wide">{_queue_card(summary["agent_id"], view["queue"])}</div>'
         "</div>"
         f"{learning_card(view['learning'])}"
@@ -302,6 +306,29 @@ def _lesson_link(text: str, source: dict[str, Any]) -> str:
     )
 
 
+def _lessons_card(lessons: list[dict[str, str]], skills: list[dict[str, Any]]) -> str:
+    """What each skill's low ratings taught (`prompt/skills/{skill}.md`), as the agent reads
+    it; nothing for an agent that offers no skill and has no such file."""
+    if not lessons and not skills:
+        return ""
+    names = {skill["skill_id"]: skill["name"] for skill in skills}
+    blank = '<span class="empty">(empty)</span>'
+    shown = "".join(
+        f"<h3>{e(names.get(one['skill_id'], one['skill_id']))}</h3>"
+        f'<p class="file">{e(one["file"])}</p><pre>{e(one["text"]) or blank}</pre>'
+        for one in lessons
+    )
+    if not shown:
+        shown = (
+            '<p class="empty">No skill lessons yet: a skill\'s low ratings write them into'
+            " prompt/skills/SKILL.md.</p>"
+        )
+    return (
+        '<section class="card lessons"><h2>Skill lessons</h2>'
+        f'<p class="hint">from low ratings, exactly as the agent reads them</p>{shown}</section>'
+    )
+
+
 def _queue_card(agent_id: str, drafts: list[dict[str, Any]]) -> str:
     body = "".join(_draft(agent_id, draft) for draft in drafts)
     if not body:
@@ -381,10 +408,11 @@ def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str
     shown = [h for index, h in enumerate(history) if index < 50 or h["commit"] in linked]
     rows = "".join(
         f'<tr id="commit-{e(h["commit"])}">'
-        f'<td><time datetime="{e(h["date"])}">{e(h["date"][:16].replace("T", " "))}</time></td>'
+        f'<td class="when"><time datetime="{e(h["date"])}">'
+        f"{e(h['date'][:16].replace('T', ' '))}</time></td>"
         f'<td><span class="event {e(h["event"] or "")}">{e(h["event"] or "")}</span></td>'
-        f"<td>{e(h['item'] or h['skill'] or '')}</td><td>{e(h['curator'] or '')}</td>"
-        f"<td>{e(', '.join(h['fields'] or []))}{_price_change(h)}</td></tr>"
+        f'<td class="name">{e(h["item"] or h["skill"] or "")}</td>'
+        f'<td class="who">{e(h["who"])}</td><td class="what">{e(h["what"])}</td></tr>'
         for h in shown
     )
     empty = '<p class="empty">Nothing learned yet.</p>'
@@ -395,10 +423,32 @@ def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str
     return f'<section class="card"><h2>Learning history</h2>{table if history else empty}</section>'
 
 
-def _price_change(entry: dict[str, Any]) -> str:
-    if entry.get("price_old") and entry.get("price_new"):
-        return f"price {e(entry['price_old'])} → {e(entry['price_new'])}"
-    return ""
+def _history_words(entry: LogEntry) -> dict[str, str]:
+    """Who made a step and what it was, as a row of the history says them: the curator's name
+    for a curator's step, the buyer for a rating, no one for feedbackd's own steps (drafts,
+    prices, lessons, syncs), whoever's git identity committed them; what is a rejection's note,
+    an approval's corrected fields, a price change, else the commit's summary."""
+    summary = entry.subject.split(": ", 1)[-1]
+    who = ""
+    if entry.event in CURATOR_EVENTS and entry.curator:
+        who = _name_of(entry.curator)
+    elif entry.event == "rating":
+        who = buyer_named(summary) or ""
+    what = summary
+    if entry.event == "reject":
+        what = entry.note or "(no note)"
+    elif entry.event == "approve" and entry.fields:
+        what = ", ".join(entry.fields)
+    elif entry.price_old and entry.price_new:
+        what = f"price {entry.price_old} → {entry.price_new}"
+    return {"who": who, "what": what}
+
+
+def _name_of(person: str) -> str:
+    try:
+        return Person.parse(person).name
+    except ValueError:
+        return person
 
 
 # --- login (only when a token is set) ---------------------------------------------------------
