@@ -180,12 +180,15 @@ def _agent_row(agent: dict[str, Any]) -> str:
     name = agent["name"] or agent["agent_id"]
     skills = ", ".join(skill["name"] for skill in agent["skills"]) or "—"
     entries = "corrupt" if agent["feedback_entries"] is None else agent["feedback_entries"]
+    # data-label: on a phone each row is a card, and each count says what it counts.
     return (
-        f'<tr><td><a href="/agents/{e(agent["agent_id"])}">{e(name)}</a>'
+        f'<tr><td class="agent"><a href="/agents/{e(agent["agent_id"])}">{e(name)}</a>'
         f' <span class="id">{e(agent["agent_id"])}</span></td>'
-        f'<td class="n{" waiting" if agent["queued"] else ""}">{agent["queued"]}</td>'
-        f'<td class="n">{agent["approved"]}</td><td class="n">{agent["rejected"]}</td>'
-        f'<td class="n">{e(entries)}</td><td>{e(skills)}</td></tr>'
+        f'<td class="n{" waiting" if agent["queued"] else ""}" data-label="queued">'
+        f'{agent["queued"]}</td><td class="n" data-label="approved">{agent["approved"]}</td>'
+        f'<td class="n" data-label="rejected">{agent["rejected"]}</td>'
+        f'<td class="n" data-label="feedback">{e(entries)}</td>'
+        f'<td class="skills" data-label="skills">{e(skills)}</td></tr>'
     )
 
 
