@@ -420,10 +420,12 @@ def test_deciding_an_item_already_decided_says_where_it_is_and_when(site: Site) 
     done = site.cli("reject", "w", "qi-102", "--notes", "Too generic")
     assert done.returncode == 1
     message = done.stderr.strip()
-    assert message.startswith(
-        "error: already_decided: qi-102 is already in w/rejected/ (decided at "
+    assert message.startswith("error: already_decided: qi-102 was already rejected on ")
+    assert message.endswith(
+        " UTC; to decide it again, move _data/agents/w/rejected/qi-102.json back to"
+        " _data/agents/w/queue/"
     )
-    assert " UTC)" in message and "no draft" not in message
+    assert "(" not in message and "no draft" not in message
 
 
 def test_sync_without_a_remote_is_an_error_that_says_how_to_set_one(site: Site) -> None:

@@ -23,7 +23,7 @@ from feedbackd.core.errors import (
     UsageError,
     WorkspaceError,
 )
-from feedbackd.core.ids import validate_id
+from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.ratings.reputation import feedback_list_report, score
 from feedbackd.core.ratings.soul import Skill, Soul
 from feedbackd.core.timeutil import iso_ms, parse_duration, parse_iso
@@ -41,6 +41,7 @@ from feedbackd.loop.workspace.agentfiles import (
     existing_agent,
     read_feedback,
     read_item,
+    read_lessons,
     read_price_ledger,
     read_soul,
     unknown_agent,
@@ -411,3 +412,30 @@ def _price_history(agent: AgentPaths, skill_id: str) -> list[dict[str, Any]]:
     if skill is not None:
         points.append({"time": iso_ms(utcnow()), "price": skill.price})
     return points
+
+
+def skill_lessons(runtime: Runtime, agent_id: str) -> list[dict[str, str]]:
+    """Each `prompt/skills/{skill}.md` of the agent as the agent reads it: the skills of SOUL.md
+    first, in its order, then any other (a skill taken out of SOUL.md keeps its file)."""
+    agent = existing_agent(runtime, agent_id)
+    folder = agent.prompt.parent / "skills"
+    if not folder.is_dir() or not is_inside(runtime.workspace, folder):
+        return []
+    found = [
+        path.stem
+        for path in folder.glob("*.md")
+        if is_valid_id(path.stem) and path.is_file() and is_inside(runtime.workspace, path)
+    ]
+    soul = _soul_of(agent)
+    order = [skill.skill_id for skill in soul.skills] if soul else []
+    ranked = sorted(
+        found, key=lambda skill: (order.index(skill) if skill in order else len(order), skill)
+    )
+    return [
+        {
+            "skill_id": skill,
+            "file": f"prompt/skills/{skill}.md",
+            "text": read_lessons(agent, skill) or "",
+        }
+        for skill in ranked
+    ]

@@ -8,6 +8,7 @@ next full pass (`commit_interrupted`), so nothing is lost and nothing is stored 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
@@ -132,6 +133,17 @@ def _summary(rating: Rating) -> str:
         f"{rating.rating}/5 {rating.result_quality} from {rating.requester_agent}"
         f" ({rating.cost_value_ratio})"
     )
+
+
+# The buyer in a rating commit's summary (_summary): a requester_agent is an id, with no space.
+_BUYER = re.compile(r"[0-9]+/5 \S+ from (\S+) \(")
+
+
+def buyer_named(summary: str) -> str | None:
+    """Who rated, read back from a rating commit's summary (the learning history shows it);
+    None when the summary is not one _summary wrote."""
+    found = _BUYER.match(summary)
+    return found.group(1) if found else None
 
 
 def _body(rating: Rating) -> list[str]:
