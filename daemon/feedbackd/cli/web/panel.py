@@ -437,9 +437,10 @@ def _reverted_mark(entry: dict[str, Any]) -> str:
 
 def _history_words(entry: LogEntry) -> dict[str, str]:
     """Who made a step and what it was, as a row of the history says them: the curator's name
-    for a curator's step or a revert, the buyer for a rating, no one for feedbackd's own steps (drafts,
-    prices, lessons, syncs), whoever's git identity committed them; what is a rejection's note,
-    an approval's corrected fields, a price change, else the commit's summary."""
+    for a curator's step or a revert, the buyer for a rating, no one for feedbackd's own steps
+    (drafts, prices, lessons, syncs), whoever's git identity committed them; what is a
+    rejection's note, an approval's corrected fields, a price change, else the commit's
+    summary."""
     summary = entry.subject.split(": ", 1)[-1]
     who = ""
     if entry.event in (*CURATOR_EVENTS, "revert") and entry.curator:
