@@ -25,9 +25,16 @@ _SAVES = itertools.count()
 class Site:
     """A workspace made by `feedbackd init`, driven through the real pipeline and real git."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, made: bool = False) -> None:
+        """`made`: root already is a workspace (a copy of one, say); else init makes it."""
         self.root = root
-        new_workspace(root)
+        if not made:
+            new_workspace(root)
+
+    def copy_to(self, root: Path) -> Site:
+        """A copy of this workspace (its git history included) at `root`."""
+        shutil.copytree(self.root, root, symlinks=True)
+        return Site(root, made=True)
 
     @property
     def data(self) -> Path:
