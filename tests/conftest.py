@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Iterator
@@ -23,18 +24,31 @@ GIT_IDENTITY = {
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    home = tmp_path / "home"
+    home.mkdir()
+    set_known_environment(monkeypatch, home)
+    yield
+
+
+@contextlib.contextmanager
+def known_environment(home: Path) -> Iterator[None]:
+    """The environment every test runs in, for fixtures made once for many tests."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        set_known_environment(monkeypatch, home)
+        yield
+
+
+def set_known_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """A known git identity, no stray feedbackd settings, and `home` as HOME."""
     for key in list(os.environ):
         if key.startswith(("FEEDBACKD_", "GIT_", "NOTIFY_SOCKET", "WATCHDOG_")):
             monkeypatch.delenv(key)
     for key, value in GIT_IDENTITY.items():
         monkeypatch.setenv(key, value)
     # Keep the user's ~/.gitconfig (signing, hooks, templates) out of the tests.
-    home = tmp_path / "home"
-    home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("NO_COLOR", "1")
-    yield
 
 
 @pytest.hookimpl(tryfirst=True)

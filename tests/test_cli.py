@@ -150,7 +150,7 @@ def test_log_lists_the_learning_history(site: Site) -> None:
     assert entries[0]["curator"] == "Ada Curator <ada@example.org>"
     assert set(entries[0]) == {
         "commit", "date", "event", "agent", "item", "skill",
-        "curator", "fields", "price_old", "price_new",
+        "curator", "fields", "price_old", "price_new", "reverted", "reverts",
     }  # fmt: skip
     only_w = json.loads(site.cli("log", "w", "--since", "1d", "--json").stdout)
     assert [e["agent"] for e in only_w] == ["w", "w"]
@@ -189,7 +189,7 @@ def test_doctor_reads_every_kind_of_file(site: Site) -> None:
     assert "code-run" in found["_data/agents/heavylift/SOUL.md"]
     assert "_data/inbox/ratings/r.json" in found
     human = site.cli("doctor")
-    assert human.returncode == 1 and "4 problem(s)" in human.stdout
+    assert human.returncode == 1 and "4 problems in " in human.stdout
 
 
 def test_doctor_fails_on_an_item_in_both_approved_and_rejected(site: Site) -> None:
@@ -421,10 +421,12 @@ def test_deciding_an_item_already_decided_says_where_it_is_and_when(site: Site) 
     done = site.cli("reject", "w", "qi-102", "--notes", "Too generic")
     assert done.returncode == 1
     message = done.stderr.strip()
-    assert message.startswith(
-        "error: already_decided: qi-102 is already in w/rejected/ (decided at "
+    assert message.startswith("error: already_decided: qi-102 was already rejected on ")
+    assert message.endswith(
+        " UTC; to decide it again, move _data/agents/w/rejected/qi-102.json back to"
+        " _data/agents/w/queue/"
     )
-    assert " UTC)" in message and "no draft" not in message
+    assert "(" not in message and "no draft" not in message
 
 
 def test_sync_without_a_remote_is_an_error_that_says_how_to_set_one(site: Site) -> None:
@@ -445,7 +447,7 @@ def test_feedback_submit_help_lists_every_field_and_an_example(site: Site) -> No
 
 def test_reputation_numbers_say_what_they_cover(site: Site) -> None:
     unrated = site.cli("reputation", "nobody-yet").stdout
-    assert "0.5: no ratings yet, so the starting value (reputation.cold_start" in unrated
+    assert "0.5: never rated, so the starting value (reputation.cold_start" in unrated
     rating = {
         "transaction_id": "123e4567-e89b-12d3-a456-426614174000",
         "provider_agent": "prov", "skill_id": "code-run", "rating": 4,

@@ -90,7 +90,7 @@ def test_approve_without_a_daemon_records_its_own_item_only(
     approve_by_hand(site, names[:3])
     with caplog.at_level(logging.INFO, logger="feedbackd"):
         report = actions.approve(site.runtime(), "w", names[3])
-    assert "w: 3 other decision(s) wait" in caplog.text
+    assert "w: 3 other decisions wait" in caplog.text
     assert [(event.event, event.item) for event in report.events] == [("approve", names[3])]
     assert subjects(site)[0].startswith(f"approve(w): {names[3]}")
     assert decided(site, "w") == [names[3]]

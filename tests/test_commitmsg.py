@@ -281,6 +281,8 @@ def test_log_entry_reads_every_field_from_trailers() -> None:
         "fields": ["title", "excerpt"],
         "price_old": "20",
         "price_new": "19",
+        "reverted": False,
+        "reverts": None,
     }
 
 

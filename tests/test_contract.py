@@ -1,10 +1,13 @@
-"""Black-box checks of the contract (SPEC.md): the real `feedbackd` command in a subprocess.
+"""Checks of the contract (SPEC.md) from the outside: the `feedbackd` command line and git.
 
 Each test drives `python -m feedbackd -w ROOT ...` against a workspace made by `feedbackd init` in
 tmp_path, the way a user's script would, and imports nothing from the package except the Python
-API the contract names (`feedbackd.load_feedback_for_prompt`). The checks focus on promises the
-other suites do not pin down: output shapes and key names, error formats and exit codes, file
-formats, commit messages, and text from files that must be shown, never interpreted.
+API the contract names (`feedbackd.load_feedback_for_prompt`). The command runs in this process
+(tests/cli_kit.py: the same arguments, environment, outputs and exit code as a process of its
+own, which tests/test_cli_kit.py holds it to); the process boundary itself is tested where it is
+the point. The checks focus on promises the other suites do not pin down: output shapes and key
+names, error formats and exit codes, file formats, commit messages, and text from files that
+must be shown, never interpreted.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.cli_kit import run_cli
 
 FB_ID = re.compile(r"^fb-\d{13}-[a-z0-9]{6}$")
 ISO_MS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -36,13 +41,8 @@ class Site:
     def run(
         self, *args: str, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "feedbackd", "-w", str(self.root), *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=self.root,
-            env={**os.environ, **(env or {})},
+        return run_cli(
+            ["-w", str(self.root), *args], cwd=self.root, env={**os.environ, **(env or {})}
         )
 
     def ok(self, *args: str, env: dict[str, str] | None = None) -> str:
@@ -298,11 +298,14 @@ def test_log_json_keys_and_filters(site: Site) -> None:
     assert [(entry["agent"], entry["event"]) for entry in everything] == [
         ("b", "record"), ("b", "sync"), ("a", "record"), ("a", "sync"),
     ]  # fmt: skip
+    # The contract's keys, and whether a `git revert` undid the commit (or, on a revert's own
+    # row, which commit it undid).
     assert set(everything[0]) == {
         "commit", "date", "event", "agent", "item", "skill",
-        "curator", "fields", "price_old", "price_new",
+        "curator", "fields", "price_old", "price_new", "reverted", "reverts",
     }  # fmt: skip
     assert everything[0]["price_old"] is None and everything[0]["item"] is None
+    assert everything[0]["reverted"] is False and everything[0]["reverts"] is None
     assert everything[0]["curator"] == "Ada Curator <ada@example.org>"
     assert [entry["agent"] for entry in site.json("log", "a", "--since", "12h", "--json")] == [
         "a",
@@ -349,6 +352,7 @@ def test_every_duration_unit_is_understood(site: Site, duration: str) -> None:
 
 def test_version_quiet_and_no_decoration_off_a_terminal(site: Site) -> None:
     assert re.match(r"^feedbackd \d+\.\d+", site.ok("--version"))
+    site.configure("daemon:\n  settle_ms: 0\n")  # the draft below is decided at once
     site.write("w", "queue", "qi-1.json", {"contentData": {"t": "a"}})
     assert site.ok("--quiet", "run", "--once") == ""
     site.ok(
@@ -382,6 +386,7 @@ def test_status_json_keys_and_problems_left_by_a_pass(site: Site) -> None:
     state = site.json("status", "--json")
     assert set(state) == {
         "running", "pid", "uptime_s", "last_event", "counts", "pending", "problems",
+        "starting",  # a running daemon still in its start-up pass
     }  # fmt: skip
     assert state["running"] is False and state["pid"] is None and state["uptime_s"] is None
     where = bad.relative_to(site.root).as_posix()  # no path of the server's disk

@@ -581,7 +581,7 @@ def _open_fds() -> int:
 
 @pytest.mark.slow
 def test_pipeline_leaks_no_file_handles_or_processes(site: Site) -> None:
-    names = drafts(site, "w", 100)
+    names = drafts(site, "w", 40)
     runtime = site.runtime()
     site.move("w", f"{names[0]}.json", "approved")
     for _ in range(5):  # warm up: imports, caches, git's long-lived helpers
@@ -590,10 +590,11 @@ def test_pipeline_leaks_no_file_handles_or_processes(site: Site) -> None:
     passes = 0
     for name in names[1:]:
         site.move("w", f"{name}.json", "approved")
-        for _ in range(10):  # the decision, then passes that find nothing to do
+        for _ in range(5):  # the decision, then passes that find nothing to do
             reconcile_all(runtime, ["w"])
             passes += 1
-    assert passes == 990 and len(decided(site, "w")) == 100
+    # A handle or a process left by each pass would be 195 here, far above the slack of 2.
+    assert passes == 195 and len(decided(site, "w")) == 40
     assert _open_fds() <= fds + 2
     assert len(children_of(os.getpid())) <= children
 

@@ -63,7 +63,7 @@ def test_a_command_takes_a_draft_beside_its_decision_for_decided(site: Site) -> 
     site.git("reset", "-q", "--hard")  # puts the committed draft back beside the approval
     head = site.git("rev-parse", "HEAD")
     done = site.cli("reject", "w", "d2", "--notes", "off topic")
-    assert done.returncode == 1 and "already in w/approved/" in done.stderr, done.stderr
+    assert done.returncode == 1 and "d2 was already approved" in done.stderr, done.stderr
     assert not (site.agent("w") / "rejected" / "d2.json").exists()
     assert site.git("rev-parse", "HEAD") == head
     site.reconcile()

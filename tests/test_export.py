@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from feedbackd.core.curation.exports import (
 )
 from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.loop.commands.exporting import open_export, write_export
+from tests.conftest import known_environment
 from tests.web_kit import Server
 from tests.webhouse_kit import WebhouseAdmin
 from tests.workspace_kit import Site, draft
@@ -37,6 +39,21 @@ FORMATS = ("openai-sft", "openai-dpo", "dspy", "hf")
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
     return Site(tmp_path / "ws")
+
+
+@pytest.fixture(scope="module")
+def a_month_made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """One workspace after a month of curation, made once for the module's tests to copy."""
+    with known_environment(tmp_path_factory.mktemp("home")):
+        site = Site(tmp_path_factory.mktemp("a-month") / "ws")
+        a_month(site)
+        yield site
+
+
+@pytest.fixture
+def curated(a_month_made: Site, tmp_path: Path) -> Site:
+    """A copy of the workspace after a month of curation, the test's own to change."""
+    return a_month_made.copy_to(tmp_path / "ws")
 
 
 def decide(site: Site, name: str, doc: Any, to: str) -> None:
@@ -127,9 +144,8 @@ def check_dpo_line(line: dict[str, Any]) -> tuple[str, str, str]:
     return prompt, outputs[0], outputs[1]
 
 
-def test_sft_has_a_chat_example_per_approved_item(site: Site) -> None:
-    a_month(site)
-    found = [check_sft_line(line) for line in lines(exported(site, "openai-sft"))]
+def test_sft_has_a_chat_example_per_approved_item(curated: Site) -> None:
+    found = [check_sft_line(line) for line in lines(exported(curated, "openai-sft"))]
     assert [prompt for prompt, _ in found] == [
         'Write the posts item "generics".',
         "Explain ownership",
@@ -142,9 +158,10 @@ def test_sft_has_a_chat_example_per_approved_item(site: Site) -> None:
     assert json.loads(found[3][1]) == {"seo": {"metaTitle": "Q"}, "title": "Pricing that scales"}
 
 
-def test_dpo_prefers_the_approved_version_to_the_draft_of_each_corrected_item(site: Site) -> None:
-    a_month(site)
-    found = [check_dpo_line(line) for line in lines(exported(site, "openai-dpo"))]
+def test_dpo_prefers_the_approved_version_to_the_draft_of_each_corrected_item(
+    curated: Site,
+) -> None:
+    found = [check_dpo_line(line) for line in lines(exported(curated, "openai-dpo"))]
     assert len(found) == 3  # d2 was approved unedited and d3 rejected: no pair to learn from
     prompt, preferred, draft_text = found[0]
     assert prompt == 'Write the posts item "generics".'
@@ -157,9 +174,8 @@ def test_dpo_prefers_the_approved_version_to_the_draft_of_each_corrected_item(si
     assert json.loads(found[2][2]) == {"seo": {"metaTitle": "P"}, "title": "Prices"}
 
 
-def test_dspy_rows_are_examples_whose_input_is_the_task(site: Site) -> None:
-    a_month(site)
-    data = exported(site, "dspy")
+def test_dspy_rows_are_examples_whose_input_is_the_task(curated: Site) -> None:
+    data = exported(curated, "dspy")
     assert data.startswith(b"[\n") and data.endswith(b"\n]\n")
     rows = json.loads(data)
     assert len(rows) == 5
@@ -181,14 +197,13 @@ def test_dspy_rows_are_examples_whose_input_is_the_task(site: Site) -> None:
     ]
 
 
-def test_the_hf_folder_loads_with_datasets(site: Site, tmp_path: Path) -> None:
-    a_month(site)
+def test_the_hf_folder_loads_with_datasets(curated: Site, tmp_path: Path) -> None:
     out = tmp_path / "dataset"
-    done = site.cli("export", AGENT, "--format", "hf", "--out", str(out))
+    done = curated.cli("export", AGENT, "--format", "hf", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and "exported 5 rows" in done.stderr
     card = (out / "README.md").read_text()
-    head = site.git("rev-parse", "HEAD").strip()
+    head = curated.git("rev-parse", "HEAD").strip()
     assert card.startswith("---\n") and "    path: data/train.jsonl\n" in card
     assert f"commit `{head}`" in card and "- decided items: 5\n" in card
     assert "- approved: 4 (3 corrected, 1 unedited)\n- rejected: 1\n" in card
@@ -203,7 +218,7 @@ def test_the_hf_folder_loads_with_datasets(site: Site, tmp_path: Path) -> None:
         {"field": "title", "original": "Why Generics Matter", "corrected": "How Generics Save You"}
     ]
     assert first["curator"] == "Ada Curator <ada@example.org>"
-    decisions = site.git("log", "--format=%H", "--grep=^Feedback-Item: d1$").split()
+    decisions = curated.git("log", "--format=%H", "--grep=^Feedback-Item: d1$").split()
     assert first["commit"] == decisions[0]
 
 
@@ -244,19 +259,18 @@ def test_a_dataset_of_rejections_alone_still_types_its_corrections(
 
 
 # --- the same commit, the same bytes ------------------------------------------------------------
-def test_the_same_commit_gives_the_same_bytes(site: Site, tmp_path: Path) -> None:
-    a_month(site)
-    then = site.git("rev-parse", "HEAD").strip()
-    before = {name: exported(site, name) for name in FORMATS if name != "hf"}
-    first_hf = hf_rows(site, tmp_path)
-    site.write(AGENT, "d6.json", draft({"title": "Later"}))
-    site.reconcile()
-    decide(site, "d6.json", draft({"title": "Later, better"}), "approved")
+def test_the_same_commit_gives_the_same_bytes(curated: Site, tmp_path: Path) -> None:
+    then = curated.git("rev-parse", "HEAD").strip()
+    before = {name: exported(curated, name) for name in FORMATS if name != "hf"}
+    first_hf = hf_rows(curated, tmp_path)
+    curated.write(AGENT, "d6.json", draft({"title": "Later"}))
+    curated.reconcile()
+    decide(curated, "d6.json", draft({"title": "Later, better"}), "approved")
     for name, data in before.items():
-        assert exported(site, name, at=then) == data
-        assert exported(site, name) != data
-    assert hf_rows(site, tmp_path, at=then) == first_hf
-    printed = site.cli("export", AGENT, "--format", "openai-dpo", "--at", then)
+        assert exported(curated, name, at=then) == data
+        assert exported(curated, name) != data
+    assert hf_rows(curated, tmp_path, at=then) == first_hf
+    printed = curated.cli("export", AGENT, "--format", "openai-dpo", "--at", then)
     assert printed.returncode == 0 and printed.stdout.encode() == before["openai-dpo"]
 
 
@@ -308,82 +322,80 @@ def test_a_line_break_inside_a_value_never_breaks_a_line() -> None:
 
 
 # --- reverted decisions, forgotten lessons ------------------------------------------------------
-def test_a_reverted_decision_is_left_out(site: Site) -> None:
-    a_month(site)
-    before = site.git("rev-parse", "HEAD").strip()
-    commit = site.git("log", "--format=%H", "--grep=^Feedback-Item: d1$").strip()
+def test_a_reverted_decision_is_left_out(curated: Site) -> None:
+    before = curated.git("rev-parse", "HEAD").strip()
+    commit = curated.git("log", "--format=%H", "--grep=^Feedback-Item: d1$").strip()
     done = subprocess.run(
-        ["git", "revert", "--no-edit", commit], cwd=site.root, capture_output=True, text=True
+        ["git", "revert", "--no-edit", commit], cwd=curated.root, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr
-    rows = json.loads(exported(site, "dspy"))
+    rows = json.loads(exported(curated, "dspy"))
     assert len(rows) == 4 and all("Generics" not in row["input"] for row in rows)
-    assert len(lines(exported(site, "openai-dpo"))) == 2
-    assert len(json.loads(exported(site, "dspy", at=before))) == 5
+    assert len(lines(exported(curated, "openai-dpo"))) == 2
+    assert len(json.loads(exported(curated, "dspy", at=before))) == 5
 
 
-def test_a_forgotten_lesson_is_left_out_and_the_decision_stays(site: Site, tmp_path: Path) -> None:
-    a_month(site)
-    entries = {(e.get("queueItemId"), e.get("field")): e["id"] for e in site.feedback(AGENT)}
+def test_a_forgotten_lesson_is_left_out_and_the_decision_stays(
+    curated: Site, tmp_path: Path
+) -> None:
+    entries = {(e.get("queueItemId"), e.get("field")): e["id"] for e in curated.feedback(AGENT)}
     for key in [("d1", "title"), ("d5", "seo.metaTitle"), ("d3", None)]:
-        done = site.cli("forget", AGENT, entries[key])
+        done = curated.cli("forget", AGENT, entries[key])
         assert done.returncode == 0, done.stderr
-    rows = {row["id"]: row for row in hf_rows(site, tmp_path)}
+    rows = {row["id"]: row for row in hf_rows(curated, tmp_path)}
     assert len(rows) == 5  # every decision stays
     assert rows["d1"]["corrections"] == [] and rows["d1"]["approved"] != rows["d1"]["draft"]
     assert [c["field"] for c in rows["d5"]["corrections"]] == ["title"]
     assert rows["d3"]["notes"] is None
-    dpo = [check_dpo_line(line) for line in lines(exported(site, "openai-dpo"))]
+    dpo = [check_dpo_line(line) for line in lines(exported(curated, "openai-dpo"))]
     assert [json.loads(p[1]).get("title", "") for p in dpo[1:]] == ["Pricing that scales"]
     assert len(dpo) == 2  # d1's only lesson was taken back
 
 
 # --- --at ---------------------------------------------------------------------------------------
-def test_at_before_the_agent_existed_is_an_empty_export(site: Site, tmp_path: Path) -> None:
-    a_month(site)
-    first = site.git("rev-list", "--max-parents=0", "HEAD").strip()
+def test_at_before_the_agent_existed_is_an_empty_export(curated: Site, tmp_path: Path) -> None:
+    first = curated.git("rev-list", "--max-parents=0", "HEAD").strip()
     for at in (first, "2000-01-01"):
         for name in ("openai-sft", "openai-dpo"):
-            done = site.cli("export", AGENT, "--format", name, "--at", at)
+            done = curated.cli("export", AGENT, "--format", name, "--at", at)
             assert (done.returncode, done.stdout, done.stderr) == (0, "", ""), done.stderr
-    assert exported(site, "dspy", at=first) == b"[]\n"
+    assert exported(curated, "dspy", at=first) == b"[]\n"
     out = tmp_path / "empty"
-    write_export(open_export(site.runtime(), AGENT, "hf", first), out, io.BytesIO())
+    write_export(open_export(curated.runtime(), AGENT, "hf", first), out, io.BytesIO())
     assert (out / "data" / "train.jsonl").read_bytes() == b""
     assert "- decided items: 0\n" in (out / "README.md").read_text()
 
 
-def test_at_a_date_is_the_last_commit_made_by_then(site: Site) -> None:
-    a_month(site)
-    assert exported(site, "dspy", at="2999-01-01") == exported(site, "dspy")
-    assert exported(site, "openai-sft", at="HEAD~1") == exported(site, "openai-sft", at="HEAD^")
-    assert len(lines(exported(site, "openai-sft", at="HEAD~1"))) == 3  # before d5's approval
+def test_at_a_date_is_the_last_commit_made_by_then(curated: Site) -> None:
+    assert exported(curated, "dspy", at="2999-01-01") == exported(curated, "dspy")
+    assert exported(curated, "openai-sft", at="HEAD~1") == exported(
+        curated, "openai-sft", at="HEAD^"
+    )
+    assert len(lines(exported(curated, "openai-sft", at="HEAD~1"))) == 3  # before d5's approval
 
 
-def test_a_renamed_agent_exports_its_whole_history(site: Site, tmp_path: Path) -> None:
-    a_month(site)
-    before = site.git("rev-parse", "HEAD").strip()
-    old = hf_rows(site, tmp_path)
-    (site.data / "agents" / AGENT).rename(site.data / "agents" / "w2")
-    site.reconcile()
-    assert site.git("log", "-1", "--format=%s").strip() == "rename(w2): from w"
-    renamed = hf_rows(site, tmp_path, agent="w2")
+def test_a_renamed_agent_exports_its_whole_history(curated: Site, tmp_path: Path) -> None:
+    before = curated.git("rev-parse", "HEAD").strip()
+    old = hf_rows(curated, tmp_path)
+    (curated.data / "agents" / AGENT).rename(curated.data / "agents" / "w2")
+    curated.reconcile()
+    assert curated.git("log", "-1", "--format=%s").strip() == "rename(w2): from w"
+    renamed = hf_rows(curated, tmp_path, agent="w2")
     assert renamed == [{**row, "agent": "w2"} for row in old]
     assert all(row["commit"] and row["draft"] for row in renamed)
-    assert hf_rows(site, tmp_path, at=before, agent="w2") == renamed
+    assert hf_rows(curated, tmp_path, at=before, agent="w2") == renamed
 
 
 # --- where the data comes from --------------------------------------------------------------------
-def test_export_reads_the_commit_never_the_work_tree(site: Site) -> None:
-    a_month(site)
-    committed = exported(site, "openai-sft")
-    approved = site.agent(AGENT) / "approved" / "d1.json"
+def test_export_reads_the_commit_never_the_work_tree(curated: Site) -> None:
+    committed = exported(curated, "openai-sft")
+    approved = curated.agent(AGENT) / "approved" / "d1.json"
     approved.write_text(json.dumps(draft({"title": "Not committed yet"})) + "\n")
-    site.write(AGENT, "d9.json", draft({"title": "Uncommitted"}), folder="approved")
-    status = site.git("status", "--porcelain")
+    curated.write(AGENT, "d9.json", draft({"title": "Uncommitted"}), folder="approved")
+    status = curated.git("status", "--porcelain")
     stamp = approved.stat().st_mtime_ns
-    assert exported(site, "openai-sft") == committed
-    assert site.git("status", "--porcelain") == status and approved.stat().st_mtime_ns == stamp
+    assert exported(curated, "openai-sft") == committed
+    assert curated.git("status", "--porcelain") == status and approved.stat().st_mtime_ns == stamp
 
 
 def test_a_draft_moved_and_committed_by_hand_keeps_its_first_version(site: Site) -> None:
@@ -455,35 +467,32 @@ def test_the_input_template_comes_from_the_configuration(site: Site) -> None:
     ],
 )  # fmt: skip
 def test_bad_input_is_refused_with_what_to_do(
-    site: Site, args: tuple[str, ...], code: int, said: str
+    curated: Site, args: tuple[str, ...], code: int, said: str
 ) -> None:
-    a_month(site)
-    done = site.cli("export", AGENT, *args)
+    done = curated.cli("export", AGENT, *args)
     assert (done.returncode, done.stdout) == (code, "")
     assert done.stderr.startswith(said), done.stderr
 
 
-def test_an_unknown_agent_is_not_found_with_the_agents_there_are(site: Site) -> None:
-    a_month(site)
-    done = site.cli("export", "ww", "--format", "dspy")
+def test_an_unknown_agent_is_not_found_with_the_agents_there_are(curated: Site) -> None:
+    done = curated.cli("export", "ww", "--format", "dspy")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
         "error: not_found: no agent ww in _data/agents/ (did you mean w? the agents are: w)\n"
     )
-    assert site.cli("export", "../w", "--format", "dspy").returncode == 1
+    assert curated.cli("export", "../w", "--format", "dspy").returncode == 1
 
 
 # --- over HTTP ----------------------------------------------------------------------------------
 @pytest.mark.slow
-def test_http_streams_the_jsonl_formats(site: Site, server: Server) -> None:
-    a_month(site)
+def test_http_streams_the_jsonl_formats(curated: Site, server: Server) -> None:
     answer = server.get(f"/api/agents/{AGENT}/export?format=openai-dpo")
     assert answer.status == 200
     assert answer.headers["content-type"] == "application/x-ndjson; charset=utf-8"
-    assert answer.body == exported(site, "openai-dpo")
+    assert answer.body == exported(curated, "openai-dpo")
     then = server.get(f"/api/agents/{AGENT}/export?format=dspy&at=HEAD~1")
     assert then.headers["content-type"].startswith("application/json")
-    assert then.body == exported(site, "dspy", at="HEAD~1")
+    assert then.body == exported(curated, "dspy", at="HEAD~1")
     refused = {
         "format=hf": (400, "usage"),
         "format=csv": (400, "usage"),

@@ -63,6 +63,11 @@ def demo_state(root: Path) -> str:
     return done.stdout + "\n".join(files)
 
 
+def git_status(root: Path) -> str:
+    done = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True)
+    return done.stdout.decode()
+
+
 @pytest.fixture
 def demo(tmp_path: Path) -> Path:
     root = tmp_path / "demo"
@@ -71,7 +76,7 @@ def demo(tmp_path: Path) -> Path:
 
 
 def test_the_writes_go_to_a_throwaway_agent_and_the_clean_up_removes_it(demo: Path) -> None:
-    before = demo_state(demo)
+    before, untracked = demo_state(demo), git_status(demo)  # the drafts wait for the daemon
     writes, clean_up = shell_blocks(section("Trying the writes"))
     with serving(demo) as client:
         done = run(writes, demo, client.port)
@@ -85,8 +90,7 @@ def test_the_writes_go_to_a_throwaway_agent_and_the_clean_up_removes_it(demo: Pa
         assert cleaned.returncode == 0, cleaned.stderr
     assert not (demo / "_data" / "agents" / "scratch").exists()
     assert not (demo / "_data" / "agents" / "scratch-buyer").exists()
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=demo, capture_output=True)
-    assert status.stdout == b"" and demo_state(demo) == before
+    assert git_status(demo) == untracked and demo_state(demo) == before
 
 
 def test_every_example_of_the_routes_table_answers(demo: Path) -> None:

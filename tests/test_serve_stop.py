@@ -45,7 +45,7 @@ def test_write_that_outlives_the_grace_answers_what_git_holds(tmp_path: Path) ->
             )
             server.process.send_signal(signal.SIGTERM)
             wait_for(
-                lambda: "waiting for 1 write(s) in flight" in server.log_text(),
+                lambda: "waiting for 1 write in flight" in server.log_text(),
                 timeout=GRACE_S + 10,
                 what="the server to wait for the write past its grace",
             )

@@ -33,7 +33,9 @@ EVENT = LastEvent(
     agent="content-writer",
     summary="qi-123, 2 corrections (title, excerpt)",
 )
-STATUS_KEYS = {"running", "pid", "uptime_s", "last_event", "counts", "pending", "problems"}
+STATUS_KEYS = {
+    "running", "starting", "pid", "uptime_s", "last_event", "counts", "pending", "problems",
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -61,6 +63,7 @@ def test_written_file_is_indented_json_with_every_field(state_dir: Path) -> None
     assert json.loads(text) == {
         "pid": 4242,
         "started_at": "2026-04-08T10:00:00.000Z",
+        "starting": False,
         "last_event": {
             "time": "2026-04-08T10:00:30.000Z",
             "event": "approve",
@@ -82,6 +85,7 @@ def test_minimal_status_before_any_event(state_dir: Path) -> None:
     assert read_status(state_dir) == {
         "pid": 7,
         "started_at": "2026-04-08T10:00:00.000Z",
+        "starting": False,
         "last_event": None,
         "counts": {},
         "pending": 0,
@@ -156,6 +160,7 @@ def test_nothing_recorded_yet(state_dir: Path) -> None:
     assert read_status(state_dir) is None
     assert describe(state_dir) == {
         "running": False,
+        "starting": False,
         "pid": None,
         "uptime_s": None,
         "last_event": None,

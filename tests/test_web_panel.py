@@ -151,7 +151,7 @@ def test_a_refused_decision_is_shown_and_nothing_moves(
     site.move("lark", "qi-1.json", "approved")  # a curator decided it in their editor meanwhile
     card = draft_card(page, "qi-1")
     card.get_by_role("button", name="Approve").click()
-    expect(card.locator(".result")).to_contain_text("already in lark/approved/")
+    expect(card.locator(".result")).to_contain_text("qi-1 was already approved")
     expect(card.get_by_role("button", name="Approve")).to_be_enabled()
 
 
@@ -356,5 +356,134 @@ def test_the_learning_curve_on_the_agent_page(
         folder.mkdir(parents=True, exist_ok=True)
         card.screenshot(path=str(folder / "learning.png"))
         assert (folder / "learning.png").stat().st_size > 5_000
+    finally:
+        server.close()
+
+
+# --- every page fits the screen, from a phone to a laptop ---------------------------------------
+SAMPLE_DATA = Path(__file__).resolve().parents[1] / "_data"
+LONG_ID = "sku_4412_trailhead_35_backpack_forest_green_and_slate_grey"  # no place to break it
+# Each element of a card that reaches past its card's edges: what a phone would cut off.
+PAST_THE_CARD = """() => {
+  const found = [];
+  for (const card of document.querySelectorAll(".card")) {
+    const box = card.getBoundingClientRect();
+    for (const inner of card.querySelectorAll("*")) {
+      const r = inner.getBoundingClientRect();
+      if (r.width && (r.right > box.right + 1 || r.left < box.left - 1)) {
+        found.push(`${inner.tagName.toLowerCase()}.${inner.className} ${Math.round(r.width)}px`
+          + ` in ${card.className} ${Math.round(box.width)}px`);
+      }
+    }
+  }
+  return found.slice(0, 5);
+}"""
+# Each field of a draft that shows part of a line, or hides lines while it shows fewer than ten.
+CUT_FIELDS = """() => [...document.querySelectorAll("article.draft textarea[name]")].flatMap(
+(box) => {
+  const style = getComputedStyle(box);
+  const padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);
+  const lines = (box.clientHeight - padding) / parseFloat(style.lineHeight);
+  const hidden = box.scrollHeight > box.clientHeight + 1;
+  // A field that scrolls shows the top of its next line in its bottom padding.
+  const peeks = hidden && parseFloat(style.paddingBottom) > 0;
+  const cut = Math.abs(lines - Math.round(lines)) > 0.05 || (hidden && lines < 9.95) || peeks;
+  const told = `${lines.toFixed(2)} lines shown${hidden ? ", more hidden" : ""}`;
+  return cut ? [`${box.name}: ${told}${peeks ? ", the next peeking under them" : ""}`] : [];
+})"""
+
+
+def layout_problems(page: Page) -> list[str]:
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    wider = [f"{overflow}px wider than the screen"] if overflow > 0 else []
+    return [*wider, *page.evaluate(PAST_THE_CARD), *page.evaluate(CUT_FIELDS)]
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Site:
+    """The README's sample workspace after the tour's first steps: an approval with an edit, a
+    rejection with a note, low ratings that wrote a skill's lessons, and drafts whose ids are as
+    long as a shop's SKUs get, one decided, one waiting."""
+    site = Site(tmp_path / "sample")
+    shutil.copytree(SAMPLE_DATA, site.data, dirs_exist_ok=True)
+    for item in (LONG_ID, f"{LONG_ID}_2"):
+        site.write("seo-helper", f"{item}.json", draft({"seo.metaDescription": "A pack. " * 9}))
+    site.reconcile()
+    queued = site.agent("content-writer") / "queue" / "qi-101.json"
+    edited = json.loads(queued.read_text())
+    edited["contentData"]["title"] = "TypeScript generics: write a helper once, type it right"
+    site.write("content-writer", "qi-101.json", edited)
+    curator = "Bo Reviewer <bo@example.org>"
+    for argv in (
+        ["approve", "content-writer", "qi-101", "--curator", curator],
+        ["reject", "content-writer", "qi-102", "--notes", "Too generic: name a real project."],
+        ["reject", "seo-helper", f"{LONG_ID}_2", "--notes", "Name the colours."],
+    ):
+        assert site.cli(*argv).returncode == 0
+    for buyer in ("content-writer", "seo-helper"):
+        rating = {
+            "transaction_id": str(uuid.uuid4()), "provider_agent": "heavylift-chengwen",
+            "skill_id": "claude-code-run", "rating": 2, "result_quality": "poor",
+            "quality_details": "the tests it wrote never ran", "would_reuse": False,
+            "cost_value_ratio": "overpriced",
+        }  # fmt: skip
+        done = site.cli("feedback", "submit", "--as", buyer, "--json", json.dumps(rating))
+        assert done.returncode == 0, done.stderr
+    return site
+
+
+def test_every_page_fits_the_screen_at_390_and_1280_px(
+    browser: Browser, sample: Site, tmp_path: Path
+) -> None:
+    server = Server(sample.root)
+    pages = [
+        "/", "/agents/content-writer", "/agents/seo-helper", "/agents/heavylift-chengwen",
+        "/login", "/agents/nobody",
+    ]  # fmt: skip
+    problems = []
+    try:
+        for width in (390, 1280):
+            for path in pages:
+                page = open_page(browser, f"http://{server.host}{path}", width, 844)
+                found = [f"{path} at {width}px: {said}" for said in layout_problems(page)]
+                if found:  # a picture of what is wrong, to look at
+                    shot = tmp_path / f"{width}{path.replace('/', '-')}.png"
+                    page.screenshot(path=str(shot), full_page=True)
+                    found.append(f"(see {shot})")
+                problems += found
+                page.close()
+    finally:
+        server.close()
+    assert problems == [], "\n".join(problems)
+
+
+# A browser that does not size fields to their content (panel.css's field-sizing), as Firefox.
+NO_FIELD_SIZING = """
+CSS.supports = ((supports) => (property, ...rest) =>
+  property === "field-sizing" ? false : supports.call(CSS, property, ...rest))(CSS.supports);
+document.addEventListener("DOMContentLoaded", () => {
+  const style = document.createElement("style");
+  style.textContent = "textarea { field-sizing: fixed !important; }";
+  document.head.append(style);
+});
+"""
+
+
+def test_fields_fit_their_text_where_the_browser_cannot_size_them(
+    browser: Browser, sample: Site
+) -> None:
+    server = Server(sample.root)
+    try:
+        for path in ("/agents/seo-helper", "/agents/content-writer"):
+            # bypass_csp: the test's own style element, which the panel's policy refuses.
+            page = browser.new_page(viewport={"width": 390, "height": 844}, bypass_csp=True)
+            page.add_init_script(NO_FIELD_SIZING)
+            page.goto(f"http://{server.host}{path}")
+            assert (
+                page.evaluate("getComputedStyle(document.querySelector('textarea')).fieldSizing")
+                == "fixed"
+            )
+            assert page.evaluate(CUT_FIELDS) == [], path
+            page.close()
     finally:
         server.close()

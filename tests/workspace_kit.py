@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -22,9 +25,16 @@ _SAVES = itertools.count()
 class Site:
     """A workspace made by `feedbackd init`, driven through the real pipeline and real git."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, made: bool = False) -> None:
+        """`made`: root already is a workspace (a copy of one, say); else init makes it."""
         self.root = root
-        init_workspace(root)
+        if not made:
+            new_workspace(root)
+
+    def copy_to(self, root: Path) -> Site:
+        """A copy of this workspace (its git history included) at `root`."""
+        shutil.copytree(self.root, root, symlinks=True)
+        return Site(root, made=True)
 
     @property
     def data(self) -> Path:
@@ -105,6 +115,30 @@ class Site:
         """`feedbackd -w ROOT ARGS` in a process of its own, for a test of the process itself
         (a signal, a terminal, the time it takes, what another process sees of it)."""
         return run_process(["-w", str(self.root), *args], stdin=stdin, env=env)
+
+
+# A workspace fresh from `feedbackd init`, made once per test process and per git identity, then
+# copied: init starts a dozen git processes, and hundreds of tests start from the same workspace.
+# Nothing in it names its folder, and git refreshes the copied index's file times on first use.
+_NEW_WORKSPACES: dict[tuple[tuple[str, str], ...], Path] = {}
+
+
+def new_workspace(root: Path) -> None:
+    """`feedbackd init root`, from a copy of the workspace init made for this environment (or
+    init itself, in a folder that already holds something)."""
+    if root.exists() and any(root.iterdir()):
+        init_workspace(root)
+        return
+    made_with = tuple(
+        sorted((k, v) for k, v in os.environ.items() if k.startswith(("GIT_", "FEEDBACKD_")))
+    )
+    template = _NEW_WORKSPACES.get(made_with)
+    if template is None:
+        holder = Path(tempfile.mkdtemp(prefix="feedbackd-new-workspace-"))
+        atexit.register(shutil.rmtree, holder, ignore_errors=True)
+        template = _NEW_WORKSPACES[made_with] = holder / "workspace"
+        init_workspace(template)
+    shutil.copytree(template, root, symlinks=True, dirs_exist_ok=True)  # dirs: an empty root
 
 
 def settling_in(root: Path, settle_ms: int) -> Site:

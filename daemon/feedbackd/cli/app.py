@@ -114,7 +114,7 @@ def forget(
         bool, typer.Option("--all", help="Every lesson of the agent, in one commit.")
     ] = False,
     reason: Annotated[
-        str, typer.Option(help="Why it is taken back (kept in forgotten.jsonl).")
+        str, typer.Option(help="Why it is taken back (in the commit and forgotten.jsonl).")
     ] = "",
     curator: Annotated[str | None, typer.Option(help='Who took it back: "Name <email>".')] = None,
     as_json: JsonOption = False,

@@ -39,9 +39,17 @@ def build(root: Path) -> None:
     shutil.copytree(sample_data_dir(), root / "_data")
     for line in init_workspace(root):
         print(line)
+    # The drafts stay for the daemon to find, as an agent's new drafts are: its first pass
+    # commits them with the agents' empty feedback files, so the first decision of the tour
+    # (and a `git revert` of it) changes those files instead of creating them.
+    sample = sorted(
+        path.relative_to(root).as_posix()
+        for path in (root / "_data").rglob("*")
+        if path.is_file() and path.parent.name != "queue"
+    )
     with GitRepo(root) as repo:
         author = repo.user_identity() or FEEDBACKD_PERSON
-        repo.commit_paths(["_data"], "Add the sample agents, drafts and ratings", author)
+        repo.commit_paths(sample, "Add the sample agents and ratings", author)
 
 
 def refuse_while_in_use(root: Path) -> None:

@@ -6,6 +6,7 @@ from rich.markup import escape
 
 from feedbackd.cli.output import console, print_json, progress_bar
 from feedbackd.core.ids import shown_path
+from feedbackd.core.wording import counted
 from feedbackd.loop.commands.doctor import Finding, examine
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -25,11 +26,11 @@ def run_doctor(runtime: Runtime, as_json: bool) -> int:
 def _print_human(checked: int, findings: list[Finding]) -> None:
     out = console()
     if not findings:
-        out.print(f"[green]ok[/]: {checked} files checked, no problems")
+        out.print(f"[green]ok[/]: {counted(checked, 'file')} checked, no problems")
         return
     for finding in findings:
         where = shown_path(finding.path)
         out.print(f"[red]problem[/]: {escape(f'{where}: {finding.message}')}")
         if finding.hint:
             out.print(f"  fix: {escape(finding.hint)}")
-    out.print(f"{len(findings)} problem(s) in {checked} files checked")
+    out.print(f"{counted(len(findings), 'problem')} in {counted(checked, 'file')} checked")

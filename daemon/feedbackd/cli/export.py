@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from feedbackd.cli.common import GLOBALS, AgentArg, command
+from feedbackd.core.wording import counted
 
 
 def register(app: typer.Typer) -> None:
@@ -51,6 +52,7 @@ def export(
     if out is not None and not GLOBALS.quiet:
         source = opened.commit[:12] if opened.commit else "no commit"
         typer.echo(
-            f"exported {written.lines} rows of {agent} ({opened.format}, from {source}) to {out}",
+            f"exported {counted(written.lines, 'row')} of {agent}"
+            f" ({opened.format}, from {source}) to {out}",
             err=True,
         )

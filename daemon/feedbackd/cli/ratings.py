@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -21,10 +21,11 @@ from feedbackd.cli.output import (
     print_json,
     progress_bar,
 )
-from feedbackd.core.ids import validate_id
 from feedbackd.core.ratings.ratings import ALLOWED
+from feedbackd.core.wording import counted
 from feedbackd.loop.commands import actions, queries
-from feedbackd.loop.workspace.agentfiles import list_memory
+from feedbackd.loop.workspace.agentfiles import existing_agent, list_memory
+from feedbackd.loop.workspace.runtime import Runtime
 
 TABLE_ROWS = 20
 feedback_app = typer.Typer(
@@ -90,10 +91,10 @@ def list_ratings(
     if as_json:
         print_json(report)
     else:
-        _print_list(report)
+        _print_list(runtime, report)
 
 
-def _print_list(report: dict[str, object]) -> None:
+def _print_list(runtime: Runtime, report: dict[str, Any]) -> None:
     out = console()
     feedbacks = report["feedbacks"]
     out.print(_list_table(str(report["skill_id"]), feedbacks, out.width))
@@ -102,9 +103,10 @@ def _print_list(report: dict[str, object]) -> None:
     more = f" (the newest {shown} shown; --limit N for more)" if shown != total else ""
     if not total:
         out.print("no ratings match")
+        _closest_line(runtime, report)
         return
     out.print(
-        f"{total} ratings{more}, average {report['average_rating']},"
+        f"{counted(total, 'rating')}{more}, average {report['average_rating']},"
         f" reputation {report['reputation_score']}"
     )
     out.print(
@@ -153,6 +155,17 @@ def _list_table(skill: str, feedbacks: object, width: int) -> Table:
     return fitted_table(columns, rows, width, title=title, show_edge=False)
 
 
+def _closest_line(runtime: Runtime, report: dict[str, object]) -> None:
+    """For a provider without a folder (a report with `known` false), the agent it may be a
+    typo of: AgentBnB's cold-start answer stays, but a typo must not pass for an answer."""
+    if report.get("known") is not False:
+        return
+    where = runtime.workspace.relative(runtime.workspace.agents_dir)
+    close = report.get("closest")
+    guess = f"did you mean {close}?" if close else f"`ls {where}` lists the agents"
+    console().print(escape(f"no agent {report['agent_id']} in {where}/: {guess}"))
+
+
 @command
 def reputation(
     agent: AgentArg,
@@ -168,20 +181,23 @@ def reputation(
         return
     out = console()
     if not report["feedback_count"]:
+        never = "never rated" if report.get("known") is False else "no ratings yet"
         out.print(
-            f"{agent}: reputation {report['reputation_score']}: no ratings yet, so the starting"
+            f"{agent}: reputation {report['reputation_score']}: {never}, so the starting"
             " value (reputation.cold_start, as AgentBnB)"
         )
+        _closest_line(runtime, report)
         return
     out.print(
-        f"{agent}: reputation {report['reputation_score']} from {report['feedback_count']}"
-        f" ratings (confidence {report['confidence']}: the ratings' total weight, each counting"
-        " less as it ages)"
+        f"{agent}: reputation {report['reputation_score']} from"
+        f" {counted(report['feedback_count'], 'rating')} (confidence {report['confidence']}:"
+        " the ratings' total weight, each counting less as it ages)"
     )
     skills = report.get("skills")
     for skill_id, values in skills.items() if isinstance(skills, dict) else []:
         out.print(
-            f"  {skill_id}: {values['reputation_score']} ({values['feedback_count']} ratings)"
+            f"  {skill_id}: {values['reputation_score']}"
+            f" ({counted(values['feedback_count'], 'rating')})"
         )
 
 
@@ -193,7 +209,7 @@ def memory(
 ) -> None:
     """An agent's memory records, highest importance first."""
     runtime = GLOBALS.runtime()
-    records = list_memory(runtime.workspace, validate_id(agent, "agent id"), category)
+    records = list_memory(runtime.workspace, existing_agent(runtime, agent).agent_id, category)
     if as_json:
         print_json([json.loads(record.line()) for record in records])
         return

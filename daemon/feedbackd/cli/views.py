@@ -9,9 +9,12 @@ from rich.table import Table
 
 from feedbackd.cli.output import FLEX, NAME, TEXT, Column, console, fitted_table, print_json
 from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
+from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.feedbackjson import EntryType
+from feedbackd.core.curation.prompts import examples, rejections
 from feedbackd.core.people import Person
+from feedbackd.core.wording import counted
 from feedbackd.loop.commands.queries import learning_log, log_json, recent_feedback
 from feedbackd.loop.daemon.statusfile import Progress
 from feedbackd.loop.workspace.agentfiles import existing_agent, read_feedback
@@ -52,9 +55,28 @@ def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> N
     ]
     title = f"Recent feedback: {agent_id}"
     out.print(fitted_table(RECENT_COLUMNS, rows, out.width, title=title, show_lines=True))
-    examples = runtime.settings.prompt.max_examples
-    noun = "entry" if len(entries) == 1 else "entries"
-    out.print(f"{len(entries)} {noun} in all; the last {examples} corrections reach the prompt.")
+    out.print(reach_line(entries, runtime.settings.prompt))
+
+
+def reach_line(entries: list[FeedbackEntry], settings: PromptSettings) -> str:
+    """How many entries there are and how many of them the prompt shows, as they are now (the
+    limit is the most that can reach it, not what does)."""
+    usable = sum(entry.is_example for entry in entries)
+    shown = [(len(examples(entries, settings.max_examples)), usable, "correction")]
+    if settings.include_rejections:
+        noted = len(rejections(entries, len(entries)))
+        shown.append((len(rejections(entries, settings.max_rejections)), noted, "rejection note"))
+    parts = [_part(*counts) for counts in shown if counts[0]]
+    head = f"{counted(len(entries), 'entry', 'entries')} in all"
+    if not parts:
+        nothing = "nothing" if settings.include_rejections else "no correction"
+        return f"{head}; {nothing} reaches the prompt."
+    one = len(parts) == 1 and sum(count for count, _, _ in shown) == 1
+    return f"{head}; {' and '.join(parts)} {'reaches' if one else 'reach'} the prompt."
+
+
+def _part(chosen: int, there: int, what: str) -> str:
+    return counted(chosen, what) if chosen == there else f"the last {chosen} of {there} {what}s"
 
 
 def _change(entry: FeedbackEntry) -> str:
@@ -105,15 +127,18 @@ NOTE_WIDTH = 60  # of a rejection's note in the log: enough to tell what it was 
 
 
 def _what(entry: LogEntry) -> str:
-    """The commit's summary, and a rejection's note (cut) after it."""
+    """The commit's summary, and a rejection's note (cut) after it; `(reverted)` first when a
+    `git revert` undid it (its revert is a row of its own, which says what it undid)."""
     summary = entry.subject.split(": ", 1)[-1]
-    return f'{summary}: "{_cut(entry.note, NOTE_WIDTH)}"' if entry.note else summary
+    what = f'{summary}: "{_cut(entry.note, NOTE_WIDTH)}"' if entry.note else summary
+    return f"(reverted) {what}" if entry.reverted else what
 
 
 def _curator_name(entry: LogEntry) -> str:
-    """Who decided, for a curator's events alone: a rating is its buyer's (the summary names
-    them) and a price change or a draft is feedbackd's, whoever's git identity committed it."""
-    if entry.event not in CURATOR_EVENTS or not entry.curator:
+    """Who decided, for a curator's events (and a `git revert`) alone: a rating is its buyer's
+    (the summary names them) and a price change or a draft is feedbackd's, whoever's git
+    identity committed it."""
+    if entry.event not in (*CURATOR_EVENTS, "revert") or not entry.curator:
         return ""
     try:
         return Person.parse(entry.curator).name
@@ -128,12 +153,23 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def _daemon_line(state: dict[str, object]) -> str:
+    """`running (pid 12, up 30 s)`; `starting (…)` during the start-up pass, whose uptime is
+    unknown until the daemon has written its status file."""
+    if not state.get("running"):
+        return "[yellow]not running[/]"
+    uptime = state.get("uptime_s")
+    pid = state.get("pid")
+    facts = f"pid {pid if pid is not None else 'unknown'}"
+    facts += f", up {uptime} s" if isinstance(uptime, int) else ""
+    if state.get("starting"):
+        return f"[yellow]starting[/] ({facts})"
+    return f"[green]running[/] ({facts})"
+
+
 def show_status(state: dict[str, object], progress: Progress | None = None) -> None:
     out = console()
-    if state.get("running"):
-        out.print(f"[green]running[/] (pid {state['pid']}, up {state['uptime_s']} s)")
-    else:
-        out.print("[yellow]not running[/]")
+    out.print(_daemon_line(state))
     if progress is not None:
         out.print(escape(progress.line()))
     last = state.get("last_event")

@@ -173,6 +173,8 @@ class LogEntry:
     # What the commit recorded, as its body tells it (`- title: "…" → "…"`, `- notes: "…"`):
     # how `why` knows which of an item's commits added an entry.
     changes: tuple[str, ...] = ()
+    reverted: bool = False  # a `git revert` that stands undid this commit
+    reverts: str | None = None  # a `revert` row (core/curation/reverts.py): the commit undone
 
     def to_json(self) -> dict[str, Any]:
         """The `feedbackd log --json` shape: the contract's keys, absent values as None."""
@@ -187,6 +189,8 @@ class LogEntry:
             "fields": list(self.fields) if self.fields is not None else None,
             "price_old": self.price_old,
             "price_new": self.price_new,
+            "reverted": self.reverted,
+            "reverts": self.reverts,
         }
 
 
@@ -418,6 +422,13 @@ def record_trailers(entry: RecordedEntry) -> list[tuple[str, str]]:
     if entry.field:
         trailers.append((FIELDS_KEY, fields_trailer([entry.field])))
     return trailers
+
+
+def reason_body(reason: str) -> list[str]:
+    """The `- reason: "…"` line of a forget commit (none without a reason): why a lesson was
+    taken back belongs where history is read, not only in forgotten.jsonl."""
+    text = one_line(reason.strip(), TRAILER_LIMIT)
+    return [f'- reason: "{text}"'] if text else []
 
 
 def entry_body(entry: RecordedEntry) -> list[str]:

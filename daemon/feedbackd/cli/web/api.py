@@ -25,6 +25,7 @@ from feedbackd.core.curation.feedback import check_record
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback, UsageError
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
+from feedbackd.core.ratings.ratings import InvalidRating, parse_rating
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import FileState, file_state
@@ -163,9 +164,9 @@ def _webhouse_routes(site: Site) -> list[Route]:
 def _agentbnb_routes(site: Site) -> list[Route]:
     async def submit(request: Request) -> Response:
         data = await json_object(request)
-        if not isinstance(data.get("requester_agent"), str):
-            issue = "requester_agent: required, the id of the agent that rented the skill"
-            return JSONResponse({"error": "Validation failed", "issues": [issue]}, 400)
+        issues = rating_issues(data)
+        if issues:
+            return JSONResponse({"error": "Validation failed", "issues": issues}, 400)
         runtime = await work(site.runtime)
         try:
             event, _ = await work(lambda: actions.submit_rating(runtime, json.dumps(data), None))
@@ -198,6 +199,19 @@ def _agentbnb_routes(site: Site) -> list[Route]:
         Route("/api/feedback/{skill}", ratings, methods=["GET"]),
         Route("/api/reputation/{agent}", reputation, methods=["GET"]),
     ]
+
+
+def rating_issues(data: dict[str, Any]) -> list[str]:
+    """Every problem of a rating sent to `POST /api/feedback`, all at once. Over HTTP the
+    rating names its requester itself: the configured agent_id is the server's, not the
+    caller's."""
+    try:
+        parse_rating(data, requester=None, now=utcnow(), ask="add requester_agent")
+    except InvalidRating as error:
+        return list(error.issues)
+    except InvalidFeedback as error:
+        return [error.message]
+    return []
 
 
 # --- agents and their queues ----------------------------------------------------------------------

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from feedbackd.cli.web.html import e
+from feedbackd.core.wording import counted
 
 WIDTH, HEIGHT, PAD = 240.0, 56.0, 4.0
 
@@ -66,7 +67,7 @@ def _dots(coords: Sequence[tuple[float, float]]) -> str:
 
 
 def _frame(title: str, values: Sequence[float], shapes: str, last: str) -> str:
-    label = f"{title}: {len(values)} points, latest {last}"
+    label = f"{title}: {counted(len(values), 'point')}, latest {last}"
     empty = '<text x="8" y="32" class="none">no data yet</text>' if not values else ""
     return (
         f'<figure class="chart"><figcaption>{e(title)} <b>{e(last)}</b></figcaption>'

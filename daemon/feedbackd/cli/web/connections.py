@@ -24,6 +24,7 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from feedbackd.core.websafety import SECURITY_HEADERS
+from feedbackd.core.wording import counted
 
 log = logging.getLogger("feedbackd")
 HEAD_TIMEOUT_S = 10.0
@@ -64,9 +65,9 @@ class Connections:
         if now - self._said_at < REFUSAL_LOG_EVERY_S:
             return
         log.warning(
-            "refused %d connection(s): all %d open connections were busy with requests "
+            "refused %s: all %d open connections were busy with requests "
             "(raise http.max_connections if the machine can take more)",
-            self.refusals,
+            counted(self.refusals, "connection"),
             self.max_open,
         )
         self.refusals, self._said_at = 0, now

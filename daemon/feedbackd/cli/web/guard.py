@@ -33,9 +33,11 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 SESSION_COOKIE = "feedbackd_session"  # holds websafety.session_value(token), never the token
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-# Reachable without the token: the health check, the login form and the one stylesheet the form
-# needs (code, no data).
-OPEN_PATHS = frozenset({"/healthz", "/login", "/static/panel.css"})
+# Reachable without the token: the health check, the login form and the stylesheet and icon the
+# form shows (code and a picture, no data).
+OPEN_PATHS = frozenset(
+    {"/healthz", "/login", "/static/panel.css", "/static/favicon.svg", "/favicon.ico"}
+)
 _SECURITY_NAMES = frozenset(name for name, _ in SECURITY_HEADERS)
 
 

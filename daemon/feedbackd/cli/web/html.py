@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import html
 
+ICON = "/static/favicon.svg"  # also answered at /favicon.ico, where browsers look by themselves
+
 
 def e(value: object) -> str:
     """Text from files and commits, made safe to place in HTML text and attribute values."""
@@ -25,6 +27,7 @@ def page(title: str, body: str, *, agent: str | None = None, script: bool = True
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)} · feedbackd</title>"
         '<link rel="stylesheet" href="/static/panel.css">'
+        f'<link rel="icon" href="{ICON}" type="image/svg+xml">'
         f"{loads}</head>"
         f'<body><header class="top"><a class="brand" href="/">feedbackd</a>{curator}</header>'
         f"<main>{body}</main></body></html>"

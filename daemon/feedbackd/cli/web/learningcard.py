@@ -15,6 +15,7 @@ from typing import Any
 from feedbackd.cli.stats import duration_text
 from feedbackd.cli.web.charts import PAD, WIDTH
 from feedbackd.cli.web.html import e
+from feedbackd.core.wording import counted
 
 HEIGHT = 120.0
 FIELDS_LISTED = 8
@@ -56,7 +57,8 @@ def rates_chart(periods: Sequence[dict[str, Any]]) -> str:
     )
     first, last = (periods[0]["start"], periods[-1]["start"]) if periods else ("", "")
     label = (
-        f"Unedited approvals and rejections per period, {len(periods)} periods from {first}"
+        f"Unedited approvals and rejections per period, {counted(len(periods), 'period')}"
+        f" from {first}"
         f" to {last}; latest {_percent(_last(unedited))} unedited,"
         f" {_percent(_last(rejected))} rejected"
     )

@@ -9,6 +9,7 @@ to the same API a script would use. No asset comes from another host.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qs
@@ -18,22 +19,32 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from feedbackd.cli.web import charts
-from feedbackd.cli.web.api import Site, work
+from feedbackd.cli.web.api import STATUS_OF_CODE, Site, without_workspace, work
 from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
 from feedbackd.cli.web.learningcard import learning_card
-from feedbackd.core.commitmsg import LogEntry
+from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge colour
 from feedbackd.core.curation.prompts import EXAMPLES_HEADING, REJECTIONS_HEADING
 from feedbackd.core.errors import FeedbackdError, NotFound
+from feedbackd.core.people import Person
 from feedbackd.core.websafety import session_value, token_matches
+from feedbackd.core.wording import counted
 from feedbackd.loop.commands import learning, queries
 from feedbackd.loop.commands import why as lessons
+from feedbackd.loop.ratings.rentals import buyer_named
 from feedbackd.loop.workspace.runtime import Runtime
 
 RECENT = 5
-STATIC = {"panel.css": "text/css", "panel.js": "text/javascript"}
+STATIC = {
+    "panel.css": "text/css",
+    "panel.js": "text/javascript",
+    "favicon.svg": "image/svg+xml",
+}
+# What scripts call answers in JSON, even to a browser; any other path is a page of the panel.
+SCRIPT_PATHS = ("/api/", "/static/", "/metrics", "/healthz")
+Handler = Callable[[Request], Awaitable[Response]]
 
 
 def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Route]:
@@ -52,22 +63,67 @@ def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Rout
         return HTMLResponse(page(title, _agent_body(view, examples), agent=agent_id))
 
     async def static(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in STATIC:
-            # The JSON error every other layer answers, not a page: a script or a browser's
-            # console reads the same shape.
-            raise NotFound(
-                f"no file {name!r} in /static/", hint=f"the panel has {', '.join(STATIC)}"
-            )
-        text = resources.files("feedbackd.cli.web").joinpath("static", name).read_text("utf-8")
-        return Response(text, media_type=f"{STATIC[name]}; charset=utf-8")
+        return _static_file(request.path_params["name"])
+
+    async def icon(request: Request) -> Response:
+        return _static_file("favicon.svg")
 
     return [
-        Route("/", overview, methods=["GET"]),
-        Route("/agents/{agent}", agent_page, methods=["GET"]),
+        Route("/", _as_page(site, overview), methods=["GET"]),
+        Route("/agents/{agent}", _as_page(site, agent_page), methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
+        Route("/favicon.ico", icon, methods=["GET"]),
         *_login_routes(token, attempts),
     ]
+
+
+def _static_file(name: str) -> Response:
+    if name not in STATIC:
+        # The JSON error every other layer answers, not a page: a script or a browser's
+        # console reads the same shape.
+        raise NotFound(f"no file {name!r} in /static/", hint=f"the panel has {', '.join(STATIC)}")
+    text = resources.files("feedbackd.cli.web").joinpath("static", name).read_text("utf-8")
+    return Response(text, media_type=f"{STATIC[name]}; charset=utf-8")
+
+
+# --- pages that cannot be shown -----------------------------------------------------------------
+def _as_page(site: Site, handler: Handler) -> Handler:
+    """A page of the panel answers in HTML whoever asks, its refusals too (an unknown agent is a
+    404 page): the API beside it answers the same refusals in JSON, for scripts."""
+
+    async def answer(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except FeedbackdError as refused:
+            return refusal_page(refused, site.workspace)
+
+    return answer
+
+
+def refusal_page(refused: FeedbackdError, workspace: str) -> HTMLResponse:
+    """The message and hint the API would answer, with the same status, and a way back."""
+    status = STATUS_OF_CODE.get(refused.code, 400)
+    title = "Not found" if status == 404 else "Not shown"
+    said = [without_workspace(text, workspace) for text in (refused.message, refused.hint)]
+    hint = f'<p class="hint-line">{e(said[1])}</p>' if said[1] else ""
+    body = f'<h1>{title}</h1><p class="problem">{e(said[0])}</p>{hint}{_BACK}'
+    return HTMLResponse(page(title, body), status_code=status)
+
+
+def wants_page(request: Request) -> bool:
+    """A path no route takes, asked for by a browser (it accepts HTML) outside what scripts
+    call: answered with a page, where a script gets the JSON error."""
+    path, accepted = request.url.path, request.headers.get("accept", "")
+    return not path.startswith(SCRIPT_PATHS) and "text/html" in accepted
+
+
+def missing_page(request: Request) -> HTMLResponse:
+    said = f"{request.method} {request.url.path}: the panel has no such page"
+    body = f'<h1>Not found</h1><p class="problem">{e(said)}</p>{_BACK}'
+    return HTMLResponse(page("Not found", body), status_code=404)
+
+
+_BACK = '<p><a href="/">Back to the agents</a></p>'
 
 
 def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
@@ -81,7 +137,8 @@ def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
         "snippet": queries.prompt_text(runtime, agent_id),
         "why": _lessons_or_none(runtime, agent_id, history),
         "queue": queries.queue(runtime, agent_id),
-        "history": [queries.log_json(entry) for entry in history],
+        "history": [queries.log_json(entry) | _history_words(entry) for entry in history],
+        "lessons": queries.skill_lessons(runtime, agent_id),
         "skills": [
             queries.skill_history(runtime, agent_id, skill["skill_id"]) | {"name": skill["name"]}
             for skill in summary["skills"]
@@ -124,12 +181,15 @@ def _agent_row(agent: dict[str, Any]) -> str:
     name = agent["name"] or agent["agent_id"]
     skills = ", ".join(skill["name"] for skill in agent["skills"]) or "—"
     entries = "corrupt" if agent["feedback_entries"] is None else agent["feedback_entries"]
+    # data-label: on a phone each row is a card, and each count says what it counts.
     return (
-        f'<tr><td><a href="/agents/{e(agent["agent_id"])}">{e(name)}</a>'
+        f'<tr><td class="agent"><a href="/agents/{e(agent["agent_id"])}">{e(name)}</a>'
         f' <span class="id">{e(agent["agent_id"])}</span></td>'
-        f'<td class="n{" waiting" if agent["queued"] else ""}">{agent["queued"]}</td>'
-        f'<td class="n">{agent["approved"]}</td><td class="n">{agent["rejected"]}</td>'
-        f'<td class="n">{e(entries)}</td><td>{e(skills)}</td></tr>'
+        f'<td class="n{" waiting" if agent["queued"] else ""}" data-label="queued">'
+        f'{agent["queued"]}</td><td class="n" data-label="approved">{agent["approved"]}</td>'
+        f'<td class="n" data-label="rejected">{agent["rejected"]}</td>'
+        f'<td class="n" data-label="feedback">{e(entries)}</td>'
+        f'<td class="skills" data-label="skills">{e(skills)}</td></tr>'
     )
 
 
@@ -155,7 +215,8 @@ def _agent_body(view: dict[str, Any], max_examples: int) -> str:
         f'<h1>{e(name)}</h1><p class="counts">{counts}</p>'
         '<div class="columns">'
         f'<div class="column">{_recent_card(view["recent"], summary, max_examples)}'
-        f"{_snippet_card(view['snippet'], view['why'])}</div>"
+        f"{_snippet_card(view['snippet'], view['why'])}"
+        f"{_lessons_card(view['lessons'], summary['skills'])}</div>"
         f'<div class="column wide">{_queue_card(summary["agent_id"], view["queue"])}</div>'
         "</div>"
         f"{learning_card(view['learning'])}"
@@ -249,6 +310,29 @@ def _lesson_link(text: str, source: dict[str, Any]) -> str:
     )
 
 
+def _lessons_card(lessons: list[dict[str, str]], skills: list[dict[str, Any]]) -> str:
+    """What each skill's low ratings taught (`prompt/skills/{skill}.md`), as the agent reads
+    it; nothing for an agent that offers no skill and has no such file."""
+    if not lessons and not skills:
+        return ""
+    names = {skill["skill_id"]: skill["name"] for skill in skills}
+    blank = '<span class="empty">(empty)</span>'
+    shown = "".join(
+        f"<h3>{e(names.get(one['skill_id'], one['skill_id']))}</h3>"
+        f'<p class="file">{e(one["file"])}</p><pre>{e(one["text"]) or blank}</pre>'
+        for one in lessons
+    )
+    if not shown:
+        shown = (
+            '<p class="empty">No skill lessons yet: a skill\'s low ratings write them into'
+            " prompt/skills/SKILL.md.</p>"
+        )
+    return (
+        '<section class="card lessons"><h2>Skill lessons</h2>'
+        f'<p class="hint">from low ratings, exactly as the agent reads them</p>{shown}</section>'
+    )
+
+
 def _queue_card(agent_id: str, drafts: list[dict[str, Any]]) -> str:
     body = "".join(_draft(agent_id, draft) for draft in drafts)
     if not body:
@@ -312,7 +396,7 @@ def _skills_section(skills: list[dict[str, Any]], reputation: dict[str, Any]) ->
 def _skill_card(skill: dict[str, Any], score: dict[str, Any]) -> str:
     count = score.get("feedback_count", 0)
     price = skill["prices"][-1]["price"] if skill["prices"] else None
-    facts = f"{count} ratings · reputation {score.get('reputation_score', 0.5)}"
+    facts = f"{counted(count, 'rating')} · reputation {score.get('reputation_score', 0.5)}"
     facts += f" · price {price:g}" if price is not None else ""
     return (
         f'<article class="card skill"><h3>{e(skill["name"])}</h3>'
@@ -328,10 +412,12 @@ def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str
     shown = [h for index, h in enumerate(history) if index < 50 or h["commit"] in linked]
     rows = "".join(
         f'<tr id="commit-{e(h["commit"])}">'
-        f'<td><time datetime="{e(h["date"])}">{e(h["date"][:16].replace("T", " "))}</time></td>'
-        f'<td><span class="event {e(h["event"] or "")}">{e(h["event"] or "")}</span></td>'
-        f"<td>{e(h['item'] or h['skill'] or '')}</td><td>{e(h['curator'] or '')}</td>"
-        f"<td>{e(', '.join(h['fields'] or []))}{_price_change(h)}</td></tr>"
+        f'<td class="when"><time datetime="{e(h["date"])}">'
+        f"{e(h['date'][:16].replace('T', ' '))}</time></td>"
+        f'<td><span class="event {e(h["event"] or "")}">{e(h["event"] or "")}</span>'
+        f"{_reverted_mark(h)}</td>"
+        f'<td class="name">{e(h["item"] or h["skill"] or "")}</td>'
+        f'<td class="who">{e(h["who"])}</td><td class="what">{e(h["what"])}</td></tr>'
         for h in shown
     )
     empty = '<p class="empty">Nothing learned yet.</p>'
@@ -342,10 +428,40 @@ def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str
     return f'<section class="card"><h2>Learning history</h2>{table if history else empty}</section>'
 
 
-def _price_change(entry: dict[str, Any]) -> str:
-    if entry.get("price_old") and entry.get("price_new"):
-        return f"price {e(entry['price_old'])} → {e(entry['price_new'])}"
-    return ""
+def _reverted_mark(entry: dict[str, Any]) -> str:
+    """A step that a `git revert` undid (the revert is a row of its own, newer)."""
+    if not entry.get("reverted"):
+        return ""
+    return ' <span class="reverted" title="undone by a git revert">reverted</span>'
+
+
+def _history_words(entry: LogEntry) -> dict[str, str]:
+    """Who made a step and what it was, as a row of the history says them: the curator's name
+    for a curator's step or a revert, the buyer for a rating, no one for feedbackd's own steps
+    (drafts, prices, lessons, syncs), whoever's git identity committed them; what is a
+    rejection's note, an approval's corrected fields, a price change, else the commit's
+    summary."""
+    summary = entry.subject.split(": ", 1)[-1]
+    who = ""
+    if entry.event in (*CURATOR_EVENTS, "revert") and entry.curator:
+        who = _name_of(entry.curator)
+    elif entry.event == "rating":
+        who = buyer_named(summary) or ""
+    what = summary
+    if entry.event == "reject":
+        what = entry.note or "(no note)"
+    elif entry.event == "approve" and entry.fields:
+        what = ", ".join(entry.fields)
+    elif entry.price_old and entry.price_new:
+        what = f"price {entry.price_old} → {entry.price_new}"
+    return {"who": who, "what": what}
+
+
+def _name_of(person: str) -> str:
+    try:
+        return Person.parse(person).name
+    except ValueError:
+        return person
 
 
 # --- login (only when a token is set) ---------------------------------------------------------

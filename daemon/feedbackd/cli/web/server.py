@@ -162,6 +162,8 @@ async def no_route(request: Request, error: Exception) -> Response:
     if error.status_code == 404 and b"%2f" in raw_path.lower():
         refusal = InvalidId("an id in the path holds a / (sent as %2F)", hint=f"ids are {ID_RULE}")
         return api.error_response(refusal)
+    if error.status_code == 404 and panel.wants_page(request):
+        return panel.missing_page(request)
     code = {404: "not_found", 405: "method_not_allowed"}.get(error.status_code, "usage")
     message = f"{request.method} {request.url.path}: {error.detail}"
     body = {"error": code, "message": message}

@@ -21,6 +21,7 @@ import uvicorn
 from starlette.responses import JSONResponse
 
 from feedbackd.cli.web.guard import SAFE_METHODS, ASGIApp, Message, Receive, Scope, Send
+from feedbackd.core.wording import counted
 
 log = logging.getLogger("feedbackd")
 RETRY_AFTER_S = 10  # long enough for a service manager to start the server again
@@ -120,11 +121,10 @@ class GracefulServer(uvicorn.Server):
         reads = self._tasks() - self.stopping.writes
         if reads or self.stopping.writes:
             log.info(
-                "stopping: the %g s grace is over; %d read(s) cut, waiting for %d write(s) "
-                "in flight to finish",
+                "stopping: the %g s grace is over; %s cut, waiting for %s in flight to finish",
                 self.grace_s,
-                len(reads),
-                len(self.stopping.writes),
+                counted(len(reads), "read"),
+                counted(len(self.stopping.writes), "write"),
             )
         for task in reads:
             task.cancel()

@@ -42,6 +42,7 @@ from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
+from feedbackd.core.wording import counted
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 
@@ -333,7 +334,7 @@ def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step
     agent = view.agent
     notes.warnings.append(
         f"{_relative(view, agent.feedback)} was deleted; put back as the last commit holds it"
-        f" ({entries} entries): to wipe the agent's lessons on purpose, run"
+        f" ({counted(entries, 'entry', 'entries')}): to wipe the agent's lessons on purpose, run"
         f" `feedbackd forget {agent.agent_id} --all`"
     )
     commit = Commit("sync", "restore feedback.json from history", (agent.feedback,))
@@ -706,6 +707,7 @@ def plan_forget(
     snippet: str | None,
     settings: Settings,
     forgetting: tuple[str, Person],  # (the forgotten.jsonl text with the new line, who)
+    reason: str = "",
 ) -> Step:
     """`feedbackd forget`: the entry out of feedback.json, the snippet, the forgotten line."""
     forgotten_text, author = forgetting
@@ -719,7 +721,7 @@ def plan_forget(
         entry.id,
         (agent.feedback, agent.prompt, agent.forgotten),
         author,
-        tuple(commitmsg.entry_body(entry)),
+        (*commitmsg.reason_body(reason), *commitmsg.entry_body(entry)),
         tuple(commitmsg.record_trailers(entry)),
         entry.queueItemId,
     )
@@ -732,6 +734,7 @@ def plan_forget_all(
     snippet: str | None,
     settings: Settings,
     forgetting: tuple[str, Person],  # (the forgotten.jsonl text with a line for each, who)
+    reason: str = "",
 ) -> Step:
     """`feedbackd forget AGENT --all`: feedback.json emptied, the snippet regenerated, every
     entry listed in forgotten.jsonl (so no replay or merge brings one back), in one commit."""
@@ -740,7 +743,8 @@ def plan_forget_all(
     text = render_snippet([], settings.prompt)
     if text != snippet:
         writes.append(Write(agent.prompt, text))
-    shown = [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
+    shown = commitmsg.reason_body(reason)
+    shown += [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
     if len(feedback) > _LISTED:
         shown.append(f"and {len(feedback) - _LISTED} more")
     noun = "entry" if len(feedback) == 1 else "entries"

@@ -12,6 +12,7 @@ import functools
 import json
 import re
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -57,6 +58,22 @@ ALLOWED: dict[str, str] = {
 }
 # Optional fields where an explicit JSON null means "not given".
 _NULL_MEANS_ABSENT = ("latency_ms", "quality_details", "timestamp", "requester_agent")
+
+# How to say who rented the skill, by where the rating comes from: `--as` is an option of the
+# command; a file dropped in the inbox can only carry the field (or rely on the setting).
+ASK_COMMAND = "pass --as AGENT, set agent_id in feedbackd.yaml, or add requester_agent"
+ASK_FILE = "add requester_agent to the rating, or set agent_id in feedbackd.yaml"
+REQUESTER_MISSING = "requester_agent is missing: who rented the skill?"
+_FIX_FIELDS = "fix the named fields (see `feedbackd feedback submit --help`)"
+
+
+class InvalidRating(InvalidFeedback):
+    """A rating refused for one or more problems, all named at once: `issues` lists them (the
+    HTTP API answers with that list), the message joins them."""
+
+    def __init__(self, issues: Sequence[str], *, hint: str) -> None:
+        super().__init__("; ".join(issues), hint=hint)
+        self.issues = tuple(issues)
 
 
 class Rating(BaseModel):
@@ -110,23 +127,30 @@ class Rating(BaseModel):
         return self.timestamp[:7]
 
 
-def parse_rating(payload: str | dict[str, Any], *, requester: str | None, now: datetime) -> Rating:
-    """Validate one submitted rating (JSON text or an already parsed object)."""
+def parse_rating(
+    payload: str | dict[str, Any],
+    *,
+    requester: str | None,
+    now: datetime,
+    ask: str = ASK_COMMAND,
+) -> Rating:
+    """Validate one submitted rating (JSON text or an already parsed object); `ask` says how
+    to name the requester when there is none."""
     data = _load_json(payload, MAX_RATING_CHARS) if isinstance(payload, str) else payload
-    return _rating_from_object(data, requester=requester, now=now)
+    return _rating_from_object(data, requester=requester, now=now, ask=ask)
 
 
 def parse_rating_file(text: str, *, requester: str | None, now: datetime) -> list[Rating]:
     """Validate an inbox file: one rating object or a list of them (all or nothing)."""
     data = _load_json(text, MAX_INBOX_CHARS)
     if not isinstance(data, list):
-        return [_rating_from_object(data, requester=requester, now=now)]
+        return [_rating_from_object(data, requester=requester, now=now, ask=ASK_FILE)]
     if not data:
         raise InvalidFeedback("the file holds an empty list", hint="put at least one rating in it")
     ratings = []
     for number, element in enumerate(data, start=1):
         try:
-            ratings.append(_rating_from_object(element, requester=requester, now=now))
+            ratings.append(_rating_from_object(element, requester=requester, now=now, ask=ASK_FILE))
         except InvalidFeedback as exc:
             raise InvalidFeedback(
                 f"rating {number} of {len(data)}: {exc.message}", hint=exc.hint
@@ -149,25 +173,21 @@ def _load_json(text: str, limit: int) -> Any:
     return load_strict_json(text)
 
 
-def _rating_from_object(data: Any, *, requester: str | None, now: datetime) -> Rating:
+def _rating_from_object(data: Any, *, requester: str | None, now: datetime, ask: str) -> Rating:
     if not isinstance(data, dict):
         raise InvalidFeedback(
             f"a rating must be a JSON object, not {json_kind(data)}",
             hint='send {"transaction_id": ..., "provider_agent": ..., ...}',
         )
     fields = {key: value for key, value in data.items() if not _absent(key, value)}
-    if "requester_agent" not in fields:
-        if requester is None:
-            raise InvalidFeedback(
-                "requester_agent is missing: who rented the skill?",
-                hint="pass --as AGENT, set agent_id in feedbackd.yaml, or add requester_agent",
-            )
+    if "requester_agent" not in fields and requester is not None:
         fields["requester_agent"] = requester
     fields.setdefault("timestamp", iso_ms(now))
     try:
         rating = Rating.model_validate(fields)
     except ValidationError as exc:
-        raise _explain(exc) from None
+        # A missing requester is one problem among the others, all named at once.
+        raise _explain(exc, ask) from None
     return _refuse_self_rating(rating)
 
 
@@ -196,20 +216,29 @@ def _refuse_repeated_transactions(ratings: list[Rating]) -> None:
         seen.add(rating.transaction_id)
 
 
-def _explain(exc: ValidationError) -> InvalidFeedback:
-    """One message for all problems: unknown fields first (a typo explains a missing field)."""
+def _explain(exc: ValidationError, ask: str | None = None) -> InvalidRating:
+    """One message for all problems: unknown fields first (a typo explains a missing field).
+    With `ask` (a submitted rating, not a stored line), a missing requester is named apart,
+    with how to give one."""
     errors = exc.errors()
     unknown = [_unknown(e) for e in errors if e["type"] == "extra_forbidden"]
     wrong = [_wrong(e) for e in errors if e["type"] not in ("extra_forbidden", "missing")]
     missing = [_field(e) for e in errors if e["type"] == "missing"]
-    problems = unknown + wrong
-    if len(missing) == 1:
-        problems.append(f"{missing[0]} is missing ({ALLOWED.get(missing[0], 'required')})")
-    elif missing:
-        problems.append("missing fields: " + ", ".join(missing))
-    return InvalidFeedback(
-        "; ".join(problems), hint="fix the named fields (see `feedbackd feedback submit --help`)"
+    asked = ask is not None and "requester_agent" in missing
+    problems = (
+        unknown + wrong + _missing([f for f in missing if not asked or f != "requester_agent"])
     )
+    hints = [_FIX_FIELDS] if problems else []
+    if asked and ask is not None:
+        problems.append(REQUESTER_MISSING)
+        hints.append(ask)
+    return InvalidRating(problems, hint="; ".join(hints))
+
+
+def _missing(fields: list[str]) -> list[str]:
+    if len(fields) == 1:
+        return [f"{fields[0]} is missing ({ALLOWED.get(fields[0], 'required')})"]
+    return ["missing fields: " + ", ".join(fields)] if fields else []
 
 
 def _field(error: ErrorDetails) -> str:

@@ -22,6 +22,7 @@ from feedbackd.core.ratings.ratings import FAILED_QUALITIES
 from feedbackd.core.ratings.soul import format_price
 from feedbackd.core.ratings.storedratings import AnyRating, is_failed
 from feedbackd.core.timeutil import ceil_ms, iso_ms, parse_duration, unix_ms
+from feedbackd.core.wording import counted, noun
 
 # SPEC: an increase needs at least this many ratings of 5 from buyers who would reuse the skill.
 INCREASE_MIN_TOP_RATINGS = 5
@@ -112,17 +113,20 @@ def decide_price(
     base = history.base if history.base is not None else price
     said = [r for r in recent if r.cost_value_ratio == "overpriced"]
     buyers = len({r.requester_agent for r in said})
-    why = f"{len(said)} of {len(recent)} ratings from {_buyers(buyers)} said overpriced"
+    why = f"{len(said)} of {counted(len(recent), 'rating')} from {_buyers(buyers)} said overpriced"
     if len(said) >= settings.overpriced_min_count and buyers >= settings.min_requesters:
         return _cut(price, base, recent, why, settings)
     if settings.allow_increase and not said:
         return _increase(price, base, recent, settings)
-    needs = f"{settings.overpriced_min_count} ratings from {_buyers(settings.min_requesters)}"
+    needs = (
+        f"{counted(settings.overpriced_min_count, 'rating')}"
+        f" from {_buyers(settings.min_requesters)}"
+    )
     return NoChange(f"{why}; a cut needs {needs}")
 
 
 def _buyers(count: int) -> str:
-    return f"{count} buyer" if count == 1 else f"{count} buyers"
+    return counted(count, "buyer")
 
 
 def ratings_since_change(
@@ -207,12 +211,12 @@ def decide_quality(
     if average <= settings.low_rating_threshold:
         reasons.append(
             f"average rating {average:.1f} ≤ {settings.low_rating_threshold:g} over "
-            f"{len(ratings)} ratings in the last {window_label}"
+            f"{counted(len(ratings), 'rating')} in the last {window_label}"
         )
     if bad_results:
         reasons.append(
-            f"{bad_results} of {len(ratings)} results in the last {window_label} were poor or "
-            "failed"
+            f"{bad_results} of {counted(len(ratings), 'result')} in the last {window_label}"
+            f" {noun(len(ratings), 'was', 'were')} poor or failed"
         )
     if not reasons:
         return NoChange(

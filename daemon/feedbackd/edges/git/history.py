@@ -10,7 +10,10 @@ time (GitRepo.history is the door).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 
+from feedbackd.core.commitmsg import EVENT_KEY, LogEntry, log_entry
+from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.git.batch import READ_THROUGH_BYTES, GitBatch
 from feedbackd.edges.git.runner import GitRunner, rel_path, revision
 from feedbackd.edges.git.tree import TREE_MODE, parse_tree
@@ -18,6 +21,12 @@ from feedbackd.edges.git.tree import TREE_MODE, parse_tree
 _LONGEST_NAME = 4096  # a path and a revision: far longer than any path in a workspace
 # Between the trailers of one commit, and between commits (a message never holds either).
 _FIELD, _COMMIT = b"\x1f", b"\x1e"
+# `events_since`: the side of `old...new` (`<` or `>`), then what `log_entry` reads, with the
+# author's time: a rebase keeps it, where it gives a commit a new committer time.
+_SIDES_FORMAT = "%m%H%x00%aI%x00%an <%ae>%x00%B%x00"
+# `events_to_head` reads this many commits one by one from the long-lived cat-file (no process
+# started) before it asks `git log` instead.
+_WALK_MAX = 64
 
 
 class History:
@@ -47,6 +56,48 @@ class History:
             start = end + 1
             if sha:
                 yield sha.decode("ascii"), _trailer_values(text, by_lower)
+
+    def events_since(self, old: str | None, new: str) -> list[LogEntry]:
+        """The learning-history commits that `new` holds and `old` did not, newest first: what
+        reached the branch between the two, whoever committed it (every one `new` holds when
+        `old` is None). A rebase (a pull that replays the local commits onto the remote's)
+        copies commits `old` held: a copy, with the same author, author time and subject as
+        one of those, is not new. The entries' dates are author times."""
+        span = [f"{revision(old)}...{revision(new)}"] if old else [revision(new)]
+        args = ["log", "-i", f"--grep=^{EVENT_KEY}:", "--left-right", f"--format={_SIDES_FORMAT}"]
+        parts = self._git.run([*args, *span, "--"]).decode("utf-8", errors="replace").split("\0")
+        sides: dict[str, list[LogEntry]] = {"<": [], ">": []}
+        for index in range(0, len(parts) - 3, 4):
+            marked, date, author, message = parts[index : index + 4]
+            marked = marked.strip()
+            entry = log_entry(marked[1:], date, author, message)
+            if entry is not None and marked[:1] in sides:
+                sides[marked[:1]].append(entry)
+        held = {_same(entry) for entry in sides["<"]}
+        return [entry for entry in sides[">"] if _same(entry) not in held]
+
+    def events_to_head(self, old: str | None) -> tuple[str | None, list[LogEntry]]:
+        """HEAD, and the learning-history commits that reached it since `old`, as
+        `events_since`. The usual stretch, a few commits each on top of the one before down to
+        `old`, is read from the long-lived cat-file and starts no git process (the daemon asks
+        after every decision); a merge, a rebase or a long stretch is asked of `git log`."""
+        head = self._batch.read("HEAD")
+        if head is None or head.kind != "commit":
+            return None, []
+        found: list[LogEntry] = []
+        commit = head
+        for _ in range(_WALK_MAX):
+            if commit.sha == old:
+                return head.sha, found
+            parents, entry = _commit_entry(commit.sha, commit.content)
+            found += [entry] if entry is not None else []
+            if not parents and old is None:
+                return head.sha, found  # the first commit: all of it is new
+            parent = self._batch.read(parents[0]) if len(parents) == 1 else None
+            if parent is None or parent.kind != "commit":
+                break
+            commit = parent
+        return head.sha, self.events_since(old, head.sha)
 
     def first_adds(self, commit: str, folders: Sequence[str]) -> dict[str, str]:
         """path → the sha of the oldest commit of `commit`'s history that added it, for every
@@ -101,6 +152,31 @@ class History:
         for group in _groups(names):
             for found in self._batch.read_through(group):
                 yield found.content if found is not None and found.kind == "blob" else None
+
+
+def _commit_entry(sha: str, content: bytes) -> tuple[list[str], LogEntry | None]:
+    """A raw commit object's parents, and its learning-history entry (None for another commit),
+    dated by its author time as `events_since` dates them."""
+    headers, _, message = content.partition(b"\n\n")
+    parents: list[str] = []
+    author, when = "", ""
+    for line in headers.split(b"\n"):
+        key, _, value = line.partition(b" ")
+        if key == b"parent":
+            parents.append(value.decode("ascii", errors="replace"))
+        elif key == b"author":
+            ident, _, stamp = value.rpartition(b">")
+            seconds = stamp.split()[0] if stamp.split() else b""
+            author = (ident + b">").decode("utf-8", errors="replace")
+            if seconds.isdigit():
+                when = iso_ms(datetime.fromtimestamp(int(seconds), UTC))
+    text = message.decode("utf-8", errors="replace")
+    return parents, log_entry(sha, when, author, text)
+
+
+def _same(entry: LogEntry) -> tuple[str | None, str, str]:
+    """What a rebased copy of a commit keeps: its author, author time and subject."""
+    return entry.curator, entry.date, entry.subject
 
 
 def _trailer_values(text: bytes, by_lower: dict[str, str]) -> dict[str, str]:

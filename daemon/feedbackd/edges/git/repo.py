@@ -27,6 +27,8 @@ from pathlib import Path
 from types import TracebackType
 
 from feedbackd.core.commitmsg import EVENT_KEY, LogEntry, log_entry, parse_trailers
+from feedbackd.core.curation.reverts import GREP as REVERT_GREP
+from feedbackd.core.curation.reverts import RevertCommit, revert_commit
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person
 from feedbackd.core.timeutil import parse_iso
@@ -425,6 +427,21 @@ def history_of(repo: GitRepo) -> History:
     return History(repo._git, repo._objects)
 
 
+def log_and_reverts(repo: GitRepo) -> list[LogEntry | RevertCommit]:
+    """The learning history (as `GitRepo.log`) and the `git revert` commits among it, newest
+    first, from one walk that git filters to those two kinds."""
+    if repo.head() is None:
+        return []
+    greps = [f"--grep=^{EVENT_KEY}:", f"--grep={REVERT_GREP}"]
+    args = ["log", "-E", "-i", *greps, f"--format={_LOG_FORMAT}", "HEAD"]
+    found: list[LogEntry | RevertCommit] = []
+    for fields in _log_records(repo._git.run(args)):
+        step = log_entry(*fields) or revert_commit(*fields)
+        if step is not None:
+            found.append(step)
+    return found
+
+
 def _last_adds(git: GitRunner, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
     """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
     args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
@@ -458,12 +475,18 @@ def _batch_blobs(git: GitRunner, revisions: dict[str, str]) -> dict[str, bytes]:
 
 def _log_entries(out: bytes) -> Iterator[tuple[LogEntry, str]]:
     """The learning-history commits of `git log --format=_LOG_FORMAT`, each with its message."""
+    for commit, date, author, message in _log_records(out):
+        entry = log_entry(commit, date, author, message)
+        if entry is not None:
+            yield entry, message
+
+
+def _log_records(out: bytes) -> Iterator[tuple[str, str, str, str]]:
+    """(commit, date, author, message) of each commit of `git log --format=_LOG_FORMAT`."""
     parts = out.decode("utf-8", errors="replace").split("\0")
     for index in range(0, len(parts) - 3, 4):
         commit, date, author, message = parts[index : index + 4]
-        entry = log_entry(commit.strip(), date, author, message)
-        if entry is not None:
-            yield entry, message
+        yield commit.strip(), date, author, message
 
 
 def _executable() -> str:

@@ -72,28 +72,30 @@ def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
 
 
 def _refuse_if_decided(runtime: Runtime, agent: AgentPaths, item_id: str) -> None:
+    """One plain sentence, read alike on a terminal and in the panel: what happened, when, and
+    the move that undoes it, with paths relative to the workspace."""
     for folder in DECISION_FOLDERS:
         for suffix in ITEM_SUFFIXES:
             decided = agent.folder(folder) / (item_id + suffix)
             if decided.is_file():
                 when = _decided_at(agent, item_id)
                 where = runtime.workspace.relative(decided)
+                queue = runtime.workspace.relative(agent.queue)
                 raise AlreadyDecided(
-                    f"{item_id} is already in {agent.agent_id}/{folder}/{when}",
-                    hint=f"to decide it again, move {where} back to "
-                    f"{runtime.workspace.relative(agent.queue)}/",
+                    f"{item_id} was already {folder}{when}; to decide it again, move {where}"
+                    f" back to {queue}/"
                 )
 
 
 def _decided_at(agent: AgentPaths, item_id: str) -> str:
-    """` (decided at 2026-12-03 07:40 UTC)` from the ledger, or nothing when it does not say."""
+    """` on 2026-12-03 at 07:40 UTC` from the ledger, or nothing when it does not say."""
     try:
         record = latest_states(read_ledger(agent.decisions)).get(item_id)
     except OSError:
         return ""
     if record is None or record.state == "queued":
         return ""
-    return f" (decided at {record.at[:16].replace('T', ' ')} UTC)"
+    return f" on {record.at[:10]} at {record.at[11:16]} UTC"
 
 
 def move_target(runtime: Runtime, source: Path, folder: Path) -> Path:
@@ -154,8 +156,19 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
     """Write the note into a queued draft and reject it."""
+    check_notes(notes)
     with write_lock(runtime, index_first=True):
         return _reject(runtime, agent_id, item_id, notes)
+
+
+def check_notes(notes: str) -> None:
+    """A rejection says why: an empty or blank note is refused before anything is moved, from
+    every face alike (the panel and the API refuse it too)."""
+    if not notes.strip():
+        raise InvalidFeedback(
+            "notes are required: say why the draft is rejected",
+            hint='the note is what the agent learns to avoid, e.g. --notes "too long for the slot"',
+        )
 
 
 def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:

@@ -15,6 +15,7 @@ from feedbackd.core.commitmsg import LogEntry, follow_renames, former_names
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.items import diff_content, flatten_strings, parse_item
 from feedbackd.core.curation.prompts import examples, render_snippet
+from feedbackd.core.curation.reverts import with_reverts
 from feedbackd.core.errors import (
     FeedbackdError,
     GitError,
@@ -22,14 +23,14 @@ from feedbackd.core.errors import (
     UsageError,
     WorkspaceError,
 )
-from feedbackd.core.ids import validate_id
+from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.ratings.reputation import feedback_list_report, score
 from feedbackd.core.ratings.soul import Skill, Soul
 from feedbackd.core.timeutil import EPOCH, iso_ms, parse_duration, parse_iso, parse_moment_by
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, is_inside
-from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.draftmemory import kept_in_git
@@ -40,8 +41,10 @@ from feedbackd.loop.workspace.agentfiles import (
     existing_agent,
     read_feedback,
     read_item,
+    read_lessons,
     read_price_ledger,
     read_soul,
+    unknown_agent,
 )
 from feedbackd.loop.workspace.decisionwarnings import decision_warnings
 from feedbackd.loop.workspace.itemfiles import listed_item_problem, refuse_outside_agent
@@ -51,7 +54,7 @@ from feedbackd.loop.workspace.runtime import Runtime
 Progress = Callable[[int, int], None]
 LOG_KEYS = (
     "commit", "date", "event", "agent", "item", "skill",
-    "curator", "fields", "price_old", "price_new",
+    "curator", "fields", "price_old", "price_new", "reverted", "reverts",
 )  # fmt: skip
 
 
@@ -87,6 +90,8 @@ def _prompt_at(runtime: Runtime, agent_id: str, at: str) -> str:
         text = repo.file_at(commit, runtime.workspace.relative(agent.prompt))
         if text is None:  # maybe the folder had another name then
             text = file_of_former_names(runtime, repo, agent_id, commit, lambda a: a.prompt)
+        if text is None and not _in_history(repo, agent_id):
+            existing_agent(runtime, agent_id)  # a typo is told as one, not as an empty past
     if text is None:
         raise NotFound(
             f"{agent_id} had no prompt snippet at {at} (commit {commit[:12]})",
@@ -139,16 +144,37 @@ def commit_by(repo: GitRepo, at: str) -> str | None:
 
 
 def learning_log(runtime: Runtime, agent_id: str | None, since: str | None) -> list[LogEntry]:
-    """The learning history from git, newest first (`log`)."""
+    """The learning history from git, newest first (`log`): the commits a `git revert` undid
+    marked `reverted`, and the reverts as rows of their own. An agent with neither a folder nor
+    a commit in history is a typo: NotFound, naming the closest agent."""
     if agent_id is not None:
         runtime.workspace.agent(agent_id)  # validates the id
     start = utcnow() - parse_duration(since) if since else None
     with open_repo(runtime) as repo:
-        if repo is None:
-            return []
-        if agent_id is None:
-            return repo.log(since=start)
-        return follow_renames(repo.log(since=start), agent_id)
+        # Whether a commit stands reverted takes every revert, whatever `since` keeps.
+        everything = with_reverts(log_and_reverts(repo)) if repo is not None else []
+    entries = everything
+    if start is not None:
+        entries = [entry for entry in everything if _at_or_after(entry.date, start)]
+    if agent_id is None:
+        return entries
+    own = follow_renames(entries, agent_id)
+    if not own and not follow_renames(everything, agent_id):
+        existing_agent(runtime, agent_id)  # a removed agent's history is still its own
+    return own
+
+
+def _in_history(repo: GitRepo | None, agent_id: str) -> bool:
+    """Whether any commit names the agent (or a name its folder had): a removed agent's
+    history is still its own, and no typo."""
+    return repo is not None and bool(follow_renames(repo.log(), agent_id))
+
+
+def _at_or_after(date: str, start: datetime) -> bool:
+    try:
+        return parse_iso(date) >= start
+    except ValueError:
+        return False
 
 
 def log_json(entry: LogEntry) -> dict[str, object]:
@@ -174,7 +200,10 @@ def feedback_list(
     else:
         providers = _providers_of(runtime, skill)
     found = [r for p in providers for r in store.ratings(p, skill, start)]
-    return feedback_list_report(skill, agent, since, found, runtime.settings.reputation, now, limit)
+    report = feedback_list_report(
+        skill, agent, since, found, runtime.settings.reputation, now, limit
+    )
+    return {**report, **(unknown_agent(runtime, agent) if agent else {})}
 
 
 def since_start(since: str | None, now: datetime) -> datetime | None:
@@ -205,11 +234,12 @@ def reputation(
     runtime: Runtime, agent: str, skill: str | None, progress: Progress | None = None
 ) -> dict[str, Any]:
     """`reputation --json`: the provider's score, overall and per skill."""
-    refuse_outside_agent(runtime, agent)
+    unknown = unknown_agent(runtime, agent)
     if skill is not None:
         validate_id(skill, "skill id")
     store = RatingStore(runtime.workspace, progress=progress)
-    return store.reputation_report(agent, runtime.settings.reputation, utcnow(), skill)
+    report = store.reputation_report(agent, runtime.settings.reputation, utcnow(), skill)
+    return {**report, **unknown}
 
 
 def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, Any]:
@@ -390,3 +420,30 @@ def _price_history(agent: AgentPaths, skill_id: str) -> list[dict[str, Any]]:
     if skill is not None:
         points.append({"time": iso_ms(utcnow()), "price": skill.price})
     return points
+
+
+def skill_lessons(runtime: Runtime, agent_id: str) -> list[dict[str, str]]:
+    """Each `prompt/skills/{skill}.md` of the agent as the agent reads it: the skills of SOUL.md
+    first, in its order, then any other (a skill taken out of SOUL.md keeps its file)."""
+    agent = existing_agent(runtime, agent_id)
+    folder = agent.prompt.parent / "skills"
+    if not folder.is_dir() or not is_inside(runtime.workspace, folder):
+        return []
+    found = [
+        path.stem
+        for path in folder.glob("*.md")
+        if is_valid_id(path.stem) and path.is_file() and is_inside(runtime.workspace, path)
+    ]
+    soul = _soul_of(agent)
+    order = [skill.skill_id for skill in soul.skills] if soul else []
+    ranked = sorted(
+        found, key=lambda skill: (order.index(skill) if skill in order else len(order), skill)
+    )
+    return [
+        {
+            "skill_id": skill,
+            "file": f"prompt/skills/{skill}.md",
+            "text": read_lessons(agent, skill) or "",
+        }
+        for skill in ranked
+    ]

@@ -31,6 +31,7 @@ from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.forgetting import find_entry, forgotten_line
 from feedbackd.core.errors import InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
+from feedbackd.core.wording import counted, noun
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import atomic_write_text, file_state
@@ -161,9 +162,10 @@ class AgentPass:
         self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]
         if scan.left_waiting:
+            waiting = counted(scan.left_waiting, "other decision")
             log.info(
-                "%s: %d other decision(s) wait; the daemon records them (or `feedbackd run"
-                " --once` where no daemon runs)", self.agent.agent_id, scan.left_waiting,
+                "%s: %s %s; the daemon records them (or `feedbackd run --once` where no daemon"
+                " runs)", self.agent.agent_id, waiting, noun(scan.left_waiting, "waits", "wait"),
             )  # fmt: skip
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))
@@ -202,7 +204,9 @@ class AgentPass:
         snippet, settings = current_snippet(self.agent), self.runtime.settings
         forgetting = (text, author)
         self.apply(
-            agentplan.plan_forget(self.agent, entry, feedback, snippet, settings, forgetting)
+            agentplan.plan_forget(
+                self.agent, entry, feedback, snippet, settings, forgetting, reason
+            )
         )
         return self.report
 
@@ -220,7 +224,9 @@ class AgentPass:
         lines = "".join(forgotten_line(entry, now, reason, who) + "\n" for entry in feedback)
         text = (listed if listed.endswith("\n") or not listed else listed + "\n") + lines
         snippet, settings = current_snippet(self.agent), self.runtime.settings
-        step = agentplan.plan_forget_all(self.agent, feedback, snippet, settings, (text, author))
+        step = agentplan.plan_forget_all(
+            self.agent, feedback, snippet, settings, (text, author), reason
+        )
         self.apply(step)
         return self.report
 

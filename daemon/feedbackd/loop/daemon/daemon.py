@@ -20,7 +20,6 @@ import os
 import signal
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,7 +36,8 @@ from feedbackd.loop.commits.ledgers import CommittedLedgers
 from feedbackd.loop.commits.locking import clean_leftovers, clear_stale_git_locks, write_lock
 from feedbackd.loop.curation.webhouse import queue_file, with_queue_agents
 from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
-from feedbackd.loop.daemon.statusfile import LastEvent, PassTimes, Progress, write_status
+from feedbackd.loop.daemon.recorded import Recorded
+from feedbackd.loop.daemon.statusfile import PassTimes, Progress, write_status
 from feedbackd.loop.daemon.syncthread import SyncThread
 from feedbackd.loop.daemon.timers import CatchUp, FullPassClock, Heartbeat
 from feedbackd.loop.daemon.wakeup import Wakeup, signals_handled
@@ -130,9 +130,9 @@ class Daemon:
         self.watching = WatcherKeeper(self.wakeup)
         self.dirty = Dirty(everything=True)
         self.started_at = utcnow()
-        self.counts: Counter[str] = Counter()
+        self.starting = True  # until the start-up pass is over (READY=1)
+        self.recorded = Recorded()  # what the workspace recorded since the start, by anyone
         self.pass_times = PassTimes()
-        self.last_event: LastEvent | None = None
         self.in_hand: Progress | None = None  # the decisions of the agent pass running now
         self.status_written_at = 0.0
         self.book = AgentBook()
@@ -172,11 +172,15 @@ class Daemon:
     def _start_up(self) -> None:
         log.info("feedbackd %d started in %s", os.getpid(), self.runtime.workspace.root)
         self.catch_up = CatchUp(self.notifier)
+        self.recorded.start(self.runtime)
+        self._write_status()  # `status` says "starting" from now on, not the last daemon's state
         self._clean_up_after_a_crash()
         self._pass()
         while self.dirty and not self.stop.is_set():
             self._pass()  # what the first pass left to a command that went first
         self.catch_up = None  # only the start-up pass keeps systemd waiting
+        self.starting = False
+        self._write_status()
         if not self.stop.is_set():
             self.notifier.ready()  # after the start-up pass: everything pending is recorded
             log.info("ready; watching %s", self.runtime.workspace.data)
@@ -391,11 +395,9 @@ class Daemon:
         self.book.passed(key, report)
 
     def _count(self, report: Report) -> None:
-        for event in report.events:
-            self.counts[event.event] += 1
-            self.last_event = LastEvent(utcnow(), event.event, event.agent, event.summary)
-            if event.commit is not None:
-                self.syncer.after_commit()  # push soon (when git.remote is set)
+        self.recorded.add_own(report.events, utcnow())
+        if any(event.commit is not None for event in report.events):
+            self.syncer.after_commit()  # push soon (when git.remote is set)
 
     # --- remote sync --------------------------------------------------------------------------
     def _look_after_sync(self) -> None:
@@ -415,21 +417,23 @@ class Daemon:
         return lines + ([sync_problem] if sync_problem else [])
 
     def _announce(self) -> None:
-        last = self.last_event
+        last = self.recorded.last
         text = f"last: {last.event}({last.agent}) {last.summary}" if last else "idle"
-        recorded = sum(self.counts.values())
+        recorded = sum(self.recorded.counts.values())
         self.notifier.status(f"{recorded} recorded; {self.book.pending()} pending; {text}")
 
     def _write_status(self) -> None:
         self.status_written_at = time.monotonic()
         to_do = self.in_hand.total - self.in_hand.done if self.in_hand is not None else 0
+        self.recorded.catch_up(self.runtime)
         try:
             write_status(
                 self.runtime.workspace.state_dir,
                 pid=os.getpid(),
                 started_at=self.started_at,
-                last_event=self.last_event,
-                counts=dict(self.counts),
+                starting=self.starting,
+                last_event=self.recorded.last,
+                counts=dict(self.recorded.counts),
                 pending=self.book.pending() + to_do,
                 problems=self._problems(),
                 passes=self.pass_times,

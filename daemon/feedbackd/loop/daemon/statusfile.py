@@ -17,6 +17,7 @@ from typing import Any
 
 from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import iso_ms, parse_iso
+from feedbackd.core.wording import noun
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import atomic_write_json, write_in_reserved_room
 from feedbackd.edges.instance import daemon_running, holder_pid
@@ -59,7 +60,8 @@ class Progress:
         return {"agent": self.agent, "done": self.done, "total": self.total}
 
     def line(self) -> str:
-        return f"working: {self.agent}, {self.done:,} of {self.total:,} decisions"
+        decisions = noun(self.total, "decision")
+        return f"working: {self.agent}, {self.done:,} of {self.total:,} {decisions}"
 
 
 @dataclass
@@ -109,6 +111,7 @@ def write_status(
     *,
     pid: int,
     started_at: datetime,
+    starting: bool = False,
     last_event: LastEvent | None = None,
     counts: Mapping[str, int] | None = None,
     pending: int = 0,
@@ -122,6 +125,7 @@ def write_status(
         json_bytes({
             "pid": pid,
             "started_at": iso_ms(started_at),
+            "starting": starting,
             "last_event": last_event.to_json() if last_event is not None else None,
             "counts": dict(sorted((counts or {}).items())),
             "pending": pending,
@@ -195,10 +199,13 @@ def read_status(state_dir: Path) -> dict[str, Any] | None:
 
 
 def describe(state_dir: Path, *, now: datetime | None = None) -> dict[str, Any]:
-    """The `status --json` object: running, pid, uptime_s, last_event, counts, pending, problems.
+    """The `status --json` object: running, starting, pid, uptime_s, last_event, counts,
+    pending, problems.
 
     When no daemon runs, the last recorded event, counts and problems are still shown (what it
-    did before it stopped), but pid and uptime are null.
+    did before it stopped), but pid and uptime are null. `starting` is true while a running
+    daemon is in its start-up pass, and until it has written its status file (its uptime is
+    null until then).
     """
     running = daemon_running(state_dir)
     pid = holder_pid(state_dir) if running else None
@@ -215,6 +222,7 @@ def describe(state_dir: Path, *, now: datetime | None = None) -> dict[str, Any]:
     same_daemon = pid is not None and recorded.get("pid") == pid
     return {
         "running": running,
+        "starting": running and (not same_daemon or recorded.get("starting") is True),
         "pid": pid,
         "uptime_s": _uptime(recorded.get("started_at"), now or utcnow()) if same_daemon else None,
         "last_event": _last_event(recorded.get("last_event")),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from feedbackd.core.wording import noun
 from feedbackd.edges.notify import Notifier
 
 # A full pass this often, whatever the watcher says: a safety net for events the kernel dropped.
@@ -72,4 +73,4 @@ class CatchUp:
             return
         self.next_report = now + self.REPORT_S
         self.notifier.extend_timeout(self.EXTEND_S)
-        self.notifier.status(f"catching up: {done:,} of {total:,} agents")
+        self.notifier.status(f"catching up: {done:,} of {total:,} {noun(total, 'agent')}")

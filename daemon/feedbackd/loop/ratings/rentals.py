@@ -8,6 +8,7 @@ next full pass (`commit_interrupted`), so nothing is lost and nothing is stored 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
@@ -24,6 +25,7 @@ from feedbackd.core.ratings.ratings import (
     stored_fields,
 )
 from feedbackd.core.timeutil import parse_duration
+from feedbackd.core.wording import counted
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
@@ -133,6 +135,17 @@ def _summary(rating: Rating) -> str:
     )
 
 
+# The buyer in a rating commit's summary (_summary): a requester_agent is an id, with no space.
+_BUYER = re.compile(r"[0-9]+/5 \S+ from (\S+) \(")
+
+
+def buyer_named(summary: str) -> str | None:
+    """Who rated, read back from a rating commit's summary (the learning history shows it);
+    None when the summary is not one _summary wrote."""
+    found = _BUYER.match(summary)
+    return found.group(1) if found else None
+
+
 def _body(rating: Rating) -> list[str]:
     lines = [f"- would reuse: {'yes' if rating.would_reuse else 'no'}"]
     if rating.quality_details:
@@ -201,7 +214,8 @@ def _ingest(
     store = RatingStore(runtime.workspace)
     fresh = [r for r in ratings if not store.has_transaction(r.transaction_id)]
     if len(fresh) < len(ratings):
-        log.info("%s: %d rating(s) already stored", path.name, len(ratings) - len(fresh))
+        stored = counted(len(ratings) - len(fresh), "rating")
+        log.info("%s: %s already stored", path.name, stored)
     for number, rating in enumerate(fresh, start=1):
         last = number == len(fresh)
         try:

@@ -71,11 +71,27 @@ def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     if agent.root.is_dir():
         return agent
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
+    close = closest_agent(runtime, agent_id)
+    new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
+    hint = f"did you mean {close}? ({new})" if close else f"`ls {where}` lists them; {new}"
+    raise NotFound(f"no agent {agent_id} in {where}/", hint=hint)
+
+
+def closest_agent(runtime: Runtime, agent_id: str) -> str | None:
+    """The agent folder whose name is closest to a mistyped `agent_id`; None when none is."""
     known = agent_ids(runtime.workspace)
     close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
-    new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
-    hint = f"did you mean {close[0]}? ({new})" if close else f"`ls {where}` lists them; {new}"
-    raise NotFound(f"no agent {agent_id} in {where}/", hint=hint)
+    return close[0] if close else None
+
+
+def unknown_agent(runtime: Runtime, agent_id: str) -> dict[str, Any]:
+    """What a report on an agent without a folder adds, where AgentBnB's answer for a provider
+    never seen must stay (its cold-start score): `known` false and the `closest` agent, so
+    that a script tells a typo from a provider not rated yet. Nothing for an agent that has
+    a folder: its report keeps exactly the keys SPEC lists."""
+    if refuse_outside_agent(runtime, agent_id).root.is_dir():
+        return {}
+    return {"known": False, "closest": closest_agent(runtime, agent_id)}
 
 
 def read_feedback(path: Path) -> list[FeedbackEntry]:

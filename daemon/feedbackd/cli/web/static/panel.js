@@ -63,6 +63,27 @@ document.addEventListener("click", (event) => {
   decide(draft, "reject", { notes: note.value });
 });
 
+// A draft's field as tall as its text, in whole lines, where the browser does not size fields
+// to their content itself (panel.css: field-sizing); its max-height still caps it at ten lines.
+function fitField(box) {
+  const style = getComputedStyle(box);
+  const border = parseFloat(style.borderTopWidth) + parseFloat(style.borderBottomWidth);
+  box.style.height = "0"; // then scrollHeight is the text's height, not the rows' it had
+  box.style.height = `${box.scrollHeight + border}px`;
+}
+
+function fitFields() {
+  document.querySelectorAll("table.fields textarea").forEach(fitField);
+}
+
+if (!CSS.supports("field-sizing", "content")) {
+  document.addEventListener("DOMContentLoaded", fitFields);
+  window.addEventListener("resize", fitFields);
+  document.addEventListener("input", (event) => {
+    if (event.target.matches("table.fields textarea")) fitField(event.target);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const field = curatorField();
   if (!field) return;

@@ -1,0 +1,20 @@
+"""Counts as a person says them: "1 rating", "2 ratings", "1 entry", "3 entries".
+
+A plural made by hand (`f"{n} ratings"`) reads wrong exactly when there is one; every message
+that counts goes through here instead.
+"""
+
+from __future__ import annotations
+
+
+def noun(count: int, singular: str, plural: str | None = None) -> str:
+    """The noun for `count` things: `plural` (default: `singular` + "s") unless there is one."""
+    if count == 1:
+        return singular
+    return plural if plural is not None else singular + "s"
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """`count` and its noun: counted(1, "rating") is "1 rating", counted(2, "rating") "2
+    ratings"; give the plural when it is not made with -s (counted(n, "entry", "entries"))."""
+    return f"{count} {noun(count, singular, plural)}"
