@@ -12,9 +12,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 DEMO := .demo
-# pytest workers: the tests wait on daemons and git more than they compute, and two share this
-# project's 2-core machines with their other users.
-WORKERS ?= 2
+# pytest workers: the tests wait on daemons, git and settle times more than they compute (two
+# workers kept these 2-core machines 40 % idle), and a fourth starves the timed ones.
+WORKERS ?= 3
 # The tests start Python hundreds of times: without its bytecode cache each one compiles
 # feedbackd anew (a command starts in 0.45 s, not 0.3 s) and each pytest worker rewrites every
 # test module again (6 s). The caches go to __pycache__/, which git ignores.
