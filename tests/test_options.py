@@ -32,6 +32,8 @@ def site(tmp_path: Path) -> Site:
         ["prompt", "w", "-w", "{root}"],
         ["status", "-w", "{root}"],
         ["feedback", "list", "--skill", "s", "-w", "{root}"],
+        ["feedback", "-w", "{root}", "list", "--skill", "s"],
+        ["feedback", "--workspace={root}", "list", "--skill", "s", "--json"],
         ["stats", "w", "-w", "{root}"],
     ],
     ids=lambda args: " ".join(args),
@@ -67,6 +69,34 @@ def test_the_workspace_after_the_command_is_the_one_used(site: Site, tmp_path: P
     done = run_cli(["-w", str(other.root), "recent", "w", "-w", str(site.root), "--json"])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["total"] == 2
+
+
+def test_the_workspace_after_the_group_counts_over_the_one_before(
+    site: Site, tmp_path: Path
+) -> None:
+    """`feedback -w DIR list`: the group's option counts over the global one, and one after
+    the command counts over both."""
+    other = Site(tmp_path / "other")
+    submitted = site.cli("feedback", "submit", "--as", "b", "--json", json.dumps(RATING))
+    assert submitted.returncode == 0, submitted.stderr
+    listing = ["list", "--skill", "s", "--json"]
+    group = run_cli(["-w", str(other.root), "feedback", "-w", str(site.root), *listing])
+    assert group.returncode == 0, group.stderr
+    assert json.loads(group.stdout)["count"] == 1
+    last = run_cli(["feedback", "-w", str(site.root), *listing, "-w", str(other.root)])
+    assert last.returncode == 0, last.stderr
+    assert json.loads(last.stdout)["count"] == 0
+
+
+RATING = {
+    "transaction_id": "5a0c7e3b-9d14-4f2a-8b6e-2c1d0f9e8a77",
+    "provider_agent": "w",
+    "skill_id": "s",
+    "rating": 4,
+    "result_quality": "good",
+    "would_reuse": True,
+    "cost_value_ratio": "fair",
+}
 
 
 def test_the_help_of_a_command_names_the_workspace_option(site: Site) -> None:

@@ -82,6 +82,13 @@ def command(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def group_options(workspace: WorkspaceOption = None) -> None:
+    """The callback of a command group (`feedback`): -w after the group's name counts over one
+    given before it, and one after the command over both, as everywhere else."""
+    if workspace is not None:
+        GLOBALS.workspace = workspace
+
+
 def _with_workspace_option(func: Callable[..., Any]) -> inspect.Signature:
     """func's parameters and -w/--workspace: the signature typer reads options from."""
     signature = inspect.signature(func, eval_str=True)

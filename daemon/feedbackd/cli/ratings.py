@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
+from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, group_options
 from feedbackd.cli.output import (
     FLEX,
     NAME,
@@ -29,7 +29,10 @@ from feedbackd.loop.workspace.runtime import Runtime
 
 TABLE_ROWS = 20
 feedback_app = typer.Typer(
-    help="Ratings of rented skills.", no_args_is_help=True, rich_markup_mode=None
+    help="Ratings of rented skills.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    callback=group_options,
 )
 
 
