@@ -253,7 +253,10 @@ def test_an_agent_without_a_folder_is_not_found_with_the_closest_name(
     done = site.cli(*command)
     assert done.returncode == 1, done.stdout
     assert done.stderr.startswith("error: not_found: no agent content-writr"), done.stderr
-    assert "did you mean content-writer? (a new agent starts with its folder" in done.stderr
+    assert done.stderr == (
+        "error: not_found: no agent content-writr in _data/agents/: did you mean content-writer?"
+        " (a new agent starts with its folder: mkdir _data/agents/content-writr)\n"
+    )
     assert not (site.data / "agents" / "content-writr").exists()
     assert site.git("rev-parse", "HEAD") == head  # nothing committed
 

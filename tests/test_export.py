@@ -478,7 +478,7 @@ def test_an_unknown_agent_is_not_found_with_the_agents_there_are(curated: Site) 
     done = curated.cli("export", "ww", "--format", "dspy")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
-        "error: not_found: no agent ww in _data/agents/ (did you mean w? the agents are: w)\n"
+        "error: not_found: no agent ww in _data/agents/: did you mean w? (the agents are: w)\n"
     )
     assert curated.cli("export", "../w", "--format", "dspy").returncode == 1
 

@@ -62,6 +62,35 @@ def test_a_mistyped_agent_is_not_found_with_the_closest_name(
     assert done.stdout == ""
 
 
+def deepest_bracket(text: str) -> int:
+    depth = deepest = 0
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        deepest = max(deepest, depth)
+    return deepest
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["memory", "content-writr"],
+        ["memory", "zzz"],
+        ["recent", "content-writr", "--json"],
+        ["why", "content-writr"],
+        ["stats", "content-writr"],
+        ["export", "content-writr", "--format", "dspy"],
+    ],
+)
+def test_a_not_found_agent_reads_as_plain_sentences(site: Site, command: list[str]) -> None:
+    """What to do next is said once, without brackets inside brackets."""
+    done = site.cli(*command)
+    assert done.returncode == 1
+    said = json.loads(done.stderr)["message"] if "--json" in command else done.stderr
+    assert deepest_bracket(said) <= 1, said
+    if command[1] == "content-writr":
+        assert "_data/agents/: did you mean content-writer? (" in said, said
+
+
 def test_the_log_of_an_agent_whose_folder_is_gone_is_still_its_history(site: Site) -> None:
     """A removed agent is no typo: its history is there to read."""
     site.git("rm", "-rq", "_data/agents/content-writer")

@@ -95,10 +95,8 @@ def _refuse_unknown(runtime: Runtime, repo: GitRepo, agent_id: str) -> None:
     close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
     listed = ", ".join(known[:_SHOWN_AGENTS]) + (", …" if len(known) > _SHOWN_AGENTS else "")
     hint = f"the agents are: {listed}" if known else f"no agent has a folder in {agents}/ yet"
-    raise NotFound(
-        f"no agent {agent_id} in {agents}/",
-        hint=(f"did you mean {close[0]}? " if close else "") + hint,
-    )
+    guess = f": did you mean {close[0]}?" if close else ""
+    raise NotFound(f"no agent {agent_id} in {agents}/{guess}", hint=hint)
 
 
 @dataclass(frozen=True)

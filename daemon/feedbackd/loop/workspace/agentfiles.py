@@ -73,8 +73,10 @@ def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
     close = closest_agent(runtime, agent_id)
     new = f"a new agent starts with its folder: mkdir {where}/{agent_id}"
-    hint = f"did you mean {close}? ({new})" if close else f"`ls {where}` lists them; {new}"
-    raise NotFound(f"no agent {agent_id} in {where}/", hint=hint)
+    # The guess is part of the sentence and the way on in the one bracket every hint has.
+    if close:
+        raise NotFound(f"no agent {agent_id} in {where}/: did you mean {close}?", hint=new)
+    raise NotFound(f"no agent {agent_id} in {where}/", hint=f"`ls {where}` lists them; {new}")
 
 
 def closest_agent(runtime: Runtime, agent_id: str) -> str | None:
