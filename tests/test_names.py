@@ -154,3 +154,98 @@ def test_the_http_api_says_the_same(site: Site) -> None:
         assert reputation["score"] == 0.5 and reputation["closest"] == "heavylift-chengwen"
         listed = http.get("/api/feedback/claude-code-run?agent=heavylift-chengwn")
         assert listed.status == 200 and listed.json()["closest"] == "heavylift-chengwen"
+
+
+# --- a rating of a provider nobody rated before, whose name is close to one there is -----------
+TYPO_WARNING = (
+    "heavylift-chengwn is a provider nobody rated before: did you mean heavylift-chengwen?"
+)
+
+
+def submitted(site: Site, provider: str) -> tuple[dict[str, Any], str]:
+    rating = {**RATING, "provider_agent": provider, "transaction_id": str(uuid.uuid4())}
+    done = site.cli("feedback", "submit", "--as", "genesis-bot", "--json", json.dumps(rating))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done.stderr
+
+
+def test_a_rating_of_a_new_provider_close_to_a_known_one_is_recorded_with_a_warning(
+    site: Site,
+) -> None:
+    answer, stderr = submitted(site, "heavylift-chengwn")
+    assert answer["status"] == "recorded" and answer["agent"] == "heavylift-chengwn"
+    assert answer["warnings"] == [TYPO_WARNING]
+    assert f"warning: {TYPO_WARNING}" in stderr
+    assert site.agent("heavylift-chengwn").is_dir()  # a new provider is no error
+    again, stderr = submitted(site, "heavylift-chengwn")  # rated before now: no more a guess
+    assert again["warnings"] == [] and "did you mean" not in stderr
+
+
+def test_a_rating_of_a_known_or_a_far_new_provider_has_no_warning(site: Site) -> None:
+    for provider in ("heavylift-chengwen", "brand-new-provider"):
+        answer, stderr = submitted(site, provider)
+        assert answer["status"] == "recorded" and answer["warnings"] == []
+        assert "did you mean" not in stderr
+
+
+def test_a_rating_file_of_a_provider_close_to_a_known_one_is_recorded_with_a_log_line(
+    site: Site,
+) -> None:
+    rating = {**RATING, "provider_agent": "heavylift-chengwn", "transaction_id": str(uuid.uuid4())}
+    inbox = site.data / "inbox" / "ratings"
+    inbox.mkdir(parents=True, exist_ok=True)
+    (inbox / "one.json").write_text(json.dumps({**rating, "requester_agent": "genesis-bot"}))
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert f"warning: {TYPO_WARNING}" in done.stderr
+    assert not (inbox / "one.json").exists() and site.agent("heavylift-chengwn").is_dir()
+
+
+def test_the_http_api_answers_the_warning_beside_its_keys(site: Site) -> None:
+    rating = {
+        **RATING,
+        "provider_agent": "heavylift-chengwn",
+        "transaction_id": str(uuid.uuid4()),
+        "requester_agent": "genesis-bot",
+    }
+    with serving(site.root) as client:
+        answer = client.post("/api/feedback", rating)
+        assert answer.status == 201, answer.text
+        body: dict[str, Any] = answer.json()
+        assert body["feedback_id"] == rating["transaction_id"] and "received_at" in body
+        assert body["warnings"] == [TYPO_WARNING]
+
+
+# --- a skill that no provider has, close to one there is ----------------------------------------
+def test_the_reputation_of_a_mistyped_skill_names_the_closest(site: Site) -> None:
+    args = ["reputation", "heavylift-chengwen", "--skill", "claude-code-rn"]
+    done = site.cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "heavylift-chengwen: reputation 0.5: no ratings yet" in done.stdout
+    assert (
+        "heavylift-chengwen has no skill claude-code-rn: did you mean claude-code-run?"
+        in done.stdout
+    )
+    report = json.loads(site.cli(*args, "--json").stdout)
+    assert report["feedback_count"] == 0 and report["closest_skill"] == "claude-code-run"
+    far = json.loads(site.cli(*args[:-1], "zzz", "--json").stdout)
+    assert far["closest_skill"] is None
+    assert "its skills are: claude-code-run" in site.cli(*args[:-1], "zzz").stdout
+    known = json.loads(site.cli(*args[:-1], "claude-code-run", "--json").stdout)
+    assert "closest_skill" not in known  # a skill it has: SPEC's keys only
+
+
+def test_feedback_list_of_a_mistyped_skill_names_the_closest_of_all_skills(site: Site) -> None:
+    args = ["feedback", "list", "--skill", "claude-code-rn"]
+    done = site.cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert "no ratings match" in done.stdout
+    assert "no agent has a skill claude-code-rn: did you mean claude-code-run?" in done.stdout
+    report = json.loads(site.cli(*args, "--json").stdout)
+    assert report["count"] == 0 and report["closest_skill"] == "claude-code-run"
+    of_one = json.loads(site.cli(*args, "--agent", "heavylift-chengwen", "--json").stdout)
+    assert of_one["closest_skill"] == "claude-code-run"
+    old = json.loads(
+        site.cli(*args[:-1], "claude-code-run", "--since", "2999-01-01T00:00:00Z", "--json").stdout
+    )
+    assert old["count"] == 0 and "closest_skill" not in old  # a known skill, none that recent

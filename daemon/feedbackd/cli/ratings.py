@@ -23,11 +23,14 @@ from feedbackd.cli.output import (
 )
 from feedbackd.core.ratings.ratings import ALLOWED
 from feedbackd.core.wording import counted
+from feedbackd.edges.files import agent_ids
 from feedbackd.loop.commands import actions, queries
+from feedbackd.loop.commands.skillnames import known_skills
 from feedbackd.loop.workspace.agentfiles import existing_agent, list_memory
 from feedbackd.loop.workspace.runtime import Runtime
 
 TABLE_ROWS = 20
+_SHOWN_SKILLS = 8  # the skills a line lists when none is close to a mistyped one
 feedback_app = typer.Typer(
     help="Ratings of rented skills.",
     no_args_is_help=True,
@@ -73,7 +76,15 @@ def submit(
         print_json({"status": "queued", "file": runtime.workspace.relative(done)})
         return
     event, changes = done
-    print_json({"status": "recorded", **event.as_json(), "changes": [c.as_json() for c in changes]})
+    changed = [c.as_json() for c in changes]
+    print_json(
+        {
+            "status": "recorded",
+            **event.as_json(),
+            "changes": changed,
+            "warnings": list(event.warnings),
+        }
+    )
 
 
 @feedback_app.command("list")
@@ -107,6 +118,7 @@ def _print_list(runtime: Runtime, report: dict[str, Any]) -> None:
     if not total:
         out.print("no ratings match")
         _closest_line(runtime, report)
+        _closest_skill_line(runtime, report, report.get("agent_id"))
         return
     out.print(
         f"{counted(total, 'rating')}{more}, average {report['average_rating']},"
@@ -169,6 +181,23 @@ def _closest_line(runtime: Runtime, report: dict[str, object]) -> None:
     console().print(escape(f"no agent {report['agent_id']} in {where}/: {guess}"))
 
 
+def _closest_skill_line(runtime: Runtime, report: dict[str, Any], provider: str | None) -> None:
+    """For a skill none of the providers asked about has (a report with `closest_skill`), the
+    skill it may be a typo of, or the skills there are: a typo must not pass for no ratings."""
+    if "closest_skill" not in report:
+        return
+    close, skill = report["closest_skill"], report["skill_id"]
+    said = f"{provider} has no skill {skill}" if provider else f"no agent has a skill {skill}"
+    if close:
+        guess = f"did you mean {close}?"
+    else:
+        known = known_skills(runtime, [provider] if provider else agent_ids(runtime.workspace))
+        shown = ", ".join(known[:_SHOWN_SKILLS]) + (", …" if len(known) > _SHOWN_SKILLS else "")
+        whose = "its skills are" if provider else "the skills are"
+        guess = f"{whose}: {shown}" if known else "no skill is in a SOUL.md or rated yet"
+    console().print(escape(f"{said}: {guess}"))
+
+
 @command
 def reputation(
     agent: AgentArg,
@@ -190,6 +219,7 @@ def reputation(
             " value (reputation.cold_start, as AgentBnB)"
         )
         _closest_line(runtime, report)
+        _closest_skill_line(runtime, {**report, "skill_id": skill}, agent)
         return
     out.print(
         f"{agent}: reputation {report['reputation_score']} from"

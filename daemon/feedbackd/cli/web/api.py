@@ -173,7 +173,8 @@ def _agentbnb_routes(site: Site) -> list[Route]:
         except InvalidFeedback as error:
             return JSONResponse({"error": "Validation failed", "issues": [error.message]}, 400)
         received = {"feedback_id": data.get("transaction_id"), "received_at": iso_ms(utcnow())}
-        return JSONResponse({**received, "commit": event.commit}, status_code=201)
+        answer = {**received, "commit": event.commit, "warnings": list(event.warnings)}
+        return JSONResponse(answer, status_code=201)
 
     async def ratings(request: Request) -> Response:
         skill = request.path_params["skill"]

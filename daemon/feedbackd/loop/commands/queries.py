@@ -32,6 +32,7 @@ from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, is_inside
 from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
+from feedbackd.loop.commands.skillnames import unknown_skill
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.draftmemory import kept_in_git
 from feedbackd.loop.daemon.statusfile import describe
@@ -203,7 +204,10 @@ def feedback_list(
     report = feedback_list_report(
         skill, agent, since, found, runtime.settings.reputation, now, limit
     )
-    return {**report, **(unknown_agent(runtime, agent) if agent else {})}
+    unknown = unknown_agent(runtime, agent) if agent else {}
+    if not report["count"] and not unknown:  # a typo of the skill is no typo of the agent
+        unknown = unknown_skill(runtime, skill, [agent] if agent else agent_ids(runtime.workspace))
+    return {**report, **unknown}
 
 
 def since_start(since: str | None, now: datetime) -> datetime | None:
@@ -239,6 +243,8 @@ def reputation(
         validate_id(skill, "skill id")
     store = RatingStore(runtime.workspace, progress=progress)
     report = store.reputation_report(agent, runtime.settings.reputation, utcnow(), skill)
+    if skill is not None and not report["feedback_count"] and not unknown:
+        unknown = unknown_skill(runtime, skill, [agent])
     return {**report, **unknown}
 
 

@@ -32,6 +32,9 @@ class Event:
     item: str | None = None
     commit: str | None = None
     skill: str | None = None
+    # What the change asks a person to check (a rating of a provider whose name looks like a
+    # typo); logged when it happens, answered by the command or route that asked for it.
+    warnings: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, str | None]:
         return {

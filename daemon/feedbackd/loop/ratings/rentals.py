@@ -11,6 +11,7 @@ import logging
 import re
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -34,7 +35,7 @@ from feedbackd.loop.commits.ledgers import appended_since_head, commit_uncommitt
 from feedbackd.loop.commits.recording import CommitRequest, Event, commit_change
 from feedbackd.loop.ratings.optimize import rules_hook
 from feedbackd.loop.workspace import problems
-from feedbackd.loop.workspace.agentfiles import write_rental_memories
+from feedbackd.loop.workspace.agentfiles import new_provider_warning, write_rental_memories
 from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
@@ -103,6 +104,7 @@ def record_rating(
     earlier = store.ratings(
         rating.provider_agent, since=now - window, requester=rating.requester_agent
     )
+    warning = new_provider_warning(runtime, rating.provider_agent)  # before its folder exists
     with repo.holding_on_top() if repo is not None else nullcontext():
         # From here to the commit nothing of the user's git runs: a reset in between would
         # undo the stored line after the inbox file that held the rating is gone.
@@ -112,7 +114,11 @@ def record_rating(
             path.unlink(missing_ok=True)
         change = _rating_request(rating, [stored, *memory, *also])
         event = commit_change(runtime, repo, change)
-    return event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
+    event = event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
+    if warning is None:
+        return event
+    log.warning("%s", warning)
+    return replace(event, warnings=(warning,))
 
 
 def _rating_request(rating: Rating, paths: Sequence[Path]) -> CommitRequest:

@@ -86,6 +86,15 @@ def closest_agent(runtime: Runtime, agent_id: str) -> str | None:
     return close[0] if close else None
 
 
+def new_provider_warning(runtime: Runtime, provider: str) -> str | None:
+    """What a rating of a provider without a folder says when a known agent's name is close:
+    rating a new provider is no error, but a typo would silently start a second agent."""
+    if refuse_outside_agent(runtime, provider).root.is_dir():
+        return None
+    close = closest_agent(runtime, provider)
+    return f"{provider} is a provider nobody rated before: did you mean {close}?" if close else None
+
+
 def unknown_agent(runtime: Runtime, agent_id: str) -> dict[str, Any]:
     """What a report on an agent without a folder adds, where AgentBnB's answer for a provider
     never seen must stay (its cold-start score): `known` false and the `closest` agent, so
