@@ -2,7 +2,7 @@
 #   make run    create .venv, install feedbackd (not the dev tools), build a demo workspace in
 #               .demo/ and run the daemon there
 #   make test   create .venv, install dev dependencies, run ruff, the import layers, mypy and
-#               every test on two workers, measuring line coverage (it fails under 90 %)
+#               every test on three workers, measuring line coverage (it fails under 90 %)
 # And one for while you work:
 #   make check  ruff, the import layers, mypy and every test outside the slow ring (the tests
 #               that start the daemon or a server, or a hundred processes), without coverage

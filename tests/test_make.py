@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tomllib
@@ -72,3 +73,19 @@ def test_make_check_leaves_out_the_slow_ring_and_coverage(tmp_path: Path) -> Non
     assert not any(Path(command.split()[0]).name == "coverage" for command in commands)
     for step in ("ruff check", "ruff format --check", "lint-imports", "mypy"):
         assert any(step in command for command in commands), step
+
+
+def test_the_workers_the_docs_name_are_the_makefiles() -> None:
+    """`WORKERS ?= N` is the one number; the Makefile's header, the README and the
+    architecture notes say it in words."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    (count,) = re.findall(r"(?m)^WORKERS \?= (\d+)$", makefile)
+    word = {"2": "two", "3": "three", "4": "four"}[count]
+    header = makefile.split("\nPYTHON ?=")[0]
+    for name, text in [
+        ("Makefile", header),
+        ("README.md", (ROOT / "README.md").read_text(encoding="utf-8")),
+        ("docs/architecture.md", (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")),
+    ]:
+        said = set(re.findall(r"on (\w+)\s+workers", text))
+        assert said == {word}, f"{name} says the tests run on {said}, WORKERS is {count}"
