@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.core.commitmsg import EVENTS
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -43,6 +45,16 @@ def test_every_relative_link_resolves(page: Path) -> None:
 
 def test_the_readme_stays_a_short_guide() -> None:
     assert len((ROOT / "README.md").read_bytes()) <= README_MAX_BYTES
+
+
+def test_the_readme_names_every_event_log_prints() -> None:
+    """The commands section lists the events of `log`: feedbackd's own, and the reverts of
+    them that `log` shows beside them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The learning history", 1)[1].split("\n#", 1)[0]
+    listed = re.search(r"\(((?:`[a-z]+`,\s*)+`[a-z]+`)\)", section)
+    assert listed is not None
+    assert set(re.findall(r"`([a-z]+)`", listed[1])) == {*EVENTS, "revert"}
 
 
 def test_the_check_sees_a_broken_link(tmp_path: Path) -> None:
