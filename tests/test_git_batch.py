@@ -350,3 +350,22 @@ def helper_pids() -> list[int]:
         if parent == os.getpid() and len(argv) > 1 and argv[1] in (b"cat-file", b"mktree"):
             found.append(int(entry.name))
     return found
+
+
+def test_closing_one_batch_leaves_anothers_commit_in_the_making(git_repo: Path) -> None:
+    """Two batches of one repository in one thread (a web request's and a pass's, or one being
+    collected as garbage in the middle of another's commit): closing one never removes the
+    file the other hands its next commit object to git through."""
+    tree = git(git_repo, "write-tree").strip()
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    content = commit_object(tree, [head], ADA, FEEDBACKD_PERSON, message("sync", "w", "x"), 0.0)
+    first, second = GitBatch(git_repo, git_repo / ".git"), GitBatch(git_repo, git_repo / ".git")
+    try:
+        first.store_commit(content)
+        second.store_commit(content)
+        second.close()
+        assert len(list((git_repo / ".git").glob("feedbackd-commit-*"))) == 1
+    finally:
+        first.close()
+        second.close()
+    assert not list((git_repo / ".git").glob("feedbackd-commit-*"))

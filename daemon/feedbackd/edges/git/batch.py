@@ -12,6 +12,7 @@ by close(); a process whose owner dies exits on the end of its input.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -40,6 +41,7 @@ _MKTREE = ("mktree", "--batch", "-z")
 # file because hash-object reads objects of other kinds than blobs only from paths or stdin.
 _HASH_COMMIT = ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths")
 COMMIT_FILE_PREFIX = "feedbackd-commit-"
+_BATCH_NUMBERS = itertools.count(1)
 # None of them ever takes `.git/index.lock`: edges/git/locks.py counts no such command, whichever
 # feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
 HELPER_COMMANDS = frozenset({_CAT_FILE, _CAT_FILE_BUFFERED, _HASH_OBJECT, _MKTREE, _HASH_COMMIT})
@@ -65,6 +67,7 @@ class GitBatch:
             "GIT_INDEX_FILE": str(git_dir / "index"),
         }
         self._helpers: dict[tuple[str, ...], Coprocess] = {}
+        self._name = f"{os.getpid()}-{next(_BATCH_NUMBERS)}"
         self._settings = _settings_stamp(work_tree, git_dir)
         self._remembered: dict[str, object] = {}
         self._handovers: set[Path] = set()
@@ -145,7 +148,9 @@ class GitBatch:
 
     def store_commit(self, content: bytes) -> str:
         """Store a commit object (`tree ...`, `parent ...`, people, message); its id."""
-        handover = self.git_dir / f"{COMMIT_FILE_PREFIX}{os.getpid()}-{threading.get_ident()}"
+        # Named for this batch as well as the thread: another batch of the same repository in
+        # this thread (one being collected as garbage, say) removes its own file when closed.
+        handover = self.git_dir / f"{COMMIT_FILE_PREFIX}{self._name}-{threading.get_ident()}"
 
         def ask(helper: Coprocess) -> str:
             helper.send(f"{handover}\n".encode(), _ANSWER_S)
