@@ -372,10 +372,12 @@ def rows(results: Results, args: argparse.Namespace) -> list[Row]:
             "",
             None,
         )
+        for _ in [1]
+        if results.cold_s  # (none with --cold 0)
     ]
     return [
         ("approve → commit (daemon)", f"{ms(latency)}, p90 {ms(p90(results.latency_s))}", "", None),
-        *(cold if results.cold_s else []),
+        *cold,
         ("git add + commit (floor)", f"{ms(floor)}, p90 {ms(p90(results.floor_s))}", "", None),
         (
             "daemon / floor (medians)",
