@@ -7,7 +7,8 @@
 Each is started on first use and kept for the next commit: starting git and reading the index
 is most of what a small commit costs on a big site. They are restarted when the repository's
 configuration or attributes change (they read them once), and after any failure. All are ended
-by close(); a process whose owner dies exits on the end of its input.
+by close(); a process whose owner dies exits on the end of its input. A commit writes its
+objects without them where it can, in this process (`native()`, edges/git/native.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
 from feedbackd.core.errors import GitError
+from feedbackd.edges.git.native import NativeStore
 from feedbackd.edges.git.runner import BASE_ENV
 from feedbackd.edges.process import Coprocess, CoprocessGone
 
@@ -71,6 +73,8 @@ class GitBatch:
         self._settings = _settings_stamp(work_tree, git_dir)
         self._remembered: dict[str, object] = {}
         self._handovers: set[Path] = set()
+        self._native: NativeStore | None = None
+        self._native_tried = False
         self._lock = threading.Lock()
 
     def serves(self, work_tree: Path, git_dir: Path) -> bool:
@@ -162,8 +166,24 @@ class GitBatch:
         self._handovers.add(handover)
         return self._ask(_HASH_COMMIT, ask)
 
+    def native(self) -> NativeStore | None:
+        """The repository open in this process for a commit's objects and HEAD; None when
+        libgit2 cannot serve it as git would (see NativeStore.open). Opened once, and again
+        after the settings changed, as the helpers are."""
+        with self._lock:
+            if not self._native_tried:
+                self._native_tried = True
+                self._native = NativeStore.open(self.work_tree, self.git_dir)
+            return self._native
+
+    def _close_native(self) -> None:
+        if self._native is not None:
+            self._native.close()
+        self._native, self._native_tried = None, False
+
     def close(self) -> None:
         with self._lock:
+            self._close_native()
             for helper in self._helpers.values():
                 helper.close()
             self._helpers.clear()
@@ -227,6 +247,7 @@ class GitBatch:
         if stamp != self._settings:
             self._settings = stamp
             self._remembered.clear()
+            self._close_native()
             for helper in self._helpers.values():
                 helper.close()
             self._helpers.clear()

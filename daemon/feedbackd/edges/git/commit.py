@@ -1,10 +1,11 @@
 """Committing exactly the paths of one change, without touching what the user has staged.
 
 The change is built without any index: the changed files are stored as blobs and only the trees
-on their way are written anew (edges/git/tree.py), through long-lived git helpers
-(edges/git/batch.py). The commit is made with `commit-tree`, HEAD is moved with a
-compare-and-swap `update-ref`, and only then are the user's index entries for exactly those
-paths brought in line with the new commit. heal_index finishes that last step when a crash
+on their way are written anew (edges/git/tree.py), the commit object is made, and HEAD is moved
+with a compare-and-swap, all in this process (edges/git/native.py); where libgit2 would not do
+as git does, through long-lived git helpers (edges/git/batch.py) and `update-ref`. Only then are
+the user's index entries for exactly those paths brought in line with the new commit, by
+`git update-index`. heal_index finishes that last step when a crash
 interrupted it. Nothing is committed while the user is in the middle of a rebase or merge.
 """
 
@@ -27,6 +28,7 @@ from feedbackd.core.people import Person
 from feedbackd.edges.files import TMP_SUFFIX, FileState, make_folders
 from feedbackd.edges.git.batch import COMMIT_FILE_PREFIX, GitBatch, GitObject
 from feedbackd.edges.git.locks import holding_index_lock, wait_for_changing_git
+from feedbackd.edges.git.native import NativeStore, NotHere, RefLocked, RefMoved
 from feedbackd.edges.git.runner import (
     GitRunner,
     IndexLockBusy,
@@ -143,7 +145,8 @@ class CommitWriter:
     ) -> None:
         self._git = git
         self._batch = batch
-        self._trees = TreeEditor(batch)
+        self._native = batch.native()
+        self._trees = TreeEditor(batch, self._native)
         self._root = git.work_tree
         self._committer = committer
         self._clear_index_lock = clear_index_lock
@@ -330,7 +333,7 @@ class CommitWriter:
         parents = [head] if head else []
         if _DATES.isdisjoint(os.environ) and "\n" not in str(self._git.git_dir):
             content = commit_object(tree, parents, author, self._committer, message, time.time())
-            return self._batch.store_commit(content)
+            return _stored_commit(self._native, self._batch, content)
         # Dates given in git's own formats: git reads them.
         people = {**identity_env("AUTHOR", author), **identity_env("COMMITTER", self._committer)}
         args = ["commit-tree", "--no-gpg-sign", tree, *(f"-p{parent}" for parent in parents)]
@@ -354,7 +357,7 @@ class CommitWriter:
                 self._add_folder(rel, change, regular)
             else:
                 self._add_file(rel, info, change, regular)
-        stored = self._batch.store_files(list(regular))
+        stored = _stored_files(self._native, self._batch, list(regular))
         for (rel, mode), sha in zip(regular.items(), stored, strict=True):
             change.entries[split_path(rel)] = Entry(mode, sha)
         return change
@@ -368,9 +371,12 @@ class CommitWriter:
     ) -> None:
         change.seen[rel] = FileState.of(info)
         if stat.S_ISLNK(info.st_mode):
-            target = os.fsencode(os.readlink(self._root / rel))
-            sha = self._git.run(["hash-object", "-w", "--stdin"], stdin=target).decode().strip()
-            change.entries[split_path(rel)] = Entry(b"120000", sha)
+            sha = self._native.store_file(rel) if self._native is not None else None
+            if sha is None:
+                target = os.fsencode(os.readlink(self._root / rel))
+                args = ["hash-object", "-w", "--stdin"]
+                sha = self._git.run(args, stdin=target).decode().strip()
+            change.entries[split_path(rel)] = Entry(_LINK_MODE, sha)
         elif stat.S_ISREG(info.st_mode):
             regular[rel] = b"100755" if info.st_mode & stat.S_IXUSR else b"100644"
 
@@ -388,9 +394,11 @@ class CommitWriter:
 
     def _move_head(self, new: str, old: str | None, message: str) -> None:
         """Point HEAD at `new` if it still is `old`; HeadMoved when someone moved it."""
+        reflog = "feedbackd: " + message.strip().split("\n", 1)[0]
+        if self._native is not None and _moved_in_process(self._native, new, old, reflog):
+            return
         expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
-        subject = message.strip().split("\n", 1)[0]
-        args = ["update-ref", "-m", f"feedbackd: {subject}", "HEAD", new, expected]
+        args = ["update-ref", "-m", reflog, "HEAD", new, expected]
         status, _, err = self._git.exec(args)
         if status == 0:
             return
@@ -567,6 +575,47 @@ def _joined(
         joined.seen.pop(rel, None)  # the latest commit's record stands, and comes last
         joined.seen[rel] = change.seen.get(rel)
     return joined
+
+
+def _stored_files(native: NativeStore | None, batch: GitBatch, rels: list[str]) -> list[str]:
+    """The blobs of the work-tree files `rels`, stored in this process; those libgit2 leaves to
+    git (a filter driver's) through git's hash-object."""
+    found = {rel: native.store_file(rel) for rel in rels} if native is not None else {}
+    left = [rel for rel in rels if found.get(rel) is None]
+    by_git = dict(zip(left, batch.store_files(left), strict=True)) if left else {}
+    return [found.get(rel) or by_git[rel] for rel in rels]
+
+
+def _stored_commit(native: NativeStore | None, batch: GitBatch, content: bytes) -> str:
+    """The commit object stored (in this process unless its message holds a NUL, which git
+    would cut); its id."""
+    if native is not None and b"\0" not in content:
+        try:
+            return native.store("commit", content)
+        except NotHere:
+            pass
+    return batch.store_commit(content)
+
+
+def _moved_in_process(native: NativeStore, new: str, old: str | None, reflog: str) -> bool:
+    """HEAD moved from `old` to `new` by libgit2 (see NativeStore.move_head); False when it
+    leaves the move to git. HeadMoved, or GitError when a git command holds the ref's lock."""
+    try:
+        native.move_head(new, old, reflog)
+    except RefMoved as moved:
+        raise HeadMoved(
+            f"HEAD moved while committing ({moved})",
+            hint="nothing was committed; the change is planned again",
+        ) from moved
+    except RefLocked as locked:
+        hint = "another git command is moving it; wait for it, or remove the .lock file named if"
+        raise GitError(
+            f"could not move HEAD to the new commit: {locked}", hint=f"{hint} no git program runs"
+        ) from locked
+    except NotHere as why:
+        log.debug("HEAD is moved by git: %s", why)
+        return False
+    return True
 
 
 def _lstat(path: Path) -> os.stat_result | None:

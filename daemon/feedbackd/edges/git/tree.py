@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import Person
 from feedbackd.edges.git.batch import GitBatch
+from feedbackd.edges.git.native import NativeStore, NotHere
 
 TREE_MODE = b"40000"
 _TYPES = {TREE_MODE: b"tree", b"160000": b"commit"}  # every other mode is a blob's
@@ -78,16 +79,21 @@ def tree_listing(entries: Mapping[bytes, Entry]) -> bytes:
     )
 
 
-def tree_id(entries: Mapping[bytes, Entry], id_size: int) -> str:
-    """The id git gives a tree of these entries: its object hashed in git's order, where a
-    folder's name sorts as if it ended in `/`."""
+def tree_body(entries: Mapping[bytes, Entry]) -> bytes:
+    """A tree object's content: its entries in git's order, where a folder's name sorts as if
+    it ended in `/`."""
     order = sorted(
         entries, key=lambda name: name + b"/" if entries[name].mode == TREE_MODE else name
     )
-    body = b"".join(
+    return b"".join(
         b"%s %s\0%s" % (entries[name].mode, name, bytes.fromhex(entries[name].sha))
         for name in order
     )
+
+
+def tree_id(entries: Mapping[bytes, Entry], id_size: int) -> str:
+    """The id git gives a tree of these entries."""
+    body = tree_body(entries)
     digest = hashlib.sha1 if id_size == 20 else hashlib.sha256
     return digest(b"tree %d\0" % len(body) + body).hexdigest()
 
@@ -98,10 +104,12 @@ def _id_size(changes: Changes) -> int:
 
 
 class TreeEditor:
-    """Writes the trees of one change, reading the old ones through a GitBatch."""
+    """Writes the trees of one change, reading the old ones through a GitBatch; writing them in
+    this process when given a NativeStore, else through the batch's `git mktree`."""
 
-    def __init__(self, batch: GitBatch) -> None:
+    def __init__(self, batch: GitBatch, native: NativeStore | None = None) -> None:
         self._batch = batch
+        self._native = native
         self._parsed: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
         self.entries_kept = 0  # in all the trees kept parsed
 
@@ -146,7 +154,7 @@ class TreeEditor:
         size = len(tree) // 2 if tree else _id_size(changes)
         new: list[tuple[str, dict[bytes, Entry]]] = []
         edited = self._edit(tree, changes, size, new)
-        stored = self._batch.store_trees([tree_listing(entries) for _, entries in new])
+        stored = self._store([entries for _, entries in new])
         if stored != [sha for sha, _ in new]:
             raise GitError(
                 "git stored the new trees under other ids than feedbackd worked out",
@@ -155,6 +163,14 @@ class TreeEditor:
         for sha, entries in new:  # kept as written: the next change starts from these trees
             self._keep(sha, entries)
         return edited
+
+    def _store(self, trees: list[dict[bytes, Entry]]) -> list[str]:
+        if self._native is not None:
+            try:
+                return [self._native.store("tree", tree_body(entries)) for entries in trees]
+            except NotHere:
+                self._native = None
+        return self._batch.store_trees([tree_listing(entries) for entries in trees])
 
     def _edit(
         self,

@@ -1,0 +1,204 @@
+"""A decision's commit in process (edges/git/native.py): the objects and the move of HEAD made
+through libgit2, with git's guarantees kept, and the cases left to git.
+
+The race at the end runs a user's `git commit` and `git reset --hard` (started through a shell,
+as a user's are, so that feedbackd's look at the running git commands sees them as someone
+else's) between 200 in-process commits: no commit, ours or the user's, is lost unless a reset
+took it off, each of ours moved HEAD once from the commit it was built on and holds exactly its
+own file, so nothing a reset dropped comes back. (What it does not check: git 2.39's `reset
+--hard` and `commit` read the index before they take its lock, so one that starts while
+feedbackd commits may work from the index as it was, and leave the new file untracked or commit
+its removal; see docs/git.md.)
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from feedbackd.core.errors import GitError
+from feedbackd.edges.git.batch import KeptBatch
+from feedbackd.edges.git.repo import GitRepo, HeadMoved
+from tests.conftest import git
+from tests.git_kit import ADA, message, write
+
+SEED = 29
+COMMITS = 200
+
+
+def test_the_move_of_head_is_in_both_reflogs(git_repo: Path) -> None:
+    write(git_repo, "_data/a.json", "{}\n")
+    with GitRepo(git_repo) as repo:
+        sha = repo.commit_paths(["_data/a.json"], message(summary="qi-7"), ADA)
+    assert git(git_repo, "rev-parse", "HEAD").strip() == sha
+    subject = message(summary="qi-7").splitlines()[0]
+    for ref in ("HEAD", "main"):
+        assert git(git_repo, "reflog", "-1", "--format=%gs", ref).strip() == f"feedbackd: {subject}"
+
+
+def test_a_first_commit_creates_the_branch(tmp_path: Path) -> None:
+    root = tmp_path / "new"
+    GitRepo.init(root)
+    write(root, "a.txt", "one\n")
+    with GitRepo(root) as repo:
+        sha = repo.commit_paths(["a.txt"], message(), ADA)
+    assert git(root, "rev-parse", "main").strip() == sha
+    assert git(root, "status", "--porcelain") == ""
+
+
+def test_a_branch_whose_lock_a_git_command_holds_is_not_moved(git_repo: Path) -> None:
+    before = git(git_repo, "rev-parse", "HEAD").strip()
+    lock = git_repo / ".git" / "refs" / "heads" / "main.lock"
+    lock.write_text("")
+    write(git_repo, "_data/a.json", "{}\n")
+    with GitRepo(git_repo) as repo, pytest.raises(GitError) as raised:
+        repo.commit_paths(["_data/a.json"], message(), ADA)
+    assert "main.lock" in raised.value.message
+    assert raised.value.hint and "wait for it" in raised.value.hint
+    assert lock.exists()  # someone else's: left alone
+    assert git(git_repo, "rev-parse", "HEAD").strip() == before
+    lock.unlink()
+    with GitRepo(git_repo) as repo:
+        assert repo.commit_paths(["_data/a.json"], message(), ADA) is not None
+
+
+def test_a_head_moved_by_update_ref_meanwhile_is_not_overwritten(git_repo: Path) -> None:
+    write(git_repo, "_data/a.json", "{}\n")
+    first = git(git_repo, "rev-parse", "HEAD").strip()
+    with GitRepo(git_repo) as repo, pytest.raises(HeadMoved), repo.holding(first):
+        # (no `git commit`: the index lock is held) a ref moved without it, as by a script
+        theirs = git(git_repo, "commit-tree", "HEAD^{tree}", "-p", "HEAD", "-m", "the user's")
+        git(git_repo, "update-ref", "refs/heads/main", theirs.strip())
+        repo.commit_paths(["_data/a.json"], message(), ADA)
+    assert git(git_repo, "log", "-1", "--format=%s").strip() == "the user's"
+
+
+def test_a_file_with_a_filter_driver_is_stored_through_git(git_repo: Path) -> None:
+    """libgit2 does not run a filter driver (Git LFS is one): git stores such a file."""
+    git(git_repo, "config", "filter.upper.clean", "tr a-z A-Z")
+    git(git_repo, "config", "filter.upper.smudge", "cat")
+    write(git_repo, ".gitattributes", "*.up filter=upper\n")
+    write(git_repo, "notes/a.up", "shout\n")
+    write(git_repo, "notes/b.txt", "quiet\n")
+    with GitRepo(git_repo) as repo:
+        repo.commit_paths([".gitattributes", "notes/a.up", "notes/b.txt"], message(), ADA)
+    assert git(git_repo, "cat-file", "blob", "HEAD:notes/a.up") == "SHOUT\n"
+    assert git(git_repo, "cat-file", "blob", "HEAD:notes/b.txt") == "quiet\n"
+
+
+def test_a_symbolic_link_is_stored_as_git_stores_it(git_repo: Path) -> None:
+    (git_repo / "link").symlink_to("README.md")
+    with GitRepo(git_repo) as repo:
+        repo.commit_paths(["link"], message(), ADA)
+    assert git(git_repo, "ls-tree", "HEAD", "link").split()[0] == "120000"
+    assert git(git_repo, "cat-file", "blob", "HEAD:link") == "README.md"
+    assert git(git_repo, "status", "--porcelain") == ""
+
+
+def _user(root: Path, *args: str) -> bool:
+    """A git command of the user's: through a shell, so its parent is not this process."""
+    done = subprocess.run(
+        ["sh", "-c", 'git "$@"; exit $?', "sh", *args], cwd=root, capture_output=True, check=False
+    )
+    return done.returncode == 0
+
+
+class _UserAtWork(threading.Thread):
+    """Commits files of its own and resets the branch one commit back, until told to stop."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(daemon=True)
+        self.root, self.stop, self.random = root, threading.Event(), random.Random(SEED)
+        self.commits = self.resets = 0
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self._one_step()
+                time.sleep(self.random.uniform(0, 0.02))
+        except BaseException as error:  # (reported by the test)
+            self.failure = error
+
+    def _one_step(self) -> None:
+        if self.random.random() < 0.6:
+            rel = f"user/{self.commits:04d}.txt"
+            write(self.root, rel, f"user file {self.commits}\n")
+            # (either may meet feedbackd's index lock and stop at once, changing nothing)
+            if _user(self.root, "add", "--", rel) and _user(self.root, "commit", "-qm", rel):
+                self.commits += 1
+            else:
+                _user(self.root, "reset", "-q", "--", rel)
+        elif _user(self.root, "reset", "-q", "--hard", "HEAD~1"):
+            self.resets += 1
+
+
+def _commit_all(root: Path) -> dict[int, str]:
+    """COMMITS in-process commits, each of a file of its own written holding the index lock
+    (as a decision is), planned again when HEAD moved; the commit of each."""
+    made: dict[int, str] = {}
+    kept = KeptBatch()
+    with GitRepo(root, kept=kept, lock_wait_s=20) as repo:
+        assert kept.batch_for(root, root / ".git", "git").native() is not None
+        for number in range(COMMITS):
+            while number not in made:
+                try:
+                    with repo.holding(repo.settled_head(look_afresh=True)) as held:
+                        write(root, f"fb/{number:03d}.txt", f"decision {number}\n")
+                        repo.commit_paths([f"fb/{number:03d}.txt"], message(), ADA)
+                        made[number] = str(held.head)
+                except HeadMoved:
+                    continue
+    kept.close()
+    return made
+
+
+def _moves(root: Path) -> list[tuple[str, str, str]]:
+    """HEAD's reflog: (old, new, what moved it) for each move."""
+    moves = []
+    for line in (root / ".git" / "logs" / "HEAD").read_text().splitlines():
+        ids, _, subject = line.partition("\t")
+        old, new = ids.split()[:2]
+        moves.append((old, new, subject))
+    return moves
+
+
+@pytest.mark.slow
+def test_user_commits_and_hard_resets_between_in_process_commits(git_repo: Path) -> None:
+    user = _UserAtWork(git_repo)
+    user.start()
+    try:
+        made = _commit_all(git_repo)
+    finally:
+        user.stop.set()
+        user.join(timeout=30)
+    assert user.failure is None
+    assert user.commits >= 5 and user.resets >= 5, (user.commits, user.resets)
+    on_branch = set(git(git_repo, "rev-list", "HEAD").split())
+    moves = _moves(git_repo)
+    dropped = {
+        sha
+        for old, new, subject in moves
+        if subject.startswith("reset: moving to")
+        for sha in git(git_repo, "rev-list", old, f"^{new}").split()
+    }
+    ours = [(old, new) for old, new, subject in moves if subject.startswith("feedbackd: ")]
+    # each decision moved HEAD once, from the commit it was built on (nothing overwritten)
+    assert sorted(new for _, new in ours) == sorted(made.values())
+    for old, new in ours:
+        assert git(git_repo, "rev-parse", f"{new}^").strip() == old
+    theirs = [new for _, new, subject in moves if subject.startswith("commit: ")]
+    assert len(theirs) == user.commits
+    for number, sha in made.items():
+        # exactly its own file: no dropped decision comes back with it, nothing else goes
+        changed = git(git_repo, "diff-tree", "--no-commit-id", "--name-status", "-r", sha)
+        assert changed == f"A\tfb/{number:03d}.txt\n"
+    # nothing lost: a commit, ours or the user's, is off the branch only when a reset took it
+    for sha in [*made.values(), *theirs]:
+        assert sha in on_branch or sha in dropped, sha
+    assert git(git_repo, "fsck", "--connectivity-only", "--no-dangling") == ""
