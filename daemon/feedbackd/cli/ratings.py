@@ -1,14 +1,16 @@
-"""Commands for ratings of rented skills: submit, list, reputation, memory."""
+"""Commands for ratings of rented skills: submit, list, reputation, memory.
+
+A rating submit is the command that buyers' agents run most: what only the others need (rich's
+tables, the queries) is imported in their bodies, so that a submit starts without it.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command
 from feedbackd.cli.output import (
@@ -23,9 +25,13 @@ from feedbackd.cli.output import (
 )
 from feedbackd.core.ratings.ratings import ALLOWED
 from feedbackd.core.wording import counted
-from feedbackd.loop.commands import actions, queries
+from feedbackd.loop.commands import actions
 from feedbackd.loop.workspace.agentfiles import existing_agent, list_memory
-from feedbackd.loop.workspace.runtime import Runtime
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from feedbackd.loop.workspace.runtime import Runtime
 
 TABLE_ROWS = 20
 feedback_app = typer.Typer(
@@ -83,6 +89,9 @@ def list_ratings(
     as_json: JsonOption = False,
 ) -> None:
     """Ratings of a skill, newest first, with averages and the reputation score."""
+    # The queries load the daemon's status and sync too, which a submit does without.
+    from feedbackd.loop.commands import queries
+
     runtime = GLOBALS.runtime()
     if limit is None and not as_json:
         limit = TABLE_ROWS  # a table of thousands of rows helps nobody; the summary covers all
@@ -130,6 +139,8 @@ LIST_COLUMNS = (
 
 def _list_table(skill: str, feedbacks: object, width: int) -> Table:
     """The ratings listed; the provider goes in the title when they are all of one provider."""
+    from rich.markup import escape
+
     ratings = feedbacks if isinstance(feedbacks, list) else []
     rows = [
         [
@@ -158,6 +169,8 @@ def _list_table(skill: str, feedbacks: object, width: int) -> Table:
 def _closest_line(runtime: Runtime, report: dict[str, object]) -> None:
     """For a provider without a folder (a report with `known` false), the agent it may be a
     typo of: AgentBnB's cold-start answer stays, but a typo must not pass for an answer."""
+    from rich.markup import escape
+
     if report.get("known") is not False:
         return
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
@@ -173,6 +186,8 @@ def reputation(
     as_json: JsonOption = False,
 ) -> None:
     """A provider's reputation score (0-1), overall and per skill."""
+    from feedbackd.loop.commands import queries
+
     runtime = GLOBALS.runtime()
     with progress_bar("indexing ratings", not as_json) as progress:
         report = queries.reputation(runtime, agent, skill, progress)
@@ -213,6 +228,9 @@ def memory(
     if as_json:
         print_json([json.loads(record.line()) for record in records])
         return
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title=f"Memory of {agent}", show_edge=False)
     for column in ("importance", "category", "subject", "content"):
         table.add_column(column)
