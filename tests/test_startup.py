@@ -84,8 +84,11 @@ def test_a_rating_submit_loads_only_what_it_runs(tmp_path: Path) -> None:
     done, modules = imported_by(*args, json.dumps(rating))
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["status"] == "recorded"
-    assert "feedbackd.loop.commands.actions" in modules  # the probe sees the command's imports
+    assert "feedbackd.loop.ratings.rentals" in modules  # the probe sees the command's imports
     assert loaded(modules, *HEAVY_ELSEWHERE) == []
+    # nor the curation machinery that the other writing commands share
+    assert loaded(modules, "feedbackd.loop.commands.actions", "feedbackd.loop.curation") == []
+    assert loaded(modules, "feedbackd.loop.reconcile") == []
     assert loaded(modules, "rich") == []  # JSON out and no terminal: no table, no bar
 
 

@@ -25,7 +25,7 @@ from feedbackd.cli.output import (
 )
 from feedbackd.core.ratings.ratings import ALLOWED
 from feedbackd.core.wording import counted
-from feedbackd.loop.commands import actions
+from feedbackd.loop.commands.submitting import submit_or_queue
 from feedbackd.loop.workspace.agentfiles import existing_agent, list_memory
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def submit(
     # stdout is the report, so a bar for the first submit after a fresh clone goes to stderr.
     runtime = GLOBALS.runtime()
     with progress_bar("indexing ratings", stderr=True) as progress:
-        done = actions.submit_or_queue(runtime, payload, as_agent, progress)
+        done = submit_or_queue(runtime, payload, as_agent, progress)
     if isinstance(done, Path):  # the daemon held the workspace too long: it records it later
         print_json({"status": "queued", "file": runtime.workspace.relative(done)})
         return
