@@ -16,7 +16,8 @@ correction in a hundred taken back). Then, in the same run:
   ledger counted again, the history walked from the kept HEAD);
 - the same call in this process (`agent_stats`, no interpreter start-up);
 - the baselines: reading and parsing every ledger line at HEAD alone (a new process, as the
-  command is: `git cat-file --batch`, then one json.loads a line), and `feedbackd --version`.
+  command is: `git cat-file --batch`, then one json.loads a line), and `feedbackd --help`
+  (loading the whole command line: `--version` no longer loads any of it).
 Checks the totals against what was written. Prints a table (measure, median, target, met) with
 the ratios to the baseline; exits 1 when the target is missed.
 """
@@ -232,7 +233,7 @@ def measure(root: Path, args: argparse.Namespace, history: list[Decision], count
         results.in_process_s.append(time.perf_counter() - started)
         reader = [sys.executable, "-c", READ_LEDGERS, str(root), *names]
         results.baseline_s.append(timed(reader, root, env))
-        results.version_s.append(timed(feedbackd_command(root, "--version"), root, env))
+        results.version_s.append(timed(feedbackd_command(root, "--help"), root, env))
         one_more_decision(root, agent, number)
         results.after_one_s.append(timed(stats_command(root, agent, "--by", "day"), root, env))
     return results
@@ -274,7 +275,7 @@ def report(results: Results, args: argparse.Namespace) -> bool:
         ("stats AGENT after one more decision", statistics.median(results.after_one_s), None),
         ("agent_stats in-process, warm", statistics.median(results.in_process_s), None),
         ("baseline: parse every ledger line", baseline, None),
-        ("feedbackd --version (start-up)", statistics.median(results.version_s), None),
+        ("feedbackd --help (command line)", statistics.median(results.version_s), None),
     ]
     print(f"{args.decisions:,} decisions in {args.agents} agents over {args.weeks} weeks;")
     print(f"medians of {args.repeat} runs (new process each time unless in-process)")

@@ -1,27 +1,96 @@
 """The `feedbackd` command line: parse options, call one function, map errors to exit codes.
 
 Exit codes: 0 success, 1 refused input or failed operation, 2 bad usage, 3 internal error.
+
+Every command pays at start-up for what the process imports, so a command imports what it runs
+(the loop, and through it pydantic, git and SQLite) in its body, and the commands of the other
+command modules (ratings, stats, export...) are imported only when one of them runs or `--help`
+lists them all (`CommandLine`).
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from feedbackd import __version__
-from feedbackd.cli import export, logsetup, optimize, ratings, stats, sync
+from feedbackd.cli import logsetup
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, report_out
 from feedbackd.cli.output import print_error, print_json, progress_bar
 from feedbackd.core.errors import Aborted, UsageError
-from feedbackd.loop.commands import actions
-from feedbackd.loop.workspace.runtime import Runtime
+
+if TYPE_CHECKING:
+    from feedbackd.loop.workspace.runtime import Runtime
+
+# The commands of the other command modules, each module with a `register(app)` that adds its
+# commands to a typer app, in the order `feedbackd --help` lists them (after this module's own).
+ELSEWHERE = {
+    "reputation": "feedbackd.cli.ratings",
+    "memory": "feedbackd.cli.ratings",
+    "optimize": "feedbackd.cli.optimize",
+    "merge-driver": "feedbackd.cli.sync",
+    "sync": "feedbackd.cli.sync",
+    "export": "feedbackd.cli.export",
+    "stats": "feedbackd.cli.stats",
+    "feedback": "feedbackd.cli.ratings",
+}
+
+
+class _Commands(MutableMapping[str, Any]):
+    """The command line's commands by name: this module's, built by typer, then those of
+    ELSEWHERE, whose module is imported the first time one of its commands is looked up. The
+    names are all known from the start, so a typo's "Did you mean" names every command."""
+
+    def __init__(self, own: MutableMapping[str, Any]) -> None:
+        self._built = dict(own)
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built and name in ELSEWHERE:
+            self._built.update(_commands_of(ELSEWHERE[name]))
+        return self._built[name]
+
+    def __setitem__(self, name: str, command: Any) -> None:
+        self._built[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._built
+        yield from (name for name in ELSEWHERE if name not in self._built)
+
+    def __len__(self) -> int:
+        return len(self._built.keys() | ELSEWHERE.keys())
+
+
+def _commands_of(module: str) -> dict[str, Any]:
+    """The commands `module` registers, built as typer builds those of the command line."""
+    registry = typer.Typer(add_completion=False, rich_markup_mode=None)
+    importlib.import_module(module).register(registry)
+    return dict(typer.main.get_group(registry).commands)
+
+
+class CommandLine(TyperGroup):
+    """typer's group of commands, with those of the other command modules loaded lazily."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        self.commands = _Commands(self.commands)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # the names only: listing them loads no module
+
 
 app = typer.Typer(
     name="feedbackd",
+    cls=CommandLine,
     help="Git-backed feedback loop for AI agents: curator decisions and buyer ratings in files.",
     no_args_is_help=True,
     add_completion=False,
@@ -68,6 +137,8 @@ def approve(
     as_json: JsonOption = False,
 ) -> None:
     """Move queue/ITEM to approved/ and record the corrections."""
+    from feedbackd.loop.commands import actions
+
     runtime = GLOBALS.runtime().with_curator(curator)
     report_out(actions.approve(runtime, agent, item), as_json, runtime.workspace.root)
 
@@ -82,6 +153,8 @@ def reject(
     as_json: JsonOption = False,
 ) -> None:
     """Write the note into the item, move it to rejected/ and record the rejection."""
+    from feedbackd.loop.commands import actions
+
     runtime = GLOBALS.runtime().with_curator(curator)
     report_out(actions.reject(runtime, agent, item, notes), as_json, runtime.workspace.root)
 
@@ -97,6 +170,8 @@ def record(
     curator: Annotated[str | None, typer.Option(help='Who recorded it: "Name <email>".')] = None,
 ) -> None:
     """Record one feedback entry programmatically."""
+    from feedbackd.loop.commands import actions
+
     runtime = GLOBALS.runtime().with_curator(curator)
     entry = actions.record(runtime, agent, actions.parse_record(payload))  # warnings are logged
     print_json(entry.as_json())
@@ -128,6 +203,8 @@ def forget(
             hint="`feedbackd forget AGENT ENTRY_ID` takes one lesson back;"
             " `feedbackd forget AGENT --all` wipes them all",
         )
+    from feedbackd.loop.commands import actions
+
     runtime = GLOBALS.runtime().with_curator(curator)
     if entry is None:
         report = actions.forget_all(runtime, agent, reason)
@@ -326,7 +403,7 @@ def _status_runtime() -> tuple[Runtime, list[str]]:
     from feedbackd.core.config import Settings
     from feedbackd.core.errors import ConfigError
     from feedbackd.core.workspace import Workspace
-    from feedbackd.loop.workspace.runtime import discover_root
+    from feedbackd.loop.workspace.runtime import Runtime, discover_root
 
     try:
         return GLOBALS.runtime(), []
@@ -370,7 +447,3 @@ def _usage_error(error: Exception, as_json: bool) -> int:
     message = str(error.format_message())  # type: ignore[attr-defined]
     print_error(UsageError(message, hint=hint), as_json)
     return int(code)
-
-
-for _group in (ratings, optimize, sync, export, stats):
-    _group.register(app)

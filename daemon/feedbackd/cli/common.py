@@ -10,15 +10,17 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from feedbackd.cli.output import print_error, print_json
 from feedbackd.core.errors import DiskFull, FeedbackdError, InternalError, UsageError
 from feedbackd.edges.files import NO_SPACE
-from feedbackd.loop.report import Report
-from feedbackd.loop.workspace.runtime import Runtime
+
+if TYPE_CHECKING:
+    from feedbackd.loop.report import Report
+    from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -44,6 +46,10 @@ class Globals:
     json: bool = False  # `feedbackd --json COMMAND`: as `COMMAND --json`
 
     def runtime(self) -> Runtime:
+        # Imported here, as a command starts: the settings behind it load pydantic, which
+        # `--help` and a bad usage do without.
+        from feedbackd.loop.workspace.runtime import Runtime
+
         return Runtime.open(self.workspace, self.config)
 
 

@@ -1,6 +1,7 @@
 """`feedbackd export AGENT --format openai-sft|openai-dpo|dspy|hf [--at REV|DATE] [--out PATH]`.
 
-`cli/app.py` calls `register(app)` once, at its end (this module is imported from there).
+`cli/app.py` imports this module and calls `register` when `export` runs (or `--help` lists
+every command).
 """
 
 from __future__ import annotations

@@ -1,19 +1,25 @@
 """Where `feedbackd` and `python -m feedbackd` start.
 
 git runs the merge driver once for every file it merges, so `feedbackd merge-driver ...` goes
-straight to the driver, which imports only the merge and the configuration; every other command
-goes to the full command line.
+straight to the driver, which imports only the merge and the configuration; `feedbackd --version`
+is answered here, before any of the command line is imported; every other command goes to the
+command line, which imports a command's machinery only when that command runs.
 """
 
 from __future__ import annotations
 
 import sys
 
+from feedbackd import __version__
+
 
 def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
     """Run `feedbackd` on `argv` (default: this process's arguments); the exit code. `prog_name`:
     the program's name in usage lines and hints (default: as the process was started)."""
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:  # as the command line's --version says it, without loading it
+        sys.stdout.write(f"feedbackd {__version__}\n")
+        return 0
     if args[:1] == ["merge-driver"] and not {"--help", "-h"} & set(args):
         from feedbackd.cli.merge_driver import main as merge_driver
 

@@ -1,4 +1,8 @@
-"""How commands speak: JSON for scripts, plain lines or rich tables for people, errors on stderr."""
+"""How commands speak: JSON for scripts, plain lines or rich tables for people, errors on stderr.
+
+rich is imported where a console, a bar or a table is made, not at the top: a command that
+prints JSON (a rating submit, any command with --json) starts without it.
+"""
 
 from __future__ import annotations
 
@@ -10,20 +14,21 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
-
-from rich.cells import cell_len
-from rich.console import Console
-from rich.progress import Progress as RichProgress
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from feedbackd.core.errors import FeedbackdError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 Progress = Callable[[int, int], None]
 
 
 def console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
     # NO_COLOR asks for plain text: rich's own no_color keeps bold and italics, so drop every style.
     plain = bool(os.environ.get("NO_COLOR"))
     return Console(
@@ -72,6 +77,8 @@ def progress_bar(
     if not enabled or not is_terminal() or (stderr and not sys.stderr.isatty()):
         yield None
         return
+    from rich.progress import Progress as RichProgress
+
     with RichProgress(transient=True, console=console(stderr=stderr)) as bar, _logs_above_bar():
         task = bar.add_task(description, total=None)
 
@@ -128,6 +135,9 @@ def fitted_table(
 ) -> Table:
     """A rich Table of `rows` (markup strings, one per column) for a terminal `width` wide,
     with the fewest of the droppable columns left out; `options` are Table's (title, box...)."""
+    from rich.table import Table
+    from rich.text import Text
+
     cells = [[Text.from_markup(row[n]) for row in rows] for n in range(len(columns))]
     kept = list(range(len(columns)))
     while True:
@@ -149,6 +159,8 @@ def fitted_table(
 def _widths(columns: Sequence[Column], cells: Sequence[list[Text]], room: int) -> list[int] | None:
     """Each column's width within `room` cells, narrowing the FLEX column, then the TEXT ones
     (the most droppable first), never below their longest word; None when they cannot fit."""
+    from rich.text import Text
+
     texts = [
         [*column_cells, Text(column.header)]
         for column, column_cells in zip(columns, cells, strict=True)
@@ -175,6 +187,9 @@ def _widths(columns: Sequence[Column], cells: Sequence[list[Text]], room: int) -
 
 def _wrapped_width(cells: Sequence[Text], width: int) -> int:
     """The width `cells` take once wrapped between words at `width` (often a little less)."""
+    from rich.cells import cell_len
+    from rich.console import Console
+
     wide = Console(width=_MEASURE_WIDTH, color_system=None)
     lines = [line.plain.rstrip() for cell in cells for line in cell.wrap(wide, width)]
     return max((cell_len(line) for line in lines), default=width)
@@ -182,6 +197,8 @@ def _wrapped_width(cells: Sequence[Text], width: int) -> int:
 
 def _least(column: Column, cells: Sequence[Text], whole: int) -> int:
     """The fewest cells a column may have: a name's whole width, a text's longest word."""
+    from rich.cells import cell_len
+
     if column.kind == NAME:
         return whole
     word = max((cell_len(w) for cell in cells for w in cell.plain.split()), default=0)
@@ -196,6 +213,9 @@ def _longest(cells: Sequence[Text]) -> int:
 
 def _frame_width(count: int, options: dict[str, Any]) -> int:
     """The cells a table of `count` columns takes besides their text: borders and padding."""
+    from rich.console import Console
+    from rich.table import Table
+
     frame = Table(**{key: value for key, value in options.items() if key != "title"})
     for _ in range(count):
         frame.add_column(width=1)

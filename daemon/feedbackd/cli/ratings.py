@@ -1,14 +1,16 @@
-"""Commands for ratings of rented skills: submit, list, reputation, memory."""
+"""Commands for ratings of rented skills: submit, list, reputation, memory.
+
+A rating submit is the command that buyers' agents run most: what only the others need (rich's
+tables, the queries) is imported in their bodies, so that a submit starts without it.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, group_options
 from feedbackd.cli.output import (
@@ -24,10 +26,13 @@ from feedbackd.cli.output import (
 from feedbackd.core.ratings.ratings import ALLOWED
 from feedbackd.core.wording import counted
 from feedbackd.edges.files import agent_ids
-from feedbackd.loop.commands import actions, queries
-from feedbackd.loop.commands.skillnames import known_skills
+from feedbackd.loop.commands.submitting import submit_or_queue
 from feedbackd.loop.workspace.agentfiles import existing_agent, list_memory
-from feedbackd.loop.workspace.runtime import Runtime
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from feedbackd.loop.workspace.runtime import Runtime
 
 TABLE_ROWS = 20
 _SHOWN_SKILLS = 8  # the skills a line lists when none is close to a mistyped one
@@ -71,7 +76,7 @@ def submit(
     # stdout is the report, so a bar for the first submit after a fresh clone goes to stderr.
     runtime = GLOBALS.runtime()
     with progress_bar("indexing ratings", stderr=True) as progress:
-        done = actions.submit_or_queue(runtime, payload, as_agent, progress)
+        done = submit_or_queue(runtime, payload, as_agent, progress)
     if isinstance(done, Path):  # the daemon held the workspace too long: it records it later
         print_json({"status": "queued", "file": runtime.workspace.relative(done)})
         return
@@ -97,6 +102,9 @@ def list_ratings(
     as_json: JsonOption = False,
 ) -> None:
     """Ratings of a skill, newest first, with averages and the reputation score."""
+    # The queries load the daemon's status and sync too, which a submit does without.
+    from feedbackd.loop.commands import queries
+
     runtime = GLOBALS.runtime()
     if limit is None and not as_json:
         limit = TABLE_ROWS  # a table of thousands of rows helps nobody; the summary covers all
@@ -145,6 +153,8 @@ LIST_COLUMNS = (
 
 def _list_table(skill: str, feedbacks: object, width: int) -> Table:
     """The ratings listed; the provider goes in the title when they are all of one provider."""
+    from rich.markup import escape
+
     ratings = feedbacks if isinstance(feedbacks, list) else []
     rows = [
         [
@@ -173,6 +183,8 @@ def _list_table(skill: str, feedbacks: object, width: int) -> Table:
 def _closest_line(runtime: Runtime, report: dict[str, object]) -> None:
     """For a provider without a folder (a report with `known` false), the agent it may be a
     typo of: AgentBnB's cold-start answer stays, but a typo must not pass for an answer."""
+    from rich.markup import escape
+
     if report.get("known") is not False:
         return
     where = runtime.workspace.relative(runtime.workspace.agents_dir)
@@ -186,6 +198,11 @@ def _closest_skill_line(runtime: Runtime, report: dict[str, Any], provider: str 
     skill it may be a typo of, or the skills there are: a typo must not pass for no ratings."""
     if "closest_skill" not in report:
         return
+    # Imported here, as the queries are, so that a submit starts without them.
+    from rich.markup import escape
+
+    from feedbackd.loop.commands.skillnames import known_skills
+
     close, skill = report["closest_skill"], report["skill_id"]
     said = f"{provider} has no skill {skill}" if provider else f"no agent has a skill {skill}"
     if close:
@@ -205,6 +222,8 @@ def reputation(
     as_json: JsonOption = False,
 ) -> None:
     """A provider's reputation score (0-1), overall and per skill."""
+    from feedbackd.loop.commands import queries
+
     runtime = GLOBALS.runtime()
     with progress_bar("indexing ratings", not as_json) as progress:
         report = queries.reputation(runtime, agent, skill, progress)
@@ -246,6 +265,9 @@ def memory(
     if as_json:
         print_json([json.loads(record.line()) for record in records])
         return
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title=f"Memory of {agent}", show_edge=False)
     for column in ("importance", "category", "subject", "content"):
         table.add_column(column)

@@ -1,6 +1,7 @@
 """The command line of remote sync: `feedbackd merge-driver` (run by git) and `feedbackd sync`.
 
-`cli.py` calls `register(app)` once, at its end (this module is imported from there).
+`cli/app.py` imports this module and calls `register` when one of its commands runs (or
+`--help` lists them all).
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""What the writing commands do: move or amend a curator's item, then run the shared reconcile."""
+"""What the writing commands do: move or amend a curator's item, then run the shared reconcile.
+
+A rating submit's code lives in submitting.py (and is named here too, for the HTTP API), so
+that `feedback submit` starts without the curation machinery."""
 
 from __future__ import annotations
 
@@ -13,26 +16,21 @@ from feedbackd.core.curation.decisions import latest_states
 from feedbackd.core.curation.feedback import FeedbackEntry, check_record, new_entry
 from feedbackd.core.errors import (
     AlreadyDecided,
-    Busy,
     FeedbackdError,
     InvalidFeedback,
     InvalidItem,
     NotFound,
     WorkspaceError,
-    WriterBusy,
 )
 from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.instance import daemon_running
 from feedbackd.edges.randomness import random_chars
-from feedbackd.edges.ratingstore import Progress
+from feedbackd.loop.commands.submitting import submit_or_queue as submit_or_queue
+from feedbackd.loop.commands.submitting import submit_rating as submit_rating
 from feedbackd.loop.commits.locking import write_lock
-from feedbackd.loop.commits.recording import Event
-from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
-from feedbackd.loop.ratings import rentals
 from feedbackd.loop.reconcile import reconcile_all
 from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import (
@@ -216,44 +214,6 @@ def forget_all(runtime: Runtime, agent_id: str, reason: str) -> Report:
     agent = existing_agent(runtime, agent_id)
     with write_lock(runtime, index_first=True):
         return forget_all_entries(runtime, agent.agent_id, reason)
-
-
-def submit_rating(
-    runtime: Runtime, payload: str, as_agent: str | None, progress: Progress | None = None
-) -> tuple[Event, list[Event]]:
-    """Store and commit one rating, then apply the provider's rules (`feedback submit`);
-    `progress` follows the indexing of the ratings, which a fresh clone's first one builds."""
-    if as_agent is not None:
-        validate_id(as_agent, "--as agent id")
-    with write_lock(runtime, index_first=True), open_repo(runtime) as repo:
-        return rentals.submit(runtime, repo, payload, as_agent, progress)
-
-
-def submit_or_queue(
-    runtime: Runtime, payload: str, as_agent: str | None, progress: Progress | None = None
-) -> tuple[Event, list[Event]] | Path:
-    """`feedback submit`: the rating recorded, or never lost when the workspace stays busy.
-
-    While a daemon runs, a rating that waited as long as a command waits is left in the rating
-    inbox (the path is returned) and the daemon records it as soon as it can. Without a daemon
-    nobody would, so the command refuses, saying that the rating was not recorded."""
-    try:
-        return submit_rating(runtime, payload, as_agent, progress)
-    except FeedbackdError as error:
-        if not isinstance(error, Busy):
-            raise
-        if daemon_running(runtime.workspace.state_dir):
-            queued = rentals.queue_in_inbox(runtime, payload, as_agent)
-            log.warning(
-                "%s; the rating is queued in %s and the daemon records it once it is free",
-                error.message, runtime.workspace.relative(queued),
-            )  # fmt: skip
-            return queued
-        raise WriterBusy(
-            f"the rating was NOT recorded: {error.message}",
-            hint="run the same `feedbackd feedback submit` again once the other writer is done"
-            " (`feedbackd status` shows what it is doing)",
-        ) from None
 
 
 def build_record_entry(data: dict[str, Any]) -> FeedbackEntry:
