@@ -16,9 +16,11 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.curation import agentpass
 from feedbackd.loop.curation.agentpass import RUN_STEPS
 from tests.conftest import git
@@ -181,3 +183,31 @@ def test_sigterm_in_run_once_ends_it_after_the_decision_in_hand(tmp_path: Path) 
     done = site.cli("run", "--once")
     assert done.returncode == 0, done.stderr
     assert sorted(decided(site, "writer-0")) == sorted(f"qd-{n}" for n in range(120))
+
+
+def test_a_pass_asks_git_once_for_a_missing_feedback_file_and_never_for_a_missing_snippet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle pass over agents whose feedback.json and snippet are gone from disk (deleted,
+    the deletion not committed): HEAD's feedback.json is read once per agent, and git is not
+    asked about a snippet that is not there to compare."""
+    site = Site(tmp_path / "ws")
+    agents = [f"writer-{n}" for n in range(4)]
+    for agent in agents:
+        site.write(agent, "qi-1.json", draft({"title": "Draft"}))
+    site.reconcile()  # the drafts' commit, with the empty feedback files
+    for agent in agents:
+        (site.agent(agent) / "feedback.json").unlink()
+        (site.agent(agent) / "prompt" / "feedback.md").unlink()
+    asked: Counter[str] = Counter()
+    for name in ("file_at_head", "object_at_head"):
+        original = getattr(GitRepo, name)
+
+        def counted(repo: GitRepo, rel: str, _name: str = name, _original: Any = original) -> Any:
+            asked[f"{_name} {rel.rsplit('/', 2)[-2]}/{rel.rsplit('/', 1)[-1]}"] += 1
+            return _original(repo, rel)
+
+        monkeypatch.setattr(GitRepo, name, counted)
+    site.reconcile()
+    reads = {key: count for key, count in asked.items() if "feedback" in key}
+    assert reads == {f"file_at_head {agent}/feedback.json": 1 for agent in agents}, asked

@@ -95,8 +95,10 @@ class CommittedLedgers:
         if repo is None or self.unchanged(runtime, repo, path):
             return False
         state = file_state(path)
+        if state is None:
+            return False  # git need not be asked about a file that is not there
         at_head = repo.object_at_head(runtime.workspace.relative(path))
-        if state is None or at_head is None:
+        if at_head is None:
             return False
         if read_file_bytes(path) != at_head.content:
             return True

@@ -120,7 +120,8 @@ class AgentReader:
             scan.files = [f for f in scan.files if f.item_id in self.only_items]
         kept = remembered(self.runtime, self.agent)
         drafts = [f for f in agentplan.queued_drafts(scan.files) if f.path.name not in kept]
-        feedback = self.feedback()
+        deleted = deleted_feedback(self.repo, self.agent, self.rel)
+        feedback = self._feedback_from(deleted)
         undecided = agentplan.to_decide(scan.files, ledger) if isinstance(feedback, list) else []
         undecided = self._settled(self._not_in_history(undecided, scan), scan)
         revised = self._revised(scan.files, ledger) if isinstance(feedback, list) else []
@@ -142,9 +143,7 @@ class AgentReader:
             revised=self._read_revised(revised),
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
-            feedback_deleted=deleted_feedback(self.repo, self.agent, self.rel)
-            if isinstance(feedback, list)
-            else None,
+            feedback_deleted=deleted if isinstance(feedback, list) else None,
             ledger_exists=self.agent.decisions.exists(),
             uncommitted=uncommitted_files(self.repo, self.agent, self.rel)
             if drafts or undecided
@@ -402,7 +401,10 @@ class AgentReader:
         way to wipe lessons (that is `feedbackd forget AGENT --all`, or a committed deletion),
         and the next decision must not write a feedback.json holding its own entries only.
         """
-        deleted = deleted_feedback(self.repo, self.agent, self.rel)
+        return self._feedback_from(deleted_feedback(self.repo, self.agent, self.rel))
+
+    def _feedback_from(self, deleted: str | None) -> list[FeedbackEntry] | FeedbackdError:
+        """feedback(), given HEAD's feedback.json if gone from disk (git asked once a pass)."""
         try:
             if deleted is not None:
                 return parse_feedback(deleted)
