@@ -73,6 +73,8 @@ def users_git(git_repo: Path) -> Iterator[subprocess.Popen[bytes]]:
             lambda: Path(f"/proc/{process.pid}/comm").read_text().strip() == "git",
             what="git to start",
         )
+        # Started is not yet locked: git takes the lock a moment after it starts.
+        wait_for((git_repo / ".git" / "index.lock").exists, what="git to take the index lock")
         yield process
 
 
