@@ -14,6 +14,7 @@ import pytest
 
 from feedbackd.core.curation import learning
 from feedbackd.core.curation.decisions import DecisionRecord, State
+from feedbackd.core.curation.forgetting import forgotten_identities
 from feedbackd.core.errors import UsageError
 from feedbackd.core.timeutil import iso_ms, unix_ms
 from tests.learning_kit import AGENT, Clock, Curator, doc, monday_weeks_ago
@@ -290,3 +291,13 @@ def test_many_agents_sum_up_period_by_period() -> None:
     ]
     since = learning.learning_stats([one, two], "day", T0, since=T0 + timedelta(days=8))
     assert since["periods"][0]["start"] == "2026-03-10" and since["total"]["decided"] == 1
+
+
+def test_a_forgotten_text_holding_a_line_separator_is_still_forgotten() -> None:
+    """forgotten.jsonl writes text as it is (ensure_ascii off): a U+2028 inside a corrected
+    value is no end of line, for the stats as for the pipeline's own check."""
+    entry = {"id": "fb-1", "type": "correction", "queueItemId": "a", "field": "title",
+             "original": "Old", "corrected": "New\u2028line"}  # fmt: skip
+    text = json.dumps(entry, ensure_ascii=False) + "\n"
+    assert learning.parse_forgotten(text).fields_by_entry == {"fb-1": "title"}
+    assert len(forgotten_identities(text)) == 1

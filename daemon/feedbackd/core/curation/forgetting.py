@@ -9,10 +9,12 @@ from another clone makes it a lesson again: entries whose identity is listed the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import Any
 
 from feedbackd.core.curation.feedback import IDENTITY_KEYS, FeedbackEntry, Identity, identity_of
+from feedbackd.core.jsonl import parse_jsonl
 from feedbackd.core.timeutil import iso_ms
 
 
@@ -28,18 +30,22 @@ def forgotten_line(entry: FeedbackEntry, now: datetime, reason: str, curator: st
     return json.dumps(record, ensure_ascii=False, sort_keys=True)
 
 
-def forgotten_identities(text: str) -> frozenset[Identity]:
-    """The identities listed in `forgotten.jsonl` text; lines that do not read are skipped
-    (doctor reports them), so one bad line never brings a lesson back."""
-    found: set[Identity] = set()
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
+def forgotten_records(text: str) -> Iterator[dict[str, Any]]:
+    """The records of `forgotten.jsonl` text; lines that do not read are skipped (doctor
+    reports them), so one bad line never brings a lesson back. Lines end at `\n` only: a
+    forgotten text may hold a raw U+2028, which `str.splitlines` would split at."""
+    for _, record in parse_jsonl(text, json.loads, _skip):
         if isinstance(record, dict) and isinstance(record.get("type"), str):
-            found.add(identity_of(record))
-    return frozenset(found)
+            yield record
+
+
+def forgotten_identities(text: str) -> frozenset[Identity]:
+    """The identities listed in `forgotten.jsonl` text."""
+    return frozenset(identity_of(record) for record in forgotten_records(text))
+
+
+def _skip(number: int, reason: str) -> None:
+    """A line that does not read: doctor names it; here it is simply not a forgotten entry."""
 
 
 def without_forgotten(

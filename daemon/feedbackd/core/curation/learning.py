@@ -15,7 +15,6 @@ Two steps, both pure:
 
 from __future__ import annotations
 
-import json
 import statistics
 from bisect import bisect_left, bisect_right
 from collections import Counter
@@ -25,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from feedbackd.core.curation.decisions import DecisionRecord
+from feedbackd.core.curation.forgetting import forgotten_records
 from feedbackd.core.errors import UsageError
 from feedbackd.core.timeutil import from_unix_ms, parse_iso, stored_ms, unix_ms
 
@@ -100,12 +100,8 @@ def parse_forgotten(text: str) -> Forgotten:
     as every reader of that file skips them (doctor reports them)."""
     by_entry: dict[str, str] = {}
     pairs: set[tuple[str, str]] = set()
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(record, dict) or record.get("type") != "correction":
+    for record in forgotten_records(text):
+        if record["type"] != "correction":
             continue
         entry, item, name = record.get("id"), record.get("queueItemId"), record.get("field")
         if isinstance(name, str) and isinstance(entry, str):
