@@ -23,6 +23,7 @@ import pytest
 
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git.batch import KeptBatch
+from feedbackd.edges.git.native import NativeStore, NotHere
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from tests.conftest import git
 from tests.git_kit import ADA, message, write
@@ -202,3 +203,23 @@ def test_user_commits_and_hard_resets_between_in_process_commits(git_repo: Path)
     for sha in [*made.values(), *theirs]:
         assert sha in on_branch or sha in dropped, sha
     assert git(git_repo, "fsck", "--connectivity-only", "--no-dangling") == ""
+
+
+def test_an_object_libgit2_cannot_store_is_left_to_git(git_repo: Path) -> None:
+    """A failure to store is no bare libgit2 error: git is asked, and says why in its words."""
+    content = b"an object whose folder is taken by a file\n"
+    sha = (
+        subprocess.run(
+            ["git", "hash-object", "--stdin"], cwd=git_repo, input=content, capture_output=True
+        )
+        .stdout.decode()
+        .strip()
+    )
+    (git_repo / ".git" / "objects" / sha[:2]).write_text("not a folder")
+    store = NativeStore.open(git_repo, git_repo / ".git")
+    assert store is not None
+    try:
+        with pytest.raises(NotHere, match="could not store the blob"):
+            store.store("blob", content)
+    finally:
+        store.close()

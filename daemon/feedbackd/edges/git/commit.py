@@ -30,6 +30,7 @@ from feedbackd.edges.git.batch import COMMIT_FILE_PREFIX, GitBatch, GitObject
 from feedbackd.edges.git.locks import holding_index_lock, wait_for_changing_git
 from feedbackd.edges.git.native import NativeStore, NotHere, RefLocked, RefMoved
 from feedbackd.edges.git.runner import (
+    LOCK_HINT,
     GitRunner,
     IndexLockBusy,
     first_line,
@@ -608,9 +609,8 @@ def _moved_in_process(native: NativeStore, new: str, old: str | None, reflog: st
             hint="nothing was committed; the change is planned again",
         ) from moved
     except RefLocked as locked:
-        hint = "another git command is moving it; wait for it, or remove the .lock file named if"
         raise GitError(
-            f"could not move HEAD to the new commit: {locked}", hint=f"{hint} no git program runs"
+            f"could not move HEAD to the new commit: {locked}", hint=LOCK_HINT
         ) from locked
     except NotHere as why:
         log.debug("HEAD is moved by git: %s", why)

@@ -88,25 +88,30 @@ class NativeStore:
     def store(self, kind: str, content: bytes) -> str:
         """Store an object of `kind` (blob, tree, commit) holding `content`; its id."""
         with self._lock:
-            return str(self._open().odb.write(_KINDS[kind], content))
+            try:
+                return str(self._open().odb.write(_KINDS[kind], content))
+            except (pygit2.GitError, OSError) as error:  # git then stores it, or says why
+                raise NotHere(f"libgit2 could not store the {kind}: {error}") from error
 
     def move_head(self, new: str, old: str | None, message: str) -> None:
         """Point HEAD's branch (HEAD itself when detached) at `new` if it still is `old` (None:
         the branch must not exist yet), with `message` in the reflogs.
 
         RefMoved when it is another commit; RefLocked when a git command holds its lock;
-        NotHere for a branch that is itself a symbolic ref."""
+        NotHere for a branch that is itself a symbolic ref, or a failure git should report."""
         with self._lock:
             try:
                 self._compare_and_swap(pygit2.Oid(hex=new), old, message)
             except (pygit2.AlreadyExistsError, KeyError) as error:
                 raise RefMoved(str(error) or "the branch is gone") from error
-            except pygit2.GitError as error:
+            except (pygit2.GitError, OSError) as error:  # lock-file failures come as OSError
                 if "does not match" in str(error):
                     raise RefMoved(str(error)) from error
-                raise RefLocked(str(error)) from error
-            except OSError as error:  # libgit2's lock-file failures come as OSError
-                raise RefLocked(str(error)) from error
+                if ".lock" in str(error):
+                    raise RefLocked(str(error)) from error
+                # Anything else (permissions, a full disk, a bad ref): `git update-ref` moves it
+                # or says why, in git's own words.
+                raise NotHere(f"libgit2 could not move HEAD: {error}") from error
 
     def _compare_and_swap(self, new: pygit2.Oid, old: str | None, message: str) -> None:
         repo = self._open()

@@ -232,12 +232,17 @@ def first_line(error: object) -> str:
     return ""
 
 
+LOCK_HINT = (
+    "another git command is running here; wait for it, or remove the .lock file it names if no"
+    " git program is running"
+)
+
+
 def hint_for(stderr: str) -> str:
     if "ignored by one of your .gitignore" in stderr:
         return "the path is git-ignored; remove it from .gitignore"
     if ".lock': File exists" in stderr or "index.lock" in stderr:
-        return "another git command is running here; wait for it, or remove the .lock file it names"
-        " if no git program is running"
+        return LOCK_HINT
     if "not a git repository" in stderr:
         return "run `feedbackd init` in the workspace"
     return "run the same git command in the workspace to see the whole message"
