@@ -55,14 +55,16 @@ def history_rows(page: str) -> list[list[str]]:
 
 # --- pages that are not there ---------------------------------------------------------------------
 def test_an_unknown_agent_is_a_page_that_says_so(served: Client) -> None:
-    for headers in (BROWSER, {}):  # a page of the panel answers in HTML, whoever asks
-        answer = served.get("/agents/lak", headers=headers)
-        assert answer.status == 404
-        assert answer.headers["content-type"].startswith("text/html")
-        assert "<h1>Not found</h1>" in answer.text
-        assert "no agent lak in _data/agents/" in answer.text
-        assert "did you mean lark?" in answer.text
-        assert '<a href="/">' in answer.text
+    answer = served.get("/agents/lak", headers=BROWSER)
+    assert answer.status == 404
+    assert answer.headers["content-type"].startswith("text/html")
+    assert "<h1>Not found</h1>" in answer.text
+    assert "no agent lak in _data/agents/" in answer.text
+    assert "did you mean lark?" in answer.text
+    assert '<a href="/">' in answer.text
+    for headers in ({}, {"Accept": "application/json"}):  # a script: JSON, as every error is
+        script = served.get("/agents/lak", headers=headers)
+        assert (script.status, script.json()["error"]) == (404, "not_found")
     api = served.get("/api/agents/lak", headers=BROWSER)  # the API stays JSON
     assert (api.status, api.json()["error"]) == (404, "not_found")
 

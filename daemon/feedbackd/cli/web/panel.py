@@ -88,13 +88,15 @@ def _static_file(name: str) -> Response:
 
 # --- pages that cannot be shown -----------------------------------------------------------------
 def _as_page(site: Site, handler: Handler) -> Handler:
-    """A page of the panel answers in HTML whoever asks, its refusals too (an unknown agent is a
-    404 page): the API beside it answers the same refusals in JSON, for scripts."""
+    """A page's refusals (an unknown agent is a 404) as a page for a browser, and as every
+    error is (SPEC section 12, JSON) for a script that asks for the page."""
 
     async def answer(request: Request) -> Response:
         try:
             return await handler(request)
         except FeedbackdError as refused:
+            if not _accepts_html(request):
+                raise
             return refusal_page(refused, site.workspace)
 
     return answer
@@ -113,8 +115,12 @@ def refusal_page(refused: FeedbackdError, workspace: str) -> HTMLResponse:
 def wants_page(request: Request) -> bool:
     """A path no route takes, asked for by a browser (it accepts HTML) outside what scripts
     call: answered with a page, where a script gets the JSON error."""
-    path, accepted = request.url.path, request.headers.get("accept", "")
-    return not path.startswith(SCRIPT_PATHS) and "text/html" in accepted
+    return not request.url.path.startswith(SCRIPT_PATHS) and _accepts_html(request)
+
+
+def _accepts_html(request: Request) -> bool:
+    """A browser's request: its Accept header names HTML."""
+    return "text/html" in request.headers.get("accept", "")
 
 
 def missing_page(request: Request) -> HTMLResponse:
