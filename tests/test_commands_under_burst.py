@@ -18,7 +18,7 @@ import pytest
 
 from feedbackd.core.errors import AlreadySubmitted, WriterBusy
 from feedbackd.edges.instance import InstanceLock, WriteLock
-from feedbackd.loop.commands import actions
+from feedbackd.loop.commands import actions, submitting
 from tests.daemon_kit import (
     DEADLINE_S,
     DaemonProcess,
@@ -174,10 +174,10 @@ def test_a_rating_that_cannot_wait_any_longer_is_queued_for_the_daemon(site: Sit
     workspace is free, exactly once."""
     runtime = replace(site.runtime(), write_wait_s=0.2)
     with held_by_a_daemon(site):
-        queued = actions.submit_or_queue(runtime, json.dumps(RATING), None)
+        queued = submitting.submit_or_queue(runtime, json.dumps(RATING), None)
         assert isinstance(queued, Path) and queued.parent == site.data / "inbox" / "ratings"
         with pytest.raises(AlreadySubmitted):
-            actions.submit_or_queue(runtime, json.dumps(RATING), None)
+            submitting.submit_or_queue(runtime, json.dumps(RATING), None)
     site.reconcile()  # the daemon's next pass over the inbox
     assert not queued.exists()
     assert [s for s in subjects(site) if s.startswith("rating(provider-1/summarise)")]
@@ -203,7 +203,7 @@ def test_without_a_daemon_a_busy_workspace_says_the_rating_was_not_recorded(
     taken.wait(DEADLINE_S)
     try:
         with pytest.raises(WriterBusy) as refused:
-            actions.submit_or_queue(runtime, json.dumps(RATING), None)
+            submitting.submit_or_queue(runtime, json.dumps(RATING), None)
     finally:
         release.set()
         holder.join()

@@ -68,8 +68,7 @@ def main(argv: list[str]) -> int:
     root = Path(argv[0] if argv else ".demo").absolute()
     build(root)
     print(TRY.format(root=root), flush=True)
-    sys.argv = ["feedbackd", "-w", str(root), "run"]
-    return cli_main()
+    return cli_main(["-w", str(root), "run"], "feedbackd")
 
 
 if __name__ == "__main__":

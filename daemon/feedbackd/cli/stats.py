@@ -12,6 +12,7 @@ from rich.table import Table
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import console, print_json
 from feedbackd.core.curation.learning import check_period
+from feedbackd.core.wording import duration_text
 from feedbackd.loop.commands.learning import agent_stats
 
 AgentOption = Annotated[
@@ -84,17 +85,3 @@ def _cells(row: dict[str, Any]) -> list[str]:
         "—" if per is None else f"{per:.2f}",
         duration_text(row["median_decision_s"]),
     ]
-
-
-def duration_text(seconds: int | None) -> str:
-    """`45s`, `12m`, `3h 20m`, `2d 4h`: as long as a reader needs, no longer."""
-    if seconds is None:
-        return "—"
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
-    if hours < 1:
-        return f"{minutes}m"
-    if days < 1:
-        return f"{hours}h {minutes % 60}m" if minutes % 60 else f"{hours}h"
-    return f"{days}d {hours % 24}h" if hours % 24 else f"{days}d"

@@ -8,12 +8,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from feedbackd.cli.output import FLEX, NAME, TEXT, Column, console, fitted_table, print_json
-from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
+from feedbackd.core.commitmsg import LogEntry, decider
 from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.feedbackjson import EntryType
 from feedbackd.core.curation.prompts import examples, rejections
-from feedbackd.core.people import Person
 from feedbackd.core.wording import counted
 from feedbackd.loop.commands.queries import learning_log, log_json, recent_feedback
 from feedbackd.loop.daemon.statusfile import Progress
@@ -114,7 +113,7 @@ def _log_table(entries: Sequence[LogEntry], with_agent: bool, width: int) -> Tab
             escape(entry.event or ""),
             *([escape(entry.agent or "")] if with_agent else []),
             escape(entry.item or entry.skill or ""),
-            escape(_curator_name(entry)),
+            escape(decider(entry)),
             escape(_what(entry)),
         ]
         for entry in entries
@@ -132,18 +131,6 @@ def _what(entry: LogEntry) -> str:
     summary = entry.subject.split(": ", 1)[-1]
     what = f'{summary}: "{_cut(entry.note, NOTE_WIDTH)}"' if entry.note else summary
     return f"(reverted) {what}" if entry.reverted else what
-
-
-def _curator_name(entry: LogEntry) -> str:
-    """Who decided, for a curator's events (and a `git revert`) alone: a rating is its buyer's
-    (the summary names them) and a price change or a draft is feedbackd's, whoever's git
-    identity committed it."""
-    if entry.event not in (*CURATOR_EVENTS, "revert") or not entry.curator:
-        return ""
-    try:
-        return Person.parse(entry.curator).name
-    except ValueError:
-        return entry.curator
 
 
 SUMMARY_WIDTH = 80  # a status line stays readable whatever a commit's summary holds

@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from feedbackd.cli.output import console, print_json
-from feedbackd.core.people import Person
+from feedbackd.core.people import display_name
 from feedbackd.loop.commands.why import why
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -45,16 +45,7 @@ def _row(line: dict[str, Any]) -> list[str]:
         f"{SECTION_NAMES[line['section']]} {line['n']}",
         line["item"] or "",
         line["field"] or "",
-        _name(line["curator"]),
+        display_name(line["curator"] or ""),
         commit[:SHORT_COMMIT] if commit else "not found",
         line["at"][:16].replace("T", " "),
     ]
-
-
-def _name(curator: str | None) -> str:
-    if not curator:
-        return ""
-    try:
-        return Person.parse(curator).name
-    except ValueError:
-        return curator

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from feedbackd.core.people import display_name
 from feedbackd.core.timeutil import iso_ms, parse_iso
 
 EVENTS = (
@@ -229,7 +230,7 @@ def log_entry(commit: str, date: str, author: str, message: str) -> LogEntry | N
     changes = _changes(message)
     return LogEntry(
         commit=commit,
-        date=_iso_date(date),
+        date=iso_date(date),
         event=event,
         agent=last(AGENT_KEY),
         item=last(ITEM_KEY),
@@ -267,7 +268,8 @@ def _split_fields(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def _iso_date(text: str) -> str:
+def iso_date(text: str) -> str:
+    """A commit date as the history shows it (milliseconds, UTC); as given when unreadable."""
     try:
         return iso_ms(parse_iso(text))
     except ValueError:
@@ -438,3 +440,12 @@ def entry_body(entry: RecordedEntry) -> list[str]:
     if entry.notes is not None:
         return [f'{_NOTE_START}{one_line(entry.notes)}"']
     return []
+
+
+def decider(entry: LogEntry) -> str:
+    """Who decided a step of the history, by name: the curator of a curator's event or of a
+    `git revert`; nobody for a rating (its buyer is in the summary) or feedbackd's own steps
+    (drafts, prices, lessons, syncs), whoever's git identity committed them."""
+    if entry.event not in (*CURATOR_EVENTS, "revert") or not entry.curator:
+        return ""
+    return display_name(entry.curator)

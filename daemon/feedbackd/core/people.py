@@ -43,6 +43,14 @@ class Person:
         return f"{self.name} <{self.email}>"
 
 
+def display_name(text: str) -> str:
+    """A person's name as the tables show it: the name of `Name <email>`, else the text."""
+    try:
+        return Person.parse(text).name
+    except ValueError:
+        return text
+
+
 # feedbackd itself: the committer unless `git.committer` names another, and the author of a change
 # when no curator is known (not in the item, --curator, $FEEDBACKD_CURATOR or git's user).
 FEEDBACKD_PERSON = Person("feedbackd", "feedbackd@localhost")

@@ -86,3 +86,20 @@ def parse_duration(text: str) -> timedelta:
     if seconds > _MAX_DURATION_S:
         raise UsageError(f"duration {text!r} is too long", hint="use at most 100 years, e.g. 5200w")
     return timedelta(seconds=seconds)
+
+
+def since_start(since: str | None, now: datetime) -> datetime | None:
+    """`since` as a duration back from now (`7d`) or an ISO time; None for no limit."""
+    if not since:
+        return None
+    try:
+        return now - parse_duration(since)
+    except UsageError:
+        try:
+            return parse_iso(since)
+        except ValueError:
+            raise UsageError(
+                f"since {since!r} is neither a duration nor a date",
+                hint="give a duration (30s, 15m, 12h, 7d, 4w) or a date or time"
+                " (2026-11-30, 2026-11-30T09:00:00Z)",
+            ) from None

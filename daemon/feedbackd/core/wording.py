@@ -18,3 +18,17 @@ def counted(count: int, singular: str, plural: str | None = None) -> str:
     """`count` and its noun: counted(1, "rating") is "1 rating", counted(2, "rating") "2
     ratings"; give the plural when it is not made with -s (counted(n, "entry", "entries"))."""
     return f"{count} {noun(count, singular, plural)}"
+
+
+def duration_text(seconds: int | None) -> str:
+    """`45s`, `12m`, `3h 20m`, `2d 4h`: as long as a reader needs, no longer."""
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
+    if hours < 1:
+        return f"{minutes}m"
+    if days < 1:
+        return f"{hours}h {minutes % 60}m" if minutes % 60 else f"{hours}h"
+    return f"{days}d {hours % 24}h" if hours % 24 else f"{days}d"

@@ -29,7 +29,7 @@ from feedbackd.core.ratings.ratings import InvalidRating, parse_rating
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import FileState, file_state
-from feedbackd.loop.commands import actions, exporting, learning, queries
+from feedbackd.loop.commands import actions, exporting, learning, queries, submitting
 from feedbackd.loop.commands import why as lessons
 from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.agentfiles import existing_agent
@@ -169,7 +169,7 @@ def _agentbnb_routes(site: Site) -> list[Route]:
             return JSONResponse({"error": "Validation failed", "issues": issues}, 400)
         runtime = await work(site.runtime)
         try:
-            event, _ = await work(lambda: actions.submit_rating(runtime, json.dumps(data), None))
+            event, _ = await work(lambda: submitting.submit_rating(runtime, json.dumps(data), None))
         except InvalidFeedback as error:
             return JSONResponse({"error": "Validation failed", "issues": [error.message]}, 400)
         received = {"feedback_id": data.get("transaction_id"), "received_at": iso_ms(utcnow())}

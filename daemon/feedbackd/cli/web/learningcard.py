@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from feedbackd.cli.stats import duration_text
 from feedbackd.cli.web.charts import PAD, WIDTH
 from feedbackd.cli.web.html import e
-from feedbackd.core.wording import counted
+from feedbackd.core.wording import counted, duration_text
 
 HEIGHT = 120.0
 FIELDS_LISTED = 8

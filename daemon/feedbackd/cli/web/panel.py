@@ -24,11 +24,10 @@ from feedbackd.cli.web.attempts import FailedAttempts
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
 from feedbackd.cli.web.learningcard import learning_card
-from feedbackd.core.commitmsg import CURATOR_EVENTS, LogEntry
+from feedbackd.core.commitmsg import LogEntry, decider
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge colour
 from feedbackd.core.curation.prompts import EXAMPLES_HEADING, REJECTIONS_HEADING
 from feedbackd.core.errors import FeedbackdError, NotFound
-from feedbackd.core.people import Person
 from feedbackd.core.websafety import session_value, token_matches
 from feedbackd.core.wording import counted
 from feedbackd.loop.commands import learning, queries
@@ -238,9 +237,8 @@ def _recent_card(recent: dict[str, Any], summary: dict[str, Any], max_examples: 
     elif not entries:
         entries = '<li class="empty">No feedback yet.</li>'
     injected = summary["examples_injected"] or 0
-    noun = "example" if injected == 1 else "examples"
     footer = (
-        f"Showing {len(recent['entries'])} of {recent['total']} · {injected} {noun}"
+        f"Showing {len(recent['entries'])} of {recent['total']} · {counted(injected, 'example')}"
         f" injected into the prompt (at most {max_examples})"
     )
     return (
@@ -448,10 +446,8 @@ def _history_words(entry: LogEntry) -> dict[str, str]:
     rejection's note, an approval's corrected fields, a price change, else the commit's
     summary."""
     summary = entry.subject.split(": ", 1)[-1]
-    who = ""
-    if entry.event in (*CURATOR_EVENTS, "revert") and entry.curator:
-        who = _name_of(entry.curator)
-    elif entry.event == "rating":
+    who = decider(entry)
+    if entry.event == "rating":
         who = buyer_named(summary) or ""
     what = summary
     if entry.event == "reject":
@@ -461,13 +457,6 @@ def _history_words(entry: LogEntry) -> dict[str, str]:
     elif entry.price_old and entry.price_new:
         what = f"price {entry.price_old} → {entry.price_new}"
     return {"who": who, "what": what}
-
-
-def _name_of(person: str) -> str:
-    try:
-        return Person.parse(person).name
-    except ValueError:
-        return person
 
 
 # --- login (only when a token is set) ---------------------------------------------------------

@@ -747,10 +747,9 @@ def plan_forget_all(
     shown += [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
     if len(feedback) > _LISTED:
         shown.append(f"and {len(feedback) - _LISTED} more")
-    noun = "entry" if len(feedback) == 1 else "entries"
     commit = Commit(
         "forget",
-        f"all {len(feedback)} {noun}",
+        f"all {counted(len(feedback), 'entry', 'entries')}",
         (agent.feedback, agent.prompt, agent.forgotten),
         author,
         tuple(shown),
@@ -763,9 +762,8 @@ _LISTED = 20  # entries a `forget --all` commit lists in its body; the rest are 
 
 def plan_restore(agent: AgentPaths, records: Sequence[DecisionRecord]) -> Step:
     """Ledger lines lost from decisions.jsonl, back from their decision commits: one commit."""
-    noun = "decision" if len(records) == 1 else "decisions"
     items = commitmsg.few_ids([record.item for record in records])
-    summary = f"restore {len(records)} {noun} from history ({items})"
+    summary = f"restore {counted(len(records), 'decision')} from history ({items})"
     return Step(Commit("sync", summary, (agent.decisions,)), ledger=tuple(records))
 
 

@@ -15,8 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from feedbackd.core.commitmsg import LogEntry
-from feedbackd.core.timeutil import iso_ms, parse_iso
+from feedbackd.core.commitmsg import LogEntry, iso_date
 
 _REVERTS = re.compile(r"^This reverts commit ([0-9a-f]{7,64})\b", re.MULTILINE)
 GREP = "^This reverts commit [0-9a-f]"  # for `git log -E --grep`: the revert commits only
@@ -81,12 +80,8 @@ def revert_commit(commit: str, date: str, author: str, message: str) -> RevertCo
     targets = tuple(reverted_by(message))
     if not targets:
         return None
-    try:
-        when = iso_ms(parse_iso(date))
-    except ValueError:
-        when = date.strip()
     subject = message.split("\n", 1)[0].strip()
-    return RevertCommit(commit.strip(), when, author.strip() or None, subject, targets)
+    return RevertCommit(commit.strip(), iso_date(date), author.strip() or None, subject, targets)
 
 
 def with_reverts(history: Sequence[LogEntry | RevertCommit]) -> list[LogEntry]:

@@ -27,8 +27,6 @@ from feedbackd.core.jsontext import load_json_object
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.randomness import random_chars
-from feedbackd.loop.commands.submitting import submit_or_queue as submit_or_queue
-from feedbackd.loop.commands.submitting import submit_rating as submit_rating
 from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
 from feedbackd.loop.reconcile import reconcile_all

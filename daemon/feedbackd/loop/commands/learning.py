@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,8 @@ from feedbackd.core.curation.learning import (
     learning_stats,
     parse_forgotten,
 )
-from feedbackd.core.errors import GitError, UsageError
-from feedbackd.core.timeutil import parse_duration, parse_iso
+from feedbackd.core.errors import GitError
+from feedbackd.core.timeutil import since_start
 from feedbackd.core.workspace import ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, atomic_write_bytes, read_file_bytes
@@ -58,7 +58,7 @@ def agent_stats(
     """`stats --json` for one agent, or (agent_id None) for every agent together."""
     check_period(by)
     now = utcnow()
-    start = since_moment(since, now)
+    start = since_start(since, now)
     if agent_id is None:
         agents = agent_ids(runtime.workspace)
     else:
@@ -78,24 +78,6 @@ def unedited_ratios(runtime: Runtime) -> dict[str, float | None]:
         ]
         for agent in agents
     }
-
-
-def since_moment(since: str | None, now: datetime) -> datetime | None:
-    """`--since`: a duration back from now (`4w`) or a date or time (`2026-11-30`)."""
-    if not since:
-        return None
-    try:
-        return now - parse_duration(since)
-    except UsageError:
-        pass
-    try:
-        return parse_iso(since)
-    except ValueError:
-        raise UsageError(
-            f"--since {since!r} is neither a duration nor a date",
-            hint="give a duration (30s, 15m, 12h, 7d, 4w) or a date or time"
-            " (2026-11-30, 2026-11-30T09:00:00Z)",
-        ) from None
 
 
 # --- the tables -------------------------------------------------------------------------------

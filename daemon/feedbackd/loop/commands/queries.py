@@ -26,7 +26,14 @@ from feedbackd.core.errors import (
 from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.ratings.reputation import feedback_list_report, score
 from feedbackd.core.ratings.soul import Skill, Soul
-from feedbackd.core.timeutil import EPOCH, iso_ms, parse_duration, parse_iso, parse_moment_by
+from feedbackd.core.timeutil import (
+    EPOCH,
+    iso_ms,
+    parse_duration,
+    parse_iso,
+    parse_moment_by,
+    since_start,
+)
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, is_inside
@@ -208,22 +215,6 @@ def feedback_list(
     if not report["count"] and not unknown:  # a typo of the skill is no typo of the agent
         unknown = unknown_skill(runtime, skill, [agent] if agent else agent_ids(runtime.workspace))
     return {**report, **unknown}
-
-
-def since_start(since: str | None, now: datetime) -> datetime | None:
-    """`since` as a duration back from now (`7d`) or an ISO time; None for no limit."""
-    if not since:
-        return None
-    try:
-        return now - parse_duration(since)
-    except UsageError:
-        try:
-            return parse_iso(since)
-        except ValueError:
-            raise UsageError(
-                f"since {since!r} is neither a duration nor an ISO time",
-                hint="e.g. 7d, 12h, or 2026-11-01T00:00:00Z",
-            ) from None
 
 
 def _providers_of(runtime: Runtime, skill: str) -> list[str]:
