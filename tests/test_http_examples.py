@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.cli.demo import build
+from tests.conftest import git
 from tests.web_kit import serving
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,21 +52,18 @@ def run(script: str, root: Path, port: int) -> subprocess.CompletedProcess[str]:
 def demo_state(root: Path) -> str:
     """The demo agents' files and the commits that touched them."""
     paths = [f"_data/agents/{agent}" for agent in DEMO_AGENTS]
-    done = subprocess.run(
-        ["git", "log", "--format=%H", "--", *paths], cwd=root, capture_output=True, text=True
-    )
+    commits = git(root, "log", "--format=%H", "--", *paths)
     files = sorted(
         f"{path.relative_to(root)}:{path.read_bytes()!r}"
         for agent in DEMO_AGENTS
         for path in (root / "_data" / "agents" / agent).rglob("*")
         if path.is_file()
     )
-    return done.stdout + "\n".join(files)
+    return commits + "\n".join(files)
 
 
 def git_status(root: Path) -> str:
-    done = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True)
-    return done.stdout.decode()
+    return git(root, "status", "--porcelain")
 
 
 @pytest.fixture

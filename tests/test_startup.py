@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.cli import app
 from tests.workspace_kit import Site, draft
 
 # What only some commands need: the web server, ranking, the export formats' libraries, the
@@ -109,3 +110,13 @@ def test_other_commands_leave_out_the_heavy_machinery_they_do_not_use(
     done, modules = imported_by("-w", str(site.root), *command)
     assert done.returncode == 0, done.stderr[-2000:]
     assert loaded(modules, *(name for name in HEAVY_ELSEWHERE if name not in its_own)) == []
+
+
+def test_every_command_a_module_registers_is_named_where_it_is_looked_up() -> None:
+    """A command added to a module's register() but not to app.ELSEWHERE would be unreachable
+    ("No such command"): the names the command line knows before loading a module are exactly
+    those its modules register."""
+    registered = {
+        name: module for module in set(app.ELSEWHERE.values()) for name in app._commands_of(module)
+    }
+    assert registered == app.ELSEWHERE
