@@ -36,6 +36,7 @@ from feedbackd.loop.ratings.rentals import buyer_named
 from feedbackd.loop.workspace.runtime import Runtime
 
 RECENT = 5
+HISTORY_ROWS = 50  # the newest steps of the agent page's history
 STATIC = {
     "panel.css": "text/css",
     "panel.js": "text/javascript",
@@ -136,13 +137,17 @@ def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
     runtime = site.runtime()
     summary = queries.agent_summary(runtime, agent_id)
     history = queries.learning_log(runtime, agent_id, None)
+    why = _lessons_or_none(runtime, agent_id, history)
+    linked = {line["commit"] for line in why}
+    # The newest steps, and any older one that a lesson of the snippet links to.
+    shown = [h for index, h in enumerate(history) if index < HISTORY_ROWS or h.commit in linked]
     return {
         "summary": summary,
         "recent": _recent_or_problem(runtime, agent_id),
         "snippet": queries.prompt_text(runtime, agent_id),
-        "why": _lessons_or_none(runtime, agent_id, history),
+        "why": why,
         "queue": queries.queue(runtime, agent_id),
-        "history": [queries.log_json(entry) | _history_words(entry) for entry in history],
+        "history": [queries.log_json(entry) | _history_words(entry) for entry in shown],
         "lessons": queries.skill_lessons(runtime, agent_id),
         "skills": [
             queries.skill_history(runtime, agent_id, skill["skill_id"]) | {"name": skill["name"]}
@@ -226,7 +231,7 @@ def _agent_body(view: dict[str, Any], max_examples: int) -> str:
         "</div>"
         f"{learning_card(view['learning'])}"
         f"{_skills_section(view['skills'], view['reputation'])}"
-        f"{_history_card(view['history'], {line['commit'] for line in view['why']})}"
+        f"{_history_card(view['history'])}"
     )
 
 
@@ -411,9 +416,8 @@ def _skill_card(skill: dict[str, Any], score: dict[str, Any]) -> str:
     )
 
 
-def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str:
-    """The newest 50 steps, and any older one that a lesson of the snippet links to."""
-    shown = [h for index, h in enumerate(history) if index < 50 or h["commit"] in linked]
+def _history_card(shown: list[dict[str, Any]]) -> str:
+    """The steps _agent_view chose to show, newest first."""
     rows = "".join(
         f'<tr id="commit-{e(h["commit"])}">'
         f'<td class="when"><time datetime="{e(h["date"])}">'
@@ -429,7 +433,7 @@ def _history_card(history: list[dict[str, Any]], linked: set[str | None]) -> str
         '<table class="history"><thead><tr><th>when</th><th>event</th><th>item / skill</th>'
         f"<th>who</th><th>what</th></tr></thead><tbody>{rows}</tbody></table>"
     )
-    return f'<section class="card"><h2>Learning history</h2>{table if history else empty}</section>'
+    return f'<section class="card"><h2>Learning history</h2>{table if shown else empty}</section>'
 
 
 def _reverted_mark(entry: dict[str, Any]) -> str:
