@@ -1,10 +1,14 @@
-"""Counts as a person says them: "1 rating", "2 ratings", "1 entry", "3 entries".
+"""Words for people: counts as a person says them ("1 rating", "3 entries"), durations, and
+the name a mistyped one most likely meant.
 
 A plural made by hand (`f"{n} ratings"`) reads wrong exactly when there is one; every message
 that counts goes through here instead.
 """
 
 from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
 
 
 def noun(count: int, singular: str, plural: str | None = None) -> str:
@@ -32,3 +36,10 @@ def duration_text(seconds: int | None) -> str:
     if days < 1:
         return f"{hours}h {minutes % 60}m" if minutes % 60 else f"{hours}h"
     return f"{days}d {hours % 24}h" if hours % 24 else f"{days}d"
+
+
+def closest(name: str, known: Iterable[str]) -> str | None:
+    """The one of `known` a mistyped `name` most likely meant; None when none is close (the
+    "did you mean" of unknown agents, providers and skills)."""
+    found = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return found[0] if found else None

@@ -9,7 +9,6 @@ them), and write_export puts them on a stream, in a file or, for `hf`, in a data
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from feedbackd.core.curation import exports
 from feedbackd.core.curation.exports import ExportRow, Tally
 from feedbackd.core.errors import NotFound, UsageError, WorkspaceError
 from feedbackd.core.ids import validate_id
+from feedbackd.core.wording import closest
 from feedbackd.edges.files import agent_ids, atomic_write_chunks, atomic_write_text
 from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.loop.commands.queries import commit_by
@@ -92,10 +92,10 @@ def _refuse_unknown(runtime: Runtime, repo: GitRepo, agent_id: str) -> None:
     if agent_id in committed or workspace.agent(agent_id).root.is_dir():
         return
     known = sorted(set(committed) | set(agent_ids(workspace)))
-    close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
+    close = closest(agent_id, known)
     listed = ", ".join(known[:_SHOWN_AGENTS]) + (", …" if len(known) > _SHOWN_AGENTS else "")
     hint = f"the agents are: {listed}" if known else f"no agent has a folder in {agents}/ yet"
-    guess = f": did you mean {close[0]}?" if close else ""
+    guess = f": did you mean {close}?" if close else ""
     raise NotFound(f"no agent {agent_id} in {agents}/{guess}", hint=hint)
 
 

@@ -3,10 +3,10 @@ that no provider in question has names the closest skill it does have."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from typing import Any
 
+from feedbackd.core.wording import closest
 from feedbackd.loop.ratings.optimize import skills_of
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -19,8 +19,7 @@ def unknown_skill(runtime: Runtime, skill: str, providers: Sequence[str]) -> dic
     known = known_skills(runtime, providers)
     if skill in known:
         return {}
-    close = difflib.get_close_matches(skill, known, n=1, cutoff=0.6)
-    return {"closest_skill": close[0] if close else None}
+    return {"closest_skill": closest(skill, known)}
 
 
 def known_skills(runtime: Runtime, providers: Sequence[str]) -> list[str]:

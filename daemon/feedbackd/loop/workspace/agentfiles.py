@@ -7,7 +7,6 @@ atomically, through the file-system edge.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
@@ -43,6 +42,7 @@ from feedbackd.core.ratings.priceledger import PriceRecord, parse_price_ledger
 from feedbackd.core.ratings.ratings import Rating
 from feedbackd.core.ratings.soul import Soul, parse_soul
 from feedbackd.core.ratings.storedratings import AnyRating
+from feedbackd.core.wording import closest
 from feedbackd.core.workspace import AgentPaths, Workspace
 from feedbackd.edges.files import (
     agent_ids,
@@ -81,9 +81,7 @@ def existing_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
 
 def closest_agent(runtime: Runtime, agent_id: str) -> str | None:
     """The agent folder whose name is closest to a mistyped `agent_id`; None when none is."""
-    known = agent_ids(runtime.workspace)
-    close = difflib.get_close_matches(agent_id, known, n=1, cutoff=0.6)
-    return close[0] if close else None
+    return closest(agent_id, agent_ids(runtime.workspace))
 
 
 def new_provider_warning(runtime: Runtime, provider: str) -> str | None:
