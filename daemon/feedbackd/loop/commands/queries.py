@@ -81,7 +81,7 @@ def prompt_text(runtime: Runtime, agent_id: str, at: str | None = None) -> str:
     """The snippet file as written; rendered from feedback.json when it was never generated.
     With `at` (a revision or a date), the snippet the agent read then, from git."""
     if at is not None:
-        return _prompt_at(runtime, agent_id, at)
+        return snippet_at(runtime, agent_id, at)[1]
     agent = existing_agent(runtime, agent_id)
     if agent.prompt.exists():
         return agent.prompt.read_text(encoding="utf-8")
@@ -89,7 +89,8 @@ def prompt_text(runtime: Runtime, agent_id: str, at: str | None = None) -> str:
     return text + "\n" if text and not text.endswith("\n") else text
 
 
-def _prompt_at(runtime: Runtime, agent_id: str, at: str) -> str:
+def snippet_at(runtime: Runtime, agent_id: str, at: str) -> tuple[str, str]:
+    """The commit `at` names and the snippet the agent read then."""
     agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
     with open_repo(runtime) as repo:
         if repo is None:
@@ -105,7 +106,7 @@ def _prompt_at(runtime: Runtime, agent_id: str, at: str) -> str:
             f"{agent_id} had no prompt snippet at {at} (commit {commit[:12]})",
             hint=f"`feedbackd log {agent_id}` shows when it learned",
         )
-    return text.decode("utf-8", errors="replace")
+    return commit, text.decode("utf-8", errors="replace")
 
 
 def file_of_former_names(

@@ -13,7 +13,7 @@ from typing import Any
 from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.curation.prompts import examples
 from feedbackd.core.ids import validate_id
-from feedbackd.loop.commands.queries import commit_by, file_of_former_names, prompt_text
+from feedbackd.loop.commands.queries import file_of_former_names, prompt_text, snippet_at
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.workspace.agentfiles import existing_agent, read_feedback
 from feedbackd.loop.workspace.runtime import Runtime
@@ -22,11 +22,12 @@ from feedbackd.loop.workspace.runtime import Runtime
 def prompt_json(runtime: Runtime, agent_id: str, at: str | None = None) -> dict[str, Any]:
     """`{"agent", "text", "examples"}`: the snippet now, or `at` a revision or date, and the
     corrections its examples show, oldest first, from feedback.json as it was then."""
-    text = prompt_text(runtime, agent_id, at)  # refuses what `prompt` refuses
     if at is None:
+        text = prompt_text(runtime, agent_id)  # refuses what `prompt` refuses
         entries = read_feedback(existing_agent(runtime, agent_id).feedback)
-    else:
-        entries = _feedback_at(runtime, agent_id, at)
+    else:  # the revision is resolved once: the examples come from the snippet's commit
+        commit, text = snippet_at(runtime, agent_id, at)
+        entries = _feedback_at(runtime, agent_id, commit)
     return snippet_json(agent_id, text, examples(entries, runtime.settings.prompt.max_examples))
 
 
@@ -47,13 +48,12 @@ def example_json(entry: FeedbackEntry) -> dict[str, Any]:
     }
 
 
-def _feedback_at(runtime: Runtime, agent_id: str, at: str) -> list[FeedbackEntry]:
-    """The agent's feedback.json as the commit `at` names held it (under the folder's name
-    then); none when it had none."""
+def _feedback_at(runtime: Runtime, agent_id: str, commit: str) -> list[FeedbackEntry]:
+    """The agent's feedback.json as `commit` held it (under the folder's name then); none when
+    it had none."""
     agent = runtime.workspace.agent(validate_id(agent_id, "agent id"))
     with open_repo(runtime) as repo:
-        commit = commit_by(repo, at) if repo is not None else None
-        if repo is None or commit is None:  # prompt_text has refused both already
+        if repo is None:  # snippet_at has refused it already
             return []
         data = repo.file_at(commit, runtime.workspace.relative(agent.feedback))
         if data is None:
