@@ -92,6 +92,13 @@ def test_log_breaks_no_word(site: Site) -> None:
         assert name in words, (name, shown)
 
 
+def test_why_shows_each_item_field_and_commit_whole(site: Site) -> None:
+    shown = site.cli("why", "content-writer").stdout
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    commit = site.git("log", "-1", "--format=%H", "--grep=^Feedback-Event: approve").strip()
+    assert whole_on_a_line(shown, "qi-101", FIELD, commit[:12]) == []
+
+
 def test_a_table_too_narrow_for_all_leaves_out_the_columns_missed_least() -> None:
     columns = [
         Column("a", NAME), Column("b", TEXT, drop=2), Column("c", TEXT, drop=1),

@@ -5,15 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from rich.markup import escape
-from rich.table import Table
 
-from feedbackd.cli.output import console, print_json
+from feedbackd.cli.output import NAME, TEXT, Column, console, fitted_table, print_json
 from feedbackd.core.people import display_name
 from feedbackd.loop.commands.why import why
 from feedbackd.loop.workspace.runtime import Runtime
 
 SECTION_NAMES = {"examples": "Example", "avoid": "Avoid"}
 SHORT_COMMIT = 12  # enough for `git show`, short enough for the table
+COLUMNS = [
+    Column("line", NAME),
+    Column("item", NAME),
+    Column("field", NAME),
+    Column("curator", TEXT, drop=1),
+    Column("commit", NAME),
+    Column("at", TEXT, drop=2),
+]
 
 
 def show_why(runtime: Runtime, agent_id: str, as_json: bool) -> None:
@@ -25,13 +32,11 @@ def show_why(runtime: Runtime, agent_id: str, as_json: bool) -> None:
     if not found["lines"]:
         out.print(f"The snippet of {agent_id} is empty: no example or note to trace.")
         return
-    # Ids and commits are folded over lines, never cut: a reader copies them into git.
-    table = Table(title=f"Where the lessons of {agent_id} came from", show_edge=False)
-    for column in ("line", "item", "field", "curator", "commit", "at"):
-        table.add_column(column, overflow="fold")
-    for line in found["lines"]:
-        table.add_row(*map(escape, _row(line)))
-    out.print(table)
+    # Ids and commits are whole, never cut: a reader copies them into git. The curator, then
+    # the time, are left out where even that is too wide.
+    rows = [list(map(escape, _row(line))) for line in found["lines"]]
+    title = f"Where the lessons of {agent_id} came from"
+    out.print(fitted_table(COLUMNS, rows, out.width, title=title, show_edge=False))
     if any(line["commit"] is None for line in found["lines"]):
         out.print(
             "not found: no commit of the history tells that entry (one written by hand, or a"
