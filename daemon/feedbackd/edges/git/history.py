@@ -16,7 +16,6 @@ from feedbackd.core.commitmsg import EVENT_KEY, LogEntry, log_entry
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.git.batch import READ_THROUGH_BYTES, GitBatch
 from feedbackd.edges.git.runner import GitRunner, rel_path, revision
-from feedbackd.edges.git.tree import TREE_MODE, parse_tree
 
 _LONGEST_NAME = 4096  # a path and a revision: far longer than any path in a workspace
 # Between the trailers of one commit, and between commits (a message never holds either).
@@ -130,19 +129,16 @@ class History:
                 found[name] = fields[2].decode("ascii")
         return found
 
-    def folders_in(self, commit: str, folder: str) -> list[str]:
-        """The names of the folders directly in `folder` at `commit`, sorted."""
-        found = self._batch.read(f"{revision(commit)}:{rel_path(folder)}")
-        if found is None or found.kind != "tree":
-            return []
-        entries = parse_tree(found.content, id_size=len(found.sha) // 2)
-        names = (name for name, entry in entries.items() if entry.mode == TREE_MODE)
-        return sorted(name.decode("utf-8", "surrogateescape") for name in names)
-
     def is_folder(self, commit: str, folder: str) -> bool:
         """True when `folder` is a folder at `commit`."""
         found = self._batch.read(f"{revision(commit)}:{rel_path(folder)}")
         return found is not None and found.kind == "tree"
+
+    def blob(self, name: str) -> bytes | None:
+        """The content of the one object `name` names, through the long-lived reader; None for
+        what names no file (or cannot be named: a line break)."""
+        found = None if "\n" in name else self._batch.read(name)
+        return found.content if found is not None and found.kind == "blob" else None
 
     def blobs(self, names: Sequence[str]) -> Iterator[bytes | None]:
         """The content of each object `names` names (a sha, or `commit:path`), in order; None

@@ -20,7 +20,7 @@ from feedbackd.core.errors import NotFound, UsageError, WorkspaceError
 from feedbackd.core.ids import validate_id
 from feedbackd.core.wording import closest
 from feedbackd.edges.files import agent_ids, atomic_write_chunks, atomic_write_text
-from feedbackd.edges.git.repo import GitRepo, history_of
+from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commands.queries import commit_by
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.exportreader import export_rows, folder_at, read_standing
@@ -87,8 +87,7 @@ def _refuse_unknown(runtime: Runtime, repo: GitRepo, agent_id: str) -> None:
     HEAD): then it had no folder yet at the commit asked for, and the export is empty."""
     workspace = runtime.workspace
     agents = workspace.relative(workspace.agents_dir)
-    head = repo.head()
-    committed = history_of(repo).folders_in(head, agents) if head else []
+    committed = repo.listings.folders_at_head(agents)
     if agent_id in committed or workspace.agent(agent_id).root.is_dir():
         return
     known = sorted(set(committed) | set(agent_ids(workspace)))

@@ -161,7 +161,7 @@ class _Reader:
         for agent in self.standing.commits.names:
             path = f"{self.agents}/{agent}/queue/{file_name}"
             if path in self.adds:
-                return _parsed(next(self.history.blobs([f"{self.adds[path]}:{path}"])), decided)
+                return _parsed(self.history.blob(f"{self.adds[path]}:{path}"), decided)
         return None
 
     def _decided_name(self, decided: Decided) -> str | None:
@@ -237,7 +237,7 @@ class _QueueFiles:
 
     def _items(self, name: str) -> dict[tuple[str, str], Item]:
         if self.held is None or self.held[0] != name:
-            data = next(self.history.blobs([name]))
+            data = self.history.blob(name)
             try:
                 queue = parse_queue(data) if data is not None else None
             except FeedbackdError:
