@@ -501,7 +501,11 @@ def test_http_streams_the_jsonl_formats(curated: Site, server: Server) -> None:
     for query, (status, code) in refused.items():
         answer = server.get(f"/api/agents/{AGENT}/export?{query}")
         assert (answer.status, answer.json()["error"]) == (status, code), query
-    assert "openai-sft" in server.get(f"/api/agents/{AGENT}/export").json()["message"]
+    missing = server.get(f"/api/agents/{AGENT}/export").json()
+    streams = "HTTP streams openai-sft, openai-dpo, dspy"
+    assert missing["message"].startswith(f"format= is missing: {streams} (")
+    folder = server.get(f"/api/agents/{AGENT}/export?format=hf").json()["message"]
+    assert folder.startswith(f"format=hf: {streams}") and "--out DIR" in folder
     unknown = server.get("/api/agents/nobody/export?format=openai-sft")
     assert (unknown.status, unknown.json()["error"]) == (404, "not_found")
 

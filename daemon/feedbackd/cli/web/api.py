@@ -292,16 +292,11 @@ def _export(site: Site) -> Callable[[Request], Any]:
 
     async def export(request: Request) -> Response:
         agent_id, query = request.path_params["agent"], request.query_params
+        _streamed(query.get("format"), agent_id)  # before any git is read
         runtime = await work(site.runtime)
         opened = await work(
             lambda: exporting.open_export(runtime, agent_id, query.get("format"), query.get("at"))
         )
-        if opened.format not in STREAMED:
-            raise UsageError(
-                f"--format {opened.format} is a folder, which HTTP does not serve",
-                hint=f"stream one of {', '.join(STREAMED)}, or run"
-                f" `feedbackd export {agent_id} --format hf --out DIR`",
-            )
         kind = "application/json" if opened.format == "dspy" else "application/x-ndjson"
         name = f"{agent_id}-{opened.format}.{'json' if opened.format == 'dspy' else 'jsonl'}"
         return StreamingResponse(
@@ -311,6 +306,16 @@ def _export(site: Site) -> Callable[[Request], Any]:
         )
 
     return export
+
+
+def _streamed(name: str | None, agent_id: str) -> None:
+    """A usage error unless `format=` names a format HTTP streams."""
+    if name not in STREAMED:
+        what = "format= is missing" if name is None else f"format={name}"
+        raise UsageError(
+            f"{what}: HTTP streams {', '.join(STREAMED)}",
+            hint=f"the hf dataset is a folder: `feedbackd export {agent_id} --format hf --out DIR`",
+        )
 
 
 def _approve(site: Site) -> Callable[[Request], Any]:
