@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from rich.markup import escape
@@ -12,7 +13,7 @@ from feedbackd.core.commitmsg import LogEntry, decider
 from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.feedbackjson import EntryType
-from feedbackd.core.curation.prompts import examples, rejections
+from feedbackd.core.curation.prompts import rejections, snippet_lessons
 from feedbackd.core.wording import counted
 from feedbackd.loop.commands.queries import learning_log, log_json, recent_feedback
 from feedbackd.loop.daemon.statusfile import Progress
@@ -60,11 +61,12 @@ def show_recent(runtime: Runtime, agent_id: str, limit: int, as_json: bool) -> N
 def reach_line(entries: list[FeedbackEntry], settings: PromptSettings) -> str:
     """How many entries there are and how many of them the prompt shows, as they are now (the
     limit is the most that can reach it, not what does)."""
+    sections = Counter(section for section, _, _ in snippet_lessons(entries, settings))
     usable = sum(entry.is_example for entry in entries)
-    shown = [(len(examples(entries, settings.max_examples)), usable, "correction")]
+    shown = [(sections["examples"], usable, "correction")]
     if settings.include_rejections:
         noted = len(rejections(entries, len(entries)))
-        shown.append((len(rejections(entries, settings.max_rejections)), noted, "rejection note"))
+        shown.append((sections["avoid"], noted, "rejection note"))
     parts = [_part(*counts) for counts in shown if counts[0]]
     head = f"{counted(len(entries), 'entry', 'entries')} in all"
     if not parts:
