@@ -8,7 +8,6 @@ to the same API a script would use. No asset comes from another host.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -26,7 +25,7 @@ from feedbackd.cli.web.html import e, page
 from feedbackd.cli.web.learningcard import learning_card
 from feedbackd.core.commitmsg import LogEntry, decider
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge colour
-from feedbackd.core.curation.prompts import EXAMPLES_HEADING, REJECTIONS_HEADING
+from feedbackd.core.curation.prompts import EXAMPLES_HEADING, LESSON_LINES, REJECTIONS_HEADING
 from feedbackd.core.errors import FeedbackdError, NotFound
 from feedbackd.core.websafety import session_value, token_matches
 from feedbackd.core.wording import counted
@@ -283,13 +282,6 @@ def _snippet_card(text: str, why: list[dict[str, Any]]) -> str:
     )
 
 
-# An example's label line and a numbered note, as render_snippet writes them.
-_LESSON_LINE = {
-    "examples": re.compile(r"Example ([0-9]+)(?: \(.*\))?:"),
-    "avoid": re.compile(r"([0-9]+)\. .*"),
-}
-
-
 def _linked_snippet(text: str, why: list[dict[str, Any]]) -> str:
     """The snippet, escaped, its text unchanged, with each example's label line and each note
     a link to the row of its decision in the learning history. Lines are taken in turn (Example
@@ -301,7 +293,7 @@ def _linked_snippet(text: str, why: list[dict[str, Any]]) -> str:
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\n")
         section = {EXAMPLES_HEADING: "examples", REJECTIONS_HEADING: "avoid"}.get(body, section)
-        found = _LESSON_LINE[section].fullmatch(body) if section else None
+        found = LESSON_LINES[section].fullmatch(body) if section else None
         if section is None or found is None or int(found.group(1)) != following[section]:
             shown.append(e(line))
             continue

@@ -3,6 +3,7 @@ where each of its lessons came from (`feedbackd why`)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -14,6 +15,12 @@ EXAMPLES_HEADING = "## Learn from past corrections"
 REJECTIONS_HEADING = "## Things to avoid (from past curator rejections)"
 REJECTIONS_FOOTER = "Read these carefully — outputs that ignore them will be rejected again."
 ELLIPSIS = "…"
+# The numbered lines _render_examples and _render_rejections write, each section's by its key
+# in snippet_lessons: a reader that links them (the panel) matches what is written.
+LESSON_LINES = {
+    "examples": re.compile(r"Example ([0-9]+)(?: \(.*\))?:"),
+    "avoid": re.compile(r"([0-9]+)\. .*"),
+}
 
 
 def examples(entries: Sequence[FeedbackEntry], limit: int) -> list[FeedbackEntry]:
