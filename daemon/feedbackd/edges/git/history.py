@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from feedbackd.core.commitmsg import EVENT_KEY, LogEntry, log_entry
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.git.batch import READ_THROUGH_BYTES, GitBatch
-from feedbackd.edges.git.runner import GitRunner, rel_path, revision
+from feedbackd.edges.git.runner import GitRunner, added_files, rel_path, revision
 
 _LONGEST_NAME = 4096  # a path and a revision: far longer than any path in a workspace
 # Between the trailers of one commit, and between commits (a message never holds either).
@@ -104,13 +104,8 @@ class History:
         args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
         specs = [rel_path(folder).rstrip("/") + "/" for folder in folders]
         out = self._git.run([*args, revision(commit), "--", *specs])
-        found: dict[str, str] = {}
-        for record in out.decode("utf-8", errors="surrogateescape").split("\x01")[1:]:
-            sha, _, names = record.partition("\0")
-            for name in names.lstrip("\n").split("\0"):
-                if name:
-                    found[name] = sha  # newest first: the oldest is written last
-        return found
+        # newest first: the oldest is written last
+        return {name: sha for sha, name in added_files(out)}
 
     def files_in(self, commit: str, folder: str) -> dict[str, str]:
         """name → object id of each file directly in `folder` at `commit` (none when it has no

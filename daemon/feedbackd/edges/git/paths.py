@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from feedbackd.core.curation.reverts import GREP as REVERT_GREP
 from feedbackd.core.curation.reverts import Undone, reverted_by
 from feedbackd.edges.git.batch import GitBatch
-from feedbackd.edges.git.runner import GitRunner, rel_path, revision
+from feedbackd.edges.git.runner import GitRunner, added_files, rel_path, revision
 from feedbackd.edges.git.tree import TREE_MODE, parse_tree
 
 
@@ -124,10 +124,9 @@ class Listings:
         specs = [rel_path(folder) for folder in folders]
         out = self._git.run([*args, "-z", *span, "--", *specs])
         found = []
-        for record in out.decode("utf-8", errors="surrogateescape").split("\x01")[1:]:
-            head, _, names = record.partition("\0")
+        for head, name in added_files(out):
             when, _, commit = head.partition(" ")
-            found += [(name, int(when), commit) for name in names.lstrip("\n").split("\0") if name]
+            found.append((name, int(when), commit))
         return found
 
     def commits_only_in(self, commit: str, other: str) -> list[str]:

@@ -46,6 +46,7 @@ from feedbackd.edges.git.paths import Listings
 from feedbackd.edges.git.remote import GitRemote
 from feedbackd.edges.git.runner import (
     GitRunner,
+    added_files,
     first_line,
     git_in,
     hint_for,
@@ -445,13 +446,10 @@ def log_and_reverts(repo: GitRepo) -> list[LogEntry | RevertCommit]:
 def _last_adds(git: GitRunner, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
     """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
     args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
-    out = git.run([*args, "--", under]).decode("utf-8", errors="surrogateescape")
     found: dict[str, str] = {}
-    for record in out.split("\x01")[1:]:
-        sha, _, names = record.partition("\0")
-        for name in names.lstrip("\n").split("\0"):
-            if name and name not in found and keep(name):
-                found[name] = sha
+    for sha, name in added_files(git.run([*args, "--", under])):
+        if name not in found and keep(name):
+            found[name] = sha
     return found
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from feedbackd.core.commitmsg import one_line
@@ -246,3 +246,13 @@ def hint_for(stderr: str) -> str:
     if "not a git repository" in stderr:
         return "run `feedbackd init` in the workspace"
     return "run the same git command in the workspace to see the whole message"
+
+
+def added_files(out: bytes) -> Iterator[tuple[str, str]]:
+    """(the commit's header, path) of each file added, newest commit first, as `git log
+    --diff-filter=A --format=%x01HEADER --name-only -z` writes them."""
+    for record in out.decode("utf-8", errors="surrogateescape").split("\x01")[1:]:
+        header, _, names = record.partition("\0")
+        for name in names.lstrip("\n").split("\0"):
+            if name:
+                yield header, name
