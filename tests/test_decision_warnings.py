@@ -4,13 +4,12 @@ picked up by a pass, `feedbackd approve`, or the panel."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.daemon_kit import status_json
 from tests.web_kit import serving
 from tests.workspace_kit import Site, draft
 
@@ -28,15 +27,8 @@ def site(tmp_path: Path) -> Site:
     return site
 
 
-def status(site: Site) -> dict[str, Any]:
-    done = site.cli("status", "--json")
-    assert done.returncode == 0, done.stderr
-    value: dict[str, Any] = json.loads(done.stdout)
-    return value
-
-
 def warned(site: Site) -> list[str]:
-    return [line for line in status(site)["problems"] if line.startswith(WARNING)]
+    return [line for line in status_json(site)["problems"] if line.startswith(WARNING)]
 
 
 def test_the_warning_of_a_command_approval_stays_in_status(site: Site) -> None:
@@ -57,7 +49,7 @@ def test_the_agents_next_decision_clears_it(site: Site) -> None:
     site.write("w", "qi-2.json", draft({"title": "New two"}))
     done = site.cli("approve", "w", "qi-2")
     assert done.returncode == 0, done.stderr
-    assert warned(site) == [] and status(site)["problems"] == []
+    assert warned(site) == [] and status_json(site)["problems"] == []
 
 
 def test_a_pass_that_decides_nothing_keeps_it(site: Site) -> None:

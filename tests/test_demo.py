@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
 from feedbackd.cli import demo
 from tests.cli_kit import run_cli
+from tests.conftest import git
 from tests.workspace_kit import SAVED_AGO_S
 
 
@@ -16,22 +16,19 @@ def test_the_demo_commits_the_empty_feedback_files_with_the_first_drafts(tmp_pat
     root = tmp_path / "demo"
     demo.build(root)
 
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, check=True
-        ).stdout.decode()
-
     assert run_cli(["-w", str(root), "run", "--once"]).returncode == 0
     agent = "_data/agents/content-writer"
-    adding = git("log", "--diff-filter=A", "--format=%H", "--", f"{agent}/feedback.json")
-    drafted = git("log", "--diff-filter=A", "--format=%H", "--", f"{agent}/queue/qi-101.json")
+    adding = git(root, "log", "--diff-filter=A", "--format=%H", "--", f"{agent}/feedback.json")
+    drafted = git(root, "log", "--diff-filter=A", "--format=%H", "--", f"{agent}/queue/qi-101.json")
     assert adding.split() == drafted.split()  # one commit: the first drafts and the empty files
-    assert git("show", "-s", "--format=%s", adding.strip()).startswith("draft(content-writer)")
+    assert git(root, "show", "-s", "--format=%s", adding.strip()).startswith(
+        "draft(content-writer)"
+    )
 
     moved = root / agent / "approved" / "qi-101.json"
     (root / agent / "queue" / "qi-101.json").rename(moved)
     os.utime(moved, (time.time() - SAVED_AGO_S,) * 2)  # saved long ago: settled
     assert run_cli(["-w", str(root), "run", "--once"]).returncode == 0
-    subjects = git("log", "--format=%s").splitlines()
+    subjects = git(root, "log", "--format=%s").splitlines()
     assert subjects[0].startswith("approve(content-writer): qi-101")
     assert not [subject for subject in subjects if subject.startswith("sync(")]

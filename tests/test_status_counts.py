@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from feedbackd.edges.clock import utcnow
 from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.edges.instance import InstanceLock
 from feedbackd.loop.daemon.statusfile import write_status
+from tests.conftest import git
 from tests.daemon_kit import DaemonProcess, NotifyListener, idle, status_json, wait_for
 from tests.web_kit import serving
 from tests.workspace_kit import SAVED_AGO_S, Site, draft
@@ -27,12 +27,6 @@ AGENT = "w"
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
     return Site(tmp_path / "ws")
-
-
-def git_in(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
-    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
-    return done.stdout
 
 
 # --- start-up -----------------------------------------------------------------------------------
@@ -61,17 +55,17 @@ def test_a_daemon_in_its_start_up_pass_is_starting_never_up_none(site: Site) -> 
 # --- what reached HEAD between two commits (edges) ----------------------------------------------
 def commit_event(root: Path, item: str, event: str = "approve") -> str:
     message = build_message(event, AGENT, item, trailers=[("Feedback-Item", item)])
-    git_in(root, "commit", "-q", "--allow-empty", "-m", message)
-    return git_in(root, "rev-parse", "HEAD").strip()
+    git(root, "commit", "-q", "--allow-empty", "-m", message)
+    return git(root, "rev-parse", "HEAD").strip()
 
 
 def test_the_events_since_a_commit_leave_out_the_copies_a_rebase_made(site: Site) -> None:
-    base = git_in(site.root, "rev-parse", "HEAD").strip()
+    base = git(site.root, "rev-parse", "HEAD").strip()
     mine = commit_event(site.root, "d1")  # counted already: the old tip
-    git_in(site.root, "checkout", "-q", "-b", "remote", base)
+    git(site.root, "checkout", "-q", "-b", "remote", base)
     theirs = commit_event(site.root, "d2", "reject")  # another clone's decision
-    git_in(site.root, "checkout", "-q", "-")
-    git_in(site.root, "rebase", "-q", "remote")  # what a pull with rebase does
+    git(site.root, "checkout", "-q", "-")
+    git(site.root, "rebase", "-q", "remote")  # what a pull with rebase does
     latest = commit_event(site.root, "d3")
     with GitRepo(site.root) as repo:
         found = history_of(repo).events_since(mine, latest)
@@ -86,7 +80,7 @@ def test_the_events_since_a_commit_leave_out_the_copies_a_rebase_made(site: Site
         # HEAD read through the long-lived cat-file: the same answers, dated alike.
         assert history_of(repo).events_to_head(mine) == (latest, found)
         assert history_of(repo).events_to_head(latest) == (latest, [])
-        rebased = git_in(site.root, "rev-parse", "HEAD~").strip()
+        rebased = git(site.root, "rev-parse", "HEAD~").strip()
         assert history_of(repo).events_to_head(rebased) == (latest, found[:1])
         assert history_of(repo).events_to_head(None)[1] == history_of(repo).events_since(
             None, latest
@@ -106,7 +100,7 @@ def test_status_counts_every_decision_whoever_made_it(
         site.write(AGENT, f"{name}.json", draft({"title": f"Draft {name}"}))
     site.reconcile()
     other = tmp_path / "other"  # another machine's clone decides d5
-    git_in(tmp_path, "clone", "-q", str(site.root), str(other))
+    git(tmp_path, "clone", "-q", str(site.root), str(other))
     approved = other / "_data/agents/w/approved"
     approved.mkdir()
     (other / "_data/agents/w/queue/d5.json").rename(approved / "d5.json")
@@ -115,7 +109,7 @@ def test_status_counts_every_decision_whoever_made_it(
 
     daemon = start(site, listener)
     daemon.wait_ready()
-    git_in(site.root, "pull", "-q", "--ff-only", str(other), "HEAD")  # a sync, by hand
+    git(site.root, "pull", "-q", "--ff-only", str(other), "HEAD")  # a sync, by hand
     site.move(AGENT, "d1.json", "rejected")  # the daemon's own decision
     wait_for(lambda: status_json(site)["counts"].get("reject") == 1, what="the daemon's reject")
     assert site.cli("approve", AGENT, "d2").returncode == 0
