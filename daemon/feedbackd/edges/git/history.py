@@ -4,7 +4,7 @@ tree: a commit's files come from git's object store.
 
 Each of these is one git process, however many commits or files it covers: an export of an
 agent with a hundred thousand decisions walks the history once and reads its files a chunk at a
-time (GitRepo.history is the door).
+time (`history_of` in edges/git/repo.py opens it on a repository).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _WALK_MAX = 64
 
 
 class History:
-    """Reading the history of a commit (GitRepo.history)."""
+    """Reading the history of a commit (`history_of(repo)`)."""
 
     def __init__(self, git: GitRunner, batch: GitBatch) -> None:
         self._git = git
@@ -64,11 +64,8 @@ class History:
         one of those, is not new. The entries' dates are author times."""
         span = [f"{revision(old)}...{revision(new)}"] if old else [revision(new)]
         args = ["log", "-i", f"--grep=^{EVENT_KEY}:", "--left-right", f"--format={_SIDES_FORMAT}"]
-        parts = self._git.run([*args, *span, "--"]).decode("utf-8", errors="replace").split("\0")
         sides: dict[str, list[LogEntry]] = {"<": [], ">": []}
-        for index in range(0, len(parts) - 3, 4):
-            marked, date, author, message = parts[index : index + 4]
-            marked = marked.strip()
+        for marked, date, author, message in log_records(self._git.run([*args, *span, "--"])):
             entry = log_entry(marked[1:], date, author, message)
             if entry is not None and marked[:1] in sides:
                 sides[marked[:1]].append(entry)
@@ -198,3 +195,12 @@ def _groups(names: Sequence[str]) -> Iterator[list[str]]:
         size += length
     if group:
         yield group
+
+
+def log_records(out: bytes) -> Iterator[tuple[str, str, str, str]]:
+    """(commit, date, author, message) of each commit of a `git log` whose format ends each of
+    those four fields with a NUL (`%H%x00%cI%x00%an <%ae>%x00%B%x00`, or `%m%H` first)."""
+    parts = out.decode("utf-8", errors="replace").split("\0")
+    for index in range(0, len(parts) - 3, 4):
+        commit, date, author, message = parts[index : index + 4]
+        yield commit.strip(), date, author, message

@@ -40,7 +40,7 @@ from feedbackd.edges.git.commit import (
     operation_in_progress,
     refuse_during_operation,
 )
-from feedbackd.edges.git.history import History
+from feedbackd.edges.git.history import History, log_records
 from feedbackd.edges.git.locks import clear_index_lock, git_process_in
 from feedbackd.edges.git.paths import Listings
 from feedbackd.edges.git.remote import GitRemote
@@ -436,7 +436,7 @@ def log_and_reverts(repo: GitRepo) -> list[LogEntry | RevertCommit]:
     greps = [f"--grep=^{EVENT_KEY}:", f"--grep={REVERT_GREP}"]
     args = ["log", "-E", "-i", *greps, f"--format={_LOG_FORMAT}", "HEAD"]
     found: list[LogEntry | RevertCommit] = []
-    for fields in _log_records(repo._git.run(args)):
+    for fields in log_records(repo._git.run(args)):
         step = log_entry(*fields) or revert_commit(*fields)
         if step is not None:
             found.append(step)
@@ -473,18 +473,10 @@ def _batch_blobs(git: GitRunner, revisions: dict[str, str]) -> dict[str, bytes]:
 
 def _log_entries(out: bytes) -> Iterator[tuple[LogEntry, str]]:
     """The learning-history commits of `git log --format=_LOG_FORMAT`, each with its message."""
-    for commit, date, author, message in _log_records(out):
+    for commit, date, author, message in log_records(out):
         entry = log_entry(commit, date, author, message)
         if entry is not None:
             yield entry, message
-
-
-def _log_records(out: bytes) -> Iterator[tuple[str, str, str, str]]:
-    """(commit, date, author, message) of each commit of `git log --format=_LOG_FORMAT`."""
-    parts = out.decode("utf-8", errors="replace").split("\0")
-    for index in range(0, len(parts) - 3, 4):
-        commit, date, author, message = parts[index : index + 4]
-        yield commit.strip(), date, author, message
 
 
 def _executable() -> str:
