@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from feedbackd.edges.git import commit as commit_module
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.curation import agentpass
 from feedbackd.loop.curation.agentpass import RUN_STEPS
@@ -86,7 +87,7 @@ def test_a_pass_over_30_approvals_reads_history_as_often_as_over_3(
     assert many["update-ref"] == few["update-ref"] == 0  # HEAD moves in this process
     approvals = big_site.git("log", "--format=%s").splitlines()
     assert len([s for s in approvals if s.startswith("approve(")]) == 30  # one commit each
-    assert many["update-index"] - few["update-index"] <= 27 // RUN_STEPS + 1
+    assert many["update-index"] - few["update-index"] == 27  # a small index follows each
     # The index follows HEAD, and what the user staged stays staged.
     assert big_site.git("diff", "--cached", "--name-only") == "notes.md\n"
     assert sorted(decided(big_site, "writer-0")) == sorted(f"qd-{n}" for n in range(30))
@@ -211,3 +212,19 @@ def test_a_pass_asks_git_once_for_a_missing_feedback_file_and_never_for_a_missin
     site.reconcile()
     reads = {key: count for key, count in asked.items() if "feedback" in key}
     assert reads == {f"file_at_head {agent}/feedback.json": 1 for agent in agents}, asked
+
+
+def test_a_big_index_follows_a_run_of_commits_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where writing the index costs more than a commit, it follows each run of decisions once
+    (any index counts as big here), and still ends as HEAD holds it."""
+    monkeypatch.setattr(commit_module, "INDEX_ONCE_BYTES", 0)
+    few = pass_git_commands(cloned_site(tmp_path / "small", 3), tmp_path, monkeypatch)
+    big_site = cloned_site(tmp_path / "big", 30)
+    (big_site.root / "notes.md").write_text("the user's own work, staged\n")
+    big_site.git("add", "notes.md")
+    many = pass_git_commands(big_site, tmp_path, monkeypatch)
+    assert many["update-index"] - few["update-index"] <= 27 // RUN_STEPS + 1
+    assert big_site.git("diff", "--cached", "--name-only") == "notes.md\n"
+    assert big_site.git("status", "--porcelain", "--", "_data") == ""
