@@ -55,24 +55,12 @@ def leave_stale_lock(site: Site) -> Path:
     return lock
 
 
-def git_helpers_of(server: Server) -> list[str]:
-    """The command lines of the server's git child processes."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            stat = (entry / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == server.process.pid:
-                found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode())
-        except (OSError, ValueError):
-            continue
-    return [line for line in found if line.startswith("git")]
-
-
-def test_a_stale_index_lock_is_cleared_while_serve_keeps_its_git_helpers(
+def test_a_stale_index_lock_is_cleared_while_serve_has_the_repository_open(
     site: Site, server: Server
 ) -> None:
+    """Neither the server's repository (libgit2, and git's helpers where libgit2 does not
+    serve) nor anything it started is taken for a live holder of the lock."""
     assert server.post("/api/agents/writer/queue/qi-1/approve", {}).status == 200
-    assert any("cat-file" in line for line in git_helpers_of(server))  # alive, as in the issue
 
     lock = leave_stale_lock(site)
     site.move("writer", "qi-2.json", "approved")  # the daemon has something to commit

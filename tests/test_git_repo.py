@@ -436,7 +436,7 @@ def test_healing_many_lagging_paths_names_them_to_git_a_chunk_at_a_time(
 ) -> None:
     """After a crash between a commit of many files and the index update, the index follows the
     commit again, and git never gets all the paths on one command line."""
-    monkeypatch.setattr("feedbackd.edges.git.commit._PATHS_PER_COMMAND", 2)
+    monkeypatch.setattr("feedbackd.edges.git.userindex._PATHS_PER_COMMAND", 2)
     names = [f"_data/agents/w/queue/qi-{number}.json" for number in range(5)]
     for name in names:
         write(git_repo, name, "{}\n")

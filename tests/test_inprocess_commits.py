@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.errors import GitError
-from feedbackd.edges.git.batch import KeptBatch
+from feedbackd.edges.git.batch import GitBatch, KeptBatch
 from feedbackd.edges.git.native import NativeStore, NotHere
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from tests.conftest import git
@@ -40,6 +40,23 @@ def test_the_move_of_head_is_in_both_reflogs(git_repo: Path) -> None:
     subject = message(summary="qi-7").splitlines()[0]
     for ref in ("HEAD", "main"):
         assert git(git_repo, "reflog", "-1", "--format=%gs", ref).strip() == f"feedbackd: {subject}"
+
+
+def test_in_a_run_the_index_follows_each_commit_while_the_next_is_made(git_repo: Path) -> None:
+    """A small index follows each commit of a run: its update runs beside the next commit, so
+    the index is one commit behind HEAD at most, and holds every commit once the lock is let
+    go; what the user staged stays staged."""
+    write(git_repo, "notes.md", "the user's own work, staged\n")
+    git(git_repo, "add", "notes.md")
+    names = [f"_data/run/{number}.json" for number in range(6)]
+    with GitRepo(git_repo) as repo, repo.holding(repo.settled_head(), index_once=True):
+        for done, name in enumerate(names):
+            write(git_repo, name, f'{{"n": {done}}}\n')
+            repo.commit_paths([name], message(), ADA)
+            indexed = git(git_repo, "ls-files", "--", "_data/run").split()
+            assert set(names[:done]) <= set(indexed) <= set(names[: done + 1])
+    assert git(git_repo, "ls-files", "--", "_data/run").split() == sorted(names)
+    assert git(git_repo, "status", "--porcelain") == "A  notes.md\n"
 
 
 def test_a_first_commit_creates_the_branch(tmp_path: Path) -> None:
@@ -149,7 +166,8 @@ def _commit_all(root: Path) -> dict[int, str]:
         for number in range(COMMITS):
             while number not in made:
                 try:
-                    with repo.holding(repo.settled_head(look_afresh=True)) as held:
+                    repo.users_git.settle(look_afresh=True)
+                    with repo.holding(repo.settled_head()) as held:
                         write(root, f"fb/{number:03d}.txt", f"decision {number}\n")
                         repo.commit_paths([f"fb/{number:03d}.txt"], message(), ADA)
                         made[number] = str(held.head)
@@ -223,3 +241,33 @@ def test_an_object_libgit2_cannot_store_is_left_to_git(git_repo: Path) -> None:
             store.store("blob", content)
     finally:
         store.close()
+
+
+def test_reads_in_process_answer_as_git_cat_file_does(git_repo: Path) -> None:
+    """Once libgit2 is open for commits, reads go there: the same answers as `git cat-file`,
+    HEAD read afresh after a user's commit, and a name that is not UTF-8 left to git."""
+    write(git_repo, "docs/caf\u00e9.md", "x\n")
+    write(git_repo, "docs/latin1 \udce9.md", "y\n")  # a name that is not UTF-8, as its bytes
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "names")
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    names = [
+        "HEAD", head, "HEAD^{tree}", "HEAD:docs/caf\u00e9.md", "HEAD:docs/latin1 \udce9.md",
+        "HEAD:docs/missing.md", "0" * 40, "not a name", "HEAD~5",
+    ]  # fmt: skip
+    through_git = GitBatch(git_repo, git_repo / ".git")
+    in_process = GitBatch(git_repo, git_repo / ".git")
+    try:
+        assert in_process.native() is not None
+        answers = [in_process.read(name) for name in names]
+        assert answers == [through_git.read(name) for name in names]
+        assert [(found.kind, found.content) for found in answers[3:5] if found] == [
+            ("blob", b"x\n"),
+            ("blob", b"y\n"),
+        ]
+        git(git_repo, "commit", "-q", "--allow-empty", "-m", "the user's")
+        moved = in_process.read("HEAD")
+        assert moved is not None and moved.sha == git(git_repo, "rev-parse", "HEAD").strip()
+    finally:
+        through_git.close()
+        in_process.close()

@@ -2,7 +2,8 @@
 command) runs through run_process, with no shell and, where a command may hang, a deadline after
 which it is stopped together with its children.
 
-run_command is the text face of the same runner, for the user's own commands. Coprocess is a
+run_command is the text face of the same runner, for the user's own commands; StartedProcess
+runs one while this process goes on, to be waited for later. Coprocess is a
 long-lived helper spoken to over its standard input and output (`git cat-file --batch`), each
 answer awaited with a deadline.
 """
@@ -77,6 +78,34 @@ def run_process(
         return ProcessResult(f"timed out after {timeout:g}s", timed_out=True)
     code = process.returncode
     return ProcessResult(_exit_reason(code) if code else "", code, out, err)
+
+
+class StartedProcess:
+    """A short command started now and waited for later (finish), so that this process works
+    on meanwhile; no shell, no input, no deadline. One that could not start finishes at once
+    with the reason."""
+
+    def __init__(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> None:
+        self._failure = ""
+        try:
+            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env={**os.environ, **env},
+            )
+        except OSError as exc:
+            self._process, self._failure = None, _start_failure(argv[0], exc)
+
+    def finish(self) -> ProcessResult:
+        """Wait for the process to end (its output is small: it cannot fill a pipe)."""
+        if self._process is None:
+            return ProcessResult(self._failure)
+        out, err = self._process.communicate()
+        code = self._process.returncode
+        return ProcessResult(_exit_reason(code) if code else "", code, out, err)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,13 @@ Each is started on first use and kept for the next commit: starting git and read
 is most of what a small commit costs on a big site. They are restarted when the repository's
 configuration or attributes change (they read them once), and after any failure. All are ended
 by close(); a process whose owner dies exits on the end of its input. A commit writes its
-objects without them where it can, in this process (`native()`, edges/git/native.py).
+objects without them where it can, in this process (`native()`, edges/git/native.py), and once
+that is open, reads go there too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
 from feedbackd.core.errors import GitError
-from feedbackd.edges.git.native import NativeStore
+from feedbackd.edges.git.native import NativeStore, NotHere
 from feedbackd.edges.git.runner import BASE_ENV
 from feedbackd.edges.process import Coprocess, CoprocessGone
 
@@ -85,6 +87,11 @@ class GitBatch:
         """The object `name` (a sha, `HEAD`, `sha:path`) names; None when there is none."""
         if "\n" in name:
             raise GitError(f"not an object name: {name!r}")
+        native = self._native  # open once a commit used it: then reads need no round trip
+        if native is not None:
+            with contextlib.suppress(NotHere):
+                found = native.read(name)
+                return GitObject(*found) if found is not None else None
 
         def ask(helper: Coprocess) -> GitObject | None:
             helper.send(batch_name(name) + b"\n", _ANSWER_S)

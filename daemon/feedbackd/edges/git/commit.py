@@ -5,7 +5,7 @@ on their way are written anew (edges/git/tree.py), the commit object is made, an
 with a compare-and-swap, all in this process (edges/git/native.py); where libgit2 would not do
 as git does, through long-lived git helpers (edges/git/batch.py) and `update-ref`. Only then are
 the user's index entries for exactly those paths brought in line with the new commit, by
-`git update-index`. heal_index finishes that last step when a crash
+`git update-index` (edges/git/userindex.py). heal_index finishes that last step when a crash
 interrupted it. Nothing is committed while the user is in the middle of a rebase or merge.
 """
 
@@ -15,7 +15,6 @@ import errno
 import logging
 import os
 import secrets
-import shutil
 import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,19 +25,19 @@ from pathlib import Path
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import Person
 from feedbackd.edges.files import TMP_SUFFIX, FileState, make_folders
-from feedbackd.edges.git.batch import COMMIT_FILE_PREFIX, GitBatch, GitObject
-from feedbackd.edges.git.locks import holding_index_lock, wait_for_changing_git
+from feedbackd.edges.git.batch import GitBatch, GitObject
+from feedbackd.edges.git.locks import UsersGit, holding_index_lock
 from feedbackd.edges.git.native import NativeStore, NotHere, RefLocked, RefMoved
 from feedbackd.edges.git.runner import (
     LOCK_HINT,
     GitRunner,
-    IndexLockBusy,
     first_line,
     hint_for,
     identity_env,
     rel_path,
 )
 from feedbackd.edges.git.tree import TREE_MODE, Entry, TreeEditor, commit_object, split_path
+from feedbackd.edges.git.userindex import UserIndex, heal_lagging_index
 
 log = logging.getLogger("feedbackd")
 
@@ -49,16 +48,10 @@ _COMMIT_ATTEMPTS = 3
 # its lock, and one that read it lagging would take the committed files for untracked ones.
 INDEX_ONCE_BYTES = 4 << 20  # about 40,000 files
 _SETTLE_WAIT_S = 5.0
-# A look at the running git commands this recent stands for a new one: a pass over 200 agents
-# with nothing to do would otherwise spend most of its time reading /proc. A command that starts
-# just after a look is no more seen than one that starts within this moment; either way the
-# change that follows holds the index lock and checks HEAD (see `holding`).
-_SETTLED_FOR_S = 0.05
 _DATES = frozenset({"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"})
 _LINK_MODE = b"120000"
 # git's modes of the entries a work tree holds as files, and the permissions git gives them
 _FILE_MODES = {b"100644": 0o644, b"100755": 0o755, _LINK_MODE: 0o777}
-_PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
 _OPERATIONS = {
     "rebase-merge": "rebase",
     "rebase-apply": "rebase",
@@ -158,7 +151,8 @@ class CommitWriter:
         self._clear_index_lock = clear_index_lock
         self._lock_wait_s = lock_wait_s
         self._held: Held | None = None
-        self._settled_at = -_SETTLED_FOR_S
+        self.users_git = UsersGit(self._root, git.git_dir, min(lock_wait_s, _SETTLE_WAIT_S))
+        self._index = UserIndex(git, clear_index_lock)
 
     @contextmanager
     def holding(
@@ -207,7 +201,9 @@ class CommitWriter:
             return False
 
     def _index_follows(self, held: Held) -> None:
-        """The index updates the commits of `held` left waiting, as one (index_once)."""
+        """The index updates the commits of `held` left waiting or running finish, as one
+        (index_once)."""
+        self._index.caught_up()
         waiting, held.waiting = held.waiting, None
         if waiting is not None and held.head is not None:
             self.update_user_index(held.head, list(waiting.seen), waiting)
@@ -216,14 +212,11 @@ class CommitWriter:
         """HEAD's commit, read afresh; None before a first commit."""
         return self._head_and_tree()[0]
 
-    def settled_head(self, *, look_afresh: bool = False) -> str | None:
+    def settled_head(self) -> str | None:
         """HEAD once no git command of someone else's changes the workspace (waited for a few
         seconds at most: a `git commit` may wait for its editor much longer, and a change that
         follows is checked again anyway): what a pass reads and plans on."""
-        if look_afresh or time.monotonic() - self._settled_at >= _SETTLED_FOR_S:
-            wait_s = min(self._lock_wait_s, _SETTLE_WAIT_S)
-            wait_for_changing_git(self._root, self._git.git_dir, wait_s=wait_s)
-            self._settled_at = time.monotonic()
+        self.users_git.settle()
         return self.head()
 
     def commit(
@@ -304,8 +297,8 @@ class CommitWriter:
         held.head = new
         if held.index_once:
             held.waiting = _joined(held.waiting, rels, change)
-        else:
-            self.update_user_index(new, rels, change)
+        else:  # left running while the next commit is made (userindex.py)
+            self._index.start(new, rels, change.seen if change.files_only else None)
         return new
 
     def put_back(self, rel: str, within: Path) -> bool:
@@ -425,117 +418,15 @@ class CommitWriter:
     def update_user_index(
         self, new: str, rels: list[str], change: WorkTreeChange | None = None
     ) -> None:
-        """Make the user's index entries for `rels` match the new commit, and nothing else.
-
-        When the change named only files, `update-index` takes them from the work tree, which
-        holds what was committed unless a file changed since it was stored: those few (and any
-        change that named a folder) go through `reset`, which reads the whole index afresh.
-        """
-        if change is not None and change.files_only:
-            self._index_command(["update-index", "--add", "--remove", "--", *rels], rels)
-            rels = [rel for rel in rels if _signature(self._root / rel) != change.seen.get(rel)]
-            if not rels:
-                return
-        # reset refreshes the stat data afterwards: without it these entries look modified to
-        # commands that need a clean index (the read-tree -m -u of a sync after a pull).
-        self._index_command(["reset", "-q", new, "--", *rels], rels)
-
-    def _index_command(self, args: list[str], rels: list[str]) -> None:
-        """Run a git command that writes the user's index; a failure is logged, not raised."""
-        try:
-            if self._held is not None:
-                run_on_index_copy(self._git, args)
-            else:
-                try:
-                    self._clear_index_lock()
-                    self._git.run(args)
-                except IndexLockBusy:
-                    self._clear_index_lock()
-                    self._git.run(args)
-        except (GitError, OSError) as error:
-            # The commit exists; only the index view of these paths lags behind it.
-            log.warning(
-                "committed, but could not update the git index for %s (%s); run: git reset -q"
-                " HEAD -- %s",
-                ", ".join(rels),
-                error,
-                " ".join(rels),
-            )
+        """Make the user's index entries for `rels` match the new commit, and nothing else."""
+        stored = change.seen if change is not None and change.files_only else None
+        self._index.follow(new, rels, stored, locked=self._held is not None)
 
     def heal_index(self, depth: int = 20) -> list[str]:
         """Bring index entries that lag behind recent commits back in line; the paths fixed
         (heal_lagging_index)."""
+        self._index.caught_up()
         return heal_lagging_index(self._git, self._batch, self._clear_index_lock, depth)
-
-
-def heal_lagging_index(
-    git: GitRunner, batch: GitBatch, clear_index_lock: Callable[[], None], depth: int
-) -> list[str]:
-    """Bring index entries that lag behind recent commits back in line; the paths fixed.
-
-    A crash between moving HEAD and `update_user_index` leaves the index showing that commit's
-    changes undone (a later `git commit` by the user would revert them). Only paths of the
-    last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
-    change differs from HEAD in the work tree too, and stays as it is.
-    """
-    for pattern in ("feedbackd-index*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
-        for leftover in git.git_dir.glob(pattern):
-            leftover.unlink(missing_ok=True)
-    head = git.rev("HEAD")
-    if head is None:
-        return []
-    recent = ["log", f"-n{int(depth)}", "--format=", "--name-only", "-z", "--no-renames", head]
-    names = git.run(recent).decode("utf-8", "surrogateescape").split("\0")
-    touched = sorted({name.strip("\n") for name in names} - {""})
-    if not touched:
-        return []
-    # Every staged difference, then only those of the recent commits: paths on git's command
-    # line would overflow it after a first import of a hundred thousand files.
-    args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head]
-    staged = git.run(args).decode("utf-8", "surrogateescape").split("\0")
-    lagging = sorted(set(staged) & set(touched))
-    stale = [rel for rel in lagging if _head_id(batch, head, rel) == _disk_id(git, rel)]
-    if stale:
-        # The same crash may have left index.lock, still young at a quick restart: wait
-        # until it is judged stale (or its live owner is done) instead of failing the heal.
-        clear_index_lock()
-        for start in range(0, len(stale), _PATHS_PER_COMMAND):
-            git.run(["reset", "-q", head, "--", *stale[start : start + _PATHS_PER_COMMAND]])
-        shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
-        log.warning("the git index lagged behind recent commits for %s; fixed", shown)
-    return stale
-
-
-def _head_id(batch: GitBatch, head: str, rel: str) -> str | None:
-    found = batch.read(f"{head}:{rel}") if "\n" not in rel else None
-    return found.sha if found is not None and found.kind == "blob" else None
-
-
-def _disk_id(git: GitRunner, rel: str) -> str | None:
-    if not (git.work_tree / rel).is_file():
-        return None
-    return git.run(["hash-object", "--", str(git.work_tree / rel)]).decode().strip()
-
-
-def run_on_index_copy(git: GitRunner, args: list[str]) -> None:
-    """Run an index command while this process holds `.git/index.lock` (which git would want
-    to take): on a copy of the index, which then replaces it, as git's own lock protocol
-    would do."""
-    copy = git.git_dir / f"feedbackd-index-{os.getpid()}"
-    index = git.git_dir / "index"
-    try:
-        if index.exists():
-            # A second name for the index, not a copy: git writes its new index to a new file,
-            # which then takes this name's place, so the index itself is never written into.
-            copy.unlink(missing_ok=True)
-            try:
-                os.link(index, copy)
-            except OSError:  # a file system without hard links
-                shutil.copyfile(index, copy)
-        git.run(args, env={"GIT_INDEX_FILE": str(copy)})
-        os.replace(copy, index)
-    finally:
-        copy.unlink(missing_ok=True)
 
 
 def _write_new(path: Path, within: Path, mode: bytes, blob: GitObject) -> bool:
@@ -634,8 +525,3 @@ def _lstat(path: Path) -> os.stat_result | None:
         return path.lstat()
     except (FileNotFoundError, NotADirectoryError):
         return None
-
-
-def _signature(path: Path) -> FileState | None:
-    info = _lstat(path)
-    return None if info is None else FileState.of(info)

@@ -54,6 +54,14 @@ LOCK_FREE_COMMANDS = frozenset(
 OPTIONAL_LOCK_COMMANDS = frozenset({"status", "diff", "describe"})
 # Options of git itself that take the next argument as their value.
 _VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
+# A look at the running git commands this recent stands for a new one: a pass over 200 agents
+# with nothing to do would otherwise spend most of its time reading /proc. A command that starts
+# just after a look is no more seen than one that starts within this moment; either way the
+# change that follows holds the index lock and checks HEAD (edges/git/commit.py, `holding`).
+_SETTLED_FOR_S = 0.05
+# Between the end of a decision's commit, which looks afresh (a `git clean` may still remove its
+# files), and the question whether a run of decisions lets go of the index lock.
+_JUST_LOOKED_S = 0.002
 
 
 def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> Verdict:
@@ -268,14 +276,44 @@ def holding_index_lock(
         _release(lock, taken)
 
 
-def wait_for_changing_git(work_tree: Path, git_dir: Path, *, wait_s: float) -> None:
+def wait_for_changing_git(work_tree: Path, git_dir: Path, *, wait_s: float) -> bool:
     """Wait (up to `wait_s`) until no git command of someone else's changes the workspace: a
-    folder read meanwhile may be half-way through a `git stash` or `pull`."""
+    folder read meanwhile may be half-way through a `git stash` or `pull`. False when one
+    still does at the deadline."""
     deadline = time.monotonic() + wait_s
     delay = 0.01
-    while _changing_git_in(work_tree, git_dir) and time.monotonic() < deadline:
+    while _changing_git_in(work_tree, git_dir):
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(delay)
         delay = min(delay * 2, 0.2)
+    return True
+
+
+class UsersGit:
+    """The git commands of someone else's that change one workspace, as seen by the looks of a
+    repository's commits and passes."""
+
+    def __init__(self, work_tree: Path, git_dir: Path, wait_s: float) -> None:
+        self._folders = (work_tree, git_dir)
+        self._wait_s = wait_s
+        self._settled_at = -_SETTLED_FOR_S
+        self._calm_at = -_JUST_LOOKED_S  # when a look last found none changing it
+
+    def settle(self, *, look_afresh: bool = False) -> None:
+        """Wait (up to wait_s) until none changes the workspace; `look_afresh`: even right
+        after a look."""
+        if look_afresh or time.monotonic() - self._settled_at >= _SETTLED_FOR_S:
+            calm = wait_for_changing_git(*self._folders, wait_s=self._wait_s)
+            self._settled_at = time.monotonic()
+            self._calm_at = self._settled_at if calm else -_JUST_LOOKED_S
+
+    def changing_now(self) -> bool:
+        """Whether one changes the workspace now; a look that found none a moment ago (a
+        decision's last step) answers for a new one."""
+        if time.monotonic() - self._calm_at < _JUST_LOOKED_S:
+            return False
+        return _changing_git_in(*self._folders)
 
 
 def _changing_git_in(work_tree: Path, git_dir: Path) -> bool:

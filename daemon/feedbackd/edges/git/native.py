@@ -1,7 +1,8 @@
 """A commit's objects and its move of HEAD in this process, through libgit2 (pygit2).
 
 A decision's commit stores its files as blobs, its trees and the commit object, then moves HEAD's
-branch: done here, none of it starts git or waits on a helper's answer. libgit2 keeps git's own
+branch: done here, none of it starts git or waits on a helper's answer. Once open, it answers
+reads of objects and HEAD too, without a round trip to `git cat-file`. libgit2 keeps git's own
 rules where they matter: the files go through the same filters (line endings, `ident`), and a
 ref moves under git's lock file (`refs/heads/main.lock`) and only if it still names the commit
 read, so a user's `git commit`, `reset` or `update-ref` is never overwritten.
@@ -92,6 +93,21 @@ class NativeStore:
             return None
         return cls(repo)
 
+    def read(self, name: str) -> tuple[str, str, bytes] | None:
+        """The object `name` names (a sha, `HEAD`, `sha:path`) as its id, kind and content; None
+        when there is none. HEAD is read from its file each time, as `git cat-file` does.
+        NotHere when libgit2 cannot read it (a damaged object): git then says why."""
+        if not name.isascii() and _not_utf8(name):
+            raise NotHere(f"libgit2 takes names as UTF-8 only: {name!r}")
+        with self._lock:
+            try:
+                found = self._open().revparse_single(name)
+            except (KeyError, ValueError, pygit2.InvalidSpecError):
+                return None
+            except pygit2.GitError as error:
+                raise NotHere(f"libgit2 could not read {name}: {error}") from error
+            return str(found.id), found.type_str, found.read_raw()
+
     def store_file(self, rel: str) -> str | None:
         """Store the work-tree file (or symbolic link) `rel` as a blob, through the filters
         `git add` applies; its id. None when git must store it (see _FOREIGN_ATTRIBUTES) or
@@ -164,6 +180,15 @@ class NativeStore:
             if self._repo is not None:
                 self._repo.free()
                 self._repo = None
+
+
+def _not_utf8(name: str) -> bool:
+    """A name holding a file name's bytes that are not UTF-8 (os.fsdecode's surrogates)."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _ref_hook(repo: pygit2.Repository) -> Path:

@@ -41,7 +41,7 @@ from feedbackd.edges.git.commit import (
     refuse_during_operation,
 )
 from feedbackd.edges.git.history import History, log_records
-from feedbackd.edges.git.locks import clear_index_lock, git_process_in
+from feedbackd.edges.git.locks import UsersGit, clear_index_lock
 from feedbackd.edges.git.paths import Listings
 from feedbackd.edges.git.remote import GitRemote
 from feedbackd.edges.git.runner import (
@@ -294,9 +294,10 @@ class GitRepo:
         row, the user's index follows them all at once, as the lock is let go."""
         return self._commits.holding(expected, index_once=index_once)
 
-    def someone_changes_it(self) -> bool:
-        """Whether someone else's git command (a `git stash`, `reset`, `pull`) changes it now."""
-        return git_process_in([self.root, self._git_dir], changing_only=True) is True
+    @property
+    def users_git(self) -> UsersGit:
+        """The git commands of someone else's (a `git stash`, `reset`, `pull`) that change it."""
+        return self._commits.users_git
 
     def holding_on_top(self) -> AbstractContextManager[Held]:
         """Hold the index lock for a change that goes on top of whatever HEAD is (a rating is
@@ -304,11 +305,10 @@ class GitRepo:
         writes and its commit."""
         return self._commits.holding()
 
-    def settled_head(self, *, look_afresh: bool = False) -> str | None:
+    def settled_head(self) -> str | None:
         """HEAD, once no git command of the user's changes the workspace (a `git stash` or
-        `pull` half-way): what a pass that reads the workspace plans on. `look_afresh`: even
-        right after a look (one that started during a commit may still be removing files)."""
-        return self._commits.settled_head(look_afresh=look_afresh)
+        `pull` half-way): what a pass that reads the workspace plans on."""
+        return self._commits.settled_head()
 
     def put_back(self, path: str, within: Path) -> bool:
         """Write `path` as HEAD holds it where the work tree has nothing; True when written."""

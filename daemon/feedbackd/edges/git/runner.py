@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from feedbackd.core.commitmsg import one_line
 from feedbackd.core.errors import GitError, WorkspaceError
 from feedbackd.core.people import Person
-from feedbackd.edges.process import run_process
+from feedbackd.edges.process import StartedProcess, run_process
 
 # Literal pathspecs: an item called `a*.json` must never match other files. No optional locks:
 # reading status must not fight a user's git for `.git/index.lock`. Never prompt. English
@@ -63,6 +63,35 @@ def git_in(
     raise GitError(done.reason, hint="install git, or put it on the PATH of feedbackd")
 
 
+def _output(args: Sequence[str], status: int, out: bytes, err: str) -> bytes:
+    """git's stdout, or GitError naming the command and git's complaint."""
+    if status == 0:
+        return out
+    if any(marker in err for marker in _LOCK_BUSY_MARKERS):
+        raise IndexLockBusy(first_line(err), hint=hint_for(err))
+    command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
+    raise GitError(
+        f"git {command} failed: {first_line(err) or f'exit status {status}'}",
+        hint=hint_for(err),
+    )
+
+
+class StartedGit:
+    """A git command running while feedbackd goes on (GitRunner.start)."""
+
+    def __init__(self, args: Sequence[str], started: StartedProcess) -> None:
+        self._args = args
+        self._started = started
+
+    def output(self) -> bytes:
+        """Wait for it; its stdout, or GitError as GitRunner.run raises it."""
+        done = self._started.finish()
+        if done.status is None:
+            raise GitError(done.reason, hint="install git, or put it on the PATH of feedbackd")
+        err = done.stderr.decode("utf-8", errors="replace")
+        return _output(self._args, done.status, done.stdout, err)
+
+
 class GitRunner:
     """git commands in one repository, which its folders and index are pinned to."""
 
@@ -106,16 +135,16 @@ class GitRunner:
         cwd: Path | None = None,
     ) -> bytes:
         """Run git; its stdout as bytes, or GitError naming the command and git's complaint."""
-        status, out, err = self.exec(args, env=env, stdin=stdin, cwd=cwd)
-        if status == 0:
-            return out
-        if any(marker in err for marker in _LOCK_BUSY_MARKERS):
-            raise IndexLockBusy(first_line(err), hint=hint_for(err))
-        command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
-        raise GitError(
-            f"git {command} failed: {first_line(err) or f'exit status {status}'}",
-            hint=hint_for(err),
+        return _output(args, *self.exec(args, env=env, stdin=stdin, cwd=cwd))
+
+    def start(self, args: Sequence[str], *, env: Mapping[str, str] | None = None) -> StartedGit:
+        """Start a short git command in the workspace, to be waited for later (StartedGit)."""
+        started = StartedProcess(
+            [self.executable, *args],
+            cwd=self.work_tree,
+            env={**BASE_ENV, **self._pinned, **(env or {})},
         )
+        return StartedGit(args, started)
 
     # --- small questions every git module asks -------------------------------------------------
     def config(self, key: str) -> str | None:

@@ -98,7 +98,7 @@ def _put_back_removed(runtime: Runtime, repo: GitRepo, request: CommitRequest) -
     the files as tracked, so that is what is made true. An item moved on to another folder
     meanwhile is where its curator put it, and stays there.
     """
-    repo.settled_head(look_afresh=True)  # a `git clean` still running may remove more
+    repo.users_git.settle(look_afresh=True)  # a `git clean` still running may remove more
     within = request.within or runtime.workspace.root
     for path in request.paths:
         if os.path.lexists(path) or _moved_on(path):

@@ -278,7 +278,7 @@ class AgentPass:
                     return done
                 if time.monotonic() - started >= RUN_S or not self.keep_going():
                     return done
-                if self.repo is not None and self.repo.someone_changes_it():
+                if self.repo is not None and self.repo.users_git.changing_now():
                     return done  # a `git stash -u` must not see a decision half-way
 
     def apply(self, step: Step) -> None:

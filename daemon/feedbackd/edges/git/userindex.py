@@ -1,0 +1,223 @@
+"""The user's index following feedbackd's commits: the entries of exactly the committed paths,
+and nothing else the user staged.
+
+While feedbackd holds `.git/index.lock`, git cannot write the index itself: it writes a new one
+from a second name of it, which then takes the index's place, as git's own lock protocol does.
+During a run of decisions the update of one commit runs beside the making of the next (`start`,
+then `caught_up`): the index lags HEAD by one commit at most, as it does while any single
+`git commit` works, and the git process costs the run no time of its own.
+
+heal_lagging_index finishes the update a crash interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from feedbackd.core.errors import GitError
+from feedbackd.edges.files import FileState
+from feedbackd.edges.git.batch import COMMIT_FILE_PREFIX, GitBatch
+from feedbackd.edges.git.runner import GitRunner, IndexLockBusy, StartedGit
+
+log = logging.getLogger("feedbackd")
+
+_PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
+_COPY_PREFIX = "feedbackd-index"
+# path → its state when its blob was stored (None: not on disk); None for a change that named a
+# folder, whose entries take the general way (`reset`)
+Stored = Mapping[str, FileState | None] | None
+
+
+class IndexCopy:
+    """An index command started on a second name of the index (this process holds the lock);
+    `finish` waits for it and puts the index it wrote in the index's place."""
+
+    def __init__(self, git: GitRunner, args: Sequence[str]) -> None:
+        self._copy = git.git_dir / f"{_COPY_PREFIX}-{os.getpid()}"
+        self._index = git.git_dir / "index"
+        self._copy.unlink(missing_ok=True)
+        if self._index.exists():
+            # A second name, not a copy: git writes its new index to a new file, which then
+            # takes this name's place, so the index itself is never written into.
+            try:
+                os.link(self._index, self._copy)
+            except OSError:  # a file system without hard links
+                shutil.copyfile(self._index, self._copy)
+        self._started: StartedGit | None = git.start(args, env={"GIT_INDEX_FILE": str(self._copy)})
+
+    def finish(self) -> None:
+        """GitError (git's complaint) when the command failed: the index is then unchanged."""
+        started, self._started = self._started, None
+        if started is None:
+            return
+        try:
+            started.output()
+            os.replace(self._copy, self._index)
+        finally:
+            self._copy.unlink(missing_ok=True)
+
+
+def run_on_index_copy(git: GitRunner, args: Sequence[str]) -> None:
+    """Run an index command while this process holds `.git/index.lock`, and wait for it."""
+    IndexCopy(git, args).finish()
+
+
+@dataclass
+class _Started:
+    update: IndexCopy
+    new: str
+    rels: list[str]
+    stored: Mapping[str, FileState | None]
+
+
+class UserIndex:
+    """The index entries of committed paths, brought in line with the commit that holds them."""
+
+    def __init__(self, git: GitRunner, clear_index_lock: Callable[[], None]) -> None:
+        self._git = git
+        self._clear_index_lock = clear_index_lock
+        self._started: _Started | None = None
+
+    def follow(self, new: str, rels: list[str], stored: Stored, *, locked: bool) -> None:
+        """Make the entries for `rels` match commit `new` now (`locked`: this process holds
+        the index lock).
+
+        When the change named only files, `update-index` takes them from the work tree, which
+        holds what was committed unless a file changed since it was stored: those few (and any
+        change that named a folder) go through `reset`, which reads the whole index afresh.
+        """
+        self.caught_up()
+        if stored is not None:
+            self._command(["update-index", "--add", "--remove", "--", *rels], rels, locked)
+            self._reset_changed(new, rels, stored, locked)
+        else:
+            self._reset(new, rels, locked)
+
+    def start(self, new: str, rels: list[str], stored: Stored) -> None:
+        """As follow, holding the lock, with `update-index` left running until caught_up (the
+        next commit's update, or the lock let go)."""
+        self.caught_up(following=rels)
+        if stored is None:
+            self._reset(new, rels, locked=True)
+            return
+        try:
+            update = IndexCopy(self._git, ["update-index", "--add", "--remove", "--", *rels])
+        except (GitError, OSError) as error:
+            _lagging(rels, error)
+            return
+        self._started = _Started(update, new, rels, stored)
+
+    def caught_up(self, following: Collection[str] = ()) -> None:
+        """Wait for the update `start` left running, and finish it. A file that changed since
+        its commit stored it may have been read by `update-index` as it is now: its entry is
+        set from the commit, unless it is among the paths of the update `following` (the next
+        decision rewrites feedback.json and the ledger), which reads it again."""
+        started, self._started = self._started, None
+        if started is None:
+            return
+        try:
+            started.update.finish()
+        except (GitError, OSError) as error:
+            _lagging(started.rels, error)
+            return
+        again = set(following)
+        rels = [rel for rel in started.rels if rel not in again]
+        self._reset_changed(started.new, rels, started.stored, locked=True)
+
+    def _reset_changed(
+        self, new: str, rels: list[str], stored: Mapping[str, FileState | None], locked: bool
+    ) -> None:
+        changed = [rel for rel in rels if _state(self._git.work_tree / rel) != stored.get(rel)]
+        if changed:
+            self._reset(new, changed, locked)
+
+    def _reset(self, new: str, rels: list[str], locked: bool) -> None:
+        # reset refreshes the stat data afterwards: without it these entries look modified to
+        # commands that need a clean index (the read-tree -m -u of a sync after a pull).
+        self._command(["reset", "-q", new, "--", *rels], rels, locked)
+
+    def _command(self, args: list[str], rels: list[str], locked: bool) -> None:
+        """Run a git command that writes the index; a failure is logged, not raised."""
+        try:
+            if locked:
+                run_on_index_copy(self._git, args)
+            else:
+                try:
+                    self._clear_index_lock()
+                    self._git.run(args)
+                except IndexLockBusy:
+                    self._clear_index_lock()
+                    self._git.run(args)
+        except (GitError, OSError) as error:
+            _lagging(rels, error)
+
+
+def _lagging(rels: list[str], error: Exception) -> None:
+    # The commit exists; only the index view of these paths lags behind it.
+    log.warning(
+        "committed, but could not update the git index for %s (%s); run: git reset -q HEAD -- %s",
+        ", ".join(rels),
+        error,
+        " ".join(rels),
+    )
+
+
+def _state(path: Path) -> FileState | None:
+    try:
+        return FileState.of(path.lstat())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def heal_lagging_index(
+    git: GitRunner, batch: GitBatch, clear_index_lock: Callable[[], None], depth: int
+) -> list[str]:
+    """Bring index entries that lag behind recent commits back in line; the paths fixed.
+
+    A crash between moving HEAD and the index update leaves the index showing that commit's
+    changes undone (a later `git commit` by the user would revert them). Only paths of the
+    last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
+    change differs from HEAD in the work tree too, and stays as it is.
+    """
+    for pattern in (f"{_COPY_PREFIX}*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
+        for leftover in git.git_dir.glob(pattern):
+            leftover.unlink(missing_ok=True)
+    head = git.rev("HEAD")
+    if head is None:
+        return []
+    recent = ["log", f"-n{int(depth)}", "--format=", "--name-only", "-z", "--no-renames", head]
+    names = git.run(recent).decode("utf-8", "surrogateescape").split("\0")
+    touched = sorted({name.strip("\n") for name in names} - {""})
+    if not touched:
+        return []
+    # Every staged difference, then only those of the recent commits: paths on git's command
+    # line would overflow it after a first import of a hundred thousand files.
+    args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head]
+    staged = git.run(args).decode("utf-8", "surrogateescape").split("\0")
+    lagging = sorted(set(staged) & set(touched))
+    stale = [rel for rel in lagging if _head_id(batch, head, rel) == _disk_id(git, rel)]
+    if stale:
+        # The same crash may have left index.lock, still young at a quick restart: wait
+        # until it is judged stale (or its live owner is done) instead of failing the heal.
+        clear_index_lock()
+        for start in range(0, len(stale), _PATHS_PER_COMMAND):
+            git.run(["reset", "-q", head, "--", *stale[start : start + _PATHS_PER_COMMAND]])
+        shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+        log.warning("the git index lagged behind recent commits for %s; fixed", shown)
+    return stale
+
+
+def _head_id(batch: GitBatch, head: str, rel: str) -> str | None:
+    found = batch.read(f"{head}:{rel}") if "\n" not in rel else None
+    return found.sha if found is not None and found.kind == "blob" else None
+
+
+def _disk_id(git: GitRunner, rel: str) -> str | None:
+    if not (git.work_tree / rel).is_file():
+        return None
+    return git.run(["hash-object", "--", str(git.work_tree / rel)]).decode().strip()
