@@ -18,7 +18,8 @@ other files. `feedbackd run` is started on it, then, in the same run and on the 
   and its time per decision against the floor's median (target: twice the floor's rate);
 - the idle daemon afterwards: CPU over `--idle` seconds (/proc utime+stime, children included)
   and its resident memory.
-Prints medians, p90, ratios and whether each target is met; exits 1 when one is missed. With
+Prints medians, p90, ratios and whether each target is met (approve → commit at most the floor's
+median, 0.3× of it from 100,000 files on); exits 1 when one is missed. With
 several `--files` sizes, each gets a workspace and a daemon of its own, and `--chart` draws the
 medians of both against the size (PNG through chromium, else SVG).
 """
@@ -50,6 +51,8 @@ POLL_S = 0.001  # how often the branch is looked at while a commit is awaited
 TIMEOUT_S = 120.0
 SETTLE_S = 2.0  # daemon.settle_ms at its default
 TARGET_RATIO, TARGET_CPU_PCT, TARGET_RSS_MB = 1.0, 1.0, 150.0
+# At 100,000 files the floor's `git add` and `git commit` each read and write a 10 MB index.
+BIG_SITE_FILES, TARGET_RATIO_BIG = 100_000, 0.3
 # A burst's decisions committed at twice the floor's rate: each in half a floor's time.
 TARGET_BURST_RATIO = 0.5
 
@@ -359,12 +362,36 @@ def p90(values: list[float]) -> float:
 Row = tuple[str, str, str, bool | None]  # measure, value, target, met (None: no target)
 
 
-def rows(results: Results, args: argparse.Namespace) -> list[Row]:
-    latency, floor = statistics.median(results.latency_s), statistics.median(results.floor_s)
-    ratio = latency / floor
-    cpu, rss = results.idle_cpu_pct, results.rss_mb
+def target_ratio(files: int) -> float:
+    """Where the index is big, git's floor pays for it on every commit and feedbackd does not."""
+    return TARGET_RATIO_BIG if files >= BIG_SITE_FILES else TARGET_RATIO
+
+
+def burst_rows(results: Results, args: argparse.Namespace, floor: float) -> list[Row]:
+    if not args.burst:
+        return []
     burst = f"{results.burst_s:.1f} s ({ms(results.burst_s / args.burst)} per decision)"
     burst_ratio = results.burst_s / args.burst / floor
+    return [
+        (
+            f"burst of {args.burst} approvals",
+            burst,
+            "1 decision per commit",
+            not results.burst_problems,
+        ),
+        (
+            "burst: each / floor",
+            f"{burst_ratio:.2f}×",
+            f"≤ {TARGET_BURST_RATIO:g}×",
+            burst_ratio <= TARGET_BURST_RATIO,
+        ),
+    ]
+
+
+def rows(results: Results, args: argparse.Namespace, files: int) -> list[Row]:
+    latency, floor = statistics.median(results.latency_s), statistics.median(results.floor_s)
+    ratio, target = latency / floor, target_ratio(files)
+    cpu, rss = results.idle_cpu_pct, results.rss_mb
     cold = [
         (
             f"the same after {ALERT_FOR_S:g} s idle",
@@ -379,24 +406,8 @@ def rows(results: Results, args: argparse.Namespace) -> list[Row]:
         ("approve → commit (daemon)", f"{ms(latency)}, p90 {ms(p90(results.latency_s))}", "", None),
         *cold,
         ("git add + commit (floor)", f"{ms(floor)}, p90 {ms(p90(results.floor_s))}", "", None),
-        (
-            "daemon / floor (medians)",
-            f"{ratio:.1f}×",
-            f"≤ {TARGET_RATIO:g}×",
-            ratio <= TARGET_RATIO,
-        ),
-        (
-            f"burst of {args.burst} approvals",
-            burst,
-            "1 decision per commit",
-            not results.burst_problems,
-        ),
-        (
-            "burst: each / floor",
-            f"{burst_ratio:.2f}×",
-            f"≤ {TARGET_BURST_RATIO:g}×",
-            burst_ratio <= TARGET_BURST_RATIO,
-        ),
+        ("daemon / floor (medians)", f"{ratio:.2f}×", f"≤ {target:g}×", ratio <= target),
+        *burst_rows(results, args, floor),
         (
             f"idle CPU over {args.idle:g} s",
             f"{cpu:.2f} %",
@@ -414,7 +425,7 @@ def rows(results: Results, args: argparse.Namespace) -> list[Row]:
 
 def report(results: Results, args: argparse.Namespace, files: int) -> bool:
     """Print the table; True when every target is met."""
-    table = rows(results, args)
+    table = rows(results, args, files)
     print(f"\nfeedbackd daemon: {files:,} tracked files, {args.samples} samples,", end=" ")
     print(f"{os.cpu_count()} CPUs, git {git_version()}")
     print(f"{'measure':<28} {'value':<30} {'target':<22} met")
