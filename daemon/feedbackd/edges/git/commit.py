@@ -144,8 +144,7 @@ class CommitWriter:
     ) -> None:
         self._git = git
         self._batch = batch
-        self._native = batch.native()
-        self._trees = TreeEditor(batch, self._native)
+        self._trees = TreeEditor(batch, in_process=True)
         self._root = git.work_tree
         self._committer = committer
         self._clear_index_lock = clear_index_lock
@@ -153,6 +152,12 @@ class CommitWriter:
         self._held: Held | None = None
         self.users_git = UsersGit(self._root, git.git_dir, min(lock_wait_s, _SETTLE_WAIT_S))
         self._index = UserIndex(git, clear_index_lock)
+
+    @property
+    def _native(self) -> NativeStore | None:
+        # Opened by the first commit, not by a pass that finds nothing to do (libgit2 takes 35 ms
+        # to load); reads go there once it is open (GitBatch.read).
+        return self._batch.native()
 
     @contextmanager
     def holding(
@@ -170,6 +175,7 @@ class CommitWriter:
         if self._held is not None:
             raise RuntimeError("the index lock is already held for a change")
         refuse_during_operation(self._git.git_dir)
+        self._batch.native()  # a commit follows: libgit2 reads HEAD and the trees from here on
         with holding_index_lock(
             self._root, self._git.git_dir, self._clear_index_lock, wait_s=self._lock_wait_s
         ) as waited:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import Person
 from feedbackd.edges.git.batch import GitBatch
-from feedbackd.edges.git.native import NativeStore, NotHere
+from feedbackd.edges.git.native import NotHere
 
 TREE_MODE = b"40000"
 _TYPES = {TREE_MODE: b"tree", b"160000": b"commit"}  # every other mode is a blob's
@@ -105,11 +105,12 @@ def _id_size(changes: Changes) -> int:
 
 class TreeEditor:
     """Writes the trees of one change, reading the old ones through a GitBatch; writing them in
-    this process when given a NativeStore, else through the batch's `git mktree`."""
+    this process (`in_process`: the batch's NativeStore, where libgit2 serves), else through the
+    batch's `git mktree`."""
 
-    def __init__(self, batch: GitBatch, native: NativeStore | None = None) -> None:
+    def __init__(self, batch: GitBatch, *, in_process: bool = False) -> None:
         self._batch = batch
-        self._native = native
+        self._in_process = in_process
         self._parsed: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
         self.entries_kept = 0  # in all the trees kept parsed
 
@@ -165,11 +166,12 @@ class TreeEditor:
         return edited
 
     def _store(self, trees: list[dict[bytes, Entry]]) -> list[str]:
-        if self._native is not None:
+        native = self._batch.native() if self._in_process else None
+        if native is not None:
             try:
-                return [self._native.store("tree", tree_body(entries)) for entries in trees]
+                return [native.store("tree", tree_body(entries)) for entries in trees]
             except NotHere:
-                self._native = None
+                self._in_process = False
         return self._batch.store_trees([tree_listing(entries) for entries in trees])
 
     def _edit(
