@@ -14,6 +14,7 @@ its removal; see docs/git.md.)
 from __future__ import annotations
 
 import random
+import shutil
 import subprocess
 import threading
 import time
@@ -57,6 +58,40 @@ def test_in_a_run_the_index_follows_each_commit_while_the_next_is_made(git_repo:
             assert set(names[:done]) <= set(indexed) <= set(names[: done + 1])
     assert git(git_repo, "ls-files", "--", "_data/run").split() == sorted(names)
     assert git(git_repo, "status", "--porcelain") == "A  notes.md\n"
+
+
+def test_an_index_update_that_fails_in_a_run_is_logged_and_healed(
+    tmp_path: Path,
+    git_repo: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The commits stand when git cannot update the index beside them: each lagging path is
+    named with the command that fixes it, the index is left as it was, and heal_index brings
+    it in line afterwards."""
+    real = shutil.which("git")
+    failing = tmp_path / "bin" / "git"
+    failing.parent.mkdir()
+    failing.write_text(
+        f'#!/bin/sh\ncase "$1" in update-index) echo "fatal: disk on fire" >&2; exit 128;; esac\n'
+        f'exec "{real}" "$@"\n'
+    )
+    failing.chmod(0o755)
+    monkeypatch.setenv("GIT_PYTHON_GIT_EXECUTABLE", str(failing))
+    names = [f"_data/run/{number}.json" for number in range(3)]
+    with GitRepo(git_repo) as repo:
+        with repo.holding(repo.settled_head(), index_once=True):
+            for number, name in enumerate(names):
+                write(git_repo, name, f"{number}\n")
+                assert repo.commit_paths([name], message(), ADA) is not None
+        assert git(git_repo, "ls-files", "--", "_data/run") == ""  # lagging, as it was
+        warnings = [r.getMessage() for r in caplog.records if "could not update" in r.getMessage()]
+        assert len(warnings) == 3 and all("disk on fire" in text for text in warnings)
+        assert "run: git reset -q HEAD -- _data/run/2.json" in warnings[-1]
+        monkeypatch.delenv("GIT_PYTHON_GIT_EXECUTABLE")
+    with GitRepo(git_repo) as repo:
+        assert sorted(repo.heal_index()) == names
+    assert git(git_repo, "status", "--porcelain") == ""
 
 
 def test_a_first_commit_creates_the_branch(tmp_path: Path) -> None:
