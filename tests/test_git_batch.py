@@ -17,7 +17,8 @@ import pytest
 from feedbackd.core.people import FEEDBACKD_PERSON
 from feedbackd.core.workspace import ITEM_FOLDERS
 from feedbackd.edges.git import tree as tree_module
-from feedbackd.edges.git.batch import GitBatch, GitObject, KeptBatch
+from feedbackd.edges.git.batch import GitBatch, GitObject, KeptBatch, KeptObjects
+from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.git.tree import Entry, commit_object, parse_tree, tree_id, tree_listing
 from tests.conftest import git
@@ -369,3 +370,51 @@ def test_closing_one_batch_leaves_anothers_commit_in_the_making(git_repo: Path) 
         first.close()
         second.close()
     assert not list((git_repo / ".git").glob("feedbackd-commit-*"))
+
+
+def test_head_is_read_from_gits_own_files_as_git_reads_it(tmp_path: Path, git_repo: Path) -> None:
+    """A loose branch and a detached HEAD are read from the files; a packed or unborn branch and
+    a linked worktree are left to git. Each answer is git's own."""
+    git_dir = git_repo / ".git"
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    assert head_commit(git_dir) == head
+    git(git_repo, "commit", "-q", "--allow-empty", "-m", "the user's")
+    assert head_commit(git_dir) == git(git_repo, "rev-parse", "HEAD").strip()
+    git(git_repo, "pack-refs", "--all")  # the branch now lives in packed-refs alone
+    assert head_commit(git_dir) is None
+    batch = GitBatch(git_repo, git_dir)
+    try:
+        found = batch.read("HEAD")
+        assert found is not None and found.sha == git(git_repo, "rev-parse", "HEAD").strip()
+        git(git_repo, "checkout", "-q", "--detach", head)
+        assert head_commit(git_dir) == head
+        found = batch.read("HEAD:")
+        assert found is not None and found.sha == git(git_repo, "rev-parse", "HEAD^{tree}").strip()
+        git(git_repo, "checkout", "-q", "--orphan", "unborn")
+        assert head_commit(git_dir) is None and batch.read("HEAD") is None
+    finally:
+        batch.close()
+    git(git_repo, "worktree", "add", "-q", "--detach", str(tmp_path / "linked"), head)
+    assert head_commit(git_dir / "worktrees" / "linked") is None
+
+
+def test_trees_named_by_a_commit_are_read_once() -> None:
+    """A tree or commit read by a name that fixes it is answered again without git; a name
+    that can change (HEAD, a branch) is always read, and so is a blob."""
+    asked: list[str] = []
+    objects = {
+        "a" * 40 + ":docs": GitObject("b" * 40, "tree", b"t"),
+        "a" * 40 + ":docs/x": GitObject("c" * 40, "blob", b"x"),
+        "main": GitObject("a" * 40, "commit", b"tree ..."),
+    }
+
+    def read(name: str) -> GitObject | None:
+        asked.append(name)
+        return objects.get(name)
+
+    kept = KeptObjects(limit_bytes=64)
+    for _ in range(3):
+        for name in objects:
+            assert kept.get(name, read) == objects[name]
+    assert asked.count("a" * 40 + ":docs") == 1
+    assert asked.count("a" * 40 + ":docs/x") == 3 and asked.count("main") == 3

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.daemon.service import run_once
+from feedbackd.loop.daemon.once import run_once
 from feedbackd.loop.sync import Syncer, backoff_s, overlapping, problem_line, sync_status
 from feedbackd.loop.workspace.runtime import Runtime
 from tests.workspace_kit import Site, draft

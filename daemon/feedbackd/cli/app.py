@@ -345,7 +345,7 @@ def run(
     )
     runtime = GLOBALS.runtime()
     if once:
-        from feedbackd.loop.daemon.service import run_once
+        from feedbackd.loop.daemon.once import run_once
 
         show = not (as_json or GLOBALS.quiet)
         with progress_bar("reconciling agents", show, stderr=True) as progress:

@@ -20,11 +20,13 @@ import os
 import re
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
 from feedbackd.core.errors import GitError
+from feedbackd.edges.git.headfile import resolved
 from feedbackd.edges.git.native import NativeStore, NotHere
 from feedbackd.edges.git.runner import BASE_ENV
 from feedbackd.edges.process import Coprocess, CoprocessGone
@@ -46,6 +48,9 @@ _MKTREE = ("mktree", "--batch", "-z")
 _HASH_COMMIT = ("hash-object", "-w", "-t", "commit", "--no-filters", "--stdin-paths")
 COMMIT_FILE_PREFIX = "feedbackd-commit-"
 _BATCH_NUMBERS = itertools.count(1)
+# A name that only ever names one object: a commit's id, alone or with a path below it.
+_FIXED_NAME = re.compile(r"[0-9a-f]{40}(?::.*)?", re.DOTALL)
+_KEPT_BYTES = 4 << 20  # a few big trees (an approved/ of 20,000 files is 1 MB)
 # None of them ever takes `.git/index.lock`: edges/git/locks.py counts no such command, whichever
 # feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
 HELPER_COMMANDS = frozenset({_CAT_FILE, _CAT_FILE_BUFFERED, _HASH_OBJECT, _MKTREE, _HASH_COMMIT})
@@ -55,6 +60,42 @@ class GitObject(NamedTuple):
     sha: str
     kind: str  # commit, tree, blob or tag
     content: bytes
+
+
+class KeptObjects:
+    """Trees and commits read by a name that fixes them (`<commit id>:path`: such a name never
+    names another object), the most recent few MB, for the next read of the same name: a pass
+    over 200 agents asks for `HEAD:_data/agents` 200 times. Safe to share between threads."""
+
+    def __init__(self, limit_bytes: int = _KEPT_BYTES) -> None:
+        self._kept: OrderedDict[str, GitObject] = OrderedDict()
+        self._bytes = 0
+        self._limit = limit_bytes
+        self._lock = threading.Lock()
+
+    def get(self, name: str, read: Callable[[str], GitObject | None]) -> GitObject | None:
+        """The object `name` names: kept, or read (and kept when it is a tree or a commit)."""
+        if not _FIXED_NAME.fullmatch(name):
+            return read(name)
+        with self._lock:
+            found = self._kept.get(name)
+            if found is not None:
+                self._kept.move_to_end(name)
+                return found
+        found = read(name)
+        if found is not None and found.kind in ("tree", "commit"):
+            self._keep(name, found)
+        return found
+
+    def _keep(self, name: str, found: GitObject) -> None:
+        if len(found.content) > self._limit // 4:
+            return
+        with self._lock:
+            if name not in self._kept:
+                self._kept[name] = found
+                self._bytes += len(found.content)
+            while self._bytes > self._limit:
+                self._bytes -= len(self._kept.popitem(last=False)[1].content)
 
 
 class GitBatch:
@@ -76,6 +117,7 @@ class GitBatch:
         self._remembered: dict[str, object] = {}
         self._handovers: set[Path] = set()
         self._native: NativeStore | None = None
+        self._kept_objects = KeptObjects()
         self._native_tried = False
         self._lock = threading.Lock()
 
@@ -87,6 +129,9 @@ class GitBatch:
         """The object `name` (a sha, `HEAD`, `sha:path`) names; None when there is none."""
         if "\n" in name:
             raise GitError(f"not an object name: {name!r}")
+        return self._kept_objects.get(resolved(name, self.git_dir), self._read)
+
+    def _read(self, name: str) -> GitObject | None:
         native = self._native  # open once a commit used it: then reads need no round trip
         if native is not None:
             with contextlib.suppress(NotHere):

@@ -164,7 +164,6 @@ class AgentReader:
         scan = Scan()
         for folder in ITEM_FOLDERS:
             directory = self.agent.folder(folder)
-            problems.clear_orphans(directory)
             if not directory.is_dir():
                 continue
             if is_inside(self.runtime.workspace, directory):
@@ -178,12 +177,16 @@ class AgentReader:
         own (thousands of drafts in a big site's queue/)."""
         with os.scandir(directory) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
+        problems.clear_listed_orphans(directory, (entry.name for entry in entries))
         for entry in entries:
-            stem, suffix = os.path.splitext(entry.name)
-            if entry.name.startswith(".") or suffix not in ITEM_SUFFIXES:
+            name = entry.name
+            if name.startswith(".") or not name.endswith(ITEM_SUFFIXES):
                 continue
-            path = child_path(directory, entry.name)
-            if not self._usable(entry, path, scan):
+            stem = name[: name.rindex(".")]
+            path = child_path(directory, name)
+            # A plain file, as the listing says (no stat), is usable; anything else is looked at.
+            plain = entry.is_file(follow_symlinks=False)
+            if not plain and not self._usable(entry, path, scan):
                 continue
             if not is_valid_id(stem):
                 message, hint = _bad_name(stem)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,10 +123,15 @@ def clear_orphans(folder: Path) -> None:
     """Remove `.error` files whose file is gone (fixed by deleting or moving it)."""
     if not folder.is_dir():
         return
-    for stale in folder.glob(f"*{ERROR_SUFFIX}"):
-        if not stale.with_name(stale.name[: -len(ERROR_SUFFIX)]).exists():
+    clear_listed_orphans(folder, [path.name for path in folder.glob(f"*{ERROR_SUFFIX}")])
+
+
+def clear_listed_orphans(folder: Path, names: Iterable[str]) -> None:
+    """clear_orphans, given the names a listing of `folder` found (a pass lists it anyway)."""
+    for name in names:
+        if name.endswith(ERROR_SUFFIX) and not (folder / name[: -len(ERROR_SUFFIX)]).exists():
             with contextlib.suppress(FileNotFoundError):
-                stale.unlink()
+                (folder / name).unlink()
 
 
 # Where `.error` files can stand: beside items, beside feedback.json, beside inbox ratings.
