@@ -179,14 +179,10 @@ class AgentReader:
             entries = sorted(listing, key=lambda entry: entry.name)
         problems.clear_listed_orphans(directory, (entry.name for entry in entries))
         for entry in entries:
-            name = entry.name
-            if name.startswith(".") or not name.endswith(ITEM_SUFFIXES):
+            if entry.name.startswith(".") or not entry.name.endswith(ITEM_SUFFIXES):
                 continue
-            stem = name[: name.rindex(".")]
-            path = child_path(directory, name)
-            # A plain file, as the listing says (no stat), is usable; anything else is looked at.
-            plain = entry.is_file(follow_symlinks=False)
-            if not plain and not self._usable(entry, path, scan):
+            stem, path = entry.name[: entry.name.rindex(".")], child_path(directory, entry.name)
+            if not self._usable(entry, path, scan):
                 continue
             if not is_valid_id(stem):
                 message, hint = _bad_name(stem)
