@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -635,6 +636,32 @@ def test_index_left_behind_a_commit_is_brought_in_line_at_start(site: Site) -> N
     assert done.returncode == 0, done.stderr
     assert data_is_clean(site)
     assert site.git("status", "--porcelain") == "A  notes.txt\n"
+
+
+def test_an_index_update_that_failed_is_healed_by_the_next_writer(
+    site: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A git update-index killed or failing (a service stop sends its signal to the whole
+    group) leaves the commit standing and the index lagging: the next writer heals it."""
+    drafts(site, "w", 1)
+    edit_and_approve(site, "w", "qi-000")
+    failing = tmp_path / "bin" / "git"
+    failing.parent.mkdir()
+    failing.write_text(
+        '#!/bin/sh\ncase "$1" in update-index) kill -TERM $$;; esac\n'
+        f'exec "{shutil.which("git")}" "$@"\n'
+    )
+    failing.chmod(0o755)
+    with monkeypatch.context() as patched:
+        patched.setenv("GIT_PYTHON_GIT_EXECUTABLE", str(failing))
+        site.reconcile()
+    assert site.git("log", "-1", "--format=%s").startswith("approve(w): qi-000")
+    assert not data_is_clean(site)  # the index shows the approval undone
+
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert data_is_clean(site)
+    assert not (site.root / ".git" / "feedbackd-lagging-index").exists()
 
 
 def test_the_index_is_left_alone_when_no_writer_died_holding_the_lock(site: Site) -> None:

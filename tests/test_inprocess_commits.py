@@ -88,10 +88,12 @@ def test_an_index_update_that_fails_in_a_run_is_logged_and_healed(
         warnings = [r.getMessage() for r in caplog.records if "could not update" in r.getMessage()]
         assert len(warnings) == 3 and all("disk on fire" in text for text in warnings)
         assert "run: git reset -q HEAD -- _data/run/2.json" in warnings[-1]
+        assert (git_repo / ".git" / "feedbackd-lagging-index").exists()  # for the next writer
         monkeypatch.delenv("GIT_PYTHON_GIT_EXECUTABLE")
     with GitRepo(git_repo) as repo:
         assert sorted(repo.heal_index()) == names
     assert git(git_repo, "status", "--porcelain") == ""
+    assert not (git_repo / ".git" / "feedbackd-lagging-index").exists()
 
 
 def test_a_first_commit_creates_the_branch(tmp_path: Path) -> None:
@@ -306,3 +308,29 @@ def test_reads_in_process_answer_as_git_cat_file_does(git_repo: Path) -> None:
     finally:
         through_git.close()
         in_process.close()
+
+
+def test_a_repository_whose_reads_libgit2_would_answer_otherwise_is_left_to_git(
+    git_repo: Path,
+) -> None:
+    """git reads through replace refs and fetches a partial clone's missing objects; libgit2
+    does neither, so such a repository's objects go through git."""
+    git_dir = git_repo / ".git"
+
+    def in_process() -> bool:
+        store = NativeStore.open(git_repo, git_dir)
+        if store is not None:
+            store.close()
+        return store is not None
+
+    assert in_process()
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    git(git_repo, "commit", "-q", "--allow-empty", "-m", "another")
+    git(git_repo, "replace", head, git(git_repo, "rev-parse", "HEAD").strip())
+    assert not in_process()
+    git(git_repo, "pack-refs", "--all")  # the replace ref now lives in packed-refs alone
+    assert not in_process()
+    git(git_repo, "replace", "-d", head)
+    assert in_process()
+    git(git_repo, "config", "extensions.partialClone", "origin")
+    assert not in_process()

@@ -95,12 +95,16 @@ class StartedProcess:
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 env={**os.environ, **env},
+                # Its own session: a Ctrl-C meant for feedbackd does not cut it off half-way;
+                # feedbackd waits for it as it stops.
+                start_new_session=True,
             )
         except OSError as exc:
             self._process, self._failure = None, _start_failure(argv[0], exc)
 
     def finish(self) -> ProcessResult:
-        """Wait for the process to end (its output is small: it cannot fill a pipe)."""
+        """Wait for the process to end, and read its output (a process that writes more than
+        a pipe holds waits until then)."""
         if self._process is None:
             return ProcessResult(self._failure)
         out, err = self._process.communicate()

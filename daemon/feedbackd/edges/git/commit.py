@@ -382,7 +382,8 @@ class CommitWriter:
     ) -> None:
         change.seen[rel] = FileState.of(info)
         if stat.S_ISLNK(info.st_mode):
-            sha = self._native.store_file(rel) if self._native is not None else None
+            native = self._native
+            sha = native.store_file(rel) if native is not None else None
             if sha is None:
                 target = os.fsencode(os.readlink(self._root / rel))
                 args = ["hash-object", "-w", "--stdin"]
@@ -406,7 +407,8 @@ class CommitWriter:
     def _move_head(self, new: str, old: str | None, message: str) -> None:
         """Point HEAD at `new` if it still is `old`; HeadMoved when someone moved it."""
         reflog = "feedbackd: " + message.strip().split("\n", 1)[0]
-        if self._native is not None and _moved_in_process(self._native, new, old, reflog):
+        native = self._native
+        if native is not None and _moved_in_process(native, new, old, reflog):
             return
         expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
         args = ["update-ref", "-m", reflog, "HEAD", new, expected]

@@ -87,7 +87,15 @@ class NativeStore:
         seen = (Path(repo.path).resolve(), Path(repo.workdir or "/").resolve())
         format_ = _setting(repo, "extensions.objectformat") or "sha1"
         linked = (git_dir / "commondir").exists()  # a linked worktree: its hooks are elsewhere
-        if seen != (git_dir.resolve(), work_tree.resolve()) or format_.lower() != "sha1" or linked:
+        # git fetches a partial clone's missing objects, and reads through replace refs; libgit2
+        # does neither
+        unlike_git = _setting(repo, "extensions.partialclone") is not None or _replaced(git_dir)
+        if (
+            seen != (git_dir.resolve(), work_tree.resolve())
+            or format_.lower() != "sha1"
+            or linked
+            or unlike_git
+        ):
             log.debug("git objects go through git: libgit2 sees %s, format %s", seen, format_)
             repo.free()
             return None
@@ -180,6 +188,17 @@ class NativeStore:
             if self._repo is not None:
                 self._repo.free()
                 self._repo = None
+
+
+def _replaced(git_dir: Path) -> bool:
+    """Whether the repository has replace refs (`git replace`), loose or packed."""
+    folder = git_dir / "refs" / "replace"
+    if folder.is_dir() and any(folder.iterdir()):
+        return True
+    try:
+        return b" refs/replace/" in (git_dir / "packed-refs").read_bytes()
+    except OSError:
+        return False
 
 
 def _not_utf8(name: str) -> bool:

@@ -12,8 +12,10 @@ heal_lagging_index finishes the update a crash interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import shutil
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ log = logging.getLogger("feedbackd")
 
 _PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
 _COPY_PREFIX = "feedbackd-index"
+LAGGING_MARK = "feedbackd-lagging-index"
 # path → its state when its blob was stored (None: not on disk); None for a change that named a
 # folder, whose entries take the general way (`reset`)
 Stored = Mapping[str, FileState | None] | None
@@ -41,14 +44,19 @@ class IndexCopy:
         self._copy = git.git_dir / f"{_COPY_PREFIX}-{os.getpid()}"
         self._index = git.git_dir / "index"
         self._copy.unlink(missing_ok=True)
-        if self._index.exists():
-            # A second name, not a copy: git writes its new index to a new file, which then
-            # takes this name's place, so the index itself is never written into.
-            try:
-                os.link(self._index, self._copy)
-            except OSError:  # a file system without hard links
-                shutil.copyfile(self._index, self._copy)
-        self._started: StartedGit | None = git.start(args, env={"GIT_INDEX_FILE": str(self._copy)})
+        try:
+            if self._index.exists():
+                # A second name, not a copy: git writes its new index to a new file, which
+                # then takes this name's place, so the index itself is never written into.
+                try:
+                    os.link(self._index, self._copy)
+                except OSError:  # a file system without hard links; its time kept for git
+                    shutil.copy2(self._index, self._copy)
+            env = {"GIT_INDEX_FILE": str(self._copy)}
+            self._started: StartedGit | None = git.start(args, env=env)
+        except BaseException:
+            self._copy.unlink(missing_ok=True)
+            raise
 
     def finish(self) -> None:
         """GitError (git's complaint) when the command failed: the index is then unchanged."""
@@ -108,7 +116,7 @@ class UserIndex:
         try:
             update = IndexCopy(self._git, ["update-index", "--add", "--remove", "--", *rels])
         except (GitError, OSError) as error:
-            _lagging(rels, error)
+            _lagging(self._git.git_dir, rels, error)
             return
         self._started = _Started(update, new, rels, stored)
 
@@ -123,7 +131,7 @@ class UserIndex:
         try:
             started.update.finish()
         except (GitError, OSError) as error:
-            _lagging(started.rels, error)
+            _lagging(self._git.git_dir, started.rels, error)
             return
         again = set(following)
         rels = [rel for rel in started.rels if rel not in again]
@@ -154,23 +162,46 @@ class UserIndex:
                     self._clear_index_lock()
                     self._git.run(args)
         except (GitError, OSError) as error:
-            _lagging(rels, error)
+            _lagging(self._git.git_dir, rels, error)
 
 
-def _lagging(rels: list[str], error: Exception) -> None:
-    # The commit exists; only the index view of these paths lags behind it.
+def _lagging(git_dir: Path, rels: list[str], error: Exception) -> None:
+    # The commit exists; only the index view of these paths lags behind it. The mark has the
+    # next writer heal the index (loop/commits/locking.py), as after a writer that died.
     log.warning(
         "committed, but could not update the git index for %s (%s); run: git reset -q HEAD -- %s",
         ", ".join(rels),
         error,
         " ".join(rels),
     )
+    with contextlib.suppress(OSError):
+        (git_dir / LAGGING_MARK).touch()
+
+
+def index_left_lagging(git_dir: Path) -> bool:
+    """Whether an index update failed since the index was last healed (heal_lagging_index)."""
+    return (git_dir / LAGGING_MARK).exists()
+
+
+def _left_by_the_dead(path: Path) -> bool:
+    """A hand-over file (`feedbackd-index-PID`, `feedbackd-commit-PID-...`) whose process is
+    gone: another live process's is in use."""
+    found = re.search(r"-(\d+)", path.name)
+    if found is None:
+        return True
+    try:
+        os.kill(int(found.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return int(found.group(1)) == os.getpid()  # this process's own: none is running now
 
 
 def _state(path: Path) -> FileState | None:
     try:
         return FileState.of(path.lstat())
-    except (FileNotFoundError, NotADirectoryError):
+    except OSError:  # gone, or not to be looked at: its entry is set from the commit
         return None
 
 
@@ -184,9 +215,11 @@ def heal_lagging_index(
     last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
     change differs from HEAD in the work tree too, and stays as it is.
     """
-    for pattern in (f"{_COPY_PREFIX}*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
+    for pattern in (f"{_COPY_PREFIX}-*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
         for leftover in git.git_dir.glob(pattern):
-            leftover.unlink(missing_ok=True)
+            if _left_by_the_dead(leftover):
+                leftover.unlink(missing_ok=True)
+    (git.git_dir / LAGGING_MARK).unlink(missing_ok=True)  # what it marks is healed below
     head = git.rev("HEAD")
     if head is None:
         return []

@@ -18,6 +18,7 @@ from feedbackd.core.errors import FeedbackdError, GitError, IndexHeld, Locked, W
 from feedbackd.edges.files import remove_leftovers
 from feedbackd.edges.git.locks import clear_index_lock, git_process_in, lock_verdict
 from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.userindex import index_left_lagging
 from feedbackd.edges.instance import WriteLock
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -43,6 +44,8 @@ def write_lock(runtime: Runtime, *, index_first: bool = False) -> Iterator[None]
             raise WriterBusy(error.message, hint=error.hint) from None
         if lock.abandoned_by is not None:
             _heal_after(runtime, lock)
+        elif runtime.git_enabled and index_left_lagging(runtime.workspace.root / ".git"):
+            _heal_lagging(runtime)  # an index update failed (a git killed by a stop, say)
         if index_first:
             _wait_for_index(runtime)
         yield
@@ -91,12 +94,20 @@ def _heal_after(runtime: Runtime, lock: WriteLock) -> None:
                   lock.abandoned_by, error)  # fmt: skip
 
 
+def _heal_lagging(runtime: Runtime) -> None:
+    try:
+        heal_git_index(runtime)
+    except (FeedbackdError, OSError) as error:  # the mark stays: the next writer tries again
+        log.error("the git index lags behind feedbackd's commits and is not healed: %s", error)
+
+
 def heal_git_index(runtime: Runtime) -> None:
     """Finish the index update of a commit that a crash interrupted (call with the lock held).
 
-    Only after a writer died holding the write lock (write_lock): a commit cut off between
-    moving HEAD and writing the index can only be one of those. A big site's start-up then
-    never reads the paths of its last commits (a first import of 100,000 files among them)."""
+    Only after a writer died holding the write lock, or an index update failed (write_lock):
+    a commit cut off between moving HEAD and writing the index can only be one of those. A big
+    site's start-up then never reads the paths of its last commits (a first import of 100,000
+    files among them)."""
     root = runtime.workspace.root
     if not GitRepo.is_repo(root):
         return
