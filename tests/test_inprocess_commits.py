@@ -43,10 +43,10 @@ def test_the_move_of_head_is_in_both_reflogs(git_repo: Path) -> None:
         assert git(git_repo, "reflog", "-1", "--format=%gs", ref).strip() == f"feedbackd: {subject}"
 
 
-def test_in_a_run_the_index_follows_each_commit_while_the_next_is_made(git_repo: Path) -> None:
-    """A small index follows each commit of a run: its update runs beside the next commit, so
-    the index is one commit behind HEAD at most, and holds every commit once the lock is let
-    go; what the user staged stays staged."""
+def test_in_a_run_the_index_holds_each_commit_as_soon_as_head_names_it(git_repo: Path) -> None:
+    """A small index follows each commit of a run: its update starts before HEAD moves and is
+    in place when the commit is made, so a `git stash` never finds a committed file missing
+    from the index; what the user staged stays staged."""
     write(git_repo, "notes.md", "the user's own work, staged\n")
     git(git_repo, "add", "notes.md")
     names = [f"_data/run/{number}.json" for number in range(6)]
@@ -54,10 +54,12 @@ def test_in_a_run_the_index_follows_each_commit_while_the_next_is_made(git_repo:
         for done, name in enumerate(names):
             write(git_repo, name, f'{{"n": {done}}}\n')
             repo.commit_paths([name], message(), ADA)
-            indexed = git(git_repo, "ls-files", "--", "_data/run").split()
-            assert set(names[:done]) <= set(indexed) <= set(names[: done + 1])
-    assert git(git_repo, "ls-files", "--", "_data/run").split() == sorted(names)
+            assert git(git_repo, "ls-files", "--", "_data/run").split() == sorted(names[: done + 1])
+        write(git_repo, names[0], "unchanged, so not committed\n")
+        write(git_repo, names[0], '{"n": 0}\n')
+        assert repo.commit_paths([names[0]], message(), ADA) is None
     assert git(git_repo, "status", "--porcelain") == "A  notes.md\n"
+    assert not list((git_repo / ".git").glob("feedbackd-index-*"))
 
 
 def test_an_index_update_that_fails_in_a_run_is_logged_and_healed(
@@ -131,6 +133,9 @@ def test_a_head_moved_by_update_ref_meanwhile_is_not_overwritten(git_repo: Path)
         git(git_repo, "update-ref", "refs/heads/main", theirs.strip())
         repo.commit_paths(["_data/a.json"], message(), ADA)
     assert git(git_repo, "log", "-1", "--format=%s").strip() == "the user's"
+    # the index update begun for the commit was dropped with it
+    assert git(git_repo, "ls-files", "--", "_data/a.json") == ""
+    assert not list((git_repo / ".git").glob("feedbackd-index-*"))
 
 
 def test_a_file_with_a_filter_driver_is_stored_through_git(git_repo: Path) -> None:

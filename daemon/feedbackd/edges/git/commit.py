@@ -207,9 +207,7 @@ class CommitWriter:
             return False
 
     def _index_follows(self, held: Held) -> None:
-        """The index updates the commits of `held` left waiting or running finish, as one
-        (index_once)."""
-        self._index.caught_up()
+        """The index updates the commits of `held` left waiting, as one (index_once)."""
         waiting, held.waiting = held.waiting, None
         if waiting is not None and held.head is not None:
             self.update_user_index(held.head, list(waiting.seen), waiting)
@@ -290,21 +288,45 @@ class CommitWriter:
         message: str,
         author: Person,
     ) -> str | None:
-        """The commit of the change on the held HEAD, which then is the new commit."""
+        """The commit of the change on the held HEAD, which then is the new commit. The user's
+        index follows it (userindex.py): its update begins with the commit, reading the files
+        already written, and ends once HEAD names the commit; or with a run (index_once)."""
         head = held.head
-        head_tree = self._tree_of(head)
-        change = change_of(head_tree)
-        tree = self._trees.edit(head_tree, change.entries) if change else head_tree
-        if change is None or tree == head_tree:  # (None and None: nothing to commit)
+        update = None if held.index_once else self._index.begin(rels)
+        try:
+            head_tree = self._tree_of(head)
+            change = change_of(head_tree)
+            new = self._made(head, head_tree, change, message, author) if change else None
+        except BaseException:
+            if update is not None:
+                update.abandon()
+            raise
+        if new is None or change is None:
+            if update is not None:
+                update.abandon()
+            return None
+        held.head = new
+        if update is None:
+            held.waiting = _joined(held.waiting, rels, change)
+        else:
+            update.finish(new, change.seen if change.files_only else None)
+        return new
+
+    def _made(
+        self,
+        head: str | None,
+        head_tree: str | None,
+        change: WorkTreeChange,
+        message: str,
+        author: Person,
+    ) -> str | None:
+        """The change's trees, its commit and HEAD moved to it; None when the tree is HEAD's."""
+        tree = self._trees.edit(head_tree, change.entries)
+        if tree == head_tree:  # (None and None: nothing to commit)
             return None
         tree = tree or self._batch.store_tree(b"")  # everything deleted
         new = self._commit_tree(tree, head, message, author)
         self._move_head(new, head, message)
-        held.head = new
-        if held.index_once:
-            held.waiting = _joined(held.waiting, rels, change)
-        else:  # left running while the next commit is made (userindex.py)
-            self._index.start(new, rels, change.seen if change.files_only else None)
         return new
 
     def put_back(self, rel: str, within: Path) -> bool:
@@ -433,7 +455,6 @@ class CommitWriter:
     def heal_index(self, depth: int = 20) -> list[str]:
         """Bring index entries that lag behind recent commits back in line; the paths fixed
         (heal_lagging_index)."""
-        self._index.caught_up()
         return heal_lagging_index(self._git, self._batch, self._clear_index_lock, depth)
 
 

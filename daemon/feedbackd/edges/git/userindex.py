@@ -3,9 +3,10 @@ and nothing else the user staged.
 
 While feedbackd holds `.git/index.lock`, git cannot write the index itself: it writes a new one
 from a second name of it, which then takes the index's place, as git's own lock protocol does.
-During a run of decisions the update of one commit runs beside the making of the next (`start`,
-then `caught_up`): the index lags HEAD by one commit at most, as it does while any single
-`git commit` works, and the git process costs the run no time of its own.
+A commit's update starts with the commit (its files are written by then) and runs while its
+blobs, its trees, its commit object and the move of HEAD are made (`begin`); its index takes the
+user's index's place once HEAD names the commit (`finish`). So the index lags HEAD only for what
+is left of the update then, less than when the update starts after the move.
 
 heal_lagging_index finishes the update a crash interrupted.
 """
@@ -17,8 +18,7 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from feedbackd.core.errors import GitError
@@ -69,18 +69,47 @@ class IndexCopy:
         finally:
             self._copy.unlink(missing_ok=True)
 
+    def abandon(self) -> None:
+        """Wait for the command, and leave the index as it is."""
+        started, self._started = self._started, None
+        try:
+            if started is not None:
+                with contextlib.suppress(GitError):
+                    started.output()
+        finally:
+            self._copy.unlink(missing_ok=True)
+
 
 def run_on_index_copy(git: GitRunner, args: Sequence[str]) -> None:
     """Run an index command while this process holds `.git/index.lock`, and wait for it."""
     IndexCopy(git, args).finish()
 
 
-@dataclass
-class _Started:
-    update: IndexCopy
-    new: str
-    rels: list[str]
-    stored: Mapping[str, FileState | None]
+class IndexUpdate:
+    """The update of the entries of one commit's files, begun before the commit is made (see
+    UserIndex.begin): finished once HEAD names the commit, abandoned if it is not made."""
+
+    def __init__(self, index: UserIndex, copy: IndexCopy | None, rels: list[str]) -> None:
+        self._index, self._copy, self._rels = index, copy, rels
+
+    def finish(self, new: str, stored: Stored) -> None:
+        """Put the updated index in place, then set from commit `new` the entries of the
+        files changed since they were stored (`stored`: their states then; None when the
+        change named a folder, whose entries all take that way); a failure is logged."""
+        if self._copy is None or stored is None:
+            self.abandon()
+            self._index.follow(new, self._rels, stored, locked=True)
+            return
+        try:
+            self._copy.finish()
+        except (GitError, OSError) as error:
+            _lagging(self._index.git.git_dir, self._rels, error)
+            return
+        self._index.reset_changed(new, self._rels, stored)
+
+    def abandon(self) -> None:
+        if self._copy is not None:
+            self._copy.abandon()
 
 
 class UserIndex:
@@ -89,7 +118,6 @@ class UserIndex:
     def __init__(self, git: GitRunner, clear_index_lock: Callable[[], None]) -> None:
         self._git = git
         self._clear_index_lock = clear_index_lock
-        self._started: _Started | None = None
 
     def follow(self, new: str, rels: list[str], stored: Stored, *, locked: bool) -> None:
         """Make the entries for `rels` match commit `new` now (`locked`: this process holds
@@ -99,43 +127,35 @@ class UserIndex:
         holds what was committed unless a file changed since it was stored: those few (and any
         change that named a folder) go through `reset`, which reads the whole index afresh.
         """
-        self.caught_up()
         if stored is not None:
             self._command(["update-index", "--add", "--remove", "--", *rels], rels, locked)
             self._reset_changed(new, rels, stored, locked)
         else:
             self._reset(new, rels, locked)
 
-    def start(self, new: str, rels: list[str], stored: Stored) -> None:
-        """As follow, holding the lock, with `update-index` left running until caught_up (the
-        next commit's update, or the lock let go)."""
-        self.caught_up(following=rels)
-        if stored is None:
-            self._reset(new, rels, locked=True)
-            return
-        try:
-            update = IndexCopy(self._git, ["update-index", "--add", "--remove", "--", *rels])
-        except (GitError, OSError) as error:
-            _lagging(self._git.git_dir, rels, error)
-            return
-        self._started = _Started(update, new, rels, stored)
+    def begin(self, rels: list[str]) -> IndexUpdate:
+        """Start the update of the entries of `rels`, files written and about to be committed
+        holding the index lock: `update-index` reads them while the commit is made, and its
+        index takes the place of the user's only once HEAD names the commit
+        (IndexUpdate.finish). The index then lags HEAD for what is left of the update, if any.
+        A folder among `rels` takes the general way, after the commit."""
+        copy = None
+        if not any(os.path.isdir(self._git.work_tree / rel) for rel in rels):
+            args = ["update-index", "--add", "--remove", "--", *rels]
+            with contextlib.suppress(GitError, OSError):  # finish tries again, and says why
+                copy = IndexCopy(self._git, args)
+        return IndexUpdate(self, copy, rels)
 
-    def caught_up(self, following: Collection[str] = ()) -> None:
-        """Wait for the update `start` left running, and finish it. A file that changed since
-        its commit stored it may have been read by `update-index` as it is now: its entry is
-        set from the commit, unless it is among the paths of the update `following` (the next
-        decision rewrites feedback.json and the ledger), which reads it again."""
-        started, self._started = self._started, None
-        if started is None:
-            return
-        try:
-            started.update.finish()
-        except (GitError, OSError) as error:
-            _lagging(self._git.git_dir, started.rels, error)
-            return
-        again = set(following)
-        rels = [rel for rel in started.rels if rel not in again]
-        self._reset_changed(started.new, rels, started.stored, locked=True)
+    def reset_changed(
+        self, new: str, rels: list[str], stored: Mapping[str, FileState | None]
+    ) -> None:
+        """Entries of files that changed since they were stored (update-index may have read
+        them as they are now), set from commit `new`."""
+        self._reset_changed(new, rels, stored, locked=True)
+
+    @property
+    def git(self) -> GitRunner:
+        return self._git
 
     def _reset_changed(
         self, new: str, rels: list[str], stored: Mapping[str, FileState | None], locked: bool
