@@ -418,3 +418,42 @@ def test_trees_named_by_a_commit_are_read_once() -> None:
             assert kept.get(name, read) == objects[name]
     assert asked.count("a" * 40 + ":docs") == 1
     assert asked.count("a" * 40 + ":docs/x") == 3 and asked.count("main") == 3
+
+
+def test_kept_objects_stay_within_their_bytes() -> None:
+    """The oldest trees go first once the kept bytes pass the limit; one tree of more than a
+    quarter of it is never kept."""
+    kept = KeptObjects(limit_bytes=200)
+    reads: list[str] = []
+
+    def read(name: str) -> GitObject:
+        reads.append(name)
+        return GitObject("f" * 40, "tree", b"x" * (30 if name.endswith("small") else 60))
+
+    names = [f"{n:040x}:small" for n in range(7)]  # 7 x 30 bytes: the first must go
+    for name in names:
+        kept.get(name, read)
+    kept.get(names[-1], read)
+    kept.get(names[0], read)
+    assert reads == [*names, names[0]]
+    big = f"{9:040x}:big"
+    kept.get(big, read)
+    kept.get(big, read)
+    assert reads.count(big) == 2
+
+
+def test_a_head_git_would_read_otherwise_is_left_to_git(git_repo: Path) -> None:
+    """A ref file that is not a lowercase commit id alone (a symbolic ref, a stray word), and
+    HEAD naming something other than a branch, are asked of git."""
+    git_dir = git_repo / ".git"
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    branch = git_dir / "refs" / "heads" / "main"
+    for content in (f"{head.upper()}\n", "ref: refs/heads/other\n", f"{head}\nmore\n", ""):
+        branch.write_text(content)
+        assert head_commit(git_dir) is None, content
+    branch.write_text(f"{head}\n")
+    assert head_commit(git_dir) == head
+    for content in ("ref: refs/tags/v1\n", "ref: refs/heads/../../config\n", "nonsense\n"):
+        (git_dir / "HEAD").write_text(content)
+        assert head_commit(git_dir) is None, content
+    (git_dir / "HEAD").write_text("ref: refs/heads/main\n")
