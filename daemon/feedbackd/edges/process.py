@@ -60,15 +60,7 @@ def run_process(
     command's own failures: they come back as a reason.
     """
     try:
-        process = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env={**os.environ, **(env or {})},
-            start_new_session=timeout is not None,
-        )
+        process = _started(argv, cwd, env, stdin=stdin is not None, session=timeout is not None)
     except OSError as exc:
         return ProcessResult(_start_failure(argv[0], exc))
     try:
@@ -88,17 +80,9 @@ class StartedProcess:
     def __init__(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> None:
         self._failure = ""
         try:
-            self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env={**os.environ, **env},
-                # Its own session: a Ctrl-C meant for feedbackd does not cut it off half-way;
-                # feedbackd waits for it as it stops.
-                start_new_session=True,
-            )
+            # Its own session: a Ctrl-C meant for feedbackd does not cut it off half-way;
+            # feedbackd waits for it as it stops.
+            self._process: subprocess.Popen[bytes] | None = _started(argv, cwd, env, session=True)
         except OSError as exc:
             self._process, self._failure = None, _start_failure(argv[0], exc)
 
@@ -131,6 +115,27 @@ def run_command(
     """Run argv (no shell) with a deadline, text in and out; never raises for its failures."""
     done = run_process(argv, cwd=cwd, env=env, stdin=stdin.encode("utf-8"), timeout=timeout)
     return CommandResult(done.reason, _decode(done.stdout), _decode(done.stderr))
+
+
+def _started(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str] | None,
+    *,
+    stdin: bool = False,
+    session: bool = False,
+) -> subprocess.Popen[bytes]:
+    """argv started with no shell, its output piped, its input piped (`stdin`) or empty, in a
+    session of its own (`session`) or in ours; OSError when it cannot start."""
+    return subprocess.Popen(
+        list(argv),
+        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        start_new_session=session,
+    )
 
 
 def _start_failure(program: str, exc: OSError) -> str:
@@ -181,14 +186,7 @@ class Coprocess:
 
     def __init__(self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str]) -> None:
         try:
-            self._process = subprocess.Popen(
-                list(argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env={**os.environ, **env},
-            )
+            self._process = _started(argv, cwd, env, stdin=True)
         except OSError as exc:
             raise CoprocessGone(_start_failure(argv[0], exc)) from exc
         self._name = " ".join(argv[:2])
