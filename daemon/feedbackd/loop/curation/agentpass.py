@@ -63,10 +63,12 @@ log = logging.getLogger("feedbackd")
 # Times a pass reads its folder again because HEAD moved under it before it gives up (the
 # daemon then tries again later, as after any other failure).
 _READS = 3
-# Decisions applied in one run holding git's index lock (see AgentPass._apply_run): fewer than
-# the recent commits whose index entries heal_index checks after a crash (20), and a run lets
-# go of the lock within RUN_S, then leaves it free for RUN_GAP_S: a user's git command that
-# met the lock (git does not wait for it) gets in when run again, as between two decisions.
+# Decisions applied in one run holding git's index lock (see AgentPass._apply_run): where the
+# index follows the run once (a big one), fewer than the recent commits whose index entries
+# heal_index checks after a crash (20); a small index follows each commit, and the run is
+# bounded by time alone. A run lets go of the lock within RUN_S, then leaves it free for
+# RUN_GAP_S: a user's git command that met the lock (git does not wait for it) gets in when
+# run again, as between two decisions.
 RUN_STEPS = 16
 RUN_S = 0.25
 RUN_GAP_S = 0.02
@@ -259,12 +261,12 @@ class AgentPass:
 
     def _apply_run(self, steps: Sequence[Step], done: int, lead: Step | None) -> int:
         """Apply decisions from `steps[done]` on (after `lead`, a step that goes first), each
-        with its commit, holding git's index lock for a short run of them: the user's index
-        then follows the run's commits once (writing a big site's index costs more than a
-        commit). The run ends after RUN_STEPS decisions or RUN_S seconds, or as soon as
-        keep_going says no; returns the decisions done by then."""
+        with its commit, holding git's index lock for a short run of them: a big index then
+        follows the run's commits once (writing it costs more than a commit). The run ends
+        after RUN_S seconds (or RUN_STEPS decisions, where the index waits for the run), or as
+        soon as keep_going says no; returns the decisions done by then."""
         started = time.monotonic()
-        with self._holding(index_once=True):
+        with self._holding(index_once=True) as index_waits:
             if lead is not None:
                 self._check_as_read(lead)
                 self._write_and_commit(lead)
@@ -274,7 +276,7 @@ class AgentPass:
                 done += 1
                 if self.on_decision is not None:
                     self.on_decision(done, len(steps))
-                if done == len(steps) or done % RUN_STEPS == 0:
+                if done == len(steps) or (index_waits and done % RUN_STEPS == 0):
                     return done
                 if time.monotonic() - started >= RUN_S or not self.keep_going():
                     return done
@@ -327,14 +329,15 @@ class AgentPass:
             self.report.events.append(recorded)
 
     @contextmanager
-    def _holding(self, *, index_once: bool = False) -> Iterator[None]:
-        """Git's index lock held, HEAD still the pass's; afterwards HEAD is the step's commit."""
+    def _holding(self, *, index_once: bool = False) -> Iterator[bool]:
+        """Git's index lock held, HEAD still the pass's; afterwards HEAD is the step's commit.
+        Yields whether the index follows the commits made meanwhile once (a big index)."""
         if self.repo is None:
-            yield
+            yield False
             return
         with self.repo.holding(self.head, index_once=index_once) as held:
             try:
-                yield
+                yield held.index_once
             finally:
                 self.head = held.head
 
