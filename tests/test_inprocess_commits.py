@@ -13,6 +13,7 @@ its removal; see docs/git.md.)
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import subprocess
@@ -24,9 +25,11 @@ import pytest
 
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git.batch import GitBatch, KeptBatch
+from feedbackd.edges.git.commit import CommitWriter, WorkTreeChange
 from feedbackd.edges.git.native import NativeStore, NotHere
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from tests.conftest import git
+from tests.daemon_kit import wait_for
 from tests.git_kit import ADA, message, write
 
 SEED = 29
@@ -60,6 +63,36 @@ def test_in_a_run_the_index_holds_each_commit_as_soon_as_head_names_it(git_repo:
         assert repo.commit_paths([names[0]], message(), ADA) is None
     assert git(git_repo, "status", "--porcelain") == "A  notes.md\n"
     assert not list((git_repo / ".git").glob("feedbackd-index-*"))
+
+
+def test_a_file_changed_while_its_index_update_runs_gets_the_committed_entry(
+    git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index update starts before the commit stores the files: one that changes between
+    the update's reading and the commit's storing gets its entry from the commit."""
+    rel = "_data/run/a.json"
+    write(git_repo, rel, "as update-index reads it\n")
+    store = CommitWriter._work_tree_change
+
+    def changed_before_it_is_stored(
+        writer: CommitWriter, rels: list[str], head_tree: str | None
+    ) -> WorkTreeChange:
+        copy, index = (
+            git_repo / ".git" / f"feedbackd-index-{os.getpid()}",
+            git_repo / ".git" / "index",
+        )
+        wait_for(
+            lambda: copy.exists() and copy.stat().st_ino != index.stat().st_ino, what="its index"
+        )
+        write(git_repo, rel, "as the commit stores it, a little later\n")
+        return store(writer, rels, head_tree)
+
+    monkeypatch.setattr(CommitWriter, "_work_tree_change", changed_before_it_is_stored)
+    with GitRepo(git_repo) as repo, repo.holding(repo.settled_head(), index_once=True):
+        repo.commit_paths([rel], message(), ADA)
+    staged = git(git_repo, "ls-files", "-s", "--", rel).split()[1]
+    assert staged == git(git_repo, "rev-parse", f"HEAD:{rel}").strip()
+    assert git(git_repo, "status", "--porcelain") == ""
 
 
 def test_an_index_update_that_fails_in_a_run_is_logged_and_healed(

@@ -89,8 +89,15 @@ class IndexUpdate:
     """The update of the entries of one commit's files, begun before the commit is made (see
     UserIndex.begin): finished once HEAD names the commit, abandoned if it is not made."""
 
-    def __init__(self, index: UserIndex, copy: IndexCopy | None, rels: list[str]) -> None:
+    def __init__(
+        self,
+        index: UserIndex,
+        copy: IndexCopy | None,
+        rels: list[str],
+        before: Mapping[str, FileState | None],
+    ) -> None:
         self._index, self._copy, self._rels = index, copy, rels
+        self._before = before  # each file as it was when update-index started
 
     def finish(self, new: str, stored: Stored) -> None:
         """Put the updated index in place, then set from commit `new` the entries of the
@@ -105,7 +112,11 @@ class IndexUpdate:
         except (GitError, OSError) as error:
             _lagging(self._index.git.git_dir, self._rels, error)
             return
-        self._index.reset_changed(new, self._rels, stored)
+        # update-index read each file at some moment of its own, maybe before the commit stored
+        # it: a file whose state changed from the start of the update to now is set from the
+        # commit
+        moved = [rel for rel in self._rels if self._before.get(rel) != stored.get(rel)]
+        self._index.reset_changed(new, self._rels, stored, also=moved)
 
     def abandon(self) -> None:
         if self._copy is not None:
@@ -140,27 +151,38 @@ class UserIndex:
         (IndexUpdate.finish). The index then lags HEAD for what is left of the update, if any.
         A folder among `rels` takes the general way, after the commit."""
         copy = None
+        before = {rel: _state(self._git.work_tree / rel) for rel in rels}
         if not any(os.path.isdir(self._git.work_tree / rel) for rel in rels):
             args = ["update-index", "--add", "--remove", "--", *rels]
             with contextlib.suppress(GitError, OSError):  # finish tries again, and says why
                 copy = IndexCopy(self._git, args)
-        return IndexUpdate(self, copy, rels)
+        return IndexUpdate(self, copy, rels, before)
 
     def reset_changed(
-        self, new: str, rels: list[str], stored: Mapping[str, FileState | None]
+        self,
+        new: str,
+        rels: list[str],
+        stored: Mapping[str, FileState | None],
+        also: Sequence[str] = (),
     ) -> None:
         """Entries of files that changed since they were stored (update-index may have read
-        them as they are now), set from commit `new`."""
-        self._reset_changed(new, rels, stored, locked=True)
+        them as they are now), and of `also`, set from commit `new`."""
+        self._reset_changed(new, rels, stored, locked=True, also=also)
 
     @property
     def git(self) -> GitRunner:
         return self._git
 
     def _reset_changed(
-        self, new: str, rels: list[str], stored: Mapping[str, FileState | None], locked: bool
+        self,
+        new: str,
+        rels: list[str],
+        stored: Mapping[str, FileState | None],
+        locked: bool,
+        also: Sequence[str] = (),
     ) -> None:
-        changed = [rel for rel in rels if _state(self._git.work_tree / rel) != stored.get(rel)]
+        now = {rel: _state(self._git.work_tree / rel) for rel in rels}
+        changed = [rel for rel in rels if rel in also or now[rel] != stored.get(rel)]
         if changed:
             self._reset(new, changed, locked)
 
