@@ -147,8 +147,6 @@ def test_a_very_deep_folder_tree_is_walked_without_overflowing(site: Site) -> No
             os.mkdir(deep := deep / "d")
         leftover = deep / ".x.json.0a1b2c3d.feedbackd-tmp"
         leftover.write_text("left by a killed writer\n")
-        (site.root / ".feedbackd").mkdir(exist_ok=True)
-        (site.root / ".feedbackd" / "write.lock").write_text("4242\n")  # that writer's pid
 
         done = site.cli("run", "--once")
 

@@ -46,6 +46,16 @@ def shown_name(name: str) -> str:
     return re.sub(r"\\udc([89a-f][0-9a-f])", r"\\x\1", repr(name))
 
 
+def is_utf8(text: str) -> bool:
+    """False when the text holds what UTF-8 cannot encode: a file name's bytes that are not
+    UTF-8 (read with surrogateescape), or half of a character pair read leniently."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def shown_path(path: str) -> str:
     """A path on one line of output: as it is, unless it holds a line break, a tab, another
     control character or a byte that is not UTF-8; then quoted as shown_name quotes it."""

@@ -13,6 +13,7 @@ import hashlib
 from typing import Any, Literal, get_args
 
 from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.ids import is_utf8
 from feedbackd.core.jsontext import MalformedJson, half_character, load_strict_json
 
 EntryType = Literal["correction", "rejection", "edit"]
@@ -48,22 +49,13 @@ def read_entries(text: str) -> list[dict[str, Any]]:
             hint="restore the last good version from git",
         )
     # Only an escape spells half of a character pair in UTF-8 text: most files hold none.
-    half = half_character(raw) if "\\u" in text or not _encodable(text) else None
+    half = half_character(raw) if "\\u" in text or not is_utf8(text) else None
     if half is not None:  # it could never be written back
         raise InvalidFeedback(
             f"feedback.json holds {half}, half of a character pair",
             hint="write the character itself, or restore the last good version from git",
         )
     return [_checked_entry(value, index) for index, value in enumerate(raw)]
-
-
-def _encodable(text: str) -> bool:
-    """False when the text itself holds half of a character pair (read leniently)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def stored_shape(entry: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from feedbackd.core.ids import is_utf8
+
 
 def _on_first_use(name: str) -> ModuleType:
     """The module `name`, loaded when one of its names is first used: every command that opens
@@ -105,7 +107,7 @@ class NativeStore:
         """The object `name` names (a sha, `HEAD`, `sha:path`) as its id, kind and content; None
         when there is none. HEAD is read from its file each time, as `git cat-file` does.
         NotHere when libgit2 cannot read it (a damaged object): git then says why."""
-        if not name.isascii() and _not_utf8(name):
+        if not name.isascii() and not is_utf8(name):
             raise NotHere(f"libgit2 takes names as UTF-8 only: {name!r}")
         with self._lock:
             try:
@@ -199,15 +201,6 @@ def _replaced(git_dir: Path) -> bool:
         return b" refs/replace/" in (git_dir / "packed-refs").read_bytes()
     except OSError:
         return False
-
-
-def _not_utf8(name: str) -> bool:
-    """A name holding a file name's bytes that are not UTF-8 (os.fsdecode's surrogates)."""
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _ref_hook(repo: pygit2.Repository) -> Path:

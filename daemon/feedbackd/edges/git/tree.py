@@ -7,6 +7,7 @@ and writing an index of every file in the repository.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import time
 from collections import OrderedDict
@@ -168,10 +169,8 @@ class TreeEditor:
     def _store(self, trees: list[dict[bytes, Entry]]) -> list[str]:
         native = self._batch.native() if self._in_process else None
         if native is not None:
-            try:
+            with contextlib.suppress(NotHere):  # git's mktree stores them, or says why
                 return [native.store("tree", tree_body(entries)) for entries in trees]
-            except NotHere:
-                self._in_process = False
         return self._batch.store_trees([tree_listing(entries) for entries in trees])
 
     def _edit(

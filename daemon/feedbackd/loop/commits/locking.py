@@ -68,21 +68,17 @@ def _wait_for_index(runtime: Runtime) -> None:
         raise IndexHeld(error.message, hint=error.hint) from None
 
 
-def clean_leftovers(runtime: Runtime, *, files: bool = True) -> None:
-    """Remove stale git locks and (`files`) the temporary files that a killed writer left
-    (lock held). Those files are looked for in all of `_data/` (a walk of 15 ms at 100,000
-    files): by the daemon as it starts, and after a writer died holding the lock."""
-    if files and runtime.workspace.data.is_dir():
+def clean_leftovers(runtime: Runtime) -> None:
+    """Remove temporary files and stale git locks that a killed writer left (lock held)."""
+    if runtime.workspace.data.is_dir():
         remove_leftovers(runtime.workspace.data)
     if runtime.git_enabled:
         clear_stale_git_locks(runtime)
 
 
 def _heal_after(runtime: Runtime, lock: WriteLock) -> None:
-    """Finish what a writer that died holding the lock left undone: its temporary files, and
-    its work in git (if that fails, the next writer tries again)."""
-    if runtime.workspace.data.is_dir():
-        remove_leftovers(runtime.workspace.data)
+    """Finish what a writer that died holding the lock left undone in git; if that fails, the
+    next writer tries again."""
     if not runtime.git_enabled:
         return
     try:

@@ -44,7 +44,7 @@ def _passes(
 ) -> Report:
     """The first pass, then passes again for files still settling, up to daemon.settle_ms."""
     with write_lock(runtime):
-        clean_leftovers(runtime, files=False)  # files: only after a writer died (write_lock)
+        clean_leftovers(runtime)
         report = reconcile_all(runtime, progress=progress, keep_going=keep_going)
     deadline = time.time() + runtime.settings.daemon.settle_ms / 1000 + 1
     while (retry := report.next_retry()) is not None and retry <= deadline and keep_going():
