@@ -300,15 +300,15 @@ def test_user_commits_and_hard_resets_between_in_process_commits(git_repo: Path)
 
 def test_an_object_libgit2_cannot_store_is_left_to_git(git_repo: Path) -> None:
     """A failure to store is no bare libgit2 error: git is asked, and says why in its words."""
-    content = b"an object whose folder is taken by a file\n"
-    sha = (
-        subprocess.run(
+    for number in range(1000):  # one whose folder the repository does not have yet
+        content = f"an object whose folder is taken by a file ({number})\n".encode()
+        done = subprocess.run(
             ["git", "hash-object", "--stdin"], cwd=git_repo, input=content, capture_output=True
         )
-        .stdout.decode()
-        .strip()
-    )
-    (git_repo / ".git" / "objects" / sha[:2]).write_text("not a folder")
+        folder = git_repo / ".git" / "objects" / done.stdout.decode()[:2]
+        if not folder.exists():
+            break
+    folder.write_text("not a folder")
     store = NativeStore.open(git_repo, git_repo / ".git")
     assert store is not None
     try:
