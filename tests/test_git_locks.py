@@ -264,12 +264,11 @@ def test_processes_cannot_be_inspected_without_proc(tmp_path: Path) -> None:
     assert git_process_in([tmp_path], proc=tmp_path / "empty-proc") is None
 
 
-def test_a_change_waits_for_a_users_git_command_that_changes_the_work_tree(
-    repo: GitRepo, git_repo: Path
-) -> None:
-    # `git checkout-index --stdin` changes the work tree and waits on its input without holding
-    # the index lock, as `git stash` does between its steps; started by a shell, as a user's
-    # (feedbackd does not wait for git commands it started itself).
+@contextlib.contextmanager
+def users_changing_git(git_repo: Path) -> Iterator[None]:
+    """A user's `git checkout-index --stdin`, seen running: it changes the work tree and waits on
+    its input without holding the index lock, as `git stash` does between its steps. Started by
+    a shell, as a user's is (feedbackd does not wait for git commands it started itself)."""
     user = subprocess.Popen(
         ["sh", "-c", f"git -C '{git_repo}' checkout-index --stdin; :"], stdin=subprocess.PIPE
     )
@@ -278,16 +277,42 @@ def test_a_change_waits_for_a_users_git_command_that_changes_the_work_tree(
             lambda: git_process_in([git_repo], changing_only=True) is True,
             what="the user's git to be seen",
         )
+        yield
+    finally:
+        assert user.stdin is not None
+        user.stdin.close()
+        user.wait(10)
+
+
+def test_a_change_waits_for_a_users_git_command_that_changes_the_work_tree(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    with users_changing_git(git_repo):
         assert git_process_in([git_repo], changing_only=False) is True
         write(git_repo, "f.json", "[]\n")
         with pytest.raises(GitError, match="keeps changing the workspace"):
             repo.commit_paths(["f.json"], message(), ADA)
         assert not (git_repo / ".git/index.lock").exists()  # not left behind, nor held
-    finally:
-        assert user.stdin is not None
-        user.stdin.close()
-        user.wait(10)
     assert repo.commit_paths(["f.json"], message(), ADA) is not None
+
+
+def test_the_look_after_a_commit_answers_whether_a_run_goes_on_until_the_next_commit(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    # A decision looks for a `git clean` after its commit; the run then asks whether to let go
+    # of the index lock. With nothing written in between, that look answers, however long the
+    # decision's bookkeeping took (here: the user's git starting, many milliseconds).
+    users = repo.users_git
+    write(git_repo, "f.json", "[]\n")
+    assert repo.commit_paths(["f.json"], message(), ADA) is not None
+    users.settle(look_afresh=True)
+    with users_changing_git(git_repo):
+        assert users.changing_now() is False
+    # A commit since the look: the question looks again, and sees the user's git.
+    write(git_repo, "f.json", "[1]\n")
+    assert repo.commit_paths(["f.json"], message(), ADA) is not None
+    with users_changing_git(git_repo):
+        assert users.changing_now() is True
 
 
 def test_a_users_reset_during_a_held_change_stops_at_once_and_changes_nothing(

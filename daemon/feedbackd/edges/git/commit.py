@@ -306,6 +306,7 @@ class CommitWriter:
                 update.abandon()
             return None
         held.head = new
+        self.users_git.changed()
         if update is None:
             held.waiting = _joined(held.waiting, rels, change)
         else:

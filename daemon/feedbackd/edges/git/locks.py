@@ -59,9 +59,6 @@ _VALUED_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespac
 # just after a look is no more seen than one that starts within this moment; either way the
 # change that follows holds the index lock and checks HEAD (edges/git/commit.py, `holding`).
 _SETTLED_FOR_S = 0.05
-# Between the end of a decision's commit, which looks afresh (a `git clean` may still remove its
-# files), and the question whether a run of decisions lets go of the index lock.
-_JUST_LOOKED_S = 0.002
 
 
 def lock_verdict(live_git: bool | None, age_s: float, stale_after_s: float) -> Verdict:
@@ -99,7 +96,8 @@ def git_process_in(
     roots = [folder.resolve() for folder in folders]
     me, unknown = os.getpid(), False
     for pid in pids:
-        found = _git_process(f"{proc}/{pid}") if pid != me else None
+        entry = f"{proc}/{pid}"
+        found = _git_process(entry) if pid != me and _runs_git(entry) else None
         if found is None:
             continue
         argv, ours = found
@@ -142,10 +140,25 @@ def _no_optional_locks(pid: int, argv: list[str], proc: Path) -> bool:
     return b"GIT_OPTIONAL_LOCKS=0" in environment
 
 
+def _runs_git(entry: str) -> bool:
+    """Whether the process runs git: the kernel's name for its program (`git`, `git-upload-pa`,
+    at most 15 bytes) says, read with the bare system calls for a few microseconds a process,
+    as most of a machine's processes are something else."""
+    try:
+        descriptor = os.open(f"{entry}/comm", os.O_RDONLY)
+    except OSError:
+        return False  # gone
+    try:
+        return os.read(descriptor, 32).startswith(b"git")
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)
+
+
 def _git_process(entry: str) -> tuple[list[str], bool] | None:
     """A git process's command line, and whether this process started it; None when the
-    process is not git (or is gone). The kernel's name for the program (`git`, `git-upload-pa`)
-    says which it is: read with the bare system calls, it costs a few microseconds a process."""
+    process is not git after all (`gitk`, `github-...`) or is gone."""
     try:
         name = _read(f"{entry}/comm").rstrip(b"\n")
         if name != b"git" and not name.startswith(b"git-"):
@@ -298,7 +311,8 @@ class UsersGit:
         self._folders = (work_tree, git_dir)
         self._wait_s = wait_s
         self._settled_at = -_SETTLED_FOR_S
-        self._calm_at = -_JUST_LOOKED_S  # when a look last found none changing it
+        # When a look last found none, if feedbackd has changed nothing since (None otherwise)
+        self._calm_at: float | None = None
 
     def settle(self, *, look_afresh: bool = False) -> None:
         """Wait (up to wait_s) until none changes the workspace; `look_afresh`: even right
@@ -306,12 +320,18 @@ class UsersGit:
         if look_afresh or time.monotonic() - self._settled_at >= _SETTLED_FOR_S:
             calm = wait_for_changing_git(*self._folders, wait_s=self._wait_s)
             self._settled_at = time.monotonic()
-            self._calm_at = self._settled_at if calm else -_JUST_LOOKED_S
+            self._calm_at = self._settled_at if calm else None
+
+    def changed(self) -> None:
+        """feedbackd changed the workspace (a commit): a look made before answers for nothing
+        after it."""
+        self._calm_at = None
 
     def changing_now(self) -> bool:
-        """Whether one changes the workspace now; a look that found none a moment ago (a
-        decision's last step) answers for a new one."""
-        if time.monotonic() - self._calm_at < _JUST_LOOKED_S:
+        """Whether one changes the workspace now. A decision's last step looks (for a `git
+        clean`) after its commit: when that look found none and feedbackd has changed nothing
+        since, it answers, however long the decision's bookkeeping took in between."""
+        if self._calm_at is not None and time.monotonic() - self._calm_at < _SETTLED_FOR_S:
             return False
         return _changing_git_in(*self._folders)
 

@@ -115,10 +115,12 @@ class CommittedLedgers:
         paths = set(change.paths)
         states = {path: file_state(path) for path in ledgers if path in paths}
         event = commit_change(runtime, repo, change)
-        if repo is not None:
-            for path, state in states.items():
-                if state is not None:
-                    self.remember(runtime, repo, path, state)
+        kept = {path: state for path, state in states.items() if state is not None}
+        if repo is not None and kept:
+            rels = {path: runtime.workspace.relative(path) for path in kept}
+            committed = repo.file_ids_at_head(list(rels.values()))  # HEAD read once
+            for path, state in kept.items():
+                self.remember(runtime, repo, path, state, committed[rels[path]])
         return event
 
     @property

@@ -100,10 +100,14 @@ def _put_back_removed(runtime: Runtime, repo: GitRepo, request: CommitRequest) -
     """
     repo.users_git.settle(look_afresh=True)  # a `git clean` still running may remove more
     within = request.within or runtime.workspace.root
-    for path in request.paths:
-        if os.path.lexists(path) or _moved_on(path):
+    gone = [path for path in request.paths if not os.path.lexists(path)]
+    missing = {runtime.workspace.relative(path): path for path in gone}
+    # A decision names its item in every folder it could be in: most were never there, and
+    # one is the item's old place, which the commit deleted. HEAD has nothing at those.
+    committed = repo.file_ids_at_head(list(missing)) if missing else {}
+    for rel, path in missing.items():
+        if committed[rel] is None or _moved_on(path):
             continue
-        rel = runtime.workspace.relative(path)
         try:
             # False for a path the commit deleted, or one removed before it was stored
             put_back = repo.put_back(rel, within)
