@@ -264,6 +264,38 @@ def test_processes_cannot_be_inspected_without_proc(tmp_path: Path) -> None:
     assert git_process_in([tmp_path], proc=tmp_path / "empty-proc") is None
 
 
+def fake_process(proc: Path, pid: int, argv: list[str], cwd: Path, *, kernel: bool) -> None:
+    """/proc/PID as the kernel shows a process: its name, command line, flags, folder."""
+    entry = proc / str(pid)
+    entry.mkdir(parents=True, exist_ok=True)
+    (entry / "comm").write_text(Path(argv[0]).name[:15] + "\n")
+    (entry / "cmdline").write_bytes(b"\0".join(arg.encode() for arg in argv) + b"\0")
+    flags = 0x00200000 if kernel else 0x00400100  # PF_KTHREAD, or a user process's
+    (entry / "stat").write_text(f"{pid} ({Path(argv[0]).name[:15]}) S 1 {pid} {pid} 0 -1 {flags} 0")
+    (entry / "cwd").unlink(missing_ok=True)
+    (entry / "cwd").symlink_to(cwd)
+
+
+def test_kernel_threads_are_skipped_for_a_second_then_looked_at_again(
+    tmp_path: Path, git_repo: Path
+) -> None:
+    # A kernel thread never runs git: a look skips it (most of a small machine's processes are
+    # kernel threads). Made to look like git here, it shows the skip; once its pid is reused
+    # by a user's git, a look sees that git within about a second.
+    proc = tmp_path / "proc"
+    fake_process(proc, 7, ["git", "commit"], git_repo, kernel=True)
+    assert git_process_in([git_repo], proc=proc, changing_only=True) is False
+    fake_process(proc, 7, ["git", "commit"], git_repo, kernel=False)
+    wait_for(
+        lambda: git_process_in([git_repo], proc=proc, changing_only=True) is True,
+        what="the user's git under the reused pid to be seen",
+    )
+    # A user's git is seen at once, however recently kernel threads were found.
+    fake_process(proc, 9, ["git", "stash"], git_repo, kernel=False)
+    (proc / "7").rename(tmp_path / "gone")
+    assert git_process_in([git_repo], proc=proc, changing_only=True) is True
+
+
 @contextlib.contextmanager
 def users_changing_git(git_repo: Path) -> Iterator[None]:
     """A user's `git checkout-index --stdin`, seen running: it changes the work tree and waits on

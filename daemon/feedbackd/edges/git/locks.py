@@ -95,9 +95,11 @@ def git_process_in(
         return None
     roots = [folder.resolve() for folder in folders]
     me, unknown = os.getpid(), False
+    kernel = _kernel_threads.of(proc, pids)
     for pid in pids:
         entry = f"{proc}/{pid}"
-        found = _git_process(entry) if pid != me and _runs_git(entry) else None
+        looked_at = pid != me and pid not in kernel
+        found = _git_process(entry) if looked_at and _runs_git(entry) else None
         if found is None:
             continue
         argv, ours = found
@@ -138,6 +140,40 @@ def _no_optional_locks(pid: int, argv: list[str], proc: Path) -> bool:
     except OSError:
         return False  # another user's process, or gone: it counts, to stay safe
     return b"GIT_OPTIONAL_LOCKS=0" in environment
+
+
+class _KernelThreads:
+    """The kernel threads among a /proc's processes (most of a small machine's), which never
+    run git: found at most once a second, by a look that then skips them.
+
+    A pid is reused only once the kernel has handed out every other free pid after it (it
+    allocates them in turn): tens of thousands of new processes, which no machine starts
+    within the second a finding is kept."""
+
+    KEPT_S = 1.0
+    _FLAG = 0x00200000  # PF_KTHREAD, among the flags of /proc/PID/stat
+
+    def __init__(self) -> None:
+        self._found: dict[str, tuple[float, frozenset[int]]] = {}
+
+    def of(self, proc: Path, pids: Sequence[int]) -> frozenset[int]:
+        found_at, kernel = self._found.get(str(proc), (-self.KEPT_S, frozenset()))
+        now = time.monotonic()
+        if now - found_at >= self.KEPT_S:
+            kernel = frozenset(pid for pid in pids if self._is_one(f"{proc}/{pid}"))
+            self._found[str(proc)] = (now, kernel)
+        return kernel
+
+    def _is_one(self, entry: str) -> bool:
+        try:
+            # `pid (name) state ppid pgrp session tty_nr tpgid flags ...`; the name may hold ")"
+            fields = _read(f"{entry}/stat").rpartition(b")")[2].split()
+            return bool(int(fields[6]) & self._FLAG)
+        except (OSError, IndexError, ValueError):
+            return False  # gone, or unreadable: looked at as any other
+
+
+_kernel_threads = _KernelThreads()
 
 
 def _runs_git(entry: str) -> bool:
