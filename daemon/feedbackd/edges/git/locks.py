@@ -98,8 +98,7 @@ def git_process_in(
     kernel = _kernel_threads.of(proc, pids)
     for pid in pids:
         entry = f"{proc}/{pid}"
-        looked_at = pid != me and pid not in kernel
-        found = _git_process(entry) if looked_at and _runs_git(entry) else None
+        found = _git_process(entry) if pid != me and pid not in kernel else None
         if found is None:
             continue
         argv, ours = found
@@ -176,35 +175,35 @@ class _KernelThreads:
 _kernel_threads = _KernelThreads()
 
 
-def _runs_git(entry: str) -> bool:
-    """Whether the process runs git: the kernel's name for its program (`git`, `git-upload-pa`,
-    at most 15 bytes) says, read with the bare system calls for a few microseconds a process,
-    as most of a machine's processes are something else."""
-    try:
-        descriptor = os.open(f"{entry}/comm", os.O_RDONLY)
-    except OSError:
-        return False  # gone
-    try:
-        return os.read(descriptor, 32).startswith(b"git")
-    except OSError:
-        return False
-    finally:
-        os.close(descriptor)
-
-
 def _git_process(entry: str) -> tuple[list[str], bool] | None:
     """A git process's command line, and whether this process started it; None when the
-    process is not git after all (`gitk`, `github-...`) or is gone."""
+    process is not git (or is gone). The kernel's name for its program (`git`, `git-upload-pa`)
+    says which it is, read with the bare system calls: most processes are something else, and
+    cost a few microseconds each."""
+    name = _program(entry)
+    if name != b"git" and not name.startswith(b"git-"):
+        return None
     try:
-        name = _read(f"{entry}/comm").rstrip(b"\n")
-        if name != b"git" and not name.startswith(b"git-"):
-            return None
         argv = _read(f"{entry}/cmdline").decode(errors="replace").split("\0")
         # /proc/PID/stat: `pid (name) state ppid ...`; the name may hold spaces and ")"
         parent = int(_read(f"{entry}/stat").rpartition(b")")[2].split()[1])
     except (OSError, IndexError, ValueError):
         return None
     return argv, parent == os.getpid()
+
+
+def _program(entry: str) -> bytes:
+    """/proc/PID/comm (at most 15 bytes) without its newline; empty when the process is gone."""
+    try:
+        descriptor = os.open(f"{entry}/comm", os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        return os.read(descriptor, 32).rstrip(b"\n")
+    except OSError:
+        return b""
+    finally:
+        os.close(descriptor)
 
 
 def _read(path: str) -> bytes:

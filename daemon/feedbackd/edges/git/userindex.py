@@ -18,6 +18,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -151,8 +152,9 @@ class UserIndex:
         (IndexUpdate.finish). The index then lags HEAD for what is left of the update, if any.
         A folder among `rels` takes the general way, after the commit."""
         copy = None
-        before = {rel: _state(self._git.work_tree / rel) for rel in rels}
-        if not any(os.path.isdir(self._git.work_tree / rel) for rel in rels):
+        found = {rel: _lstat(self._git.work_tree / rel) for rel in rels}
+        before = {rel: FileState.of(info) if info else None for rel, info in found.items()}
+        if not any(info and stat.S_ISDIR(info.st_mode) for info in found.values()):
             args = ["update-index", "--add", "--remove", "--", *rels]
             with contextlib.suppress(GitError, OSError):  # finish tries again, and says why
                 copy = IndexCopy(self._git, args)
@@ -241,8 +243,13 @@ def _left_by_the_dead(path: Path) -> bool:
 
 
 def _state(path: Path) -> FileState | None:
+    info = _lstat(path)
+    return FileState.of(info) if info else None
+
+
+def _lstat(path: Path) -> os.stat_result | None:
     try:
-        return FileState.of(path.lstat())
+        return path.lstat()
     except OSError:  # gone, or not to be looked at: its entry is set from the commit
         return None
 
