@@ -485,3 +485,20 @@ def test_the_ids_head_holds_are_git_own_whatever_the_folder(repo: GitRepo, git_r
         assert found[rel] == git(git_repo, "rev-parse", f"HEAD:{rel}").strip()
     assert [found[rel] for rel in asked[4:]] == [None, None, found["a/b"], None]
     assert found["a/b"] == git(git_repo, "rev-parse", "HEAD:a/b").strip()
+
+
+def test_a_folder_move_is_committed_only_while_the_work_tree_shows_it(
+    repo: GitRepo, git_repo: Path
+) -> None:
+    # The move is seen, then a `git stash -u` puts the old folder back and takes the new one
+    # away before the commit holds the index lock: committing it then would leave HEAD holding
+    # a folder the work tree lacks, and the stash's pop would meet it.
+    write(git_repo, "agents/writer/a.json", "{}\n")
+    first = repo.commit_paths(["agents/writer/a.json"], message(), ADA)
+    assert repo.commit_folder_move("agents/writer", "agents/author", message(), ADA) is None
+    assert git(git_repo, "rev-parse", "HEAD").strip() == first
+    os.rename(git_repo / "agents/writer", git_repo / "agents/author")
+    moved = repo.commit_folder_move("agents/writer", "agents/author", message(), ADA)
+    assert moved is not None
+    assert "agents/author/a.json" in committed_names(git_repo)
+    assert git(git_repo, "status", "--porcelain") == ""

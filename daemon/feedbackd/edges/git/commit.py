@@ -248,11 +248,17 @@ class CommitWriter:
     def move_folder(self, old: str, new: str, message: str, author: Person) -> str | None:
         """Commit the folder `old` moved to `new`, its files as HEAD holds them, so git sees a
         pure rename and changes made to them in the work tree stay uncommitted; None when
-        HEAD has no folder `old` or already has something at `new`."""
+        HEAD has no folder `old` or already has something at `new`, or when the work tree no
+        longer shows the move once the index lock is held (a `git stash -u` run since the move
+        was seen put `old` back and took `new` away)."""
         rels = [rel_path(old), rel_path(new)]
-        return self._commit_with(
-            lambda tree: _moved(self._trees, tree, *rels), rels, message, author
-        )
+
+        def change_of(tree: str | None) -> WorkTreeChange | None:
+            if (self._root / rels[0]).is_dir() or not (self._root / rels[1]).is_dir():
+                return None
+            return _moved(self._trees, tree, *rels)
+
+        return self._commit_with(change_of, rels, message, author)
 
     def _commit_with(
         self,
