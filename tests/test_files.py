@@ -77,3 +77,27 @@ def test_the_agents_are_the_folders_with_id_names_that_stay_inside(tmp_path: Pat
     assert not is_inside(workspace, agents / "away")
     assert not is_inside(workspace, agents / "loop")  # leads nowhere
     assert not is_inside(workspace, tmp_path / "ws-other" / "x")
+
+
+def test_a_path_is_inside_by_where_its_links_lead_not_by_its_spelling(tmp_path: Path) -> None:
+    """Below the root with no link on the way is inside without resolving anything; a link
+    below the root, or `..`, is followed to where it leads; a root reached through a link of
+    its own still holds its folders."""
+    real, outside = tmp_path / "real", tmp_path / "outside"
+    (real / "_data" / "agents" / "writer" / "queue").mkdir(parents=True)
+    outside.mkdir()
+    (tmp_path / "link-to-real").symlink_to(real, target_is_directory=True)
+    agents = real / "_data" / "agents"
+    (agents / "away").symlink_to(outside, target_is_directory=True)
+    (agents / "back").symlink_to(agents / "writer", target_is_directory=True)
+    workspace = Workspace(real)
+    assert is_inside(workspace, agents / "writer" / "queue" / "not-yet.json")
+    assert is_inside(workspace, real)
+    assert not is_inside(workspace, agents / "away" / "queue")
+    assert is_inside(workspace, agents / "back" / "queue")
+    assert not is_inside(workspace, agents / ".." / ".." / ".." / "outside")
+    assert is_inside(workspace, agents / "writer" / ".." / "writer")
+    via_link = Workspace(tmp_path / "link-to-real")
+    assert is_inside(via_link, tmp_path / "link-to-real" / "_data" / "agents" / "writer")
+    assert is_inside(via_link, agents / "writer")  # the same place, spelt through the target
+    assert not is_inside(via_link, tmp_path / "link-to-real" / "_data" / "agents" / "away")

@@ -442,6 +442,49 @@ def test_kept_objects_stay_within_their_bytes() -> None:
     assert reads.count(big) == 2
 
 
+def test_an_absent_file_found_by_a_read_ahead_is_answered_without_git() -> None:
+    """What a read ahead found is kept, an absent file too, for a name fixed by a commit; a
+    name that can change is never kept."""
+    asked: list[str] = []
+    kept = KeptObjects(limit_bytes=1024)
+    absent, present = "a" * 40 + ":gone.json", "a" * 40 + ":here.json"
+    kept.keep(absent, None)
+    kept.keep(present, GitObject("c" * 40, "blob", b"[]"))
+    kept.keep("HEAD:gone.json", None)
+
+    def read(name: str) -> GitObject | None:
+        asked.append(name)
+        return GitObject("d" * 40, "blob", b"{}")
+
+    assert kept.get(absent, read) is None
+    assert kept.get(present, read) == GitObject("c" * 40, "blob", b"[]")
+    assert kept.get("HEAD:gone.json", read) == GitObject("d" * 40, "blob", b"{}")
+    assert asked == ["HEAD:gone.json"]
+
+
+def test_files_read_ahead_at_head_follow_head_when_it_moves(
+    tmp_path: Path, git_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One git process reads many agents' files at HEAD; file_at_head then answers them with
+    no git process, and once HEAD moves it answers what the new HEAD holds."""
+    write(git_repo, "_data/agents/a/feedback.json", "[1]\n")
+    git(git_repo, "add", "-A")
+    git(git_repo, "commit", "-q", "-m", "a has feedback")
+    paths = [f"_data/agents/{name}/feedback.json" for name in ("a", "b", "c")]
+    wrapper, log = counting_git(tmp_path / "bin")
+    monkeypatch.setenv("GIT_PYTHON_GIT_EXECUTABLE", str(wrapper))
+    with GitRepo(git_repo) as repo:
+        repo.read_ahead_at_head(paths)
+        started = log.read_text().splitlines()
+        assert [repo.file_at_head(path) for path in paths] == [b"[1]\n", None, None]
+        assert log.read_text().splitlines() == started  # answered from what was read ahead
+        assert started == ["cat-file --batch --buffer"]
+        write(git_repo, "_data/agents/b/feedback.json", "[2]\n")
+        git(git_repo, "add", "-A")
+        git(git_repo, "commit", "-q", "-m", "b has feedback")
+        assert [repo.file_at_head(path) for path in paths] == [b"[1]\n", b"[2]\n", None]
+
+
 def test_a_head_git_would_read_otherwise_is_left_to_git(git_repo: Path) -> None:
     """A ref file that is not a lowercase commit id alone (a symbolic ref, a stray word), and
     HEAD naming something other than a branch, are asked of git."""

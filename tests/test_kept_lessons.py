@@ -57,6 +57,27 @@ def test_a_deleted_feedback_json_comes_back_with_every_lesson(site: Site) -> Non
     assert not [p for p in problems_of(site) if p["path"].endswith("feedback.json")]
 
 
+def test_the_deleted_feedback_of_many_agents_comes_back_in_one_pass(site: Site) -> None:
+    """A pass over many agents asks git for their missing feedback.json files together; each
+    agent gets its own lessons back, the one with no decision its empty list."""
+    agents = [f"w{n}" for n in range(10)]
+    for agent in agents:
+        site.write(agent, "qi-1.json", draft({"title": "old"}))
+    site.reconcile()
+    for agent in agents[:-1]:  # the last one has no decision
+        site.write(agent, "qi-1.json", draft({"title": f"new for {agent}"}))
+        site.move(agent, "qi-1.json", "approved")
+    site.reconcile()
+    before = {agent: site.feedback(agent) for agent in agents}
+    for agent in agents:
+        (site.agent(agent) / "feedback.json").unlink()
+    site.reconcile()
+    assert {agent: site.feedback(agent) for agent in agents} == before
+    assert [entry["corrected"] for entry in before["w3"]] == ["new for w3"]
+    assert before["w9"] == []
+    assert site.git("status", "--porcelain") == ""
+
+
 @pytest.mark.slow
 def test_the_daemon_puts_a_deleted_feedback_json_back_at_once(
     site: Site, listener: NotifyListener, start: type[DaemonProcess]

@@ -65,7 +65,8 @@ class GitObject(NamedTuple):
 class KeptObjects:
     """Trees and commits read by a name that fixes them (`<commit id>:path`: such a name never
     names another object), the most recent few MB, for the next read of the same name: a pass
-    over 200 agents asks for `HEAD:_data/agents` 200 times. Safe to share between threads."""
+    over 200 agents asks for `HEAD:_data/agents` 200 times. What a read ahead found is kept
+    too, an absent file included. Safe to share between threads."""
 
     def __init__(self, limit_bytes: int = _KEPT_BYTES) -> None:
         self._kept: OrderedDict[str, GitObject] = OrderedDict()
@@ -81,21 +82,34 @@ class KeptObjects:
             found = self._kept.get(name)
             if found is not None:
                 self._kept.move_to_end(name)
-                return found
+                return None if found is _ABSENT else found
         found = read(name)
         if found is not None and found.kind in ("tree", "commit"):
             self._keep(name, found)
         return found
 
+    def keep(self, name: str, found: GitObject | None) -> None:
+        """Keep what a read of the fixed name `name` found (None: nothing there)."""
+        if _FIXED_NAME.fullmatch(name):
+            self._keep(name, found if found is not None else _ABSENT)
+
     def _keep(self, name: str, found: GitObject) -> None:
-        if len(found.content) > self._limit // 4:
+        if _size(name, found) > self._limit // 4:
             return
         with self._lock:
             if name not in self._kept:
                 self._kept[name] = found
-                self._bytes += len(found.content)
+                self._bytes += _size(name, found)
             while self._bytes > self._limit:
-                self._bytes -= len(self._kept.popitem(last=False)[1].content)
+                self._bytes -= _size(*self._kept.popitem(last=False))
+
+
+_ABSENT = GitObject("", "missing", b"")  # kept for a name that names nothing
+
+
+def _size(name: str, found: GitObject) -> int:
+    """The bytes an entry counts for: its content, or its name when nothing is there."""
+    return len(name) if found is _ABSENT else len(found.content)
 
 
 class GitBatch:
@@ -143,6 +157,16 @@ class GitBatch:
             return _answer(helper)
 
         return self._ask(_CAT_FILE, ask)
+
+    def read_ahead(self, names: Sequence[str]) -> None:
+        """Read the objects `names` name (as read() takes them) together, for read() to answer
+        from memory while the commit they name stays the same: a pass over many agents asks
+        each for a file that most of them lack, and a request each is a round trip to git."""
+        fixed = [resolved(name, self.git_dir) for name in names if "\n" not in name]
+        fixed = [name for name in fixed if _FIXED_NAME.fullmatch(name)]
+        for chunk in _within_a_pipe(fixed):
+            for name, found in zip(chunk, self.read_through(chunk), strict=True):
+                self._kept_objects.keep(name, found)
 
     def read_through(self, names: Sequence[str]) -> Iterator[GitObject | None]:
         """read() of each name, by a `cat-file` of its own that takes them all at once and
@@ -388,3 +412,18 @@ def _close_all(held: list[GitBatch]) -> None:
     for batch in held:
         batch.close()
     held.clear()
+
+
+def _within_a_pipe(names: Sequence[str]) -> Iterator[list[str]]:
+    """`names` in runs whose request fits READ_THROUGH_BYTES."""
+    chunk: list[str] = []
+    size = 0
+    for name in names:
+        length = len(batch_name(name)) + 1
+        if chunk and size + length > READ_THROUGH_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(name)
+        size += length
+    if chunk:
+        yield chunk

@@ -9,6 +9,7 @@ worktree, another object format or ref storage) is left to git: head_commit says
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -19,20 +20,37 @@ _COMMIT_ID = re.compile(rb"([0-9a-f]{40})\n?")
 def head_commit(git_dir: Path) -> str | None:
     """The commit HEAD names, from `.git/HEAD` and its branch's ref file; None when git must
     say (see the module's docstring)."""
-    if (git_dir / "commondir").exists():
-        return None  # a linked worktree: the branches live in the main repository
+    # Bare system calls: a pass over a big site asks this hundreds of times (twice as fast as
+    # pathlib's reads).
+    where = os.fspath(git_dir)
     try:
-        head = (git_dir / "HEAD").read_bytes()
+        os.stat(os.path.join(where, "commondir"))
+        return None  # a linked worktree: the branches live in the main repository
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        head = _small_file(os.path.join(where, "HEAD"))
         branch = _BRANCH.fullmatch(head)
         if branch is not None:
             name = branch.group(1).decode("utf-8", "surrogateescape")
             if ".." in name.split("/") or name.endswith(".lock"):
                 return None
-            head = (git_dir / name).read_bytes()
+            head = _small_file(os.path.join(where, name))
     except OSError:  # no loose ref (packed, or not born yet)
         return None
     found = _COMMIT_ID.fullmatch(head)
     return found.group(1).decode() if found is not None else None
+
+
+def _small_file(path: str) -> bytes:
+    """The first 4 KB of a file: more than HEAD or a ref file holds."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(descriptor, 4096)
+    finally:
+        os.close(descriptor)
 
 
 def resolved(name: str, git_dir: Path) -> str:

@@ -157,6 +157,11 @@ class GitRepo:
         """The committed content of `path` at HEAD, or None when HEAD has no such file."""
         return self._blob("HEAD", rel_path(path))
 
+    def read_ahead_at_head(self, paths: Sequence[str]) -> None:
+        """Ask git for `paths` at HEAD together: file_at_head answers them without a round
+        trip each while HEAD stays where it is (see GitBatch.read_ahead)."""
+        self._objects.read_ahead([f"HEAD:{rel_path(path)}" for path in paths])
+
     def object_at_head(self, path: str) -> GitObject | None:
         """`path` at HEAD with its object id (the content alone: file_at_head)."""
         return self._object("HEAD", rel_path(path))
@@ -182,12 +187,7 @@ class GitRepo:
 
     def file_at_first_add(self, path: str) -> bytes | None:
         """`path` as it was in the most recent commit that added it (a draft's snapshot)."""
-        rel = rel_path(path)
-        if self.head() is None:
-            return None
-        args = ["log", "--no-renames", "--diff-filter=A", "-1", "--format=%H", "--", rel]
-        sha = self._git.run(args).decode().strip()
-        return self._blob(sha, rel) if sha else None
+        return self.files_at_last_add(path, [path]).get(rel_path(path))
 
     def files_at_last_add(self, under: str, paths: Collection[str]) -> dict[str, bytes]:
         """Each of `paths` (all below `under`) as it was in the most recent commit that added
