@@ -26,7 +26,8 @@ import pytest
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git.batch import GitBatch, KeptBatch
 from feedbackd.edges.git.commit import CommitWriter, WorkTreeChange
-from feedbackd.edges.git.native import NativeStore, NotHere
+from feedbackd.edges.git.native import NativeStore
+from feedbackd.edges.git.packwrite import MERGE_AT
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from tests.conftest import git
 from tests.daemon_kit import wait_for
@@ -298,24 +299,90 @@ def test_user_commits_and_hard_resets_between_in_process_commits(git_repo: Path)
     assert git(git_repo, "fsck", "--connectivity-only", "--no-dangling") == ""
 
 
-def test_an_object_libgit2_cannot_store_is_left_to_git(git_repo: Path) -> None:
-    """A failure to store is no bare libgit2 error: git is asked, and says why in its words."""
-    for number in range(1000):  # one whose folder the repository does not have yet
-        content = f"an object whose folder is taken by a file ({number})\n".encode()
+def free_object_folder(git_repo: Path, text: str) -> tuple[bytes, Path]:
+    """Content (from `text`) whose object folder (`.git/objects/xx`) does not exist yet."""
+    for number in range(1000):
+        content = f"{text} ({number})\n".encode()
         done = subprocess.run(
             ["git", "hash-object", "--stdin"], cwd=git_repo, input=content, capture_output=True
         )
         folder = git_repo / ".git" / "objects" / done.stdout.decode()[:2]
         if not folder.exists():
-            break
-    folder.write_text("not a folder")
+            return content, folder
+    raise AssertionError("every object folder is taken")
+
+
+def test_objects_that_cannot_be_packed_are_stored_one_by_one_or_left_to_git(
+    git_repo: Path,
+) -> None:
+    """A commit's objects go to disk as one pack; where the pack cannot be written, each is
+    stored as a file of its own, and one libgit2 cannot store either is handed back for git."""
+    stored, _ = free_object_folder(git_repo, "stored on its own")
+    refused, folder = free_object_folder(git_repo, "refused by libgit2")
     store = NativeStore.open(git_repo, git_repo / ".git")
     assert store is not None
+    packs = git_repo / ".git" / "objects" / "pack"
     try:
-        with pytest.raises(NotHere, match="could not store the blob"):
-            store.store("blob", content)
+        ids = [store.store("blob", stored), store.store("blob", refused)]
+        shutil.rmtree(packs)
+        packs.write_text("not a folder")
+        folder.write_text("not a folder")
+        assert store.write_pending() == [("blob", refused)]
+        assert git(git_repo, "cat-file", "blob", ids[0]).encode() == stored
+        assert store.write_pending() == []  # nothing is handed back twice
     finally:
         store.close()
+
+
+def test_a_commit_libgit2_cannot_store_fails_in_gits_words(git_repo: Path) -> None:
+    """No bare libgit2 error: git is asked to store what libgit2 could not, and says why."""
+    content, folder = free_object_folder(git_repo, "an object whose folder is taken")
+    write(git_repo, "docs/refused.md", content.decode())
+    packs = git_repo / ".git" / "objects" / "pack"
+    shutil.rmtree(packs)
+    packs.write_text("not a folder")
+    folder.write_text("not a folder")
+    head = git(git_repo, "rev-parse", "HEAD")
+    with GitRepo(git_repo) as repo, pytest.raises(GitError, match="git hash-object failed"):
+        repo.commit_paths(["docs/refused.md"], message(), ADA)
+    assert git(git_repo, "rev-parse", "HEAD") == head
+
+
+def is_loose(repo: Path, sha: str) -> bool:
+    return (repo / ".git" / "objects" / sha[:2] / sha[2:]).exists()
+
+
+def test_commits_write_packs_that_are_merged_and_never_held_open(git_repo: Path) -> None:
+    """Each commit's trees and commit object go to disk in one pack, not a file each; the
+    packs are merged every few commits, and neither libgit2 nor the helpers keep the merged
+    ones open."""
+    kept = KeptBatch()
+    opened: list[int] = []
+    made: list[str] = []
+    for number in range(3 * MERGE_AT):
+        write(git_repo, f"fb/{number:03d}.txt", f"decision {number}\n")
+        with GitRepo(git_repo, kept=kept) as repo:
+            made.append(repo.commit_paths([f"fb/{number:03d}.txt"], message(), ADA) or "")
+        opened.append(len(os.listdir("/proc/self/fd")))
+    trees = [git(git_repo, "rev-parse", f"{sha}^{{tree}}").strip() for sha in made]
+    assert not [sha for sha in [*made, *trees] if is_loose(git_repo, sha)]
+    assert len(list((git_repo / ".git/objects/pack").glob("*.pack"))) < MERGE_AT
+    assert max(opened) - opened[0] < 2 * MERGE_AT  # not one more open file per commit
+    assert git(git_repo, "fsck", "--strict", "--no-dangling") == ""
+    assert git(git_repo, "status", "--porcelain") == ""
+    kept.close()
+
+
+def test_a_commit_of_big_objects_stores_a_file_for_each(git_repo: Path) -> None:
+    """A pack is for a commit's small objects: a big one is stored as a file of its own."""
+    content = os.urandom(400 << 10)  # compresses to no less
+    (git_repo / "big.bin").write_bytes(content)
+    with GitRepo(git_repo) as repo:
+        repo.commit_paths(["big.bin"], message(), ADA)
+    assert is_loose(git_repo, git(git_repo, "rev-parse", "HEAD:big.bin").strip())
+    shown = ["git", "cat-file", "blob", "HEAD:big.bin"]
+    assert subprocess.run(shown, cwd=git_repo, capture_output=True).stdout == content
+    assert git(git_repo, "fsck", "--strict", "--no-dangling") == ""
 
 
 def test_reads_in_process_answer_as_git_cat_file_does(git_repo: Path) -> None:

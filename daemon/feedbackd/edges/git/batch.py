@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import re
 import threading
@@ -28,10 +29,13 @@ from typing import NamedTuple, TypeVar, cast
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git.headfile import resolved
 from feedbackd.edges.git.native import NativeStore, NotHere
+from feedbackd.edges.git.packwrite import merge_small_packs
 from feedbackd.edges.git.runner import BASE_ENV
 from feedbackd.edges.process import Coprocess, CoprocessGone
 
 # Generous: a helper answers in microseconds, unless the machine is swapping.
+log = logging.getLogger("feedbackd")
+
 _ANSWER_S = 60.0
 # hash-object answers a line per path; this many paths are sent before their answers are read.
 _PATHS_AT_ONCE = 256
@@ -50,6 +54,7 @@ COMMIT_FILE_PREFIX = "feedbackd-commit-"
 _BATCH_NUMBERS = itertools.count(1)
 # A name that only ever names one object: a commit's id, alone or with a path below it.
 _FIXED_NAME = re.compile(r"[0-9a-f]{40}(?::.*)?", re.DOTALL)
+_HELPERS_KEEP_PACKS = 64  # packs merged away before the helpers start again (merge_packs)
 _KEPT_BYTES = 4 << 20  # a few big trees (an approved/ of 20,000 files is 1 MB)
 # None of them ever takes `.git/index.lock`: edges/git/locks.py counts no such command, whichever
 # feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
@@ -133,6 +138,7 @@ class GitBatch:
         self._native: NativeStore | None = None
         self._kept_objects = KeptObjects()
         self._native_tried = False
+        self._packs_gone = 0  # merged away since the helpers started: they may hold them open
         self._lock = threading.Lock()
 
     def serves(self, work_tree: Path, git_dir: Path) -> bool:
@@ -323,10 +329,32 @@ class GitBatch:
         if stamp != self._settings:
             self._settings = stamp
             self._remembered.clear()
-            self._close_native()
-            for helper in self._helpers.values():
-                helper.close()
-            self._helpers.clear()
+            self._start_afresh()
+
+    def _start_afresh(self) -> None:
+        """The helpers and libgit2 are started again on their next use."""
+        self._packs_gone = 0
+        self._close_native()
+        for helper in self._helpers.values():
+            helper.close()
+        self._helpers.clear()
+
+    def merge_packs(self) -> None:
+        """Merge the repository's small packs once there are many (packwrite.py). libgit2 and
+        git keep every pack they have opened, an open file even once it is deleted, and a
+        daemon's commits would leave them thousands: libgit2 opens the repository afresh after
+        each merge (a millisecond), the helpers start again after a few (a process each)."""
+        with self._lock:
+            try:
+                merged = merge_small_packs(self.git_dir / "objects" / "pack")
+            except (OSError, ValueError) as error:  # the packs stay as they are
+                log.warning("could not merge the small packs of %s: %s", self.git_dir, error)
+                return
+            if merged:
+                self._close_native()
+                self._packs_gone += merged
+            if self._packs_gone >= _HELPERS_KEEP_PACKS:
+                self._start_afresh()
 
 
 def _settings_stamp(work_tree: Path, git_dir: Path) -> Mapping[str, tuple[int, int, int]]:

@@ -317,6 +317,7 @@ class CommitWriter:
             held.waiting = _joined(held.waiting, rels, change)
         else:
             update.finish(new, change.seen if change.files_only else None)
+        self._batch.merge_packs()  # every few commits, once HEAD and the index are done
         return new
 
     def _made(
@@ -374,7 +375,8 @@ class CommitWriter:
         if _DATES.isdisjoint(os.environ) and "\n" not in str(self._git.git_dir):
             content = commit_object(tree, parents, author, self._committer, message, time.time())
             return _stored_commit(self._native, self._batch, content)
-        # Dates given in git's own formats: git reads them.
+        # Dates given in git's own formats: git reads them, and needs the tree on disk.
+        _write_objects(self._native, self._git)
         people = {**identity_env("AUTHOR", author), **identity_env("COMMITTER", self._committer)}
         args = ["commit-tree", "--no-gpg-sign", tree, *(f"-p{parent}" for parent in parents)]
         return self._git.run(args, env=people, stdin=message.encode()).decode().strip()
@@ -437,6 +439,7 @@ class CommitWriter:
         """Point HEAD at `new` if it still is `old`; HeadMoved when someone moved it."""
         reflog = "feedbackd: " + message.strip().split("\n", 1)[0]
         native = self._native
+        _write_objects(native, self._git)
         if native is not None and _moved_in_process(native, new, old, reflog):
             return
         expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
@@ -534,6 +537,13 @@ def _stored_commit(native: NativeStore | None, batch: GitBatch, content: bytes) 
         except NotHere:
             pass
     return batch.store_commit(content)
+
+
+def _write_objects(native: NativeStore | None, git: GitRunner) -> None:
+    """The commit's objects on disk before git or HEAD names them: one pack from this process,
+    or through git where that failed (a full disk), which then says why."""
+    for kind, content in native.write_pending() if native is not None else []:
+        git.run(["hash-object", "-w", "--no-filters", "-t", kind, "--stdin"], stdin=content)
 
 
 def _moved_in_process(native: NativeStore, new: str, old: str | None, reflog: str) -> bool:

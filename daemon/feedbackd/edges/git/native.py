@@ -18,9 +18,11 @@ is not written here: libgit2 reads and writes a 100,000-file index in 140–220 
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import os
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -28,6 +30,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from feedbackd.core.ids import is_utf8
+from feedbackd.edges.git.packwrite import (
+    PackedObject,
+    object_id,
+    packed,
+    unpacked,
+    write_pack,
+)
 
 
 def _on_first_use(name: str) -> ModuleType:
@@ -52,6 +61,10 @@ else:
 log = logging.getLogger("feedbackd")
 
 _KINDS = {"blob": "BLOB", "tree": "TREE", "commit": "COMMIT"}  # pygit2.enums.ObjectType's
+_PACKED_FILE_BYTES = 8 << 20  # a bigger file is stored by libgit2 as a file of its own
+# A commit's objects go to disk as one pack up to this size (compressed), else as a file each:
+# a file costs little beside a big object, and big packs would never be merged (packwrite.py).
+_PACKED_AT_MOST = 256 << 10
 # Attributes whose effect on a stored file libgit2 does not reproduce: a filter driver is a
 # program of the user's (git-lfs), and libgit2 does not re-encode text.
 _FOREIGN_ATTRIBUTES = ("filter", "working-tree-encoding")
@@ -76,6 +89,10 @@ class NativeStore:
     def __init__(self, repo: pygit2.Repository) -> None:
         self._repo: pygit2.Repository | None = repo
         self._lock = threading.Lock()
+        # Stored since the last write, by id: a commit's objects go to disk as one pack when
+        # HEAD is to move to it (packwrite.py), or before anything reads them.
+        self._pending: dict[str, PackedObject] = {}
+        self._packs = Path(repo.path, "objects", "pack")
 
     @classmethod
     def open(cls, work_tree: Path, git_dir: Path) -> NativeStore | None:
@@ -110,6 +127,8 @@ class NativeStore:
         if not name.isascii() and not is_utf8(name):
             raise NotHere(f"libgit2 takes names as UTF-8 only: {name!r}")
         with self._lock:
+            if name[:40] in self._pending:  # HEAD and the trees on disk name none of them
+                self._write_pending_or_leave_to_git()
             try:
                 found = self._open().revparse_single(name)
             except (KeyError, ValueError, pygit2.InvalidSpecError):
@@ -127,24 +146,72 @@ class NativeStore:
                 repo = self._open()
                 if any(repo.get_attr(rel, name) for name in _FOREIGN_ATTRIBUTES):
                     return None
+                content = _as_stored(repo, rel)
+                if content is not None:
+                    return self._keep("blob", content)
                 return str(repo.create_blob_fromworkdir(rel))
             except (pygit2.GitError, OSError, ValueError, NotHere) as error:
                 log.debug("%s is stored through git: %s", rel, error)
                 return None
 
     def store(self, kind: str, content: bytes) -> str:
-        """Store an object of `kind` (blob, tree, commit) holding `content`; its id."""
+        """Store an object of `kind` (blob, tree, commit) holding `content`; its id. It goes to
+        disk with the others of its commit (write_pending)."""
         with self._lock:
+            self._open()
+            return self._keep(kind, content)
+
+    def _keep(self, kind: str, content: bytes) -> str:
+        obj = packed(kind, content)
+        sha = obj.oid.hex()
+        self._pending[sha] = obj
+        return sha
+
+    def write_pending(self) -> list[tuple[str, bytes]]:
+        """Write the objects stored since the last write, as one pack. Where the pack cannot be
+        written (a full disk), each goes through libgit2 as a file of its own; the objects it
+        could not write either are returned, for git to write or say why."""
+        with self._lock:
+            return self._write_pending()
+
+    def _write_pending(self, *, one_by_one: bool = True) -> list[tuple[str, bytes]]:
+        """write_pending; one_by_one=False writes the pack or nothing (OSError)."""
+        pending, self._pending = list(self._pending.values()), {}
+        if not pending:
+            return []
+        if sum(len(obj.entry) for obj in pending) > _PACKED_AT_MOST:
+            return self._written_one_by_one(pending)  # a big folder's tree: see _PACKED_AT_MOST
+        try:
+            write_pack(self._packs, pending)
+        except OSError as error:
+            if not one_by_one:
+                raise
+            log.debug("a commit's objects are stored one by one: %s", error)
+            return self._written_one_by_one(pending)
+        return []
+
+    def _written_one_by_one(self, pending: list[PackedObject]) -> list[tuple[str, bytes]]:
+        left = []
+        for obj in pending:
+            kind, content = unpacked(obj)
             try:
-                return str(
-                    self._open().odb.write(getattr(pygit2.enums.ObjectType, _KINDS[kind]), content)
-                )
-            except (pygit2.GitError, OSError) as error:  # git then stores it, or says why
-                raise NotHere(f"libgit2 could not store the {kind}: {error}") from error
+                self._open().odb.write(getattr(pygit2.enums.ObjectType, _KINDS[kind]), content)
+            except (pygit2.GitError, OSError, NotHere):
+                left.append((kind, content))
+        return left
+
+    def _write_pending_or_leave_to_git(self) -> None:
+        """Before a read: what it may name is on disk. NotHere when that fails (git reads);
+        what is left stays, for the commit to hand to git before HEAD moves."""
+        left = self._write_pending()
+        for kind, content in left:
+            self._keep(kind, content)
+        if left:
+            raise NotHere("libgit2 could not store a commit's objects")
 
     def move_head(self, new: str, old: str | None, message: str) -> None:
         """Point HEAD's branch (HEAD itself when detached) at `new` if it still is `old` (None:
-        the branch must not exist yet), with `message` in the reflogs.
+        the branch must not exist yet), with `message` in the reflogs. Call write_pending first.
 
         RefMoved when it is another commit; RefLocked when a git command holds its lock;
         NotHere for a branch that is itself a symbolic ref, or a failure git should report."""
@@ -188,8 +255,29 @@ class NativeStore:
         """Let go of the repository's files (its packs stay mapped until then)."""
         with self._lock:
             if self._repo is not None:
+                # All of a commit's objects, or none: HEAD must never name a commit with a
+                # missing part (a commit whose objects are missing is refused a move of HEAD).
+                with contextlib.suppress(OSError):
+                    self._write_pending(one_by_one=False)
                 self._repo.free()
                 self._repo = None
+
+
+def _as_stored(repo: pygit2.Repository, rel: str) -> bytes | None:
+    """The plain file `rel` as `git add` stores it, when that is its bytes as they are: the id
+    libgit2 works out through its filters (line endings, `ident`) says so. None for anything
+    else (a symbolic link, a file filters change, a big file), which libgit2 stores itself."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        descriptor = os.open(os.path.join(repo.workdir, rel), flags)
+    except OSError:  # a symbolic link (ELOOP), or gone: libgit2 stores it, or says why
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _PACKED_FILE_BYTES:
+            return None
+        content = file.read()
+    return content if str(repo.hashfile(rel)) == object_id("blob", content) else None
 
 
 def _replaced(git_dir: Path) -> bool:
