@@ -353,9 +353,9 @@ def is_loose(repo: Path, sha: str) -> bool:
 
 
 def test_commits_write_packs_that_are_merged_and_never_held_open(git_repo: Path) -> None:
-    """Each commit's trees and commit object go to disk in one pack, not a file each; the
-    packs are merged every few commits, and neither libgit2 nor the helpers keep the merged
-    ones open."""
+    """Each commit's blobs, trees and commit object go to disk in one pack, not a file each;
+    the packs are merged every few commits, and neither libgit2 nor the helpers keep the
+    merged ones open."""
     kept = KeptBatch()
     opened: list[int] = []
     made: list[str] = []
@@ -365,8 +365,13 @@ def test_commits_write_packs_that_are_merged_and_never_held_open(git_repo: Path)
             made.append(repo.commit_paths([f"fb/{number:03d}.txt"], message(), ADA) or "")
         opened.append(len(os.listdir("/proc/self/fd")))
     trees = [git(git_repo, "rev-parse", f"{sha}^{{tree}}").strip() for sha in made]
-    assert not [sha for sha in [*made, *trees] if is_loose(git_repo, sha)]
-    assert len(list((git_repo / ".git/objects/pack").glob("*.pack"))) < MERGE_AT
+    files = [
+        git(git_repo, "rev-parse", f"{sha}:fb/{number:03d}.txt").strip()
+        for number, sha in enumerate(made)
+    ]
+    # nor does the index update store a file of its own for each blob
+    assert not [sha for sha in [*made, *trees, *files] if is_loose(git_repo, sha)]
+    assert len(list((git_repo / ".git/objects/pack").glob("*.pack"))) < 2 * MERGE_AT
     assert max(opened) - opened[0] < 2 * MERGE_AT  # not one more open file per commit
     assert git(git_repo, "fsck", "--strict", "--no-dangling") == ""
     assert git(git_repo, "status", "--porcelain") == ""

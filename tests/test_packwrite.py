@@ -163,3 +163,15 @@ def git_object(repo: Path, text: str) -> str:
         text=True,
         check=True,
     ).stdout.strip()
+
+
+def test_a_merge_takes_packs_of_one_size_only(git_repo: Path) -> None:
+    """A merge reads packs of a size: the big pack of earlier merges is not read again each
+    time small ones are merged."""
+    big_content = os.urandom(100 << 10)  # a pack over 64 KB: the next size class
+    write_pack(pack_dir(git_repo), [packed("blob", big_content)])
+    (big,) = packs_in(git_repo)
+    small_packs(git_repo, MERGE_AT, "small")
+    assert merge_small_packs(pack_dir(git_repo)) == MERGE_AT
+    assert big in packs_in(git_repo) and len(packs_in(git_repo)) == 2
+    assert read_all(git_repo, [object_id("blob", big_content)]) == [big_content]

@@ -29,7 +29,7 @@ from typing import NamedTuple, TypeVar, cast
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git.headfile import resolved
 from feedbackd.edges.git.native import NativeStore, NotHere
-from feedbackd.edges.git.packwrite import merge_small_packs
+from feedbackd.edges.git.packwrite import MERGE_AT, merge_small_packs
 from feedbackd.edges.git.runner import BASE_ENV
 from feedbackd.edges.process import Coprocess, CoprocessGone
 
@@ -139,6 +139,7 @@ class GitBatch:
         self._kept_objects = KeptObjects()
         self._native_tried = False
         self._packs_gone = 0  # merged away since the helpers started: they may hold them open
+        self._commits_unlooked = 0  # commits since the packs were last looked at (merge_packs)
         self._lock = threading.Lock()
 
     def serves(self, work_tree: Path, git_dir: Path) -> bool:
@@ -345,6 +346,11 @@ class GitBatch:
         daemon's commits would leave them thousands: libgit2 opens the repository afresh after
         each merge (a millisecond), the helpers start again after a few (a process each)."""
         with self._lock:
+            # looked at with this process's first commit, then every MERGE_AT: each look
+            # lists the packs
+            self._commits_unlooked = (self._commits_unlooked + 1) % MERGE_AT
+            if self._commits_unlooked != 1:
+                return
             try:
                 merged = merge_small_packs(self.git_dir / "objects" / "pack")
             except (OSError, ValueError) as error:  # the packs stay as they are

@@ -10,8 +10,8 @@ version 2 index, each written under a temporary name and renamed, the pack befor
 finds packs by their index). Git and libgit2 look for new packs when an object is not in those
 they know, so a git process started before the pack finds its objects. So that decisions do not
 leave a pack each for git to look through (git's own `gc --auto` repacks everything once there
-are 50), MERGE_AT small packs are merged into one (merge_small_packs). SHA-1 repositories only:
-the in-process path leaves others to git (native.py).
+are 50), every MERGE_AT packs of one size are merged into one (merge_small_packs). SHA-1
+repositories only: the in-process path leaves others to git (native.py).
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ _KIND_NUMBERS = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
 _DELTA_KINDS = (6, 7)  # ofs-delta, ref-delta: only whole objects are merged
 _INDEX_MAGIC = b"\377tOc"
 _ID_BYTES = 20
-MERGE_AT = 16  # small packs, before they are merged into one
-SMALL_PACK_BYTES = 512 << 10  # bigger packs are left as they are: a merge stays a few ms
+MERGE_AT = 16  # packs of one size class, before they are merged into one
+# The size classes: a merge reads at most MERGE_AT packs of one class; bigger ones are left.
+_CLASS_LIMITS = (64 << 10, 1 << 20, 16 << 20)
 # A pack with any of these beside it belongs to a git command's own bookkeeping: left alone.
 _SIDE_FILES = (".keep", ".promisor", ".mtimes", ".bitmap", ".rev")
 
@@ -127,17 +128,26 @@ def _put(pack_dir: Path, prefix: str, name: str, content: bytes, durable: bool) 
 
 
 def merge_small_packs(pack_dir: Path) -> int:
-    """Merge the small packs of whole objects into one once there are MERGE_AT of them; how
-    many were merged away. A pack is deleted only once the merged pack holding its objects is
-    on disk; a pack that cannot be read, or holds deltas, is left as it is."""
-    names = set(os.listdir(pack_dir))
+    """Merge small packs of whole objects of one size class (under 64 KB, under 1 MB, under
+    16 MB) into one once the class has MERGE_AT of them; how many were merged away. Each merge
+    reads only packs of a size: a commit's packs are merged every MERGE_AT commits, their
+    merged packs every MERGE_AT merges, and so on. A pack is deleted only once the merged pack
+    holding its objects is on disk; a pack that cannot be read, or holds deltas, is left."""
+    try:
+        names = set(os.listdir(pack_dir))
+    except FileNotFoundError:
+        return 0
     if "multi-pack-index" in names:
         return 0  # git's own maintenance looks after this repository's packs
-    small = _small_packs(pack_dir, names)
-    if len(small) < MERGE_AT:
-        return 0
+    for packs in _size_classes(pack_dir, names):
+        if len(packs) >= MERGE_AT:
+            return _merged(pack_dir, packs)
+    return 0
+
+
+def _merged(pack_dir: Path, packs: list[Path]) -> int:
     merged: dict[Path, list[PackedObject]] = {}
-    for pack in small:
+    for pack in packs:
         with contextlib.suppress(OSError, ValueError):
             found = read_whole_objects(pack)
             if found is not None:
@@ -154,8 +164,10 @@ def merge_small_packs(pack_dir: Path) -> int:
     return len(merged)
 
 
-def _small_packs(pack_dir: Path, names: set[str]) -> list[Path]:
-    small = []
+def _size_classes(pack_dir: Path, names: set[str]) -> list[list[Path]]:
+    """The packs that may be merged, by size class: each class holds packs up to 16 times
+    bigger than the one before."""
+    classes: list[list[Path]] = [[] for _ in _CLASS_LIMITS]
     for name in sorted(names):
         stem = name.removesuffix(".pack")
         if stem == name or not stem.startswith("pack-") or f"{stem}.idx" not in names:
@@ -163,9 +175,12 @@ def _small_packs(pack_dir: Path, names: set[str]) -> list[Path]:
         if any(f"{stem}{side}" in names for side in _SIDE_FILES):
             continue
         with contextlib.suppress(FileNotFoundError):
-            if (pack_dir / name).stat().st_size <= SMALL_PACK_BYTES:
-                small.append(pack_dir / name)
-    return small
+            size = (pack_dir / name).stat().st_size
+            for number, limit in enumerate(_CLASS_LIMITS):
+                if size < limit:
+                    classes[number].append(pack_dir / name)
+                    break
+    return classes
 
 
 def read_whole_objects(pack: Path) -> list[PackedObject] | None:

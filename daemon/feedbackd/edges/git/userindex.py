@@ -6,7 +6,9 @@ from a second name of it, which then takes the index's place, as git's own lock 
 A commit's update starts with the commit (its files are written by then) and runs while its
 blobs, its trees, its commit object and the move of HEAD are made (`begin`); its index takes the
 user's index's place once HEAD names the commit (`finish`). So the index lags HEAD only for what
-is left of the update then, less than when the update starts after the move.
+is left of the update then, less than when the update starts after the move. That update stores
+no blob (the commit does, in its pack): a file that changed while it ran gets its entry from the
+commit before the index takes the user's index's place, so no entry names a missing blob.
 
 heal_lagging_index finishes the update a crash interrupted.
 """
@@ -42,6 +44,7 @@ class IndexCopy:
     `finish` waits for it and puts the index it wrote in the index's place."""
 
     def __init__(self, git: GitRunner, args: Sequence[str]) -> None:
+        self._git = git
         self._copy = git.git_dir / f"{_COPY_PREFIX}-{os.getpid()}"
         self._index = git.git_dir / "index"
         self._copy.unlink(missing_ok=True)
@@ -59,13 +62,17 @@ class IndexCopy:
             self._copy.unlink(missing_ok=True)
             raise
 
-    def finish(self) -> None:
-        """GitError (git's complaint) when the command failed: the index is then unchanged."""
+    def finish(self, then: Callable[[], Sequence[Sequence[str]]] = list) -> None:
+        """Wait for the command, run the commands `then` gives on the same index, and put that
+        index in the index's place. GitError (git's complaint) when a command failed: the index
+        is then unchanged."""
         started, self._started = self._started, None
         if started is None:
             return
         try:
             started.output()
+            for args in then():
+                self._git.run(args, env={"GIT_INDEX_FILE": str(self._copy)})
             os.replace(self._copy, self._index)
         finally:
             self._copy.unlink(missing_ok=True)
@@ -109,15 +116,27 @@ class IndexUpdate:
             self._index.follow(new, self._rels, stored, locked=True)
             return
         try:
-            self._copy.finish()
+            self._copy.finish(then=lambda: self._set_from_commit(new, stored))
         except (GitError, OSError) as error:
             _lagging(self._index.git.git_dir, self._rels, error)
-            return
-        # update-index read each file at some moment of its own, maybe before the commit stored
-        # it: a file whose state changed from the start of the update to now is set from the
-        # commit
-        moved = [rel for rel in self._rels if self._before.get(rel) != stored.get(rel)]
-        self._index.reset_changed(new, self._rels, stored, also=moved)
+
+    def _set_from_commit(self, new: str, stored: Mapping[str, FileState | None]) -> list[list[str]]:
+        """update-index read each file at some moment of its own and stored no blob of it (the
+        commit did): a file whose state changed from the start of the update to now may have
+        been read as no commit holds it, so its entry is dropped (reset would read its blob)
+        and set from the commit, before the index takes the user's index's place."""
+        now = {rel: _state(self._index.git.work_tree / rel) for rel in self._rels}
+        changed = [
+            rel
+            for rel in self._rels
+            if self._before.get(rel) != stored.get(rel) or now[rel] != stored.get(rel)
+        ]
+        if not changed:
+            return []
+        return [
+            ["update-index", "--force-remove", "--", *changed],
+            ["reset", "-q", new, "--", *changed],
+        ]
 
     def abandon(self) -> None:
         if self._copy is not None:
@@ -155,36 +174,24 @@ class UserIndex:
         found = {rel: _lstat(self._git.work_tree / rel) for rel in rels}
         before = {rel: FileState.of(info) if info else None for rel, info in found.items()}
         if not any(info and stat.S_ISDIR(info.st_mode) for info in found.values()):
-            args = ["update-index", "--add", "--remove", "--", *rels]
+            # --info-only: the commit stores the blobs (in one pack); update-index only works
+            # out their ids and takes the files' states, instead of storing each a second time
+            args = ["update-index", "--add", "--remove", "--info-only", "--", *rels]
             with contextlib.suppress(GitError, OSError):  # finish tries again, and says why
                 copy = IndexCopy(self._git, args)
         return IndexUpdate(self, copy, rels, before)
-
-    def reset_changed(
-        self,
-        new: str,
-        rels: list[str],
-        stored: Mapping[str, FileState | None],
-        also: Sequence[str] = (),
-    ) -> None:
-        """Entries of files that changed since they were stored (update-index may have read
-        them as they are now), and of `also`, set from commit `new`."""
-        self._reset_changed(new, rels, stored, locked=True, also=also)
 
     @property
     def git(self) -> GitRunner:
         return self._git
 
     def _reset_changed(
-        self,
-        new: str,
-        rels: list[str],
-        stored: Mapping[str, FileState | None],
-        locked: bool,
-        also: Sequence[str] = (),
+        self, new: str, rels: list[str], stored: Mapping[str, FileState | None], locked: bool
     ) -> None:
+        """Entries of files that changed since they were stored (update-index may have read
+        them as they are now) set from commit `new`."""
         now = {rel: _state(self._git.work_tree / rel) for rel in rels}
-        changed = [rel for rel in rels if rel in also or now[rel] != stored.get(rel)]
+        changed = [rel for rel in rels if now[rel] != stored.get(rel)]
         if changed:
             self._reset(new, changed, locked)
 
