@@ -334,6 +334,27 @@ def test_objects_that_cannot_be_packed_are_stored_one_by_one_or_left_to_git(
         store.close()
 
 
+def test_closing_writes_what_is_stored_all_in_one_pack_or_none_of_it(git_repo: Path) -> None:
+    """What a closed store held goes to disk whole, however big, or not at all: never a part
+    of a commit without the rest."""
+    big, small = os.urandom(400 << 10), b"a small one\n"
+    store = NativeStore.open(git_repo, git_repo / ".git")
+    assert store is not None
+    ids = [store.store("blob", big), store.store("blob", small)]
+    store.close()
+    shown = subprocess.run(["git", "cat-file", "blob", ids[0]], cwd=git_repo, capture_output=True)
+    assert shown.stdout == big and not any(is_loose(git_repo, sha) for sha in ids)
+    assert git(git_repo, "cat-file", "blob", ids[1]).encode() == small
+    store = NativeStore.open(git_repo, git_repo / ".git")
+    assert store is not None
+    ids = [store.store("blob", big + b"!"), store.store("blob", small + b"!")]
+    packs = git_repo / ".git" / "objects" / "pack"
+    shutil.rmtree(packs)
+    packs.write_text("not a folder")
+    store.close()
+    assert not any(is_loose(git_repo, sha) for sha in ids)
+
+
 def test_a_commit_libgit2_cannot_store_fails_in_gits_words(git_repo: Path) -> None:
     """No bare libgit2 error: git is asked to store what libgit2 could not, and says why."""
     content, folder = free_object_folder(git_repo, "an object whose folder is taken")

@@ -264,6 +264,12 @@ class GitBatch:
             self._native.close()
         self._native, self._native_tried = None, False
 
+    def let_go_of_packs(self) -> None:
+        """libgit2 lets go of the packs it has open (a file each, and a merged pack's disk space
+        until then); it opens the repository again for the next commit (0.3 ms)."""
+        with self._lock:
+            self._close_native()
+
     def close(self) -> None:
         with self._lock:
             self._close_native()
@@ -427,6 +433,12 @@ class KeptBatch:
         self._held: list[GitBatch] = []
         self._lock = threading.Lock()
         weakref.finalize(self, _close_all, self._held)
+
+    def let_go_of_packs(self) -> None:
+        """GitBatch.let_go_of_packs, for a daemon going idle."""
+        with self._lock:
+            for batch in self._held:
+                batch.let_go_of_packs()
 
     def batch_for(self, work_tree: Path, git_dir: Path, executable: str) -> GitBatch:
         with self._lock:

@@ -65,6 +65,7 @@ _PACKED_FILE_BYTES = 8 << 20  # a bigger file is stored by libgit2 as a file of 
 # A commit's objects go to disk as one pack up to this size (compressed), else as a file each:
 # a file costs little beside a big object, and big packs would never be merged (packwrite.py).
 _PACKED_AT_MOST = 256 << 10
+_OPEN_PACKS_AT_MOST = 8
 # Attributes whose effect on a stored file libgit2 does not reproduce: a filter driver is a
 # program of the user's (git-lfs), and libgit2 does not re-encode text.
 _FOREIGN_ATTRIBUTES = ("filter", "working-tree-encoding")
@@ -98,6 +99,9 @@ class NativeStore:
     def open(cls, work_tree: Path, git_dir: Path) -> NativeStore | None:
         """The repository at `work_tree` with its git folder `git_dir`; None when libgit2 cannot
         open it, or sees another repository or object format there than git does."""
+        # A pack file open at a time for each of a commit's few recent packs, not one for each
+        # pack made since the last merge (packwrite.py)
+        pygit2.settings.mwindow_file_limit = _OPEN_PACKS_AT_MOST
         try:
             repo = pygit2.Repository(str(work_tree), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
         except (pygit2.GitError, OSError, ValueError) as error:
@@ -175,11 +179,12 @@ class NativeStore:
             return self._write_pending()
 
     def _write_pending(self, *, one_by_one: bool = True) -> list[tuple[str, bytes]]:
-        """write_pending; one_by_one=False writes the pack or nothing (OSError)."""
+        """write_pending; one_by_one=False writes one pack or nothing (OSError), whatever its
+        size: no part of a commit is on disk without the rest."""
         pending, self._pending = list(self._pending.values()), {}
         if not pending:
             return []
-        if sum(len(obj.entry) for obj in pending) > _PACKED_AT_MOST:
+        if one_by_one and sum(len(obj.entry) for obj in pending) > _PACKED_AT_MOST:
             return self._written_one_by_one(pending)  # a big folder's tree: see _PACKED_AT_MOST
         try:
             write_pack(self._packs, pending)
