@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from feedbackd.core.errors import GitError
@@ -332,6 +333,29 @@ def test_objects_that_cannot_be_packed_are_stored_one_by_one_or_left_to_git(
         assert store.write_pending() == []  # nothing is handed back twice
     finally:
         store.close()
+
+
+def test_a_filter_in_the_systems_gitattributes_leaves_the_file_to_git(
+    tmp_path: Path, git_repo: Path
+) -> None:
+    """Attributes are looked up without the system's file only while there is none: a filter
+    driver set there still sends the file to git."""
+    system = tmp_path / "etc"
+    system.mkdir()
+    levels = pygit2.settings.search_path
+    before = levels[pygit2.enums.ConfigLevel.SYSTEM]
+    levels[pygit2.enums.ConfigLevel.SYSTEM] = str(system)
+    write(git_repo, "data.bin", "large content\n")
+    try:
+        for attributes, stored_here in (None, True), ("*.bin filter=lfs\n", False):
+            if attributes is not None:
+                (system / "gitattributes").write_text(attributes)
+            store = NativeStore.open(git_repo, git_repo / ".git")
+            assert store is not None
+            assert (store.store_file("data.bin") is not None) == stored_here
+            store.close()
+    finally:
+        levels[pygit2.enums.ConfigLevel.SYSTEM] = before
 
 
 def test_closing_writes_what_is_stored_all_in_one_pack_or_none_of_it(git_repo: Path) -> None:
