@@ -54,7 +54,7 @@ COMMIT_FILE_PREFIX = "feedbackd-commit-"
 _BATCH_NUMBERS = itertools.count(1)
 # A name that only ever names one object: a commit's id, alone or with a path below it.
 _FIXED_NAME = re.compile(r"[0-9a-f]{40}(?::.*)?", re.DOTALL)
-_HELPERS_KEEP_PACKS = 64  # packs merged away before the helpers start again (merge_packs)
+_HELPERS_KEEP_PACKS = 64  # packs merged away before libgit2 and the helpers start again
 _KEPT_BYTES = 4 << 20  # a few big trees (an approved/ of 20,000 files is 1 MB)
 # None of them ever takes `.git/index.lock`: edges/git/locks.py counts no such command, whichever
 # feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
@@ -264,12 +264,6 @@ class GitBatch:
             self._native.close()
         self._native, self._native_tried = None, False
 
-    def let_go_of_packs(self) -> None:
-        """libgit2 lets go of the packs it has open (a file each, and a merged pack's disk space
-        until then); it opens the repository again for the next commit (0.3 ms)."""
-        with self._lock:
-            self._close_native()
-
     def close(self) -> None:
         with self._lock:
             self._close_native()
@@ -348,9 +342,10 @@ class GitBatch:
 
     def merge_packs(self) -> None:
         """Merge the repository's small packs once there are many (packwrite.py). libgit2 and
-        git keep every pack they have opened, an open file even once it is deleted, and a
-        daemon's commits would leave them thousands: libgit2 opens the repository afresh after
-        each merge (a millisecond), the helpers start again after a few (a process each)."""
+        git keep every pack they have seen, deleted ones too, and look through all of them for
+        an object they lack: once MERGE_AT * 4 packs have been merged away, both start afresh
+        (a git process; libgit2 reads the user's index again, 50 ms at 100,000 files). libgit2
+        keeps at most a few of them open meanwhile (native.py)."""
         with self._lock:
             # looked at with this process's first commit, then every MERGE_AT: each look
             # lists the packs
@@ -362,9 +357,7 @@ class GitBatch:
             except (OSError, ValueError) as error:  # the packs stay as they are
                 log.warning("could not merge the small packs of %s: %s", self.git_dir, error)
                 return
-            if merged:
-                self._close_native()
-                self._packs_gone += merged
+            self._packs_gone += merged
             if self._packs_gone >= _HELPERS_KEEP_PACKS:
                 self._start_afresh()
 
@@ -433,12 +426,6 @@ class KeptBatch:
         self._held: list[GitBatch] = []
         self._lock = threading.Lock()
         weakref.finalize(self, _close_all, self._held)
-
-    def let_go_of_packs(self) -> None:
-        """GitBatch.let_go_of_packs, for a daemon going idle."""
-        with self._lock:
-            for batch in self._held:
-                batch.let_go_of_packs()
 
     def batch_for(self, work_tree: Path, git_dir: Path, executable: str) -> GitBatch:
         with self._lock:

@@ -65,7 +65,7 @@ _PACKED_FILE_BYTES = 8 << 20  # a bigger file is stored by libgit2 as a file of 
 # A commit's objects go to disk as one pack up to this size (compressed), else as a file each:
 # a file costs little beside a big object, and big packs would never be merged (packwrite.py).
 _PACKED_AT_MOST = 256 << 10
-_OPEN_PACKS_AT_MOST = 8
+OPEN_PACKS_AT_MOST = 8  # pack files libgit2 keeps open (the oldest used is closed first)
 # Attributes whose effect on a stored file libgit2 does not reproduce: a filter driver is a
 # program of the user's (git-lfs), and libgit2 does not re-encode text.
 _FOREIGN_ATTRIBUTES = ("filter", "working-tree-encoding")
@@ -102,7 +102,7 @@ class NativeStore:
         open it, or sees another repository or object format there than git does."""
         # A pack file open at a time for each of a commit's few recent packs, not one for each
         # pack made since the last merge (packwrite.py)
-        pygit2.settings.mwindow_file_limit = _OPEN_PACKS_AT_MOST
+        pygit2.settings.mwindow_file_limit = OPEN_PACKS_AT_MOST
         try:
             repo = pygit2.Repository(str(work_tree), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
         except (pygit2.GitError, OSError, ValueError) as error:

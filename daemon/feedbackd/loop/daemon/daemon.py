@@ -249,10 +249,8 @@ class Daemon:
         if not self.watching.has_batches():
             timeout = self._next_timeout()
             if timeout > 0 and self.memory_to_release:
-                # Going idle after passes: what they freed goes back to the system, once,
-                # and so do the packs libgit2 holds open.
+                # Going idle after passes: what they freed goes back to the system, once.
                 release_free_memory()
-                self.runtime.git_helpers.let_go_of_packs()
                 self.memory_to_release = False
             self.wakeup.wait(timeout)
         for changes in self.watching.drain():
