@@ -171,7 +171,7 @@ class GitBatch:
         each for a file that most of them lack, and a request each is a round trip to git."""
         fixed = [resolved(name, self.git_dir) for name in names if "\n" not in name]
         fixed = [name for name in fixed if _FIXED_NAME.fullmatch(name)]
-        for chunk in _within_a_pipe(fixed):
+        for chunk in within_a_pipe(fixed):
             for name, found in zip(chunk, self.read_through(chunk), strict=True):
                 self._kept_objects.keep(name, found)
 
@@ -447,8 +447,8 @@ def _close_all(held: list[GitBatch]) -> None:
     held.clear()
 
 
-def _within_a_pipe(names: Sequence[str]) -> Iterator[list[str]]:
-    """`names` in runs whose request fits READ_THROUGH_BYTES."""
+def within_a_pipe(names: Sequence[str]) -> Iterator[list[str]]:
+    """`names` in runs whose request (a line each) fits READ_THROUGH_BYTES."""
     chunk: list[str] = []
     size = 0
     for name in names:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from feedbackd.core.commitmsg import EVENT_KEY, LogEntry, log_entry
 from feedbackd.core.timeutil import iso_ms
-from feedbackd.edges.git.batch import READ_THROUGH_BYTES, GitBatch
+from feedbackd.edges.git.batch import GitBatch, batch_name, within_a_pipe
 from feedbackd.edges.git.runner import GitRunner, added_files, rel_path, revision
 
 _LONGEST_NAME = 4096  # a path and a revision: far longer than any path in a workspace
@@ -182,19 +182,12 @@ def _groups(names: Sequence[str]) -> Iterator[list[str]]:
     """The names in groups that fit in a pipe at once (READ_THROUGH_BYTES); a name that cannot
     be asked (a line break, or too long to be a path) becomes an empty one, which names
     nothing."""
-    group: list[str] = []
-    size = 0
-    for name in names:
-        length = len(name.encode("utf-8", "surrogateescape")) + 1
-        if "\n" in name or length > _LONGEST_NAME:
-            name, length = "", 1
-        if group and size + length > READ_THROUGH_BYTES:
-            yield group
-            group, size = [], 0
-        group.append(name)
-        size += length
-    if group:
-        yield group
+    return within_a_pipe(
+        [
+            "" if "\n" in name or len(batch_name(name)) + 1 > _LONGEST_NAME else name
+            for name in names
+        ]
+    )
 
 
 def log_records(out: bytes) -> Iterator[tuple[str, str, str, str]]:
