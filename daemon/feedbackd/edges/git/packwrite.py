@@ -31,7 +31,7 @@ _INDEX_MAGIC = b"\377tOc"
 _ID_BYTES = 20
 MERGE_AT = 16  # packs of one size class, before they are merged into one
 # The size classes: a merge reads at most MERGE_AT packs of one class; bigger ones are left.
-_CLASS_LIMITS = (64 << 10, 1 << 20, 16 << 20)
+_CLASS_LIMITS = (64 << 10, 1 << 20)
 # A pack with any of these beside it belongs to a git command's own bookkeeping: left alone.
 _SIDE_FILES = (".keep", ".promisor", ".mtimes", ".bitmap", ".rev")
 
@@ -75,19 +75,20 @@ def unpacked(obj: PackedObject) -> tuple[str, bytes]:
 def write_pack(pack_dir: Path, objects: Iterable[PackedObject], *, durable: bool = False) -> str:
     """Write `objects` (each once) as a pack and its index in `pack_dir`; the pack's name.
     durable: synced to disk before it is named, as a merge needs before it deletes what it
-    merged."""
+    merged. The entries are written as they are, not joined into one more copy of them all."""
     unique = list({obj.oid: obj for obj in objects}.values())
-    body, offsets, offset = [b"PACK" + struct.pack(">II", 2, len(unique))], [], 12
+    header = b"PACK" + struct.pack(">II", 2, len(unique))
+    digest, offsets, offset = hashlib.sha1(header), [], len(header)
     for obj in unique:
-        body.append(obj.entry)
+        digest.update(obj.entry)
         offsets.append(offset)
         offset += len(obj.entry)
-    pack = b"".join(body)
-    checksum = hashlib.sha1(pack).digest()
+    checksum = digest.digest()
     name = f"pack-{checksum.hex()}"
     index = _index(sorted(zip(unique, offsets, strict=True)), checksum)
-    _put(pack_dir, "tmp_pack_", f"{name}.pack", pack + checksum, durable)
-    _put(pack_dir, "tmp_idx_", f"{name}.idx", index, durable)
+    body = [header, *(obj.entry for obj in unique), checksum]
+    _put(pack_dir, "tmp_pack_", f"{name}.pack", body, durable)
+    _put(pack_dir, "tmp_idx_", f"{name}.idx", [index], durable)
     return name
 
 
@@ -108,14 +109,14 @@ def _index(objects: list[tuple[PackedObject, int]], checksum: bytes) -> bytes:
     return index + hashlib.sha1(index).digest()
 
 
-def _put(pack_dir: Path, prefix: str, name: str, content: bytes, durable: bool) -> None:
-    """`content` as `pack_dir/name`, read-only as git makes it: written under a temporary name
-    (one git's own clean-up knows), then renamed."""
+def _put(pack_dir: Path, prefix: str, name: str, parts: list[bytes], durable: bool) -> None:
+    """`parts`, one after the other, as `pack_dir/name`, read-only as git makes it: written
+    under a temporary name (one git's own clean-up knows), then renamed."""
     temporary = pack_dir / f"{prefix}{os.urandom(6).hex()}"
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
     try:
         with os.fdopen(descriptor, "wb", closefd=False) as out:
-            out.write(content)
+            out.writelines(parts)
         if durable:
             os.fsync(descriptor)
     except BaseException:
@@ -128,11 +129,12 @@ def _put(pack_dir: Path, prefix: str, name: str, content: bytes, durable: bool) 
 
 
 def merge_small_packs(pack_dir: Path) -> int:
-    """Merge small packs of whole objects of one size class (under 64 KB, under 1 MB, under
-    16 MB) into one once the class has MERGE_AT of them; how many were merged away. Each merge
-    reads only packs of a size: a commit's packs are merged every MERGE_AT commits, their
-    merged packs every MERGE_AT merges, and so on. A pack is deleted only once the merged pack
-    holding its objects is on disk; a pack that cannot be read, or holds deltas, is left."""
+    """Merge small packs of whole objects of one size class (under 64 KB, under 1 MB) into one
+    once the class has MERGE_AT of them; how many were merged away. Each merge reads only packs
+    of a size: a commit's packs are merged every MERGE_AT commits, their merged packs every
+    MERGE_AT merges (16 MB at most, held in memory); bigger packs are left to git's own
+    maintenance. A pack is deleted only once the merged pack holding its objects is on disk; a
+    pack that cannot be read, or holds deltas, is left."""
     try:
         names = set(os.listdir(pack_dir))
     except FileNotFoundError:
