@@ -489,3 +489,43 @@ def test_a_repository_whose_reads_libgit2_would_answer_otherwise_is_left_to_git(
     assert in_process()
     git(git_repo, "config", "extensions.partialClone", "origin")
     assert not in_process()
+
+
+@pytest.mark.slow
+def test_a_users_gc_and_repack_during_in_process_commits_lose_nothing(git_repo: Path) -> None:
+    """git's own maintenance (gc, an incremental repack) run over and over while decisions are
+    packed and their packs merged: every decision stays on the branch with its file, and git
+    finds the repository whole."""
+    stop, runs, failures = threading.Event(), [0], []
+
+    def maintain() -> None:
+        while not stop.is_set():
+            for args in (["gc", "--quiet"], ["repack", "-d", "-q"]):
+                done = subprocess.run(["git", *args], cwd=git_repo, capture_output=True)
+                if done.returncode != 0 and b"lock" not in done.stderr:
+                    failures.append(done.stderr)
+            runs[0] += 1
+
+    maintenance = threading.Thread(target=maintain, daemon=True)
+    maintenance.start()
+    made: list[str] = []
+    deadline = time.monotonic() + 60
+    try:
+        with GitRepo(git_repo, kept=KeptBatch(), lock_wait_s=20) as repo:
+            # as many decisions as three rounds of maintenance take, and enough to be merged
+            while (len(made) < 3 * MERGE_AT or runs[0] < 3) and time.monotonic() < deadline:
+                rel = f"fb/{len(made):03d}.txt"
+                write(git_repo, rel, f"decision {len(made)}\n")
+                try:  # gc's pack-refs may hold the branch's lock for a moment
+                    made.append(repo.commit_paths([rel], message(), ADA) or "")
+                except GitError as error:
+                    assert "lock" in str(error), error
+    finally:
+        stop.set()
+        maintenance.join(timeout=60)
+    assert failures == [] and runs[0] >= 3, (failures, runs)
+    assert git(git_repo, "rev-list", "HEAD").split()[: len(made)] == made[::-1]
+    for number in range(len(made)):
+        assert git(git_repo, "show", f"HEAD:fb/{number:03d}.txt") == f"decision {number}\n"
+    assert git(git_repo, "fsck", "--strict", "--no-dangling") == ""
+    assert git(git_repo, "status", "--porcelain") == ""
