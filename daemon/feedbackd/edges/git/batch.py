@@ -139,7 +139,7 @@ class GitBatch:
         self._kept_objects = KeptObjects()
         self._native_tried = False
         self._packs_gone = 0  # merged away since the helpers started: they may hold them open
-        self._commits_unlooked = 0  # commits since the packs were last looked at (merge_packs)
+        self._commits_counted = 0  # modulo MERGE_AT: when the packs are listed (merge_packs)
         self._lock = threading.Lock()
 
     def serves(self, work_tree: Path, git_dir: Path) -> bool:
@@ -343,14 +343,13 @@ class GitBatch:
     def merge_packs(self) -> None:
         """Merge the repository's small packs once there are many (packwrite.py). libgit2 and
         git keep every pack they have seen, deleted ones too, and look through all of them for
-        an object they lack: once MERGE_AT * 4 packs have been merged away, both start afresh
+        an object they lack: once _HELPERS_KEEP_PACKS have been merged away, both start afresh
         (a git process; libgit2 reads the user's index again, 50 ms at 100,000 files). libgit2
         keeps at most a few of them open meanwhile (native.py)."""
         with self._lock:
-            # looked at with this process's first commit, then every MERGE_AT: each look
-            # lists the packs
-            self._commits_unlooked = (self._commits_unlooked + 1) % MERGE_AT
-            if self._commits_unlooked != 1:
+            # The packs are listed with this process's first commit, then every MERGE_AT.
+            self._commits_counted = (self._commits_counted + 1) % MERGE_AT
+            if self._commits_counted != 1:
                 return
             try:
                 merged = merge_small_packs(self.git_dir / "objects" / "pack")
