@@ -86,8 +86,10 @@ def test_a_reset_while_an_approval_settles_leaves_the_item_in_one_folder(
         site.move("w", f"{item}.json", "approved")
         wait_for(lambda i=item: committed(site, f"approve(w): {i}"), what=f"{item}'s approval")
     idle(daemon)
-    site.write("w", "d3.json", draft({"title": "new"}))
-    site.move("w", "d3.json", "approved")  # it waits to settle: meanwhile, the reset
+    # saved just now, so that its approval waits the second it takes to settle: meanwhile,
+    # the reset (a file saved a while ago would be decided at once, maybe before it)
+    site.write("w", "d3.json", draft({"title": "new"}), fresh=True)
+    site.move("w", "d3.json", "approved")
     wait_for(lambda: reset(site, "HEAD~1"), what="`git reset --hard HEAD~1` to get the index")
     wait_for(lambda: committed(site, "approve(w): d3"), what="d3's approval")
     queue = site.agent("w") / "queue"
