@@ -33,9 +33,9 @@ from feedbackd.edges.git.packwrite import MERGE_AT, merge_small_packs
 from feedbackd.edges.git.runner import BASE_ENV
 from feedbackd.edges.process import Coprocess, CoprocessGone
 
-# Generous: a helper answers in microseconds, unless the machine is swapping.
 log = logging.getLogger("feedbackd")
 
+# Generous: a helper answers in microseconds, unless the machine is swapping.
 _ANSWER_S = 60.0
 # hash-object answers a line per path; this many paths are sent before their answers are read.
 _PATHS_AT_ONCE = 256

@@ -30,13 +30,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from feedbackd.core.ids import is_utf8
-from feedbackd.edges.git.packwrite import (
-    PackedObject,
-    object_id,
-    packed,
-    unpacked,
-    write_pack,
-)
+from feedbackd.edges.git.packwrite import object_id, packed, write_pack
 
 
 def _on_first_use(name: str) -> ModuleType:
@@ -62,8 +56,8 @@ log = logging.getLogger("feedbackd")
 
 _KINDS = {"blob": "BLOB", "tree": "TREE", "commit": "COMMIT"}  # pygit2.enums.ObjectType's
 _PACKED_FILE_BYTES = 8 << 20  # a bigger file is stored by libgit2 as a file of its own
-# A commit's objects go to disk as one pack up to this size (compressed), else as a file each:
-# a file costs little beside a big object, and big packs would never be merged (packwrite.py).
+# A commit's objects go to disk as one pack up to this size, else as a file each: a file costs
+# little beside a big object, and big packs would never be merged (packwrite.py).
 _PACKED_AT_MOST = 256 << 10
 OPEN_PACKS_AT_MOST = 8  # pack files libgit2 keeps open (the oldest used is closed first)
 # Attributes whose effect on a stored file libgit2 does not reproduce: a filter driver is a
@@ -90,9 +84,9 @@ class NativeStore:
     def __init__(self, repo: pygit2.Repository) -> None:
         self._repo: pygit2.Repository | None = repo
         self._lock = threading.Lock()
-        # Stored since the last write, by id: a commit's objects go to disk as one pack when
-        # HEAD is to move to it (packwrite.py), or before anything reads them.
-        self._pending: dict[str, PackedObject] = {}
+        # Stored since the last write, by id (kind, content): a commit's objects go to disk as
+        # one pack when HEAD is to move to it (packwrite.py), or before anything reads them.
+        self._pending: dict[str, tuple[str, bytes]] = {}
         self._packs = Path(repo.path, "objects", "pack")
         self._attribute_flags = _attribute_flags()
 
@@ -168,9 +162,8 @@ class NativeStore:
             return self._keep(kind, content)
 
     def _keep(self, kind: str, content: bytes) -> str:
-        obj = packed(kind, content)
-        sha = obj.oid.hex()
-        self._pending[sha] = obj
+        sha = object_id(kind, content)
+        self._pending[sha] = (kind, content)
         return sha
 
     def write_pending(self) -> list[tuple[str, bytes]]:
@@ -186,10 +179,10 @@ class NativeStore:
         pending, self._pending = list(self._pending.values()), {}
         if not pending:
             return []
-        if one_by_one and sum(len(obj.entry) for obj in pending) > _PACKED_AT_MOST:
+        if one_by_one and sum(len(content) for _, content in pending) > _PACKED_AT_MOST:
             return self._written_one_by_one(pending)  # a big folder's tree: see _PACKED_AT_MOST
         try:
-            write_pack(self._packs, pending)
+            write_pack(self._packs, [packed(kind, content) for kind, content in pending])
         except OSError as error:
             if not one_by_one:
                 raise
@@ -197,10 +190,9 @@ class NativeStore:
             return self._written_one_by_one(pending)
         return []
 
-    def _written_one_by_one(self, pending: list[PackedObject]) -> list[tuple[str, bytes]]:
+    def _written_one_by_one(self, pending: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
         left = []
-        for obj in pending:
-            kind, content = unpacked(obj)
+        for kind, content in pending:
             try:
                 self._open().odb.write(getattr(pygit2.enums.ObjectType, _KINDS[kind]), content)
             except (pygit2.GitError, OSError, NotHere):

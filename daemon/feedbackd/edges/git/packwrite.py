@@ -63,15 +63,6 @@ def packed(kind: str, content: bytes) -> PackedObject:
     return PackedObject(bytes.fromhex(object_id(kind, content)), entry, zlib.crc32(entry))
 
 
-def unpacked(obj: PackedObject) -> tuple[str, bytes]:
-    """The kind and content of a whole object's pack entry (packed, read back)."""
-    number, position = (obj.entry[0] >> 4) & 0x07, 0
-    while obj.entry[position] & 0x80:
-        position += 1
-    kinds = {value: kind for kind, value in _KIND_NUMBERS.items()}
-    return kinds[number], zlib.decompress(obj.entry[position + 1 :])
-
-
 def write_pack(pack_dir: Path, objects: Iterable[PackedObject], *, durable: bool = False) -> str:
     """Write `objects` (each once) as a pack and its index in `pack_dir`; the pack's name.
     durable: synced to disk before it is named, as a merge needs before it deletes what it
@@ -188,30 +179,46 @@ def _size_classes(pack_dir: Path, names: set[str]) -> list[list[Path]]:
 def read_whole_objects(pack: Path) -> list[PackedObject] | None:
     """The objects of a pack, as entries to copy into another; None when it holds a delta
     (which names other objects by offset or id) or an offset past 2 GB. ValueError when the
-    pack or its index is not what its checksums say."""
+    pack or its index is not what its checksums say, or not a version 2 pack and index."""
     content, index = pack.read_bytes(), pack.with_suffix(".idx").read_bytes()
     checksum = content[-_ID_BYTES:]
-    if hashlib.sha1(content[:-_ID_BYTES]).digest() != checksum or not index.startswith(
-        _INDEX_MAGIC + struct.pack(">I", 2)
+    header = _INDEX_MAGIC + struct.pack(">I", 2)
+    fan_out_end = len(header) + 256 * 4
+    if (
+        len(content) < 12 + _ID_BYTES
+        or hashlib.sha1(content[:-_ID_BYTES]).digest() != checksum
+        or len(index) < fan_out_end + 2 * _ID_BYTES
+        or hashlib.sha1(index[:-_ID_BYTES]).digest() != index[-_ID_BYTES:]
+        or not index.startswith(header)
     ):
         raise ValueError(f"{pack.name} is damaged, or not a version 2 pack")
-    count = struct.unpack_from(">I", index, 8 + 255 * 4)[0]
-    ids_at = 8 + 256 * 4
-    crcs_at = ids_at + count * _ID_BYTES
+    count = struct.unpack_from(">I", index, fan_out_end - 4)[0]
+    crcs_at = fan_out_end + count * _ID_BYTES
     offsets_at = crcs_at + count * 4
-    if index[offsets_at + count * 4 : offsets_at + count * 4 + _ID_BYTES] != checksum:
+    if len(index) != offsets_at + count * 4 + 2 * _ID_BYTES or index[-40:-20] != checksum:
         raise ValueError(f"{pack.name} is not the pack its index was made for")
     offsets = struct.unpack_from(f">{count}I", index, offsets_at)
     if any(offset & 0x80000000 for offset in offsets):
         return None
-    ends = dict(zip(sorted(offsets), [*sorted(offsets)[1:], len(content) - _ID_BYTES], strict=True))
+    return _entries(pack, content, index, offsets)
+
+
+def _entries(
+    pack: Path, content: bytes, index: bytes, offsets: tuple[int, ...]
+) -> list[PackedObject] | None:
+    """The pack's entries at `offsets` (in the index's order), each checked by its CRC."""
+    count, fan_out_end = len(offsets), len(_INDEX_MAGIC) + 4 + 256 * 4
+    starts = sorted(offsets)
+    ends = dict(zip(starts, [*starts[1:], len(content) - _ID_BYTES], strict=True))
     objects = []
     for number, offset in enumerate(offsets):
         entry = content[offset : ends[offset]]
+        crc = struct.unpack_from(">I", index, fan_out_end + count * _ID_BYTES + number * 4)[0]
+        if offset < 12 or not entry or zlib.crc32(entry) != crc:
+            raise ValueError(f"{pack.name}: an object is not where its index says")
         if (entry[0] >> 4) & 0x07 in _DELTA_KINDS:
             return None
-        oid = index[ids_at + number * _ID_BYTES : ids_at + (number + 1) * _ID_BYTES]
-        crc = struct.unpack_from(">I", index, crcs_at + number * 4)[0]
+        oid = index[fan_out_end + number * _ID_BYTES : fan_out_end + (number + 1) * _ID_BYTES]
         objects.append(PackedObject(oid, entry, crc))
     return objects
 

@@ -13,6 +13,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import Person
@@ -94,9 +95,22 @@ def tree_body(entries: Mapping[bytes, Entry]) -> bytes:
 
 def tree_id(entries: Mapping[bytes, Entry], id_size: int) -> str:
     """The id git gives a tree of these entries."""
-    body = tree_body(entries)
+    return _body_id(tree_body(entries), id_size)
+
+
+def _body_id(body: bytes, id_size: int) -> str:
+    """The id git gives a tree whose content is `body`."""
     digest = hashlib.sha1 if id_size == 20 else hashlib.sha256
     return digest(b"tree %d\0" % len(body) + body).hexdigest()
+
+
+class _NewTree(NamedTuple):
+    """A tree an edit made: its id, entries and content (made once: a big folder's tree takes
+    milliseconds to lay out)."""
+
+    sha: str
+    entries: dict[bytes, Entry]
+    body: bytes
 
 
 def _id_size(changes: Changes) -> int:
@@ -154,31 +168,31 @@ class TreeEditor:
         answers must be the ids worked out.
         """
         size = len(tree) // 2 if tree else _id_size(changes)
-        new: list[tuple[str, dict[bytes, Entry]]] = []
+        new: list[_NewTree] = []
         edited = self._edit(tree, changes, size, new)
-        stored = self._store([entries for _, entries in new])
-        if stored != [sha for sha, _ in new]:
+        stored = self._store(new)
+        if stored != [made.sha for made in new]:
             raise GitError(
                 "git stored the new trees under other ids than feedbackd worked out",
                 hint="nothing was committed; please report this with `git --version`",
             )
-        for sha, entries in new:  # kept as written: the next change starts from these trees
-            self._keep(sha, entries)
+        for made in new:  # kept as written: the next change starts from these trees
+            self._keep(made.sha, made.entries)
         return edited
 
-    def _store(self, trees: list[dict[bytes, Entry]]) -> list[str]:
+    def _store(self, trees: list[_NewTree]) -> list[str]:
         native = self._batch.native() if self._in_process else None
         if native is not None:
             with contextlib.suppress(NotHere):  # git's mktree stores them, or says why
-                return [native.store("tree", tree_body(entries)) for entries in trees]
-        return self._batch.store_trees([tree_listing(entries) for entries in trees])
+                return [native.store("tree", made.body) for made in trees]
+        return self._batch.store_trees([tree_listing(made.entries) for made in trees])
 
     def _edit(
         self,
         tree: str | None,
         changes: Changes,
         size: int,
-        new: list[tuple[str, dict[bytes, Entry]]],
+        new: list[_NewTree],
     ) -> str | None:
         """`edit` without storing: the new trees go to `new`, each after its subfolders."""
         entries = dict(self.read_tree(tree)) if tree is not None else {}
@@ -203,9 +217,9 @@ class TreeEditor:
             return tree
         if not entries:
             return None
-        sha = tree_id(entries, size)
-        new.append((sha, entries))
-        return sha
+        body = tree_body(entries)
+        new.append(_NewTree(_body_id(body, size), entries, body))
+        return new[-1].sha
 
     def read_tree(self, tree: str) -> Mapping[bytes, Entry]:
         """The entries of `tree` (read once, then kept: do not change them)."""

@@ -125,12 +125,8 @@ class IndexUpdate:
         commit did): a file whose state changed from the start of the update to now may have
         been read as no commit holds it, so its entry is dropped (reset would read its blob)
         and set from the commit, before the index takes the user's index's place."""
-        now = {rel: _state(self._index.git.work_tree / rel) for rel in self._rels}
-        changed = [
-            rel
-            for rel in self._rels
-            if self._before.get(rel) != stored.get(rel) or now[rel] != stored.get(rel)
-        ]
+        work_tree = self._index.git.work_tree
+        changed = _changed_since(work_tree, self._rels, stored, self._before)
         if not changed:
             return []
         return [
@@ -190,8 +186,7 @@ class UserIndex:
     ) -> None:
         """Entries of files that changed since they were stored (update-index may have read
         them as they are now) set from commit `new`."""
-        now = {rel: _state(self._git.work_tree / rel) for rel in rels}
-        changed = [rel for rel in rels if now[rel] != stored.get(rel)]
+        changed = _changed_since(self._git.work_tree, rels, stored)
         if changed:
             self._reset(new, changed, locked)
 
@@ -247,6 +242,22 @@ def _left_by_the_dead(path: Path) -> bool:
     except (PermissionError, OverflowError):
         return False
     return int(found.group(1)) == os.getpid()  # this process's own: none is running now
+
+
+def _changed_since(
+    work_tree: Path,
+    rels: Sequence[str],
+    stored: Mapping[str, FileState | None],
+    before: Mapping[str, FileState | None] | None = None,
+) -> list[str]:
+    """The files of `rels` whose state now, or `before` (an update's start), is not the one
+    their commit stored."""
+    return [
+        rel
+        for rel in rels
+        if _state(work_tree / rel) != stored.get(rel)
+        or (before is not None and before.get(rel) != stored.get(rel))
+    ]
 
 
 def _state(path: Path) -> FileState | None:
