@@ -22,6 +22,7 @@ from types import TracebackType
 
 from feedbackd.core.errors import DiskFull, Locked, WorkspaceError
 from feedbackd.edges.files import NO_SPACE
+from feedbackd.edges.process import pid_alive
 
 DAEMON_LOCK = "daemon.lock"
 WRITE_LOCK = "write.lock"
@@ -113,19 +114,6 @@ def _probe(path: Path) -> tuple[bool, int | None]:
         return True, _read_pid(fd)
     finally:
         os.close(fd)
-
-
-def pid_alive(pid: int) -> bool:
-    """True when a process with this pid exists (even one owned by another user)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class WriteLock:

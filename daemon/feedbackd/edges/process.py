@@ -86,14 +86,22 @@ class StartedProcess:
         except OSError as exc:
             self._process, self._failure = None, _start_failure(argv[0], exc)
 
-    def finish(self) -> ProcessResult:
+    def finish(self, timeout: float | None = None) -> ProcessResult:
         """Wait for the process to end, and read its output (a process that writes more than
-        a pipe holds waits until then)."""
+        a pipe holds waits until then); at `timeout`, it and its group are killed."""
         if self._process is None:
             return ProcessResult(self._failure)
-        out, err = self._process.communicate()
+        try:
+            out, err = self._process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(self._process)
+            return ProcessResult(f"timed out after {timeout:g}s", timed_out=True)
         code = self._process.returncode
         return ProcessResult(_exit_reason(code) if code else "", code, out, err)
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
 
 
 @dataclass(frozen=True)
@@ -295,3 +303,16 @@ class Coprocess:
         said = self._stderr.decode("utf-8", errors="replace").strip().splitlines()
         reason = f"{self._name} {what}" + (f": {said[-1]}" if said else "")
         raise CoprocessGone(reason)
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process with this pid exists (even one owned by another user)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

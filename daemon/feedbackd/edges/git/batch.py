@@ -29,8 +29,8 @@ from typing import NamedTuple, TypeVar, cast
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git.headfile import resolved
 from feedbackd.edges.git.native import NativeStore, NotHere
-from feedbackd.edges.git.packwrite import MERGE_AT, merge_small_packs
 from feedbackd.edges.git.runner import BASE_ENV
+from feedbackd.edges.git.upkeep import PackUpkeep
 from feedbackd.edges.process import Coprocess, CoprocessGone
 
 log = logging.getLogger("feedbackd")
@@ -54,7 +54,9 @@ COMMIT_FILE_PREFIX = "feedbackd-commit-"
 _BATCH_NUMBERS = itertools.count(1)
 # A name that only ever names one object: a commit's id, alone or with a path below it.
 _FIXED_NAME = re.compile(r"[0-9a-f]{40}(?::.*)?", re.DOTALL)
-_HELPERS_KEEP_PACKS = 64  # packs merged away before libgit2 and the helpers start again
+# git's repacks (upkeep.py) before libgit2 and the helpers start again: each keeps the packs it
+# has seen, deleted ones too, and looks through them all for an object it lacks.
+_HELPERS_KEEP_REPACKS = 4
 _KEPT_BYTES = 4 << 20  # a few big trees (an approved/ of 20,000 files is 1 MB)
 # None of them ever takes `.git/index.lock`: edges/git/locks.py counts no such command, whichever
 # feedbackd process (the daemon, the web server) runs it, as a holder of a lock.
@@ -138,8 +140,8 @@ class GitBatch:
         self._native: NativeStore | None = None
         self._kept_objects = KeptObjects()
         self._native_tried = False
-        self._packs_gone = 0  # merged away since the helpers started: they may hold them open
-        self._commits_counted = 0  # modulo MERGE_AT: when the packs are listed (merge_packs)
+        self._upkeep = PackUpkeep(work_tree, git_dir, executable, self._env)
+        self._repacks_seen = 0  # since the helpers started: they may hold the old packs open
         self._lock = threading.Lock()
 
     def serves(self, work_tree: Path, git_dir: Path) -> bool:
@@ -266,6 +268,7 @@ class GitBatch:
 
     def close(self) -> None:
         with self._lock:
+            self._upkeep.close()
             self._close_native()
             for helper in self._helpers.values():
                 helper.close()
@@ -334,31 +337,22 @@ class GitBatch:
 
     def _start_afresh(self) -> None:
         """The helpers and libgit2 are started again on their next use."""
-        self._packs_gone = 0
+        self._repacks_seen = 0
         self._close_native()
         for helper in self._helpers.values():
             helper.close()
         self._helpers.clear()
 
-    def merge_packs(self) -> None:
-        """Merge the repository's small packs once there are many (packwrite.py). libgit2 and
-        git keep every pack they have seen, deleted ones too, and look through all of them for
-        an object they lack: once _HELPERS_KEEP_PACKS have been merged away, both start afresh
-        (a git process; libgit2 reads the user's index again, 50 ms at 100,000 files). libgit2
-        keeps at most a few of them open meanwhile (native.py)."""
+    def after_commit(self) -> None:
+        """Once a commit is made: git's repack of the small packs, started now and then
+        (upkeep.py). libgit2 and the helpers start afresh after a few repacks (a git process;
+        libgit2 reads the user's index again, 50 ms at 100,000 files); libgit2 keeps at most a
+        few of the packs it has seen open meanwhile (native.py)."""
         with self._lock:
-            # The packs are listed with this process's first commit, then every MERGE_AT.
-            self._commits_counted = (self._commits_counted + 1) % MERGE_AT
-            if self._commits_counted != 1:
-                return
-            try:
-                merged = merge_small_packs(self.git_dir / "objects" / "pack")
-            except (OSError, ValueError) as error:  # the packs stay as they are
-                log.warning("could not merge the small packs of %s: %s", self.git_dir, error)
-                return
-            self._packs_gone += merged
-            if self._packs_gone >= _HELPERS_KEEP_PACKS:
-                self._start_afresh()
+            if self._upkeep.after_commit():
+                self._repacks_seen += 1
+                if self._repacks_seen >= _HELPERS_KEEP_REPACKS:
+                    self._start_afresh()
 
 
 def _settings_stamp(work_tree: Path, git_dir: Path) -> Mapping[str, tuple[int, int, int]]:

@@ -48,6 +48,7 @@ _COMMIT_ATTEMPTS = 3
 # its lock, and one that read it lagging would take the committed files for untracked ones.
 INDEX_ONCE_BYTES = 4 << 20  # about 40,000 files
 _SETTLE_WAIT_S = 5.0
+_REF_LOCK_WAIT_S = 1.0  # git waits 0.1 s for a ref's lock, 1 s for packed-refs'
 _DATES = frozenset({"GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"})
 _LINK_MODE = b"120000"
 # git's modes of the entries a work tree holds as files, and the permissions git gives them
@@ -317,7 +318,7 @@ class CommitWriter:
             held.waiting = _joined(held.waiting, rels, change)
         else:
             update.finish(new, change.seen if change.files_only else None)
-        self._batch.merge_packs()  # every few commits, once HEAD and the index are done
+        self._batch.after_commit()  # git's repack now and then, once HEAD and the index are done
         return new
 
     def _made(
@@ -437,8 +438,17 @@ class CommitWriter:
 
     def _move_head(self, new: str, old: str | None, message: str) -> None:
         """Point HEAD at `new` if it still is `old`; HeadMoved when someone moved it."""
-        reflog = "feedbackd: " + message.strip().split("\n", 1)[0]
         native = self._native
+        try:
+            self._move_head_to(native, new, old, message)
+        finally:
+            if native is not None:
+                native.release_packs()  # on the branch now, or never: git may repack them
+
+    def _move_head_to(
+        self, native: NativeStore | None, new: str, old: str | None, message: str
+    ) -> None:
+        reflog = "feedbackd: " + message.strip().split("\n", 1)[0]
         _write_objects(native, self._git)
         if native is not None and _moved_in_process(native, new, old, reflog):
             return
@@ -550,7 +560,7 @@ def _moved_in_process(native: NativeStore, new: str, old: str | None, reflog: st
     """HEAD moved from `old` to `new` by libgit2 (see NativeStore.move_head); False when it
     leaves the move to git. HeadMoved, or GitError when a git command holds the ref's lock."""
     try:
-        native.move_head(new, old, reflog)
+        _move_when_free(native, new, old, reflog)
     except RefMoved as moved:
         raise HeadMoved(
             f"HEAD moved while committing ({moved})",
@@ -564,6 +574,23 @@ def _moved_in_process(native: NativeStore, new: str, old: str | None, reflog: st
         log.debug("HEAD is moved by git: %s", why)
         return False
     return True
+
+
+def _move_when_free(native: NativeStore, new: str, old: str | None, reflog: str) -> None:
+    """native.move_head, tried again for a moment while a git command holds the ref's lock, as
+    git's own ref updates do (`core.filesRefLockTimeout`): `git gc` packing the refs holds it
+    for milliseconds, and a decision that gave up then would wait for the next pass."""
+    deadline = time.monotonic() + _REF_LOCK_WAIT_S
+    pause = 0.001
+    while True:
+        try:
+            native.move_head(new, old, reflog)
+            return
+        except RefLocked:
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _lstat(path: Path) -> os.stat_result | None:

@@ -30,7 +30,13 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from feedbackd.core.ids import is_utf8
-from feedbackd.edges.git.packwrite import object_id, packed, write_pack
+from feedbackd.edges.git.packwrite import (
+    clear_stale_keeps,
+    object_id,
+    packed,
+    release,
+    write_pack,
+)
 
 
 def _on_first_use(name: str) -> ModuleType:
@@ -57,7 +63,7 @@ log = logging.getLogger("feedbackd")
 _KINDS = {"blob": "BLOB", "tree": "TREE", "commit": "COMMIT"}  # pygit2.enums.ObjectType's
 _PACKED_FILE_BYTES = 8 << 20  # a bigger file is stored by libgit2 as a file of its own
 # A commit's objects go to disk as one pack up to this size, else as a file each: a file costs
-# little beside a big object, and big packs would never be merged (packwrite.py).
+# little beside a big object, and git's repacks would only copy a big pack again.
 _PACKED_AT_MOST = 256 << 10
 OPEN_PACKS_AT_MOST = 8  # pack files libgit2 keeps open (the oldest used is closed first)
 # Attributes whose effect on a stored file libgit2 does not reproduce: a filter driver is a
@@ -88,6 +94,7 @@ class NativeStore:
         # one pack when HEAD is to move to it (packwrite.py), or before anything reads them.
         self._pending: dict[str, tuple[str, bytes]] = {}
         self._packs = Path(repo.path, "objects", "pack")
+        self._kept: list[str] = []  # packs written whose `.keep` waits for HEAD (release_packs)
         self._attribute_flags = _attribute_flags()
 
     @classmethod
@@ -95,7 +102,7 @@ class NativeStore:
         """The repository at `work_tree` with its git folder `git_dir`; None when libgit2 cannot
         open it, or sees another repository or object format there than git does."""
         # A pack file open at a time for each of a commit's few recent packs, not one for each
-        # pack made since the last merge (packwrite.py)
+        # pack made since git last repacked them
         pygit2.settings.mwindow_file_limit = OPEN_PACKS_AT_MOST
         try:
             repo = pygit2.Repository(str(work_tree), pygit2.enums.RepositoryOpenFlag.NO_SEARCH)
@@ -117,6 +124,8 @@ class NativeStore:
             log.debug("git objects go through git: libgit2 sees %s, format %s", seen, format_)
             repo.free()
             return None
+        for name in clear_stale_keeps(Path(repo.path, "objects", "pack")):
+            log.info("a pack left held by a feedbackd that stopped is given back to git: %s", name)
         return cls(repo)
 
     def read(self, name: str) -> tuple[str, str, bytes] | None:
@@ -182,7 +191,9 @@ class NativeStore:
         if one_by_one and sum(len(content) for _, content in pending) > _PACKED_AT_MOST:
             return self._written_one_by_one(pending)  # a big folder's tree: see _PACKED_AT_MOST
         try:
-            write_pack(self._packs, [packed(kind, content) for kind, content in pending])
+            self._kept.append(
+                write_pack(self._packs, [packed(kind, content) for kind, content in pending])
+            )
         except OSError as error:
             if not one_by_one:
                 raise
@@ -207,6 +218,17 @@ class NativeStore:
             self._keep(kind, content)
         if left:
             raise NotHere("libgit2 could not store a commit's objects")
+
+    def release_packs(self) -> None:
+        """Let git's repacks take the packs written since the last release: HEAD now names
+        their commit, or never will (packwrite.py)."""
+        with self._lock:
+            self._release_packs()
+
+    def _release_packs(self) -> None:
+        kept, self._kept = self._kept, []
+        for name in kept:
+            release(self._packs, name)
 
     def move_head(self, new: str, old: str | None, message: str) -> None:
         """Point HEAD's branch (HEAD itself when detached) at `new` if it still is `old` (None:
@@ -258,6 +280,7 @@ class NativeStore:
                 # missing part (a commit whose objects are missing is refused a move of HEAD).
                 with contextlib.suppress(OSError):
                     self._write_pending(one_by_one=False)
+                self._release_packs()
                 self._repo.free()
                 self._repo = None
 

@@ -1,4 +1,4 @@
-"""A commit's objects written as one pack file, and small packs merged into one.
+"""A commit's objects written as one pack file, kept from git's repacks until HEAD names it.
 
 A loose object is a file of its own, and on ext4 making a file is most of what storing a small
 object costs (0.3–0.6 ms, more just after many files were deleted). A decision stores about a
@@ -8,10 +8,15 @@ store four; as one pack and its index they are two files: 0.8 ms instead of 7 ms
 The format is git's own (gitformat-pack(5)): a version 2 pack of whole objects (no deltas) and a
 version 2 index, each written under a temporary name and renamed, the pack before its index (git
 finds packs by their index). Git and libgit2 look for new packs when an object is not in those
-they know, so a git process started before the pack finds its objects. So that decisions do not
-leave a pack each for git to look through (git's own `gc --auto` repacks everything once there
-are 50), every MERGE_AT packs of one size are merged into one (merge_small_packs). SHA-1
-repositories only: the in-process path leaves others to git (native.py).
+they know, so a git process started before the pack finds its objects.
+
+Until HEAD names its commit, nothing reaches a new pack's objects, and a user's `git repack -a
+-d` (or `gc`) that starts in that moment would delete the pack with the packs it replaces. So a
+pack is written the way `git fetch` writes one: its `.keep` file first, which every repack
+leaves alone, removed once the commit is on the branch (release). A `.keep` left by a process
+that died is removed by the next one (clear_stale_keeps). feedbackd never merges or deletes a
+pack itself: git's own `repack --geometric` does (edges/git/upkeep.py). SHA-1 repositories only:
+the in-process path leaves others to git (native.py).
 """
 
 from __future__ import annotations
@@ -19,21 +24,20 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import socket
 import struct
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from feedbackd.edges.process import pid_alive
+
 _KIND_NUMBERS = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
-_DELTA_KINDS = (6, 7)  # ofs-delta, ref-delta: only whole objects are merged
 _INDEX_MAGIC = b"\377tOc"
-_ID_BYTES = 20
-MERGE_AT = 16  # packs of one size class, before they are merged into one
-# The size classes: a merge reads at most MERGE_AT packs of one class; bigger ones are left.
-_CLASS_LIMITS = (64 << 10, 1 << 20)
-# A pack with any of these beside it belongs to a git command's own bookkeeping: left alone.
-_SIDE_FILES = (".keep", ".promisor", ".mtimes", ".bitmap", ".rev")
+# A `.keep` file's first word, then the pid and host of the process that holds it (`git fetch`
+# writes `fetch-pack <pid> on <host>`): what tells a keep of ours that outlived its process.
+KEEP_WORD = "feedbackd"
 
 
 class PackedObject(NamedTuple):
@@ -63,10 +67,10 @@ def packed(kind: str, content: bytes) -> PackedObject:
     return PackedObject(bytes.fromhex(object_id(kind, content)), entry, zlib.crc32(entry))
 
 
-def write_pack(pack_dir: Path, objects: Iterable[PackedObject], *, durable: bool = False) -> str:
-    """Write `objects` (each once) as a pack and its index in `pack_dir`; the pack's name.
-    durable: synced to disk before it is named, as a merge needs before it deletes what it
-    merged. The entries are written as they are, not joined into one more copy of them all."""
+def write_pack(pack_dir: Path, objects: Iterable[PackedObject]) -> str:
+    """Write `objects` (each once) as a pack and its index in `pack_dir`, with a `.keep` file
+    written before either, so that no repack deletes the pack until release(name); the pack's
+    name. The entries are written as they are, not joined into one more copy of them all."""
     unique = list({obj.oid: obj for obj in objects}.values())
     header = b"PACK" + struct.pack(">II", 2, len(unique))
     digest, offsets, offset = hashlib.sha1(header), [], len(header)
@@ -78,9 +82,50 @@ def write_pack(pack_dir: Path, objects: Iterable[PackedObject], *, durable: bool
     name = f"pack-{checksum.hex()}"
     index = _index(sorted(zip(unique, offsets, strict=True)), checksum)
     body = [header, *(obj.entry for obj in unique), checksum]
-    _put(pack_dir, "tmp_pack_", f"{name}.pack", body, durable)
-    _put(pack_dir, "tmp_idx_", f"{name}.idx", [index], durable)
+    keep, pack = pack_dir / f"{name}.keep", pack_dir / f"{name}.pack"
+    already_there = pack.exists()  # the same objects packed before: that pack stays, whatever
+    keep.write_text(f"{KEEP_WORD} {os.getpid()} on {socket.gethostname()}\n")
+    try:
+        _put(pack_dir, "tmp_pack_", pack.name, body)
+        _put(pack_dir, "tmp_idx_", f"{name}.idx", [index])
+    except BaseException:
+        if not already_there:
+            pack.unlink(missing_ok=True)  # no pack without its index for git to trip on
+        keep.unlink(missing_ok=True)
+        raise
     return name
+
+
+def release(pack_dir: Path, name: str) -> None:
+    """Let git's repacks take the pack `name` (write_pack) from now on: HEAD reaches it, or
+    nothing ever will."""
+    with contextlib.suppress(FileNotFoundError):
+        (pack_dir / f"{name}.keep").unlink()
+
+
+def clear_stale_keeps(pack_dir: Path) -> list[str]:
+    """Remove the `.keep` files a feedbackd process on this machine left when it died between a
+    pack and its commit (a `kill -9`): git would never repack those packs. The packs freed."""
+    freed = []
+    host = socket.gethostname()
+    with contextlib.suppress(OSError):  # no pack folder, or not one: nothing of ours there
+        for entry in os.scandir(pack_dir):
+            if entry.name.endswith(".keep") and _keeper_gone(Path(entry.path), host):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    freed.append(entry.name.removesuffix(".keep"))
+    return freed
+
+
+def _keeper_gone(keep: Path, host: str) -> bool:
+    """Whether `keep` is one of ours whose process no longer runs on this machine."""
+    try:
+        words = keep.read_text(encoding="utf-8", errors="replace").split()
+    except OSError:
+        return False
+    if len(words) != 4 or words[0] != KEEP_WORD or words[2:] != ["on", host]:
+        return False
+    return words[1].isdigit() and not pid_alive(int(words[1]))
 
 
 def _index(objects: list[tuple[PackedObject, int]], checksum: bytes) -> bytes:
@@ -100,7 +145,7 @@ def _index(objects: list[tuple[PackedObject, int]], checksum: bytes) -> bytes:
     return index + hashlib.sha1(index).digest()
 
 
-def _put(pack_dir: Path, prefix: str, name: str, parts: list[bytes], durable: bool) -> None:
+def _put(pack_dir: Path, prefix: str, name: str, parts: list[bytes]) -> None:
     """`parts`, one after the other, as `pack_dir/name`, read-only as git makes it: written
     under a temporary name (one git's own clean-up knows), then renamed."""
     temporary = pack_dir / f"{prefix}{os.urandom(6).hex()}"
@@ -108,8 +153,6 @@ def _put(pack_dir: Path, prefix: str, name: str, parts: list[bytes], durable: bo
     try:
         with os.fdopen(descriptor, "wb", closefd=False) as out:
             out.writelines(parts)
-        if durable:
-            os.fsync(descriptor)
     except BaseException:
         os.close(descriptor)
         with contextlib.suppress(OSError):
@@ -117,117 +160,3 @@ def _put(pack_dir: Path, prefix: str, name: str, parts: list[bytes], durable: bo
         raise
     os.close(descriptor)
     os.rename(temporary, pack_dir / name)
-
-
-def merge_small_packs(pack_dir: Path) -> int:
-    """Merge small packs of whole objects of one size class (under 64 KB, under 1 MB) into one
-    once the class has MERGE_AT of them; how many were merged away. Each merge reads only packs
-    of a size: a commit's packs are merged every MERGE_AT commits, their merged packs every
-    MERGE_AT merges (16 MB at most, held in memory); bigger packs are left to git's own
-    maintenance. A pack is deleted only once the merged pack holding its objects is on disk; a
-    pack that cannot be read, or holds deltas, is left."""
-    try:
-        names = set(os.listdir(pack_dir))
-    except FileNotFoundError:
-        return 0
-    if "multi-pack-index" in names:
-        return 0  # git's own maintenance looks after this repository's packs
-    for packs in _size_classes(pack_dir, names):
-        if len(packs) >= MERGE_AT:
-            return _merged(pack_dir, packs)
-    return 0
-
-
-def _merged(pack_dir: Path, packs: list[Path]) -> int:
-    merged: dict[Path, list[PackedObject]] = {}
-    for pack in packs:
-        with contextlib.suppress(OSError, ValueError):
-            found = read_whole_objects(pack)
-            if found is not None:
-                merged[pack] = found
-    if len(merged) < 2:
-        return 0
-    write_pack(pack_dir, (obj for objects in merged.values() for obj in objects), durable=True)
-    _synced(pack_dir)
-    for pack in merged:  # the index first: git no longer looks for the pack
-        with contextlib.suppress(FileNotFoundError):
-            pack.with_suffix(".idx").unlink()
-        with contextlib.suppress(FileNotFoundError):
-            pack.unlink()
-    return len(merged)
-
-
-def _size_classes(pack_dir: Path, names: set[str]) -> list[list[Path]]:
-    """The packs that may be merged, by size class: each class holds packs up to 16 times
-    bigger than the one before."""
-    classes: list[list[Path]] = [[] for _ in _CLASS_LIMITS]
-    for name in sorted(names):
-        stem = name.removesuffix(".pack")
-        if stem == name or not stem.startswith("pack-") or f"{stem}.idx" not in names:
-            continue
-        if any(f"{stem}{side}" in names for side in _SIDE_FILES):
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            size = (pack_dir / name).stat().st_size
-            for number, limit in enumerate(_CLASS_LIMITS):
-                if size < limit:
-                    classes[number].append(pack_dir / name)
-                    break
-    return classes
-
-
-def read_whole_objects(pack: Path) -> list[PackedObject] | None:
-    """The objects of a pack, as entries to copy into another; None when it holds a delta
-    (which names other objects by offset or id) or an offset past 2 GB. ValueError when the
-    pack or its index is not what its checksums say, or not a version 2 pack and index."""
-    content, index = pack.read_bytes(), pack.with_suffix(".idx").read_bytes()
-    checksum = content[-_ID_BYTES:]
-    header = _INDEX_MAGIC + struct.pack(">I", 2)
-    fan_out_end = len(header) + 256 * 4
-    if (
-        len(content) < 12 + _ID_BYTES
-        or hashlib.sha1(content[:-_ID_BYTES]).digest() != checksum
-        or len(index) < fan_out_end + 2 * _ID_BYTES
-        or hashlib.sha1(index[:-_ID_BYTES]).digest() != index[-_ID_BYTES:]
-        or not index.startswith(header)
-    ):
-        raise ValueError(f"{pack.name} is damaged, or not a version 2 pack")
-    count = struct.unpack_from(">I", index, fan_out_end - 4)[0]
-    crcs_at = fan_out_end + count * _ID_BYTES
-    offsets_at = crcs_at + count * 4
-    if len(index) != offsets_at + count * 4 + 2 * _ID_BYTES or index[-40:-20] != checksum:
-        raise ValueError(f"{pack.name} is not the pack its index was made for")
-    offsets = struct.unpack_from(f">{count}I", index, offsets_at)
-    if any(offset & 0x80000000 for offset in offsets):
-        return None
-    return _entries(pack, content, index, offsets)
-
-
-def _entries(
-    pack: Path, content: bytes, index: bytes, offsets: tuple[int, ...]
-) -> list[PackedObject] | None:
-    """The pack's entries at `offsets` (in the index's order), each checked by its CRC."""
-    count, fan_out_end = len(offsets), len(_INDEX_MAGIC) + 4 + 256 * 4
-    starts = sorted(offsets)
-    ends = dict(zip(starts, [*starts[1:], len(content) - _ID_BYTES], strict=True))
-    objects = []
-    for number, offset in enumerate(offsets):
-        entry = content[offset : ends[offset]]
-        crc = struct.unpack_from(">I", index, fan_out_end + count * _ID_BYTES + number * 4)[0]
-        if offset < 12 or not entry or zlib.crc32(entry) != crc:
-            raise ValueError(f"{pack.name}: an object is not where its index says")
-        if (entry[0] >> 4) & 0x07 in _DELTA_KINDS:
-            return None
-        oid = index[fan_out_end + number * _ID_BYTES : fan_out_end + (number + 1) * _ID_BYTES]
-        objects.append(PackedObject(oid, entry, crc))
-    return objects
-
-
-def _synced(folder: Path) -> None:
-    """The folder's entries (the merged pack's names) on disk."""
-    with contextlib.suppress(OSError):
-        descriptor = os.open(folder, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
