@@ -22,10 +22,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from feedbackd.core.errors import GitError
+from feedbackd.core.errors import GitError, RepositoryDamaged
 from feedbackd.core.people import Person
 from feedbackd.edges.files import TMP_SUFFIX, FileState, make_folders
 from feedbackd.edges.git.batch import GitBatch, GitObject
+from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.locks import UsersGit, holding_index_lock
 from feedbackd.edges.git.native import NativeStore, NotHere, RefLocked, RefMoved
 from feedbackd.edges.git.runner import (
@@ -360,16 +361,29 @@ class CommitWriter:
             return None
         found = self._batch.read(commit)
         if found is None or found.kind != "commit":
-            raise GitError(f"the repository has no commit {commit}", hint="run `git fsck`")
+            raise RepositoryDamaged(f"the repository lacks commit {commit}, which HEAD names")
         return found.content.split(b"\n", 1)[0].removeprefix(b"tree ").decode()
 
     def _head_and_tree(self) -> tuple[str | None, str | None]:
-        """HEAD and its tree, read afresh; (None, None) before a first commit."""
+        """HEAD and its tree, read afresh; (None, None) before a first commit.
+        RepositoryDamaged when HEAD names a commit the repository lacks: a commit made then
+        would start a history of its own on top of the damage."""
         head = self._batch.read("HEAD")
         if head is None or head.kind != "commit":
+            named = head_commit(self._git.git_dir) or self._named_head()
+            if named:
+                raise RepositoryDamaged(
+                    f"HEAD names {named[:12]}, which the repository lacks or cannot read"
+                )
             return None, None
         first_line = head.content.split(b"\n", 1)[0]  # a commit starts `tree <sha>`
         return head.sha, first_line.removeprefix(b"tree ").decode()
+
+    def _named_head(self) -> str:
+        """The commit id HEAD's branch holds (packed, or in a linked worktree), whether or not
+        the repository has that commit; "" before a first commit."""
+        status, out, _ = self._git.exec(["rev-parse", "-q", "--verify", "HEAD"])
+        return out.decode().strip() if status == 0 else ""
 
     def _commit_tree(self, tree: str, head: str | None, message: str, author: Person) -> str:
         parents = [head] if head else []

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from feedbackd.core.errors import RepositoryDamaged
 from feedbackd.core.ids import is_utf8
 from feedbackd.edges.git.packwrite import (
     clear_stale_keeps,
@@ -137,11 +138,15 @@ class NativeStore:
         with self._lock:
             if name[:40] in self._pending:  # HEAD and the trees on disk name none of them
                 self._write_pending_or_leave_to_git()
+            repo = self._open()
             try:
-                found = self._open().revparse_single(name)
+                found = repo.revparse_single(name)
             except (KeyError, ValueError, pygit2.InvalidSpecError):
+                _named_by_a_tree(repo, name)
                 return None
             except pygit2.GitError as error:
+                if "object not found" in str(error):
+                    raise RepositoryDamaged(f"cannot read {name}: {error}") from error
                 raise NotHere(f"libgit2 could not read {name}: {error}") from error
             return str(found.id), found.type_str, found.read_raw()
 
@@ -283,6 +288,20 @@ class NativeStore:
                 self._release_packs()
                 self._repo.free()
                 self._repo = None
+
+
+def _named_by_a_tree(repo: pygit2.Repository, name: str) -> None:
+    """RepositoryDamaged when `name` (`<commit>:<path>`) names nothing because the object its
+    tree names at that path is missing: git answers both alike ("missing"), and a pass that
+    took a lost ledger for one never committed would commit it again on top of the damage."""
+    commit, colon, path = name.partition(":")
+    if not colon or not path:
+        return
+    try:
+        entry = repo.revparse_single(commit).peel(pygit2.Tree)[path]
+    except (KeyError, ValueError, pygit2.GitError):
+        return  # no such path (or no such commit: reads of HEAD say so themselves)
+    raise RepositoryDamaged(f"{commit[:12]}:{path} names {entry.id}, which the repository lacks")
 
 
 def _attribute_flags() -> pygit2.enums.AttrCheck:

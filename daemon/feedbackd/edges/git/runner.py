@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from feedbackd.core.commitmsg import one_line
-from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.core.errors import GitError, RepositoryDamaged, WorkspaceError
 from feedbackd.core.people import Person
 from feedbackd.edges.process import StartedProcess, run_process
 
@@ -29,6 +29,14 @@ BASE_ENV = {
     "LC_ALL": "C",
 }
 _LOCK_BUSY_MARKERS = ("index.lock': File exists", "index.lock: File exists")
+# How git says that an object it needs is missing or unreadable (a damaged repository), as
+# opposed to a name that names nothing: each names the object, or HEAD.
+_DAMAGE = re.compile(
+    r"Could not read [0-9a-f]{7,}|unable to read (?:tree |sha1 file of .*?)?[0-9a-f]{7,}"
+    r"|bad object (?:HEAD|[0-9a-f]{7,})|object corrupt or missing|is corrupt"
+    r"|missing (?:blob|tree|commit) (?:object )?[0-9a-f]{7,}|inflate: data stream error"
+    r"|packfile .* cannot be accessed|unable to parse commit [0-9a-f]{7,}"
+)
 
 
 class IndexLockBusy(GitError):
@@ -69,6 +77,10 @@ def _output(args: Sequence[str], status: int, out: bytes, err: str) -> bytes:
         return out
     if any(marker in err for marker in _LOCK_BUSY_MARKERS):
         raise IndexLockBusy(first_line(err), hint=hint_for(err))
+    command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
+    damage = _DAMAGE.search(err)
+    if damage is not None:
+        raise RepositoryDamaged(f"git {command} failed: {_line_with(err, damage.start())}")
     command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
     raise GitError(
         f"git {command} failed: {first_line(err) or f'exit status {status}'}",
@@ -254,6 +266,13 @@ def identity_env(role: str, person: Person) -> dict[str, str]:
 
 
 # --- git's complaints ----------------------------------------------------------------------------
+def _line_with(text: str, at: int) -> str:
+    """The line of `text` that holds position `at`."""
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text[start : end if end >= 0 else len(text)].strip()
+
+
 def first_line(error: object) -> str:
     for line in str(error).splitlines():
         if line.strip():

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from feedbackd.core.errors import GitError
+from feedbackd.core.errors import GitError, RepositoryDamaged
 from feedbackd.core.people import Person
 from feedbackd.edges.git.batch import GitBatch
 from feedbackd.edges.git.native import NotHere
@@ -229,7 +229,7 @@ class TreeEditor:
             return entries
         found = self._batch.read(tree)
         if found is None or found.kind != "tree":
-            raise GitError(f"the repository has no tree {tree}", hint="run `git fsck`")
+            raise RepositoryDamaged(f"the repository lacks tree {tree}, which a commit names")
         entries = parse_tree(found.content, id_size=len(tree) // 2)
         self._keep(tree, entries)
         return entries

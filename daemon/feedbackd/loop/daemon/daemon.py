@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
 
-from feedbackd.core.errors import FeedbackdError, KeptChanging
+from feedbackd.core.errors import FeedbackdError, KeptChanging, RepositoryDamaged
 from feedbackd.edges.allocator import release_free_memory
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids
@@ -36,6 +36,7 @@ from feedbackd.loop.commits.ledgers import CommittedLedgers
 from feedbackd.loop.commits.locking import clean_leftovers, clear_stale_git_locks, write_lock
 from feedbackd.loop.curation.webhouse import queue_file, with_queue_agents
 from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
+from feedbackd.loop.daemon.health import RepositoryHealth
 from feedbackd.loop.daemon.recorded import Recorded
 from feedbackd.loop.daemon.statusfile import PassTimes, Progress, write_status
 from feedbackd.loop.daemon.syncthread import SyncThread
@@ -141,6 +142,7 @@ class Daemon:
         self.syncer = Syncer(runtime)
         self.sync = SyncThread(self.syncer, self.wakeup)
         self.ledgers = CommittedLedgers()  # the decision ledgers this daemon committed
+        self.health = RepositoryHealth()
         self.catch_up: CatchUp | None = None
         self.memory_to_release = False  # a pass ran since freed memory was last given back
         self.exit_code = 0
@@ -221,6 +223,7 @@ class Daemon:
 
     def _reload(self) -> None:
         self.reload_requested = False
+        self.health.look_now()  # a repository repaired: recording resumes without a restart
         self.notifier.reloading()
         old_data, old_queue = self.runtime.workspace.data, queue_file(self.runtime)
         try:
@@ -281,6 +284,7 @@ class Daemon:
             self.heartbeat.seconds_until_due(now),
             self.watching.seconds_until_restart(now),
             self.sync.seconds_until_due(now_wall),
+            self.health.seconds_until_check(now),
         ]
         return max(0.01, min(wait for wait in waits if wait is not None))
 
@@ -289,6 +293,8 @@ class Daemon:
             self.dirty.mark(key)
         if self.full_pass.due():
             self.dirty.everything = True
+        if self.health.damage is not None and self.health.whole_again(self.runtime):
+            self.dirty.everything = True  # what waited while nothing was recorded
 
     def _keep_going(self) -> bool:
         self.heartbeat.beat()
@@ -299,6 +305,8 @@ class Daemon:
         started = time.monotonic()
         self.memory_to_release = True
         everything, inbox, agents = self.dirty.take()
+        if self.health.damage is not None:
+            return  # nothing is recorded on a damaged history; a full pass follows its repair
         if everything:
             self.full_pass.started()
             chosen = self._agents_on_disk()
@@ -310,7 +318,7 @@ class Daemon:
             self._after(RATINGS, give_way)
         lookups = shared_lookups(self.runtime, chosen, everything)
         for done, agent in enumerate(chosen, start=1):
-            if not self._keep_going():
+            if not self._keep_going() or self.health.damage is not None:
                 break
             self._pass_agent(agent, lookups)
             if self.catch_up is not None:
@@ -377,6 +385,10 @@ class Daemon:
                 if state.failures and self.runtime.git_enabled:
                     clear_stale_git_locks(self.runtime)  # left by a git that was killed?
                 report = work()
+        except RepositoryDamaged as error:
+            self.health.damaged(error.message)
+            self.book.failed(key, str(error))
+            return
         except FeedbackdError as error:
             fault = not isinstance(error, KeptChanging)
             self.book.failed(key, str(error), disk_full=out_of_space(error), fault=fault)
@@ -411,7 +423,7 @@ class Daemon:
 
     # --- reporting ----------------------------------------------------------------------------
     def _problems(self) -> list[str]:
-        lines: list[str] = [self.config_problem] if self.config_problem else []
+        lines = [line for line in (self.health.problem_line(), self.config_problem) if line]
         lines += self.book.problem_lines()
         sync_problem = problem_line(self.syncer.status())
         return lines + ([sync_problem] if sync_problem else [])
