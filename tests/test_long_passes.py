@@ -30,7 +30,8 @@ from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft, settling_in
 
 # The git commands that grow with the decisions (edges/git/commit.py); anything else is reading.
-COMMIT_COMMANDS = ("update-ref", "update-index")
+# (and git's repack of the packs commits leave, started now and then: edges/git/upkeep.py)
+COMMIT_COMMANDS = ("update-ref", "update-index", "repack")
 
 
 def cloned_site(root: Path, approvals: int, agents: int = 1) -> Site:

@@ -365,25 +365,14 @@ class CommitWriter:
         return found.content.split(b"\n", 1)[0].removeprefix(b"tree ").decode()
 
     def _head_and_tree(self) -> tuple[str | None, str | None]:
-        """HEAD and its tree, read afresh; (None, None) before a first commit.
-        RepositoryDamaged when HEAD names a commit the repository lacks: a commit made then
-        would start a history of its own on top of the damage."""
+        """HEAD and its tree, read afresh; (None, None) before a first commit (RepositoryDamaged
+        when HEAD names a commit the repository lacks)."""
         head = self._batch.read("HEAD")
         if head is None or head.kind != "commit":
-            named = head_commit(self._git.git_dir) or self._named_head()
-            if named:
-                raise RepositoryDamaged(
-                    f"HEAD names {named[:12]}, which the repository lacks or cannot read"
-                )
+            _refuse_a_lost_head(self._git)
             return None, None
         first_line = head.content.split(b"\n", 1)[0]  # a commit starts `tree <sha>`
         return head.sha, first_line.removeprefix(b"tree ").decode()
-
-    def _named_head(self) -> str:
-        """The commit id HEAD's branch holds (packed, or in a linked worktree), whether or not
-        the repository has that commit; "" before a first commit."""
-        status, out, _ = self._git.exec(["rev-parse", "-q", "--verify", "HEAD"])
-        return out.decode().strip() if status == 0 else ""
 
     def _commit_tree(self, tree: str, head: str | None, message: str, author: Person) -> str:
         parents = [head] if head else []
@@ -454,30 +443,10 @@ class CommitWriter:
         """Point HEAD at `new` if it still is `old`; HeadMoved when someone moved it."""
         native = self._native
         try:
-            self._move_head_to(native, new, old, message)
+            _move_head(self._git, native, new, old, message)
         finally:
             if native is not None:
                 native.release_packs()  # on the branch now, or never: git may repack them
-
-    def _move_head_to(
-        self, native: NativeStore | None, new: str, old: str | None, message: str
-    ) -> None:
-        reflog = "feedbackd: " + message.strip().split("\n", 1)[0]
-        _write_objects(native, self._git)
-        if native is not None and _moved_in_process(native, new, old, reflog):
-            return
-        expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
-        args = ["update-ref", "-m", reflog, "HEAD", new, expected]
-        status, _, err = self._git.exec(args)
-        if status == 0:
-            return
-        if ".lock" in err:
-            hint = hint_for(err)
-            raise GitError(f"could not move HEAD to the new commit: {first_line(err)}", hint=hint)
-        raise HeadMoved(
-            f"HEAD moved while committing ({first_line(err)})",
-            hint="nothing was committed; the change is planned again",
-        )
 
     def update_user_index(
         self, new: str, rels: list[str], change: WorkTreeChange | None = None
@@ -568,6 +537,41 @@ def _write_objects(native: NativeStore | None, git: GitRunner) -> None:
     or through git where that failed (a full disk), which then says why."""
     for kind, content in native.write_pending() if native is not None else []:
         git.run(["hash-object", "-w", "--no-filters", "-t", kind, "--stdin"], stdin=content)
+
+
+def _move_head(
+    git: GitRunner, native: NativeStore | None, new: str, old: str | None, message: str
+) -> None:
+    """CommitWriter._move_head, its objects on disk first: in this process, else by git."""
+    reflog = "feedbackd: " + message.strip().split("\n", 1)[0]
+    _write_objects(native, git)
+    if native is not None and _moved_in_process(native, new, old, reflog):
+        return
+    expected = old or "0" * len(new)  # all zeros: HEAD's branch must not exist yet
+    status, _, err = git.exec(["update-ref", "-m", reflog, "HEAD", new, expected])
+    if status == 0:
+        return
+    if ".lock" in err:
+        hint = hint_for(err)
+        raise GitError(f"could not move HEAD to the new commit: {first_line(err)}", hint=hint)
+    raise HeadMoved(
+        f"HEAD moved while committing ({first_line(err)})",
+        hint="nothing was committed; the change is planned again",
+    )
+
+
+def _refuse_a_lost_head(git: GitRunner) -> None:
+    """RepositoryDamaged when HEAD's branch names a commit (in its loose ref file, else as git
+    resolves it, packed) that the repository lacks or cannot read: a commit made then would
+    start a history of its own on top of the damage. Before a first commit, nothing."""
+    named = head_commit(git.git_dir)
+    if named is None:
+        status, out, _ = git.exec(["rev-parse", "-q", "--verify", "HEAD"])
+        named = out.decode().strip() if status == 0 else None
+    if named:
+        raise RepositoryDamaged(
+            f"HEAD names {named[:12]}, which the repository lacks or cannot read"
+        )
 
 
 def _moved_in_process(native: NativeStore, new: str, old: str | None, reflog: str) -> bool:

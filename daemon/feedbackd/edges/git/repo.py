@@ -57,7 +57,7 @@ from feedbackd.edges.git.runner import (
 
 log = logging.getLogger("feedbackd")
 
-__all__ = ["GitRepo", "HeadMoved", "Held"]
+__all__ = ["GitRepo", "HeadMoved", "Held", "damage_in"]
 
 _LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
 
@@ -361,18 +361,6 @@ class GitRepo:
         spec = [revision(until), *([f"^{revision(since)}"] if since else [])]
         return int(self._git.run(["rev-list", "--count", *spec]).decode().strip() or 0)
 
-    def damage(self) -> str | None:
-        """What `git fsck` finds missing or broken among the objects the refs, the index and
-        the reflogs reach (their connections only, not each object's bytes: seconds on a big
-        site, not minutes); None when the repository is whole."""
-        status, out, err = self._git.exec(
-            ["fsck", "--connectivity-only", "--no-dangling", "--no-progress"], timeout=600
-        )
-        if status == 0:
-            return None
-        found = [line for line in (out.decode("utf-8", "replace") + err).splitlines() if line]
-        return "; ".join(found[:3]) or f"git fsck exited {status}"
-
     # --- the parts behind the door ---------------------------------------------------------------
     @property
     def remote(self) -> GitRemote:
@@ -511,3 +499,17 @@ def _folders(root: Path) -> tuple[Path, Path]:
             hint="run `feedbackd init` there, or set git.enabled: false",
         )
     return Path(lines[0]), root
+
+
+def damage_in(root: Path) -> str | None:
+    """What `git fsck` finds missing or broken among the objects that the refs, the index and
+    the reflogs of the repository at `root` reach (their connections, not each object's bytes:
+    seconds on a big site, not minutes); None when the repository is whole."""
+    git_dir, work_tree = _folders(root)
+    git = GitRunner(work_tree, git_dir, executable=_executable())
+    args = ["fsck", "--connectivity-only", "--no-dangling", "--no-progress"]
+    status, out, err = git.exec(args, timeout=600)
+    if status == 0:
+        return None
+    found = [line for line in (out.decode("utf-8", "replace") + err).splitlines() if line]
+    return "; ".join(found[:3]) or f"git fsck exited {status}"

@@ -14,7 +14,7 @@ import logging
 import time
 
 from feedbackd.core.errors import DAMAGE_HINT, FeedbackdError
-from feedbackd.loop.commits.repo import open_repo
+from feedbackd.edges.git.repo import damage_in
 from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
@@ -55,8 +55,7 @@ class RepositoryHealth:
         if time.monotonic() < self._check_at:
             return False
         try:
-            with open_repo(runtime) as repo:
-                still = repo.damage() if repo is not None else None
+            still = damage_in(runtime.workspace.root) if runtime.git_enabled else None
         except FeedbackdError as error:
             still = str(error)
         if still is not None:
