@@ -99,10 +99,6 @@ class StartedProcess:
         code = self._process.returncode
         return ProcessResult(_exit_reason(code) if code else "", code, out, err)
 
-    @property
-    def running(self) -> bool:
-        return self._process is not None and self._process.poll() is None
-
 
 @dataclass(frozen=True)
 class CommandResult:

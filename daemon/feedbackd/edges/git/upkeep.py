@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -28,11 +29,14 @@ REPACK_AT = 24  # packs in the repository before a repack: well under git's 50
 # only once this many more have come: never a repack per commit.
 REPACK_EVERY = 16
 REPACK = ("repack", "-d", "-q", "--geometric=2")
-_STOP_WAIT_S = 10.0  # at close, a repack left running this long is stopped (nothing is lost)
+_STOP_WAIT_S = 10.0  # at close, how long a running repack is waited for
+_REPACK_MAX_S = 600.0  # a repack still running then is stopped: nothing is lost
 
 
 class PackUpkeep:
-    """When to repack, and the repack running now, for one repository."""
+    """When to repack, and the repack running now, for one repository. A thread of its own
+    waits for each repack, so that one that ends while the daemon is idle is collected then,
+    not left a zombie until the next commit."""
 
     def __init__(
         self, work_tree: Path, git_dir: Path, executable: str, env: Mapping[str, str]
@@ -42,7 +46,7 @@ class PackUpkeep:
         self._executable = executable
         self._env = dict(env)
         self._start_at = REPACK_AT
-        self._running: StartedProcess | None = None
+        self._running: threading.Thread | None = None
 
     def after_commit(self) -> bool:
         """Start a repack once the repository holds enough packs (unless one still runs);
@@ -50,10 +54,21 @@ class PackUpkeep:
         (libgit2, the helpers) may start afresh."""
         finished = self._collect()
         if self._running is None and self._packs() >= self._start_at:
-            self._running = StartedProcess(
+            started = StartedProcess(
                 [self._executable, *REPACK], cwd=self._work_tree, env=self._env
             )
+            self._running = threading.Thread(
+                target=self._wait_for, args=(started,), name="git repack", daemon=True
+            )
+            self._running.start()
         return finished
+
+    def _wait_for(self, started: StartedProcess) -> None:
+        done = started.finish(_REPACK_MAX_S)
+        self._start_at = max(REPACK_AT, self._packs() + REPACK_EVERY)
+        if done.reason:
+            err = done.stderr.decode("utf-8", errors="replace").strip()
+            log.warning("git repack failed (%s); the packs stay as they are", err or done.reason)
 
     def _packs(self) -> int:
         try:
@@ -61,20 +76,20 @@ class PackUpkeep:
         except OSError:
             return 0
 
-    def _collect(self, timeout: float | None = 0) -> bool:
-        """Whether the running repack has ended (waited for up to `timeout`, None: no wait)."""
+    def _collect(self, timeout: float = 0) -> bool:
+        """Whether the repack started last has ended (waited for up to `timeout`)."""
         running = self._running
-        if running is None or (timeout == 0 and running.running):
+        if running is None:
+            return False
+        running.join(timeout)
+        if running.is_alive():
             return False
         self._running = None
-        done = running.finish(timeout or None)
-        self._start_at = max(REPACK_AT, self._packs() + REPACK_EVERY)
-        if done.reason:
-            err = done.stderr.decode("utf-8", errors="replace").strip()
-            log.warning("git repack failed (%s); the packs stay as they are", err or done.reason)
         return True
 
     def close(self) -> None:
-        """Wait a little for a running repack, then stop it: an interrupted repack leaves its
-        temporary files, which git's next repack or gc removes, and deletes nothing."""
-        self._collect(_STOP_WAIT_S)
+        """Wait a little for a running repack; one that goes on ends by itself (an interrupted
+        repack leaves temporary files that git's next repack or gc removes, and deletes
+        nothing that the pack it was writing does not hold)."""
+        if not self._collect(_STOP_WAIT_S) and self._running is not None:
+            log.info("git repack still runs; it ends by itself")

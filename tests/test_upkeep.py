@@ -1,0 +1,72 @@
+"""git's own repack of the packs decisions leave (edges/git/upkeep.py): started once packs pile
+up, never for a few, leaving kept packs (a commit still being made) alone, losing nothing, and
+collected by its own thread the moment it ends (no zombie git child while the daemon idles)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from feedbackd.edges.git.packwrite import object_id, packed, release, write_pack
+from feedbackd.edges.git.runner import BASE_ENV
+from feedbackd.edges.git.upkeep import REPACK_AT, PackUpkeep
+from tests.conftest import git
+from tests.daemon_kit import wait_for
+
+
+def packs(repo: Path) -> list[Path]:
+    return sorted((repo / ".git" / "objects" / "pack").glob("*.pack"))
+
+
+def decision_packs(repo: Path, count: int) -> list[str]:
+    """`count` packs of one blob each, released as a commit releases them; the blobs' ids."""
+    pack_dir = repo / ".git" / "objects" / "pack"
+    ids = []
+    for number in range(count):
+        content = f"decision {number}\n".encode()
+        release(pack_dir, write_pack(pack_dir, [packed("blob", content)]))
+        ids.append(object_id("blob", content))
+    return ids
+
+
+def upkeep_of(repo: Path) -> PackUpkeep:
+    return PackUpkeep(repo, repo / ".git", "git", {**BASE_ENV, "GIT_DIR": str(repo / ".git")})
+
+
+def zombie_children() -> list[int]:
+    """This process's children that have ended but were never waited for."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] == "Z" and int(fields[1]) == os.getpid():
+                found.append(int(entry))
+    return found
+
+
+def test_a_few_packs_are_left_as_they_are(git_repo: Path) -> None:
+    decision_packs(git_repo, REPACK_AT - 2)
+    upkeep = upkeep_of(git_repo)
+    assert upkeep.after_commit() is False
+    upkeep.close()
+    assert len(packs(git_repo)) == REPACK_AT - 2
+
+
+def test_many_packs_are_rolled_up_by_git_and_a_kept_one_is_left(git_repo: Path) -> None:
+    ids = decision_packs(git_repo, REPACK_AT)
+    pack_dir = git_repo / ".git" / "objects" / "pack"
+    in_the_making = b"a decision whose commit is still being made\n"
+    kept = write_pack(pack_dir, [packed("blob", in_the_making)])
+    upkeep = upkeep_of(git_repo)
+    upkeep.after_commit()  # starts git's repack in the background
+    wait_for(lambda: len(packs(git_repo)) <= 3, what="git's repack")
+    # ended while nothing else happens (the daemon idle): collected all the same
+    wait_for(lambda: zombie_children() == [], what="the ended repack to be collected")
+    wait_for(upkeep.after_commit, what="the repack to count as ended")
+    upkeep.close()
+    assert (pack_dir / f"{kept}.pack").exists()
+    for sha in [*ids, object_id("blob", in_the_making)]:
+        git(git_repo, "cat-file", "-e", sha)  # unreachable, and still there
