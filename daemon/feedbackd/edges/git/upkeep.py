@@ -28,7 +28,8 @@ REPACK_AT = 24  # packs in the repository before a repack: well under git's 50
 # A repository whose packs git leaves many (kept ones, a long progression) is repacked again
 # only once this many more have come: never a repack per commit.
 REPACK_EVERY = 16
-REPACK = ("repack", "-d", "-q", "--geometric=2")
+# (no bitmap: git refuses one with an incremental repack, whatever the settings ask)
+REPACK = ("repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index")
 _STOP_WAIT_S = 10.0  # at close, how long a running repack is waited for
 _REPACK_MAX_S = 600.0  # a repack still running then is stopped: nothing is lost
 
