@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.edges.git.userindex import LAGGING_MARK
 from feedbackd.loop.daemon.statusfile import read_status, write_status
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
 from tests.workspace_kit import Site, draft
@@ -57,8 +58,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
-def _fill(folder: Path) -> Path:
-    """Fill the file system with one file until it is full; the file."""
+def _fill(folder: Path, leave: int = 0) -> Path:
+    """Fill the file system with one file until it is full, then give `leave` bytes back;
+    the file."""
     filler = folder / "filler.bin"
     fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
@@ -66,11 +68,12 @@ def _fill(folder: Path) -> Path:
             with contextlib.suppress(OSError):
                 while True:
                     os.write(fd, b"\0" * size)
+        os.ftruncate(fd, max(0, os.fstat(fd).st_size - leave))
     finally:
         os.close(fd)
     probe = folder / "probe"
     with pytest.raises(OSError) as full:
-        probe.write_bytes(b"x" * 8192)
+        probe.write_bytes(b"x" * (leave + 8192))
     assert full.value.errno == errno.ENOSPC
     probe.unlink(missing_ok=True)
     return filler
@@ -183,3 +186,116 @@ def test_the_ratings_index_on_a_full_disk_is_kept_and_the_error_says_so(small_di
         store.has_transaction("6f1c2a9e-3b4d-4c5e-8f70-999999999999")
     assert full.value.errno == errno.ENOSPC
     assert index.read_bytes() == kept  # not deleted as if it were damaged
+
+
+# --- the git index left behind the commits ---------------------------------------------------
+# Left free on the disk: room for feedbackd's lock files, none for an index of BIG_INDEX_FILES
+# entries (git writes a new index whole, then renames it over the old one).
+ROOM_WITHOUT_AN_INDEX = 64 * 1024
+BIG_INDEX_FILES = 1500
+
+
+def _with_a_big_index(site: Site) -> None:
+    """Empty files tracked under long names (no room taken on a tmpfs, one blob): the index
+    outgrows ROOM_WITHOUT_AN_INDEX."""
+    folder = site.root / "notes"
+    folder.mkdir()
+    for number in range(BIG_INDEX_FILES):
+        (folder / f"{number:05d}-{'n' * 100}.txt").touch()
+    site.git("add", "notes")
+    site.git("commit", "-q", "-m", "notes")
+    assert (site.root / ".git" / "index").stat().st_size > 2 * ROOM_WITHOUT_AN_INDEX
+
+
+def _approved_with_the_index_behind(site: Site) -> str:
+    """q1 approved and committed, its index entries left as they were before that commit,
+    with the mark an index update that failed leaves (userindex._lagging); HEAD."""
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.write("a1", "q2.json", draft({"title": "Other"}))
+    site.reconcile()
+    site.move("a1", "q1.json", "approved")
+    site.reconcile()
+    assert committed(site, "approve(a1): q1")
+    changed = site.git("diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD").split()
+    site.git("reset", "-q", "HEAD~1", "--", *changed)
+    (site.root / ".git" / LAGGING_MARK).touch()
+    assert "_data/agents/a1/approved/q1.json" in _behind(site)
+    return site.git("rev-parse", "HEAD")
+
+
+def _behind(site: Site) -> list[str]:
+    """The paths under _data whose index entries differ from HEAD."""
+    return site.git(
+        "diff", "--cached", "--name-only", "--no-renames", "HEAD", "--", "_data"
+    ).split()
+
+
+def test_an_index_left_behind_is_healed_once_space_is_back(small_disk: Path) -> None:
+    """The heal fails while the disk is full (git cannot write a new index): the index is
+    marked lagging still, and the next writer once space is freed brings it in line, so that
+    the user's next `git commit` does not take the approval back."""
+    site = Site(small_disk)
+    _with_a_big_index(site)
+    head = _approved_with_the_index_behind(site)
+    filler = _fill(small_disk, leave=ROOM_WITHOUT_AN_INDEX)
+    site.cli("run", "--once")  # the heal cannot write the index
+    assert "_data/agents/a1/approved/q1.json" in _behind(site)
+    assert (site.root / ".git" / LAGGING_MARK).exists()
+    filler.unlink()
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert _behind(site) == []
+    assert site.git("status", "--porcelain", "--", "_data") == ""
+    assert not (site.root / ".git" / LAGGING_MARK).exists()
+    assert site.git("rev-parse", "HEAD") == head  # nothing was committed again
+
+
+def test_an_index_behind_many_later_commits_is_healed(tmp_path: Path) -> None:
+    """While heals fail (the disk full), passes go on committing: the heal that succeeds at
+    last looks at every commit made since the index fell behind, not at the last twenty."""
+    site = Site(tmp_path / "ws")
+    _approved_with_the_index_behind(site)
+    for number in range(25):  # passes that took no write lock, so tried no heal
+        site.write("a2", f"d{number}.json", draft({"title": f"Draft {number}"}))
+        site.reconcile()
+    assert "_data/agents/a1/approved/q1.json" in _behind(site)
+    done = site.cli("run", "--once")
+    assert done.returncode == 0, done.stderr
+    assert _behind(site) == []
+    assert not (site.root / ".git" / LAGGING_MARK).exists()
+
+
+@pytest.mark.slow
+def test_the_daemon_heals_an_index_left_behind_soon_after_space_is_freed(
+    small_disk: Path,
+) -> None:
+    """A daemon whose heal failed (at its start here) tries again by itself, with nothing else
+    to do, and says meanwhile in `status` that the index lags."""
+    site = Site(small_disk)
+    _with_a_big_index(site)
+    _approved_with_the_index_behind(site)
+    filler = _fill(small_disk, leave=ROOM_WITHOUT_AN_INDEX)
+    listener = NotifyListener(small_disk.parent)
+    daemon = DaemonProcess(site, listener)
+    try:
+        daemon.wait_ready()
+        wait_for(
+            lambda: "git index" in " ".join(status_json(site)["problems"]),
+            what="status to say the git index lags",
+        )
+        assert "_data/agents/a1/approved/q1.json" in _behind(site)
+        filler.unlink()
+        wait_for(
+            lambda: not _behind(site),
+            SOON_AFTER_SPACE_S,
+            "the index healed, soon after space was freed",
+        )
+        assert not (site.root / ".git" / LAGGING_MARK).exists()
+        wait_for(
+            lambda: "git index" not in " ".join(status_json(site)["problems"]),
+            what="the problem to leave status",
+        )
+        assert daemon.proc.poll() is None, daemon.log()
+    finally:
+        daemon.close()
+        listener.close()

@@ -36,6 +36,8 @@ def atomic_write_bytes(
 
 
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+# How the system, and git where it words it itself (an index it cannot write), say so.
+NO_SPACE_WORDS = ("No space left on device", "Disk quota exceeded", "Out of diskspace")
 
 
 def write_in_reserved_room(path: Path, data: bytes, room: int) -> None:
