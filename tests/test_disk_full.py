@@ -299,3 +299,47 @@ def test_the_daemon_heals_an_index_left_behind_soon_after_space_is_freed(
     finally:
         daemon.close()
         listener.close()
+
+
+def test_doctor_reports_an_index_left_behind_and_how_to_heal_it(tmp_path: Path) -> None:
+    """A `git commit` of the user's would undo the decisions the index lags behind: doctor says
+    so (and changes nothing); once healed it finds no problem."""
+    site = Site(tmp_path / "ws")
+    _approved_with_the_index_behind(site)
+    index = (site.root / ".git" / "index").read_bytes()
+    done = site.cli("doctor", "--json")
+    assert done.returncode == 1, done.stdout
+    report = json.loads(done.stdout)
+    [problem] = report["problems"]
+    assert set(problem) == {"path", "message", "hint"}
+    assert problem["path"] == ".git/index"
+    assert "lags behind feedbackd's commits" in problem["message"]
+    assert "_data/agents/a1/approved/q1.json" in problem["message"]
+    assert "`feedbackd run --once`" in problem["hint"]
+    assert "git reset -q HEAD -- _data/agents/a1/approved/q1.json" in problem["hint"]
+    assert (site.root / ".git" / "index").read_bytes() == index
+    assert (site.root / ".git" / LAGGING_MARK).exists()
+    human = site.cli("doctor")
+    assert human.returncode == 1 and "lags behind feedbackd's commits" in human.stdout
+
+    assert site.cli("run", "--once").returncode == 0
+    done = site.cli("doctor", "--json")
+    assert done.returncode == 0, done.stdout
+    assert json.loads(done.stdout)["problems"] == []
+
+
+def test_doctor_reports_an_index_left_behind_with_no_mark(tmp_path: Path) -> None:
+    """An index left behind by an earlier version, which lost the mark: doctor still finds
+    it among the paths of the last commits, and gives the git command that heals it."""
+    site = Site(tmp_path / "ws")
+    _approved_with_the_index_behind(site)
+    (site.root / ".git" / LAGGING_MARK).unlink()
+    done = site.cli("doctor", "--json")
+    assert done.returncode == 1, done.stdout
+    [problem] = json.loads(done.stdout)["problems"]
+    assert problem["path"] == ".git/index"
+    command = problem["hint"].split("`")[1]
+    assert command.startswith("git reset -q HEAD -- ")
+    subprocess.run(command, shell=True, cwd=site.root, check=True)
+    assert _behind(site) == []
+    assert site.cli("doctor").returncode == 0

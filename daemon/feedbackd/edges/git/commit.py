@@ -37,7 +37,7 @@ from feedbackd.edges.git.runner import (
     rel_path,
 )
 from feedbackd.edges.git.tree import TREE_MODE, Entry, TreeEditor, commit_object, split_path
-from feedbackd.edges.git.userindex import UserIndex, heal_lagging_index
+from feedbackd.edges.git.userindex import UserIndex, heal_lagging_index, lagging_paths
 
 log = logging.getLogger("feedbackd")
 
@@ -466,6 +466,10 @@ class CommitWriter:
         """Bring index entries that lag behind recent commits back in line; the paths fixed
         (heal_lagging_index)."""
         return heal_lagging_index(self._git, self._batch, self._clear_index_lock, depth)
+
+    def index_behind(self, depth: int = 20) -> list[str]:
+        """The paths heal_index would bring in line now; changes nothing (lagging_paths)."""
+        return lagging_paths(self._git, self._batch, depth, self._git.rev("HEAD"))
 
 
 def _write_new(path: Path, within: Path, mode: bytes, blob: GitObject) -> bool:

@@ -328,6 +328,11 @@ class GitRepo:
         CommitWriter.heal_index); the paths fixed."""
         return self._commits.heal_index(depth)
 
+    def index_behind(self, depth: int = 20) -> list[str]:
+        """The paths whose index entries still show feedbackd's recent commits undone (a `git
+        commit` now would undo them), which heal_index brings in line; changes nothing."""
+        return self._commits.index_behind(depth)
+
     def operation_in_progress(self) -> str | None:
         """`rebase`, `merge`, `cherry-pick` or `revert` while the user is in the middle of one."""
         return operation_in_progress(self._git_dir)
