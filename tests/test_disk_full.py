@@ -19,9 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.core.errors import FeedbackdError
 from feedbackd.edges.git.userindex import LAGGING_MARK
 from feedbackd.loop.daemon.statusfile import read_status, write_status
+from feedbackd.loop.reconcile import reconcile_all
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
+from tests.web_kit import serving
 from tests.workspace_kit import Site, draft
 
 # Well below the daemon's longest backoff (60 s): the approval must be recorded this soon after
@@ -343,3 +346,103 @@ def test_doctor_reports_an_index_left_behind_with_no_mark(tmp_path: Path) -> Non
     subprocess.run(command, shell=True, cwd=site.root, check=True)
     assert _behind(site) == []
     assert site.cli("doctor").returncode == 0
+
+
+# --- a decision on a nearly full disk ---------------------------------------------------------
+# Room left on the disk: a few pages, enough for the command's lock files and some of what a
+# decision writes (its lessons, its ledger line), never for its commit.
+NEARLY_FULL = (4 * 1024, 8 * 1024, 16 * 1024)
+DECIDE = {
+    "approve": (("approve", "a1", "q1"), "approved"),
+    "reject": (("reject", "a1", "q1", "--notes", "Too long for the slot"), "rejected"),
+}
+
+
+def _data_files(site: Site) -> dict[str, bytes]:
+    return {
+        path: content for path, content in _files_of(site.root).items() if path.startswith("_data")
+    }
+
+
+def _decided_once(site: Site, state: str) -> bool:
+    lines = (site.agent("a1") / "decisions.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.strip()]
+    return [(r["item"], r["state"]) for r in records if r["item"] == "q1"] == [("q1", state)]
+
+
+@pytest.mark.parametrize("room", NEARLY_FULL)
+@pytest.mark.parametrize("decision", sorted(DECIDE))
+def test_a_decision_that_fails_on_a_nearly_full_disk_leaves_the_draft_in_the_queue(
+    small_disk: Path, decision: str, room: int
+) -> None:
+    """The command says the disk is full and leaves the draft where it was, unchanged, and
+    nothing of the decision behind; run again once space is freed, it records it once."""
+    args, folder = DECIDE[decision]
+    site = Site(small_disk)
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.reconcile()
+    head = site.git("rev-parse", "HEAD")
+    before = _data_files(site)
+    filler = _fill(small_disk, leave=room)
+    done = site.cli(*args)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith("error: disk_full: "), done.stderr
+    assert "Traceback" not in done.stderr
+    assert _data_files(site) == before
+    assert site.git("rev-parse", "HEAD") == head
+    filler.unlink()
+    done = site.cli(*args)
+    assert done.returncode == 0, done.stderr
+    assert committed(site, f"{decision}(a1): q1")
+    assert (site.agent("a1") / folder / "q1.json").is_file()
+    assert not (site.agent("a1") / "queue" / "q1.json").exists()
+    assert _decided_once(site, folder)
+    assert site.git("status", "--porcelain", "--", "_data") == ""
+
+
+def test_a_pass_whose_decision_commit_fails_takes_back_what_it_wrote(small_disk: Path) -> None:
+    """The daemon's pass on a nearly full disk: the decision's lesson and ledger line are taken
+    back when its commit cannot be made, so that the decision is recorded once space is freed
+    by an ordinary commit, not as one completed after an interruption."""
+    site = Site(small_disk)
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.reconcile()
+    site.write("a1", "q1.json", draft({"title": "Hello"}, rejectionFeedback="Too long"), "rejected")
+    (site.agent("a1") / "queue" / "q1.json").unlink()
+    before = _data_files(site)
+    filler = _fill(small_disk, leave=8 * 1024)
+    with pytest.raises(FeedbackdError):
+        reconcile_all(site.runtime(), ["a1"])
+    assert _data_files(site) == before  # no lesson in feedback.json, no ledger line
+    filler.unlink()
+    reconcile_all(site.runtime(), ["a1"])
+    assert site.git("log", "-1", "--format=%s").startswith("reject(a1): q1")
+    assert "interruption" not in site.git("log", "--format=%s")
+    assert _decided_once(site, "rejected")
+    assert "Too long" in json.dumps(site.feedback("a1"))
+
+
+@pytest.mark.parametrize("room", NEARLY_FULL)
+def test_an_approval_over_http_on_a_nearly_full_disk_is_507_and_keeps_the_draft(
+    small_disk: Path, room: int
+) -> None:
+    """The panel and the API decide through the command's path: the same answer, 507 (the
+    request goes through once space is freed), and the draft stays in the queue."""
+    site = Site(small_disk)
+    site.write("a1", "q1.json", draft({"title": "Hello"}))
+    site.reconcile()
+    before = _data_files(site)
+    with serving(site.root) as client:
+        filler = _fill(small_disk, leave=room)
+        answer = client.post("/api/agents/a1/queue/q1/approve", {"edits": {"title": "Hi"}})
+        assert answer.status == 507, answer.text
+        assert answer.json()["error"] == "disk_full"
+        assert "still in _data/agents/a1/queue/" in answer.json()["message"]
+        assert _data_files(site) == before
+        filler.unlink()
+        answer = client.post("/api/agents/a1/queue/q1/approve", {"edits": {"title": "Hi"}})
+        assert answer.status == 200, answer.text
+    assert _decided_once(site, "approved")
+    assert json.loads((site.agent("a1") / "approved" / "q1.json").read_text())["contentData"] == {
+        "title": "Hi"
+    }

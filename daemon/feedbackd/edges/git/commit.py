@@ -462,14 +462,12 @@ class CommitWriter:
         stored = change.seen if change is not None and change.files_only else None
         self._index.follow(new, rels, stored, locked=self._held is not None)
 
-    def heal_index(self, depth: int = 20) -> list[str]:
+    def heal_index(self, depth: int = 20, dry_run: bool = False) -> list[str]:
         """Bring index entries that lag behind recent commits back in line; the paths fixed
-        (heal_lagging_index)."""
+        (heal_lagging_index), or only found (`dry_run`: lagging_paths, which changes nothing)."""
+        if dry_run:
+            return lagging_paths(self._git, self._batch, depth, self._git.rev("HEAD"))
         return heal_lagging_index(self._git, self._batch, self._clear_index_lock, depth)
-
-    def index_behind(self, depth: int = 20) -> list[str]:
-        """The paths heal_index would bring in line now; changes nothing (lagging_paths)."""
-        return lagging_paths(self._git, self._batch, depth, self._git.rev("HEAD"))
 
 
 def _write_new(path: Path, within: Path, mode: bytes, blob: GitObject) -> bool:

@@ -323,15 +323,10 @@ class GitRepo:
         """file_id_at_head of each path, HEAD read once."""
         return self._commits.entry_ids_at_head(paths)
 
-    def heal_index(self, depth: int = 20) -> list[str]:
+    def heal_index(self, depth: int = 20, *, dry_run: bool = False) -> list[str]:
         """Bring index entries that a crash left behind recent commits back in line (see
-        CommitWriter.heal_index); the paths fixed."""
-        return self._commits.heal_index(depth)
-
-    def index_behind(self, depth: int = 20) -> list[str]:
-        """The paths whose index entries still show feedbackd's recent commits undone (a `git
-        commit` now would undo them), which heal_index brings in line; changes nothing."""
-        return self._commits.index_behind(depth)
+        CommitWriter.heal_index); the paths fixed (`dry_run`: found, and left as they are)."""
+        return self._commits.heal_index(depth, dry_run)
 
     def operation_in_progress(self) -> str | None:
         """`rebase`, `merge`, `cherry-pick` or `revert` while the user is in the middle of one."""

@@ -172,7 +172,7 @@ def _index_behind(runtime: Runtime) -> Callable[[], None]:
 
     def check() -> None:
         with open_repo(runtime) as repo:
-            behind = repo.index_behind() if repo is not None else []
+            behind = repo.heal_index(dry_run=True) if repo is not None else []
         if not behind:
             return
         shown = ", ".join(behind[:5]) + (f" and {len(behind) - 5} more" if len(behind) > 5 else "")
