@@ -111,10 +111,12 @@ def test_a_file_named_prompt_holds_up_only_its_agent(site: Site) -> None:
     approving = site.cli("approve", "a1", "q2")  # a command on that agent says why it failed
     assert approving.returncode == 1
     assert "error: workspace_error: _data/agents/a1/prompt: a file stands" in approving.stderr
+    assert (site.agent("a1") / "queue" / "q2.json").is_file()  # where it was: not decided
 
     blocker.unlink()
     assert site.cli("run", "--once").returncode == 0
     assert committed(site, "approve(a1): q1, 1 correction (title)")
+    assert site.cli("approve", "a1", "q2").returncode == 0
     assert committed(site, "approve(a1): q2, no corrections")
     assert len(site.feedback("a1")) == 1
 
@@ -299,7 +301,7 @@ def test_nothing_is_written_or_committed_during_a_users_rebase(site: Site) -> No
     assert approving.returncode == 1
     assert "error: git_error: a git rebase is in progress" in approving.stderr
     assert not (site.root / ".feedbackd" / "snapshots" / "a1").exists()  # nothing written
-    site.move("a1", "q1.json", "queue", source="approved")
+    assert draft_path.is_file()  # the approval that failed left the draft where it was
 
     # The abort would have thrown away a commit made meanwhile, and the draft with it.
     site.git("rebase", "--abort")

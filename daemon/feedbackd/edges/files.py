@@ -17,6 +17,7 @@ import secrets
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from types import TracebackType
 from typing import Any, NamedTuple
 
 from feedbackd.core.ids import is_valid_id
@@ -36,6 +37,8 @@ def atomic_write_bytes(
 
 
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+# How the system, and git where it words it itself (an index it cannot write), say so.
+NO_SPACE_WORDS = ("No space left on device", "Disk quota exceeded", "Out of diskspace")
 
 
 def write_in_reserved_room(path: Path, data: bytes, room: int) -> None:
@@ -208,6 +211,77 @@ def file_state(path: Path) -> FileState | None:
         return FileState.of(path.stat())
     except OSError:
         return None
+
+
+class Undo:
+    """Files as they are before a change, kept so that the change can be taken back where
+    nothing new can be written (a full disk): a second name (a hard link) of each file it will
+    replace or remove, and the length of each log it will append to. `undo` puts them back;
+    leaving the `with` block drops the second names. They carry TMP_SUFFIX: a crash leaves
+    nothing that start-up does not remove."""
+
+    def __init__(self, replaced: Iterable[Path] = (), appended: Iterable[Path] = ()) -> None:
+        self._kept: dict[Path, Path | None] = {}  # None: there was no file
+        self._sizes: dict[Path, int | None] = {}
+        self.whole = True  # False: a file could not be kept (no hard links here), so no undo
+        try:
+            for path in replaced:
+                self._kept[path] = _second_name(path)
+            for path in appended:
+                self._sizes[path] = os.stat(path).st_size if os.path.lexists(path) else None
+        except OSError:
+            self.whole = False
+
+    def __enter__(self) -> Undo:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        for kept in self._kept.values():
+            if kept is not None:
+                with contextlib.suppress(OSError):
+                    kept.unlink(missing_ok=True)
+
+    def undo(self) -> bool:
+        """Put every file back as it was (none of it needs room on the disk); False when that
+        could not be done whole."""
+        if not self.whole:
+            return False
+        try:
+            for path, size in self._sizes.items():
+                if size is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    os.truncate(path, size)
+            for path, kept in self._kept.items():
+                if kept is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    os.replace(kept, path)
+        except OSError:
+            return False
+        return True
+
+
+def room_left(path: Path) -> int | None:
+    """Bytes an unprivileged writer may still write on path's file system (None: unknown)."""
+    try:
+        found = os.statvfs(path)
+    except OSError:
+        return None
+    return found.f_bavail * found.f_frsize
+
+
+def _second_name(path: Path) -> Path | None:
+    if not os.path.lexists(path):
+        return None
+    kept = path.with_name(f".{path.name[:200]}.{secrets.token_hex(4)}.kept{TMP_SUFFIX}")
+    os.link(path, kept, follow_symlinks=False)
+    return kept
 
 
 def remove_leftovers(root: Path) -> list[Path]:

@@ -401,6 +401,7 @@ STATUS_OF_CODE = {
     "git_error": 500,
     "workspace_error": 500,
     "config_error": 500,
+    "disk_full": 507,  # Insufficient Storage: the same request goes through once space is freed
 }
 
 

@@ -38,7 +38,7 @@ from feedbackd.edges.git.runner import (
     rel_path,
 )
 from feedbackd.edges.git.tree import TREE_MODE, Entry, TreeEditor, commit_object, split_path
-from feedbackd.edges.git.userindex import UserIndex, heal_lagging_index
+from feedbackd.edges.git.userindex import UserIndex, heal_lagging_index, lagging_paths
 
 log = logging.getLogger("feedbackd")
 
@@ -455,9 +455,11 @@ class CommitWriter:
         stored = change.seen if change is not None and change.files_only else None
         self._index.follow(new, rels, stored, locked=self._held is not None)
 
-    def heal_index(self, depth: int = 20) -> list[str]:
+    def heal_index(self, depth: int = 20, dry_run: bool = False) -> list[str]:
         """Bring index entries that lag behind recent commits back in line; the paths fixed
-        (heal_lagging_index)."""
+        (heal_lagging_index), or only found (`dry_run`: lagging_paths, which changes nothing)."""
+        if dry_run:
+            return lagging_paths(self._git, self._batch, depth, self._git.rev("HEAD"))
         return heal_lagging_index(self._git, self._batch, self._clear_index_lock, depth)
 
 

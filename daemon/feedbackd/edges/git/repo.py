@@ -323,10 +323,10 @@ class GitRepo:
         """file_id_at_head of each path, HEAD read once."""
         return self._commits.entry_ids_at_head(paths)
 
-    def heal_index(self, depth: int = 20) -> list[str]:
+    def heal_index(self, depth: int = 20, *, dry_run: bool = False) -> list[str]:
         """Bring index entries that a crash left behind recent commits back in line (see
-        CommitWriter.heal_index); the paths fixed."""
-        return self._commits.heal_index(depth)
+        CommitWriter.heal_index); the paths fixed (`dry_run`: found, and left as they are)."""
+        return self._commits.heal_index(depth, dry_run)
 
     def operation_in_progress(self) -> str | None:
         """`rebase`, `merge`, `cherry-pick` or `revert` while the user is in the middle of one."""

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from feedbackd.core.commitmsg import one_line
 from feedbackd.core.errors import GitError, RepositoryDamaged, WorkspaceError
 from feedbackd.core.people import Person
+from feedbackd.edges.files import NO_SPACE_WORDS
 from feedbackd.edges.process import StartedProcess, run_process
 
 # Literal pathspecs: an item called `a*.json` must never match other files. No optional locks:
@@ -287,6 +288,8 @@ LOCK_HINT = (
 
 
 def hint_for(stderr: str) -> str:
+    if any(words in stderr for words in NO_SPACE_WORDS):  # before the lock file it names
+        return "the disk is full: free some space on the workspace's disk"
     if "ignored by one of your .gitignore" in stderr:
         return "the path is git-ignored; remove it from .gitignore"
     if ".lock': File exists" in stderr or "index.lock" in stderr:

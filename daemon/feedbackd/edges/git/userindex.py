@@ -10,7 +10,9 @@ is left of the update then, less than when the update starts after the move. Tha
 no blob (the commit does, in its pack): a file that changed while it ran gets its entry from the
 commit before the index takes the user's index's place, so no entry names a missing blob.
 
-heal_lagging_index finishes the update a crash interrupted.
+heal_lagging_index finishes the update a crash interrupted, or one that failed (a full disk):
+the mark that a failed update leaves stays until a heal succeeds, and the heal then looks at
+every commit made since the mark was made.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ log = logging.getLogger("feedbackd")
 _PATHS_PER_COMMAND = 1000  # well within the kernel's limit on a command line
 _COPY_PREFIX = "feedbackd-index"
 LAGGING_MARK = "feedbackd-lagging-index"
+# The mark's time is when the index first fell behind; a commit made up to this much earlier is
+# looked at too (its date is git's, in whole seconds).
+_MARK_SLACK_S = 60
 # path → its state when its blob was stored (None: not on disk); None for a change that named a
 # folder, whose entries take the general way (`reset`)
 Stored = Mapping[str, FileState | None] | None
@@ -220,13 +225,23 @@ def _lagging(git_dir: Path, rels: list[str], error: Exception) -> None:
         error,
         " ".join(rels),
     )
-    with contextlib.suppress(OSError):
-        (git_dir / LAGGING_MARK).touch()
+    with contextlib.suppress(OSError):  # FileExistsError: an earlier failure's time stands
+        # Made, never written or touched: an empty file needs no room on a full disk, and its
+        # time says since when the index lags (heal_lagging_index looks at the commits since).
+        os.close(os.open(git_dir / LAGGING_MARK, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
 
 
 def index_left_lagging(git_dir: Path) -> bool:
     """Whether an index update failed since the index was last healed (heal_lagging_index)."""
     return (git_dir / LAGGING_MARK).exists()
+
+
+def _lagging_since(git_dir: Path) -> float | None:
+    """When the index first fell behind (the mark's time), or None when it is not marked."""
+    try:
+        return (git_dir / LAGGING_MARK).stat().st_mtime
+    except OSError:
+        return None
 
 
 def _left_by_the_dead(path: Path) -> bool:
@@ -278,30 +293,17 @@ def heal_lagging_index(
     """Bring index entries that lag behind recent commits back in line; the paths fixed.
 
     A crash between moving HEAD and the index update leaves the index showing that commit's
-    changes undone (a later `git commit` by the user would revert them). Only paths of the
-    last `depth` commits whose work-tree file matches HEAD are touched: a user's own staged
-    change differs from HEAD in the work tree too, and stays as it is.
+    changes undone (a later `git commit` by the user would revert them); so does an update that
+    failed (a full disk). The mark of a failed update goes only once the heal has succeeded:
+    one that fails (the disk still full) is tried again by the next writer.
     """
     for pattern in (f"{_COPY_PREFIX}-*", f"{COMMIT_FILE_PREFIX}*"):  # left by a crash
         for leftover in git.git_dir.glob(pattern):
             if _left_by_the_dead(leftover):
                 leftover.unlink(missing_ok=True)
-    (git.git_dir / LAGGING_MARK).unlink(missing_ok=True)  # what it marks is healed below
     head = git.rev("HEAD")
-    if head is None:
-        return []
-    recent = ["log", f"-n{int(depth)}", "--format=", "--name-only", "-z", "--no-renames", head]
-    names = git.run(recent).decode("utf-8", "surrogateescape").split("\0")
-    touched = sorted({name.strip("\n") for name in names} - {""})
-    if not touched:
-        return []
-    # Every staged difference, then only those of the recent commits: paths on git's command
-    # line would overflow it after a first import of a hundred thousand files.
-    args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head]
-    staged = git.run(args).decode("utf-8", "surrogateescape").split("\0")
-    lagging = sorted(set(staged) & set(touched))
-    stale = [rel for rel in lagging if _head_id(batch, head, rel) == _disk_id(git, rel)]
-    if stale:
+    stale = lagging_paths(git, batch, depth, head)
+    if stale and head is not None:
         # The same crash may have left index.lock, still young at a quick restart: wait
         # until it is judged stale (or its live owner is done) instead of failing the heal.
         clear_index_lock()
@@ -309,7 +311,37 @@ def heal_lagging_index(
             git.run(["reset", "-q", head, "--", *stale[start : start + _PATHS_PER_COMMAND]])
         shown = ", ".join(stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
         log.warning("the git index lagged behind recent commits for %s; fixed", shown)
+    (git.git_dir / LAGGING_MARK).unlink(missing_ok=True)  # what it marked is healed
     return stale
+
+
+def lagging_paths(git: GitRunner, batch: GitBatch, depth: int, head: str | None) -> list[str]:
+    """The paths whose index entries lag behind commit `head`: staged as different from it,
+    changed by its last `depth` commits (or by any made since the index was marked lagging),
+    and with a work-tree file that matches it. A user's own staged change differs from HEAD in
+    the work tree too, and is not one of them. Changes nothing."""
+    if head is None:
+        return []
+    touched = _touched(git, [f"-n{int(depth)}"], head)
+    since = _lagging_since(git.git_dir)
+    if since is not None:  # a failed update: every commit made since, however many
+        touched |= _touched(git, [f"--since={int(since) - _MARK_SLACK_S}"], head)
+    touched.discard("")
+    if not touched:
+        return []
+    # Every staged difference, then only those of the recent commits: paths on git's command
+    # line would overflow it after a first import of a hundred thousand files.
+    args = ["diff", "--cached", "--name-only", "-z", "--no-renames", head]
+    staged = git.run(args).decode("utf-8", "surrogateescape").split("\0")
+    lagging = sorted(set(staged) & touched)
+    return [rel for rel in lagging if _head_id(batch, head, rel) == _disk_id(git, rel)]
+
+
+def _touched(git: GitRunner, which: list[str], head: str) -> set[str]:
+    """The paths changed by the commits `which` chooses (a `git log` option) down from head."""
+    args = ["log", *which, "--format=", "--name-only", "-z", "--no-renames", head]
+    names = git.run(args).decode("utf-8", "surrogateescape").split("\0")
+    return {name.strip("\n") for name in names}
 
 
 def _head_id(batch: GitBatch, head: str, rel: str) -> str | None:

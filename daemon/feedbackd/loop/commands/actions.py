@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from feedbackd.core.curation.decisions import latest_states
+from feedbackd.core.curation.decisions import latest_states, parse_ledger
 from feedbackd.core.curation.feedback import FeedbackEntry, check_record, new_entry
 from feedbackd.core.errors import (
     AlreadyDecided,
+    DiskFull,
     FeedbackdError,
+    GitError,
     InvalidFeedback,
     InvalidItem,
     NotFound,
@@ -26,6 +30,7 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
+from feedbackd.edges.files import Undo, room_left
 from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
@@ -39,9 +44,14 @@ from feedbackd.loop.workspace.agentfiles import (
     set_rejection_feedback,
 )
 from feedbackd.loop.workspace.itemfiles import item_file_problem
+from feedbackd.loop.workspace.problems import out_of_space
 from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
+
+# A write that failed with less room than this left on the disk failed for want of it, whatever
+# the message says (git's "couldn't write '.git/refs/heads/main.lock'" names no reason).
+NEARLY_FULL_BYTES = 1 << 20
 
 
 def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
@@ -136,18 +146,22 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
     source = find_queued(runtime, agent, item_id)
     target = move_target(runtime, source, agent.approved)
     read_item(source)  # refuse an unreadable draft before moving anything
-    if edits:
-        # The draft as first seen must be on record before it is edited: a draft nobody has
-        # looked at yet is taken now, so its edits show as corrections, not as its original;
-        # the curator judged it whole, so it need not settle first.
-        report = reconcile_all(
-            runtime, [agent_id], written_whole=frozenset({source}), only_items=frozenset({item_id})
-        )
-        set_content_fields(source, edits)
+    with _undone_unless_recorded(runtime, agent, item_id, source, target):
+        if edits:
+            # The draft as first seen must be on record before it is edited: a draft nobody
+            # has looked at yet is taken now, so its edits show as corrections, not as its
+            # original; the curator judged it whole, so it need not settle first.
+            report = reconcile_all(
+                runtime,
+                [agent_id],
+                written_whole=frozenset({source}),
+                only_items=frozenset({item_id}),
+            )
+            set_content_fields(source, edits)
+            move_item(runtime, source, target)
+            return report.followed_by(_decide(runtime, agent_id, item_id, target))
         move_item(runtime, source, target)
-        return report.followed_by(_decide(runtime, agent_id, item_id, target))
-    move_item(runtime, source, target)
-    return _decide(runtime, agent_id, item_id, target)
+        return _decide(runtime, agent_id, item_id, target)
 
 
 def reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report:
@@ -172,9 +186,85 @@ def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report
     source = find_queued(runtime, agent, item_id)
     target = move_target(runtime, source, agent.rejected)  # before the notes change the draft
     read_item(source)
-    set_rejection_feedback(source, notes)
-    move_item(runtime, source, target)
-    return _decide(runtime, agent_id, item_id, target)
+    with _undone_unless_recorded(runtime, agent, item_id, source, target):
+        set_rejection_feedback(source, notes)
+        move_item(runtime, source, target)
+        return _decide(runtime, agent_id, item_id, target)
+
+
+@contextmanager
+def _undone_unless_recorded(
+    runtime: Runtime, agent: AgentPaths, item_id: str, source: Path, target: Path
+) -> Iterator[None]:
+    """A decision that fails with nothing of it on record (its step takes back what it wrote
+    when its commit is not made) leaves the draft in queue/ as it was, before its notes or
+    edits: run again, the command decides it. A failure for want of space says so
+    (`disk_full`), whichever write or git command met it."""
+    ledger_size = _size(agent.decisions)
+    with Undo([source, target]) as draft:  # target: none yet, so it goes
+        try:
+            yield
+        except (FeedbackdError, OSError) as error:
+            put_back = not _recorded_since(agent, item_id, ledger_size) and draft.undo()
+            if _for_want_of_space(runtime, error):
+                raise _disk_full(runtime, agent, item_id, target, error, put_back) from error
+            raise
+
+
+def _for_want_of_space(runtime: Runtime, error: FeedbackdError | OSError) -> bool:
+    """A write, or a git command, that failed on a disk with next to no room left."""
+    if out_of_space(error):
+        return True
+    if not isinstance(error, (OSError, GitError, WorkspaceError)):
+        return False  # a refusal (a bad edit), not a write
+    room = room_left(runtime.workspace.root)
+    return room is not None and room < NEARLY_FULL_BYTES
+
+
+def _disk_full(
+    runtime: Runtime,
+    agent: AgentPaths,
+    item_id: str,
+    target: Path,
+    error: FeedbackdError | OSError,
+    put_back: bool,
+) -> DiskFull:
+    reason = error.message if isinstance(error, FeedbackdError) else error.strerror or str(error)
+    state = target.parent.name
+    if put_back:
+        queue = runtime.workspace.relative(agent.queue)
+        return DiskFull(
+            f"the disk is full: {item_id} was not {state}, and is still in {queue}/ as it was"
+            f" ({reason})",
+            hint="free some space on the workspace's disk and run the command again",
+        )
+    return DiskFull(
+        f"the disk is full: {item_id} is {state} in decisions.jsonl, and its commit waits for"
+        f" space ({reason})",
+        hint="free some space on the workspace's disk: the daemon (or `feedbackd run --once`)"
+        " commits it then",
+    )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _recorded_since(agent: AgentPaths, item_id: str, size: int) -> bool:
+    """Whether the ledger holds a line for the item written after its first `size` bytes; a
+    ledger that cannot be read says yes, so that the draft stays where the decision put it."""
+    try:
+        with open(agent.decisions, "rb") as ledger:
+            ledger.seek(size)
+            added = ledger.read().decode("utf-8")
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError):
+        return True
+    return any(record.item == item_id for record in parse_ledger(added))
 
 
 def _decide(runtime: Runtime, agent_id: str, item_id: str, moved: Path) -> Report:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIX
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
+from feedbackd.loop.commits.locking import INDEX_LAGS, index_lags
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation import webhouse
 from feedbackd.loop.curation.agentread import AgentReader, deleted_feedback
@@ -56,6 +58,8 @@ def examine(
             hint = f"rename the folder: an agent id has {ID_RULE}"
             findings.append(Finding(workspace.relative(entry), message, hint))
     checks = [c for a in agent_ids(workspace) for c in _checks(runtime, workspace.agent(a))]
+    if runtime.git_enabled and GitRepo.is_repo(workspace.root):
+        checks.append((workspace.root / ".git" / "index", _index_behind(runtime)))
     checks += inbox_checks(runtime)
     checks += webhouse.doctor_checks(runtime)
     for path, check in checks:
@@ -159,6 +163,33 @@ def _lost_lines_error(runtime: Runtime, agent: AgentPaths, lost: list[str]) -> F
         " commits, without deciding anything again; or take the committed ledger back with"
         f" `git checkout HEAD -- {ledger}`",
     )
+
+
+def _index_behind(runtime: Runtime) -> Callable[[], None]:
+    """Index entries that still show feedbackd's commits undone: an index update failed (a
+    full disk) and no heal has succeeded since, or an earlier version lost the mark that has
+    the next writer heal it. The user's next `git commit` would undo those decisions."""
+
+    def check() -> None:
+        with open_repo(runtime) as repo:
+            behind = repo.heal_index(dry_run=True) if repo is not None else []
+        if not behind:
+            return
+        shown = ", ".join(behind[:5]) + (f" and {len(behind) - 5} more" if len(behind) > 5 else "")
+        paths = "path" if len(behind) == 1 else f"{len(behind)} paths"
+        command = f"`git reset -q HEAD -- {shlex.join(behind)}`"
+        healed = (
+            "the daemon heals it by itself once git can write the index (free some space if"
+            " the disk is full), or run `feedbackd run --once`; or by hand: "
+            if index_lags(runtime)
+            else "bring those entries in line with HEAD: "
+        )
+        raise FeedbackdError(
+            f"{INDEX_LAGS} for {paths}, so a `git commit` now would undo them: {shown}",
+            hint=healed + command,
+        )
+
+    return check
 
 
 def _items_in(folder: Path) -> list[Path]:

@@ -26,11 +26,14 @@ log = logging.getLogger("feedbackd")
 
 
 @contextmanager
-def write_lock(runtime: Runtime, *, index_first: bool = False) -> Iterator[None]:
+def write_lock(
+    runtime: Runtime, *, index_first: bool = False, heal_lagging: bool = True
+) -> Iterator[None]:
     """Hold the workspace's write lock; the daemon takes the same one around each pass.
 
     A writer that died holding it (its pid is still in the lock file) may have been cut off in
-    the middle of a commit: the git index is brought in line first. With `index_first` (a
+    the middle of a commit, and an index update may have failed (a full disk): the git index
+    is brought in line first (`heal_lagging` False: the caller does it). With `index_first` (a
     curator's write, which always commits), a git command that holds the index lock is waited
     for too, before anything is written. A write that cannot go ahead (WriterBusy, IndexHeld:
     each lock waited for up to the runtime's wait) has then changed nothing. A daemon pass
@@ -44,7 +47,7 @@ def write_lock(runtime: Runtime, *, index_first: bool = False) -> Iterator[None]
             raise WriterBusy(error.message, hint=error.hint) from None
         if lock.abandoned_by is not None:
             _heal_after(runtime, lock)
-        elif runtime.git_enabled and index_left_lagging(runtime.workspace.root / ".git"):
+        elif heal_lagging and index_lags(runtime):
             _heal_lagging(runtime)  # an index update failed (a git killed by a stop, say)
         if index_first:
             _wait_for_index(runtime)
@@ -94,7 +97,25 @@ def _heal_lagging(runtime: Runtime) -> None:
     try:
         heal_git_index(runtime)
     except (FeedbackdError, OSError) as error:  # the mark stays: the next writer tries again
-        log.error("the git index lags behind feedbackd's commits and is not healed: %s", error)
+        log.error("%s and is not healed: %s", INDEX_LAGS, error)
+
+
+INDEX_LAGS = "the git index lags behind feedbackd's commits"
+
+
+def index_lags(runtime: Runtime) -> bool:
+    """Whether an index update failed (a full disk) and no heal has succeeded since."""
+    return runtime.git_enabled and index_left_lagging(runtime.workspace.root / ".git")
+
+
+def heal_index_left_behind(runtime: Runtime) -> None:
+    """Take the write lock and heal the index an update that failed left behind; raises what
+    stops the heal (the index then stays marked lagging). The daemon calls this while it has
+    nothing else to do, so that an index left behind on a full disk is healed once space is
+    freed, not at the next change."""
+    with write_lock(runtime, heal_lagging=False):
+        if index_lags(runtime):
+            heal_git_index(runtime)
 
 
 def heal_git_index(runtime: Runtime) -> None:

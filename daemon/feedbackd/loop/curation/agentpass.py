@@ -29,13 +29,13 @@ from feedbackd.core.curation.agentplan import AgentPlan, BadFile, Step
 from feedbackd.core.curation.decisions import DecisionRecord
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.forgetting import find_entry, forgotten_line
-from feedbackd.core.errors import InvalidFeedback, KeptChanging, NotFound
+from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
 from feedbackd.core.wording import counted, noun
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.files import atomic_write_text, file_state
-from feedbackd.edges.git.repo import GitRepo, HeadMoved
+from feedbackd.edges.files import Undo, atomic_write_text, file_state
+from feedbackd.edges.git.repo import GitRepo, HeadMoved, Held
 from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.ledgers import (
     CommittedLedgers,
@@ -109,6 +109,7 @@ class AgentPass:
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
+        self._held: Held | None = None  # git's index lock, while a step's commit may be made
 
     def run(self) -> Report:
         """The pass; OSError when the agent folder cannot be used (the ledger cannot be read,
@@ -299,6 +300,10 @@ class AgentPass:
         # Nothing is written where the agent folder was: moved away, it is not made again.
         for write in step.writes:
             _refuse_a_file_for_a_folder(write.path.parent, self.agent.root)
+        with _undone_unless_committed(self.repo, self._held, step, self.agent.decisions):
+            self._write_step(step)
+
+    def _write_step(self, step: Step) -> None:
         for write in step.writes:
             atomic_write_text(write.path, write.text, within=self.agent.root)
         for path in step.removes:
@@ -336,9 +341,11 @@ class AgentPass:
             yield False
             return
         with self.repo.holding(self.head, index_once=index_once) as held:
+            self._held = held
             try:
                 yield held.index_once
             finally:
+                self._held = None
                 self.head = held.head
 
     # --- recovery -----------------------------------------------------------------------------
@@ -449,6 +456,35 @@ def _curator_of(record: DecisionRecord) -> Person | None:
         return Person.parse(record.curator) if record.curator else None
     except ValueError:
         return None  # a hand-edited ledger line: the workspace's identity stands in
+
+
+@contextmanager
+def _undone_unless_committed(
+    repo: GitRepo | None, held: Held | None, step: Step, ledger: Path
+) -> Iterator[None]:
+    """Around a step's writes and commit: when the commit is not made (a full disk), what the
+    step wrote is taken back, so that a command that fails leaves nothing of its decision, and
+    the next pass plans the step afresh (a decision then gets its ordinary commit)."""
+    replaced = [write.path for write in step.writes] + list(step.removes)
+    planned_on = held.head if held is not None else None
+    with Undo(replaced, [ledger] if step.ledger else []) as undo:
+        try:
+            yield
+        except Exception:
+            if _not_committed(repo, held, planned_on) and not undo.undo():
+                log.warning("what a step wrote before its commit failed is left to the next pass")
+            raise
+
+
+def _not_committed(repo: GitRepo | None, held: Held | None, planned_on: str | None) -> bool:
+    """Whether HEAD is still the commit the step was planned on, so its commit was not made (a
+    commit that moved HEAD and failed after it is kept, as a crash would leave it)."""
+    if repo is None or held is None or held.head != planned_on:
+        return repo is None
+    try:
+        return repo.head() == planned_on
+    except (FeedbackdError, OSError):
+        return False
 
 
 def _refuse_a_file_for_a_folder(folder: Path, root: Path) -> None:

@@ -24,6 +24,8 @@ SETTLE_MARGIN_S = 0.05
 # Keys of retries and states that are not agents (no agent id can start with these).
 EVERY_AGENT = "*"
 RATINGS = ":ratings"
+GIT_INDEX = ":git-index"  # the heal of an index left behind the commits (a full disk)
+_NOT_AGENTS = frozenset({RATINGS, GIT_INDEX})
 
 
 @dataclass
@@ -89,12 +91,12 @@ class AgentBook:
 
     def keep_only(self, agents: Iterable[str]) -> None:
         """Forget the agents not in `agents` (renamed or removed: their problems went with them)."""
-        for gone in set(self.states) - set(agents) - {RATINGS}:
+        for gone in set(self.states) - set(agents) - _NOT_AGENTS:
             self.forget(gone)
 
     def known_agents(self) -> list[str]:
         """The agents (not the rating inbox) that a pass has looked at, sorted."""
-        return sorted(set(self.states) - {RATINGS})
+        return sorted(set(self.states) - _NOT_AGENTS)
 
     # --- when -----------------------------------------------------------------------------------
     def take_due(self, now: float) -> list[str]:
@@ -124,7 +126,7 @@ class AgentBook:
 
 def name_of(key: str) -> str:
     """How a key is named in messages."""
-    return "ratings" if key == RATINGS else key
+    return {RATINGS: "ratings", GIT_INDEX: "git index"}.get(key, key)
 
 
 def backoff(failures: int) -> float:

@@ -35,8 +35,16 @@ from feedbackd.edges.watcher import Changes
 from feedbackd.loop.commits.ledgers import CommittedLedgers
 from feedbackd.loop.commits.locking import clean_leftovers, clear_stale_git_locks, write_lock
 from feedbackd.loop.curation.webhouse import queue_file, with_queue_agents
-from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
+from feedbackd.loop.daemon.agentbook import (
+    EVERY_AGENT,
+    GIT_INDEX,
+    RATINGS,
+    RETRY_MAX_S,
+    AgentBook,
+    name_of,
+)
 from feedbackd.loop.daemon.health import RepositoryHealth
+from feedbackd.loop.daemon.indexheal import IndexHealer
 from feedbackd.loop.daemon.recorded import Recorded
 from feedbackd.loop.daemon.statusfile import PassTimes, Progress, write_status
 from feedbackd.loop.daemon.syncthread import SyncThread
@@ -137,6 +145,7 @@ class Daemon:
         self.in_hand: Progress | None = None  # the decisions of the agent pass running now
         self.status_written_at = 0.0
         self.book = AgentBook()
+        self.index = IndexHealer(self.book)  # an index left behind the commits (a full disk)
         self.full_pass = FullPassClock()
         self.heartbeat = Heartbeat(self.notifier)
         self.syncer = Syncer(runtime)
@@ -195,6 +204,9 @@ class Daemon:
             self._reload()
         if self.dirty and not self.stop.is_set():
             self._pass()
+        if self.index.due and not self.stop.is_set():
+            self.index.heal(self.runtime)
+            self._write_status()
 
     def _clean_up_after_a_crash(self) -> None:
         """Temporary files, stale git locks, a lagging index: what a killed writer left."""
@@ -274,7 +286,7 @@ class Daemon:
             self.stop.set()
 
     def _next_timeout(self) -> float:
-        if self.dirty or self.reload_requested:
+        if self.dirty or self.reload_requested or self.index.due:
             return 0.0
         now_wall, now = time.time(), time.monotonic()
         waits = [
@@ -290,7 +302,10 @@ class Daemon:
 
     def _due_timers(self) -> None:
         for key in self.book.take_due(time.time()):
-            self.dirty.mark(key)
+            if key == GIT_INDEX:
+                self.index.due = True
+            else:
+                self.dirty.mark(key)
         if self.full_pass.due():
             self.dirty.everything = True
         if self.health.damage is not None and self.health.whole_again(self.runtime):
@@ -324,6 +339,7 @@ class Daemon:
             if self.catch_up is not None:
                 self.catch_up.progress(done, len(chosen))
         self.pass_times.add(time.monotonic() - started)
+        self.index.after_pass(self.runtime)
         self._write_status()
         self._announce()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import shown_path
-from feedbackd.edges.files import NO_SPACE, atomic_write_text
+from feedbackd.edges.files import NO_SPACE, NO_SPACE_WORDS, atomic_write_text
 
 log = logging.getLogger("feedbackd")
 
@@ -48,7 +48,6 @@ def relative_to(path: Path, root: Path | None) -> str:
 # A full disk is looked at again this soon (not after the growing backoff of other failures):
 # the work goes on as soon as space is freed.
 DISK_FULL_RETRY_S = 2.0
-_NO_SPACE_WORDS = ("No space left on device", "Disk quota exceeded")
 
 
 def out_of_space(error: BaseException) -> bool:
@@ -59,7 +58,7 @@ def out_of_space(error: BaseException) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     text = f"{error} {getattr(error, 'hint', '')}"
-    return any(words in text for words in _NO_SPACE_WORDS)
+    return any(words in text for words in NO_SPACE_WORDS)
 
 
 def error_path(path: Path) -> Path:
