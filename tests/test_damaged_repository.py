@@ -94,3 +94,20 @@ def test_the_daemon_stops_recording_on_damage_and_resumes_once_repaired(
     wait_for(lambda: status_json(site)["problems"] == [], what="the problem to clear")
     assert site.git("log", "--format=%s").count("approve(w): qi-1") == 1
     assert site.git("fsck", "--strict", "--no-dangling") == ""
+
+
+def test_doctor_reports_a_damaged_repository_and_the_way_back(tmp_path: Path) -> None:
+    site = Site(tmp_path / "ws")
+    site.write("w", "qi-1.json", draft({"title": "A draft"}))
+    site.reconcile()
+    assert site.cli("doctor").returncode == 0
+    head = site.git("rev-parse", "HEAD").strip()
+    loose_objects(site.root)
+    where = take_away(site.root, head, tmp_path / "lost")
+    done = site.cli("doctor")
+    assert done.returncode == 1
+    assert "problem: .git: git fsck finds the repository damaged: " in done.stdout
+    assert f"invalid sha1 pointer {head}" in done.stdout
+    assert "restore the missing objects from a clone" in done.stdout
+    shutil.move(tmp_path / "lost", where)
+    assert site.cli("doctor").returncode == 0

@@ -10,7 +10,7 @@ from pathlib import Path
 from feedbackd.core.curation.agentplan import ItemFile, to_decide
 from feedbackd.core.curation.decisions import parse_record
 from feedbackd.core.curation.feedback import parse_feedback
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, RepositoryDamaged
 from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.ratings.memory import MemoryRecord
 from feedbackd.core.ratings.ratings import parse_rating_file, stored_fields
@@ -18,7 +18,7 @@ from feedbackd.core.ratings.soul import parse_soul
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, read_file_bytes
-from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.repo import GitRepo, damage_in
 from feedbackd.loop.commits.locking import INDEX_LAGS, index_lags
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation import webhouse
@@ -59,6 +59,7 @@ def examine(
             findings.append(Finding(workspace.relative(entry), message, hint))
     checks = [c for a in agent_ids(workspace) for c in _checks(runtime, workspace.agent(a))]
     if runtime.git_enabled and GitRepo.is_repo(workspace.root):
+        checks.append((workspace.root / ".git", _repository_whole(runtime)))
         checks.append((workspace.root / ".git" / "index", _index_behind(runtime)))
     checks += inbox_checks(runtime)
     checks += webhouse.doctor_checks(runtime)
@@ -163,6 +164,18 @@ def _lost_lines_error(runtime: Runtime, agent: AgentPaths, lost: list[str]) -> F
         " commits, without deciding anything again; or take the committed ledger back with"
         f" `git checkout HEAD -- {ledger}`",
     )
+
+
+def _repository_whole(runtime: Runtime) -> Callable[[], None]:
+    """Objects the refs, index or reflogs reach that git lacks or cannot read: feedbackd
+    records nothing on such a history (docs/git.md, 'A damaged repository')."""
+
+    def check() -> None:
+        damage = damage_in(runtime.workspace.root)
+        if damage is not None:
+            raise RepositoryDamaged(f"git fsck finds the repository damaged: {damage}")
+
+    return check
 
 
 def _index_behind(runtime: Runtime) -> Callable[[], None]:
