@@ -502,3 +502,15 @@ def test_a_file_written_in_a_renamed_agent_folder_names_the_new_name(
     draft(data_dir, "author", "qi-after.json")
     batches = watcher.until(touches("author"))
     assert all("writer" not in b.agents for b in batches)
+
+
+def test_events_lost_to_a_full_kernel_queue_are_said(tmp_path: Path) -> None:
+    """More events than the kernel keeps for a reader (fs.inotify.max_queued_events) before it
+    reads: the watch says events were lost, and the watcher then watches anew (everything)."""
+    limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    with TreeWatch(str(tmp_path)) as tree:
+        for number in range(limit // 2 + 1):  # each: created, closed after writing
+            os.close(os.open(tmp_path / f"f{number}", os.O_CREAT | os.O_WRONLY))
+        assert tree.lost is None
+        tree.changes()
+        assert tree.lost == "the kernel's queue of file events overflowed"

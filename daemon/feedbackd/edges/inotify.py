@@ -86,9 +86,10 @@ def available() -> bool:
 class TreeWatch:
     """inotify watches on `root` and every folder below it, kept as folders come and go.
 
-    `changes()` returns what happened since the last call; `overflowed` says the kernel's
-    queue overflowed and events were lost (watch anew). Raises FileNotFoundError when root is
-    missing, OSError when inotify is exhausted (instances or watches).
+    `changes()` returns what happened since the last call; `lost` says why events may have been
+    lost since (the kernel's queue overflowed, a new folder could not be watched): watch anew.
+    Raises FileNotFoundError when root is missing, OSError when inotify is exhausted (instances
+    or watches).
     """
 
     def __init__(self, root: str) -> None:
@@ -99,7 +100,7 @@ class TreeWatch:
         if self._fd < 0:
             raise _os_error(root)
         self.root = root
-        self.overflowed = False
+        self.lost: str | None = None
         self._folders: dict[int, str] = {}  # watch descriptor → folder path
         self._poll = select.poll()
         self._poll.register(self._fd, select.POLLIN)
@@ -156,7 +157,7 @@ class TreeWatch:
 
     def _take(self, wd: int, mask: int, name: str, found: set[tuple[int, str]]) -> None:
         if mask & _IN_Q_OVERFLOW:
-            self.overflowed = True
+            self.lost = "the kernel's queue of file events overflowed"
             return
         folder = self._folders.get(wd)
         if folder is None:
@@ -175,8 +176,11 @@ class TreeWatch:
         found.add((_change_of(mask), path))
 
     def _watch_tree(self, top: str) -> None:
-        if self._add(top) is not None:
-            self._watch_below(top)
+        try:
+            if self._add(top) is not None:
+                self._watch_below(top)
+        except OSError as error:  # the watch limit reached, say: its events would be missed
+            self.lost = f"cannot watch {top}: {error.strerror}"
 
     def _watch_below(self, top: str) -> None:
         """Watch every folder below top (itself watched already): each before it is listed."""

@@ -145,8 +145,9 @@ def _watch_folder(
                 changes = classify(data_dir, raw, shared_file)
                 if changes:
                     yield changes
-            if source.lost_events():
-                log.info("file events under %s were lost; watching it anew", data_dir)
+            lost = source.lost_events()
+            if lost is not None:
+                log.info("file events under %s may be lost (%s); watching anew", data_dir, lost)
                 return  # the next watch starts with everything
             if _watch_is_dead(data_dir, identity, raw):
                 log.info("%s was removed, moved or replaced; watching it again", data_dir)
@@ -169,8 +170,8 @@ class _Pushed:
     def __exit__(self, *_: object) -> None:
         self.tree.close()
 
-    def lost_events(self) -> bool:
-        return self.tree.overflowed
+    def lost_events(self) -> str | None:
+        return self.tree.lost
 
     def batch(self, debounce_ms: int, check_ms: int, stop: threading.Event) -> Batch:
         """The next batch, or "timeout" after check_ms without events, or "stop"."""
@@ -212,8 +213,8 @@ class _Polled:
     def __exit__(self, *_: object) -> None:
         self.notify.close()
 
-    def lost_events(self) -> bool:
-        return False
+    def lost_events(self) -> str | None:
+        return None
 
     def batch(self, debounce_ms: int, check_ms: int, stop: threading.Event) -> Batch:
         raw = self.notify.watch(debounce_ms, self.step_ms, check_ms, stop)
