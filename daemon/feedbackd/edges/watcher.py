@@ -183,8 +183,10 @@ class _Pushed:
             lasted = time.monotonic() - began
             if lasted * 1000 >= debounce_ms:
                 break
-            quiet_s = min(max(lasted, QUIET_MS / 1000), BURST_QUIET_MS / 1000)
-            if not self.tree.wait(quiet_s):
+            # Slept through rather than woken by each event: a burst (the daemon's own writes
+            # as it records one) costs a wake-up per wait, not one per event.
+            time.sleep(min(max(lasted, QUIET_MS / 1000), BURST_QUIET_MS / 1000))
+            if not self.tree.wait(0):
                 break
             found |= self.tree.changes()
         return "stop" if stop.is_set() else found
