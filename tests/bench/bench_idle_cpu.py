@@ -1,14 +1,15 @@
 """Benchmark of the daemon left alone after a change: CPU and wake-ups 1 s and 15 s after it.
 
-Run: `python -m tests.bench.bench_idle_cpu [--files 2000] [--rounds 5] [--window 4] [--keep DIR]`.
+Run: `python -m tests.bench.bench_idle_cpu [--files 2000] [--rounds 5] [--window 4] [--burst 1]
+[--keep DIR]`.
 
 One workspace of `--files` tracked files (bench_daemon's site) and `feedbackd run` on it. Each
-round approves one draft (a move queue/ → approved/), waits for its commit, then measures the
-daemon over `--window` seconds starting 1 s after the move and again starting 15 s after it:
-CPU (each thread's run time from /proc schedstat, in nanoseconds, plus the git commands it
-waited for; as a share of one core) and wake-ups (voluntary context switches of all its
-threads, per second). A curator going through a queue changes
-something every few seconds, so the first window is what a working day mostly costs.
+round approves `--burst` drafts at once (moves queue/ → approved/), waits for their commits,
+then measures the daemon over `--window` seconds starting 1 s after the last commit and again
+starting 15 s after it: CPU (each thread's run time from /proc schedstat, in nanoseconds, plus
+the git commands it waited for; as a share of one core) and wake-ups (voluntary context
+switches of all its threads, per second). A curator going through a queue changes something
+every few seconds, so the first window is what a working day mostly costs.
 Prints each round and the medians; exits 1 when the median CPU of either window is 1 % or more.
 """
 
@@ -28,7 +29,6 @@ from tests.bench.bench_daemon import (
     build_workspace,
     edit_drafts,
     queue,
-    read_branch,
     wait_for,
     wait_until_quiet,
 )
@@ -78,33 +78,43 @@ def measure(pid: int, seconds: float) -> Window:
     return Window(100 * spent / elapsed, (wakeups(pid) - woke) / elapsed)
 
 
-def one_round(root: Path, pid: int, number: int, window: float) -> list[Window]:
-    """Approve one draft, then measure a window at each of AFTER_S after the move."""
-    source = queue(root, SINGLE_AGENT, f"single-{number:04d}")
-    target = source.parent.parent / "approved" / source.name
-    target.parent.mkdir(exist_ok=True)
-    before = read_branch(root)
-    moved = time.monotonic()
-    os.rename(source, target)
-    wait_for(lambda: read_branch(root) != before, f"the commit of {source.stem}")
+def one_round(root: Path, pid: int, first: int, args: argparse.Namespace) -> list[Window]:
+    """Approve `--burst` drafts at once, then measure a window at each of AFTER_S after the
+    last of their commits is in (the daemon's own last change)."""
+    burst: int = args.burst
+    reflog = root / ".git" / "logs" / "HEAD"
+    offset = reflog.stat().st_size
+    for number in range(first, first + burst):
+        source = queue(root, SINGLE_AGENT, f"single-{number:04d}")
+        target = source.parent.parent / "approved" / source.name
+        target.parent.mkdir(exist_ok=True)
+        os.rename(source, target)
+
+    def all_in() -> bool:
+        with reflog.open("rb") as handle:
+            handle.seek(offset)
+            return handle.read().count(b": approve(") >= burst
+
+    wait_for(all_in, f"{burst} approve commits")
+    changed = time.monotonic()
     found = []
     for after in AFTER_S:
-        time.sleep(max(0.0, moved + after - time.monotonic()))  # until the window's start
-        found.append(measure(pid, window))
+        time.sleep(max(0.0, changed + after - time.monotonic()))  # until the window's start
+        found.append(measure(pid, args.window))
     return found
 
 
 def run(args: argparse.Namespace, work: Path) -> bool:
     root = work / "workspace"
     print(f"building a workspace of {args.files:,} tracked files in {root}", flush=True)
-    build_workspace(root, args.files, args.rounds, 0)
+    build_workspace(root, args.files, args.rounds * args.burst, 0)
     daemon = RunningDaemon(root)
     rounds: list[list[Window]] = []
     try:
-        edit_drafts(root, args.rounds)
+        edit_drafts(root, args.rounds * args.burst)
         wait_until_quiet(root)
         for number in range(args.rounds):
-            rounds.append(one_round(root, daemon.pid, number, args.window))
+            rounds.append(one_round(root, daemon.pid, number * args.burst, args))
             shown = "   ".join(
                 f"{after:g} s after: {w.cpu_pct:.2f} % CPU, {w.wakeups_per_s:.0f} wake-ups/s"
                 for after, w in zip(AFTER_S, rounds[-1], strict=True)
@@ -118,7 +128,8 @@ def run(args: argparse.Namespace, work: Path) -> bool:
 
 
 def report(rounds: list[list[Window]], args: argparse.Namespace) -> bool:
-    print(f"\nfeedbackd idle after a change: {args.files:,} tracked files, {len(rounds)} rounds,")
+    change = "an approval" if args.burst == 1 else f"a burst of {args.burst} approvals"
+    print(f"\nfeedbackd idle after {change}: {args.files:,} tracked files, {len(rounds)} rounds,")
     print(f"{args.window:g} s windows, {os.cpu_count()} CPUs (medians)")
     met = True
     for index, after in enumerate(AFTER_S):
@@ -141,6 +152,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--files", type=int, default=2000, help="tracked files")
     parser.add_argument("--rounds", type=int, default=5, help="changes, each measured twice")
     parser.add_argument("--window", type=float, default=4.0, help="seconds each window lasts")
+    parser.add_argument("--burst", type=int, default=1, help="approvals moved at once a round")
     parser.add_argument("--keep", type=Path, help="build the workspace here and keep it")
     return parser.parse_args(argv)
 
