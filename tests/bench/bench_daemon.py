@@ -7,10 +7,8 @@ One workspace (made by `feedbackd init`) holds `--files` tracked files: drafts o
 other files. `feedbackd run` is started on it, then, in the same run and on the same repository:
 - single approvals, one at a time: a curator's edit of each draft in queue/ first (a decision
   waits until its file has not changed for daemon.settle_ms), then the moves queue/ → approved/;
-  the time from a move until the daemon's commit is on the branch (the watcher looks more often
-  for a while after each change: these moves come within that while, as a curator's move after
-  saving the edit does);
-- `--cold` approvals more, each after the daemon has been left alone longer than that while;
+  the time from a move until the daemon's commit is on the branch;
+- `--cold` approvals more, each after the daemon has been left alone for IDLE_WHILE_S;
 - the floor: `git add <file>` + `git commit -m x` of a similar change, run as subprocesses, the
   same number of times, between the approvals (so both see the same repository and machine);
 - a burst of `--burst` approvals moved at once: the time until all are committed, and a check of
@@ -40,7 +38,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from feedbackd.edges.watcher import ALERT_FOR_S
 from tests.bench.chart import Chart, Series, write_chart
 from tests.bench.workfolder import in_work_folder
 
@@ -49,6 +46,9 @@ BURST_AGENTS = 4
 FILLER_AGENTS = 10
 POLL_S = 0.001  # how often the branch is looked at while a commit is awaited
 TIMEOUT_S = 120.0
+# Approvals "after a pause" come this long after the last change (the watcher once looked more
+# often for ten seconds after each change; `--cold` keeps measuring a curator back from a pause).
+IDLE_WHILE_S = 10.0
 SETTLE_S = 2.0  # daemon.settle_ms at its default
 TARGET_RATIO, TARGET_CPU_PCT, TARGET_RSS_MB = 1.0, 1.0, 150.0
 # At 100,000 files the floor's `git add` and `git commit` each read and write a 10 MB index.
@@ -274,11 +274,11 @@ def measure_singles(root: Path, samples: int, results: Results) -> None:
 
 
 def measure_cold(root: Path, first: int, samples: int, results: Results) -> None:
-    """Approvals each after the watcher's alert while is over, as after a curator's pause."""
+    """Approvals each after IDLE_WHILE_S of nothing happening, as after a curator's pause."""
     edit_drafts(root, samples, first)
     for number in range(first, first + samples):
         wait_until_quiet(root)
-        time.sleep(ALERT_FOR_S + 0.5)  # the measurement itself: the watcher back to its idle pace
+        time.sleep(IDLE_WHILE_S + 0.5)  # the measurement itself: a daemon left alone
         results.cold_s.append(approve_once(root, number))
 
 
@@ -394,7 +394,7 @@ def rows(results: Results, args: argparse.Namespace, files: int) -> list[Row]:
     cpu, rss = results.idle_cpu_pct, results.rss_mb
     cold = [
         (
-            f"the same after {ALERT_FOR_S:g} s idle",
+            f"the same after {IDLE_WHILE_S:g} s idle",
             f"{ms(statistics.median(results.cold_s))}, max {ms(max(results.cold_s))}",
             "",
             None,
@@ -478,12 +478,12 @@ def run_size(args: argparse.Namespace, work: Path, files: int) -> Results:
     try:
         print(f"daemon {daemon.pid} ready; {args.samples} single approvals", flush=True)
         measure_singles(root, args.samples, results)
-        print(f"{args.cold} approvals after {ALERT_FOR_S:g} s idle each", flush=True)
+        print(f"{args.cold} approvals after {IDLE_WHILE_S:g} s idle each", flush=True)
         measure_cold(root, args.samples, args.cold, results)
         print(f"burst of {args.burst} approvals", flush=True)
         measure_burst(root, args.burst, results)
         wait_until_quiet(root)
-        time.sleep(ALERT_FOR_S)  # idle is idle once the watcher is back to its idle pace
+        time.sleep(IDLE_WHILE_S)  # idle: long after the last change (bench_idle_cpu: right after)
         print(f"idle for {args.idle:g} s", flush=True)
         measure_idle(daemon.pid, args.idle, results)
     finally:

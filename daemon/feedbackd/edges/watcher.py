@@ -1,4 +1,8 @@
-"""File events under `_data/` turned into "which agents may have changed"; the only watchfiles user.
+"""File events under `_data/` turned into "which agents may have changed".
+
+The events come from inotify (edges/inotify.py): the watcher sleeps until the kernel pushes one.
+Where inotify cannot serve (a network file system, the watch limit reached, another system)
+watchfiles polls instead.
 
 Events are hints, never facts: a move arrives as deleted + added, an editor's save as a burst,
 a renamed folder as one event for the folder and none for the files inside. So a batch only says
@@ -23,12 +27,13 @@ from pathlib import Path
 from watchfiles import Change
 
 # RustNotify is what watchfiles.watch() drives (documented in watchfiles' "Rust backend" API page);
-# using it directly lets the first batch go out as soon as the watch is in place, rather than after
-# the first change or timeout, so a start-up pass leaves no unwatched gap.
+# used directly when polling, so the first batch goes out as soon as the watch is in place.
 from watchfiles._rust_notify import RustNotify
 
 from feedbackd.core.ids import is_valid_id
+from feedbackd.edges import inotify
 from feedbackd.edges.files import TMP_SUFFIX
+from feedbackd.edges.inotify import TreeWatch
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +43,17 @@ _EDITOR_NAMES = frozenset({"4913"})
 _EDITOR_PREFIXES = (".#",)
 # Idle wake-ups to notice that `_data/` itself was deleted or replaced (its watch is then dead).
 DEFAULT_CHECK_MS = 1000
-# watchfiles looks for new events every step and sends a batch after one quiet step, so a step
-# adds 1-2 steps to every approval's latency and costs a wake-up while idle. Measured on 2 cores:
-# 50 ms adds 50-100 ms for 0.06 % idle CPU; 10 ms adds 10-20 ms for 0.25 %; 5 ms costs 0.5 %.
+# inotify pushes events: the watcher sleeps until one comes, then sends the batch once nothing
+# more came for QUIET_MS (a move is two events, an editor's save a few, all within microseconds).
+# A batch that goes on is a burst: it waits as long as it has gone on, up to BURST_QUIET_MS, so
+# a burst written as fast as the machine lets its writer run arrives in few batches.
+QUIET_MS = 1
+BURST_QUIET_MS = 10
+# While nothing happens the watcher wakes only to look at `stop` (a shutdown waits at most this).
+STOP_LOOK_MS = 100
+# Polling (network file systems, inotify exhausted) and systems without inotify: watchfiles'
+# own loop, which looks for new events every step and sends a batch after one quiet step.
 DEFAULT_STEP_MS = 10
-# One change is mostly followed by more within seconds: a curator saves a draft, then moves it to
-# approved/; the daemon's own commit is seen too. For that long after a batch the watcher looks
-# more often, and idle it goes back to the slower step. Measured: 1 ms adds about 2 ms to an
-# approval for 2.6 % CPU during those seconds; 3 ms adds 5-6 ms for 1.2 %.
-ALERT_STEP_MS = 1
-ALERT_FOR_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -76,10 +82,10 @@ def watch_agents(
 ) -> Iterator[Changes]:
     """Yield batches of changes under data_dir until `stop` is set.
 
-    A batch is yielded once nothing changed for `step_ms`, or after `debounce_ms` of continuous
-    changes. A missing data_dir is waited for (checked every `check_ms`, interruptibly).
-    `shared_file`, a file in data_dir that concerns every agent (webhouse's curation queue),
-    calls for a full pass when it changes.
+    A batch is yielded once nothing more changed for a moment (QUIET_MS, longer in a burst; one
+    `step_ms` when polling), or after `debounce_ms` of continuous changes. A missing data_dir
+    is waited for (checked every `check_ms`, interruptibly). `shared_file`, a file in data_dir
+    that concerns every agent (webhouse's curation queue), calls for a full pass when it changes.
     """
     data_dir = data_dir.absolute()  # events name absolute paths; compare like with like
     shared = shared_file.absolute() if shared_file is not None else None
@@ -124,42 +130,108 @@ def _watch_folder(
 ) -> Iterator[Changes]:
     """Watch one incarnation of data_dir; return when it is gone or replaced, or on stop."""
     identity = _identity(data_dir)
-    notify = _start_watch(data_dir)
-    if notify is None:
+    source = _start_watch(data_dir, step_ms)
+    if source is None:
         stop.wait(check_ms / 1000)  # removed while the watch was set up: wait for it again
         return
-    with notify:
+    with source:
         log.debug("watching %s", data_dir)
         yield EVERYTHING
-        alert_until = 0.0
         while True:
-            raw = notify.watch(debounce_ms, step_for(step_ms, alert_until), check_ms, stop)
+            raw = source.batch(debounce_ms, check_ms, stop)
             if raw == "stop":
                 return
-            if raw == "signal":
-                # A signal handler raised (Ctrl-C without a handler of our own): let it through.
-                raise KeyboardInterrupt
             if isinstance(raw, set):
-                alert_until = time.monotonic() + ALERT_FOR_S
                 changes = classify(data_dir, raw, shared_file)
                 if changes:
                     yield changes
+            lost = source.lost_events()
+            if lost is not None:
+                log.info("file events under %s may be lost (%s); watching anew", data_dir, lost)
+                return  # the next watch starts with everything
             if _watch_is_dead(data_dir, identity, raw):
                 log.info("%s was removed, moved or replaced; watching it again", data_dir)
                 return
 
 
-def step_for(step_ms: int, alert_until: float, now: float | None = None) -> int:
-    """How often to look for events: every ALERT_STEP_MS until `alert_until` (a monotonic
-    time, ALERT_FOR_S after the last batch), else every `step_ms`; never slower than asked."""
-    now = time.monotonic() if now is None else now
-    return min(step_ms, ALERT_STEP_MS) if now < alert_until else step_ms
+Batch = set[tuple[int, str]] | str  # raw (change, path) events, or "stop" or "timeout"
 
 
-def _start_watch(data_dir: Path) -> RustNotify | None:
+class _Pushed:
+    """inotify's events, waited for in poll(): no wake-up while nothing happens but a look at
+    `stop` every STOP_LOOK_MS."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.tree = TreeWatch(str(data_dir))
+
+    def __enter__(self) -> _Pushed:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.tree.close()
+
+    def lost_events(self) -> str | None:
+        return self.tree.lost
+
+    def batch(self, debounce_ms: int, check_ms: int, stop: threading.Event) -> Batch:
+        """The next batch, or "timeout" after check_ms without events, or "stop"."""
+        if not self._wait_for_events(check_ms / 1000, stop):
+            return "stop" if stop.is_set() else "timeout"
+        found = self.tree.changes()
+        began = time.monotonic()
+        while not stop.is_set():
+            lasted = time.monotonic() - began
+            if lasted * 1000 >= debounce_ms:
+                break
+            # Slept through rather than woken by each event: a burst (the daemon's own writes
+            # as it records one) costs a wake-up per wait, not one per event.
+            time.sleep(min(max(lasted, QUIET_MS / 1000), BURST_QUIET_MS / 1000))
+            if not self.tree.wait(0):
+                break
+            found |= self.tree.changes()
+        return "stop" if stop.is_set() else found
+
+    def _wait_for_events(self, timeout_s: float, stop: threading.Event) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if self.tree.wait(min(left, STOP_LOOK_MS / 1000)):
+                return True
+        return False
+
+
+class _Polled:
+    """watchfiles' own loop: polling, or a system without inotify. It looks every step."""
+
+    def __init__(self, notify: RustNotify, step_ms: int) -> None:
+        self.notify = notify
+        self.step_ms = step_ms
+
+    def __enter__(self) -> _Polled:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.notify.close()
+
+    def lost_events(self) -> str | None:
+        return None
+
+    def batch(self, debounce_ms: int, check_ms: int, stop: threading.Event) -> Batch:
+        raw = self.notify.watch(debounce_ms, self.step_ms, check_ms, stop)
+        if raw == "signal":
+            # A signal handler raised (Ctrl-C without a handler of our own): let it through.
+            raise KeyboardInterrupt
+        return raw
+
+
+def _start_watch(data_dir: Path, step_ms: int) -> _Pushed | _Polled | None:
     """A recursive watch on data_dir (None if it vanished); polls when inotify is exhausted."""
     try:
-        return _notify(data_dir, polling=_polling_requested())
+        if _polling_requested() or not inotify.available():
+            return _Polled(_notify(data_dir, polling=_polling_requested()), step_ms)
+        return _Pushed(data_dir)
     except FileNotFoundError:
         return None
     except OSError as error:
@@ -171,7 +243,7 @@ def _start_watch(data_dir: Path) -> RustNotify | None:
             error,
         )
     with contextlib.suppress(FileNotFoundError):
-        return _notify(data_dir, polling=True)
+        return _Polled(_notify(data_dir, polling=True), step_ms)
     return None
 
 
