@@ -23,7 +23,7 @@ from feedbackd.loop.commits.repo import open_repo, open_repo_for_writing
 from feedbackd.loop.curation.agentpass import AgentPass
 from feedbackd.loop.curation.agentread import Lookups
 from feedbackd.loop.curation.decidedfiles import ChangedDecisions
-from feedbackd.loop.curation.draftmemory import FirstVersions
+from feedbackd.loop.curation.draftmemory import DraftAdds, FirstVersions
 from feedbackd.loop.curation.webhouse import with_queue_agents
 from feedbackd.loop.ratings import rentals
 from feedbackd.loop.report import Report
@@ -115,11 +115,16 @@ def _keep_decision_warnings(runtime: Runtime, found: Report) -> None:
         remember(runtime.workspace, agent_id, found.decision_warnings)
 
 
-def shared_lookups(runtime: Runtime, chosen: Sequence[str], full_pass: bool) -> Lookups:
-    """What the agents of a pass ask git together (see Lookups)."""
+def shared_lookups(
+    runtime: Runtime, chosen: Sequence[str], full_pass: bool, adds: DraftAdds | None = None
+) -> Lookups:
+    """What the agents of a pass ask git together (see Lookups); `adds`, the drafts' commits
+    a daemon keeps from one pass to the next."""
+    adds = adds or DraftAdds(runtime)
     return Lookups(
-        FirstVersions(runtime, chosen) if len(chosen) > 1 else None,
+        FirstVersions(runtime, chosen, adds) if len(chosen) > 1 else None,
         ChangedDecisions(runtime, None if full_pass else chosen),
+        adds,
     )
 
 

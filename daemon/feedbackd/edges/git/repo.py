@@ -4,6 +4,7 @@ commit exactly the paths of one change, and reach the remote.
 GitRepo is the one door the loop uses; behind it each concern has its module:
   edges/git/paths.py   listings: what is untracked, changed, or where in HEAD
   edges/git/history.py a commit's history and files, read in bulk (`history_of(repo)`)
+  edges/git/adds.py    which commit added each draft, from the commits since a known one
   edges/git/commit.py  commits that never touch what the user staged, and healing the index
   edges/git/remote.py  fetch, push and rebase in a temporary worktree (`repo.remote`)
   edges/git/locks.py   whether a `.git/*.lock` is stale, and clearing a stale index lock
@@ -32,6 +33,7 @@ from feedbackd.core.curation.reverts import RevertCommit, revert_commit
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person
 from feedbackd.core.timeutil import parse_iso
+from feedbackd.edges.git.adds import Adds, adds_in_line
 from feedbackd.edges.git.batch import GitBatch, GitObject, KeptBatch, batch_header, batch_name
 from feedbackd.edges.git.commit import (
     CommitWriter,
@@ -199,18 +201,40 @@ class GitRepo:
             return {}
         return self._blobs(_last_adds(self._git, rel_path(under), wanted.__contains__))
 
-    def last_adds_below(self, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
+    def last_adds_below(
+        self, under: str, keep: Callable[[str], bool], commit: str | None = None
+    ) -> dict[str, str]:
         """path → the sha of the newest commit that added it, for every path below `under`
-        that `keep` accepts: one history walk, however many paths (files_at_commits reads
-        them)."""
-        if self.head() is None:
+        that `keep` accepts, in the history of `commit` (HEAD by default): one history walk,
+        however many paths (files_at_commits reads them)."""
+        if commit is None and self.head() is None:
             return {}
-        return _last_adds(self._git, rel_path(under), keep)
+        return _last_adds(self._git, rel_path(under), keep, commit or "HEAD")
 
-    def files_at_commits(self, revisions: Mapping[str, str]) -> dict[str, bytes]:
+    def head_commit(self) -> str | None:
+        """HEAD's commit, read through the long-lived cat-file (no git process); None on a
+        branch with no commits yet."""
+        found = self._objects.read("HEAD")
+        return found.sha if found is not None and found.kind == "commit" else None
+
+    def adds_since(self, old: str, new: str, under: str, folder: str) -> list[Adds] | None:
+        """For each commit after `old` up to `new`, newest first, path → that commit for the
+        files directly in an `under/*/folder/` it added; None when `new` is not a few commits
+        of one parent each on top of `old` (edges/git/adds.py): walk with last_adds_below."""
+        found = self._objects.read(new)
+        if found is None or found.kind != "commit":
+            return None
+        return adds_in_line(self._objects, old, found, under, folder)
+
+    def files_at_commits(
+        self, revisions: Mapping[str, str], *, together: bool = False
+    ) -> dict[str, bytes]:
         """The content of each path at its commit (path → sha), through the long-lived
-        cat-file (a pass asks for a few of each agent's: no git process of their own); paths a
-        commit lacks are left out."""
+        cat-file (a pass asks for a few of each agent's: no git process of their own), or,
+        `together`, from one `cat-file --batch` of their own (thousands of a fresh clone's
+        drafts); paths a commit lacks are left out."""
+        if together and revisions:
+            return self._blobs(dict(revisions))
         found = {path: self._blob(sha, path) for path, sha in revisions.items()}
         return {path: data for path, data in found.items() if data is not None}
 
@@ -443,11 +467,13 @@ def log_and_reverts(repo: GitRepo) -> list[LogEntry | RevertCommit]:
     return found
 
 
-def _last_adds(git: GitRunner, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
+def _last_adds(
+    git: GitRunner, under: str, keep: Callable[[str], bool], commit: str = "HEAD"
+) -> dict[str, str]:
     """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
     args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
     found: dict[str, str] = {}
-    for sha, name in added_files(git.run([*args, "--", under])):
+    for sha, name in added_files(git.run([*args, revision(commit), "--", under])):
         if name not in found and keep(name):
             found[name] = sha
     return found

@@ -34,6 +34,7 @@ from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.commits.ledgers import CommittedLedgers
 from feedbackd.loop.commits.locking import clean_leftovers, clear_stale_git_locks, write_lock
+from feedbackd.loop.curation.draftmemory import DraftAdds
 from feedbackd.loop.curation.webhouse import queue_file, with_queue_agents
 from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, RETRY_MAX_S, AgentBook, name_of
 from feedbackd.loop.daemon.recorded import Recorded
@@ -141,6 +142,7 @@ class Daemon:
         self.syncer = Syncer(runtime)
         self.sync = SyncThread(self.syncer, self.wakeup)
         self.ledgers = CommittedLedgers()  # the decision ledgers this daemon committed
+        self.draft_adds = DraftAdds(runtime)  # the drafts' commits, kept from pass to pass
         self.catch_up: CatchUp | None = None
         self.memory_to_release = False  # a pass ran since freed memory was last given back
         self.exit_code = 0
@@ -234,6 +236,7 @@ class Daemon:
             self.settings_file = SettingsFile(_settings_path(self.runtime))
             self.config_problem = None
             self.syncer.runtime = self.runtime  # read when the next sync starts
+            self.draft_adds = DraftAdds(self.runtime)  # the data folder may have moved
             self.dirty.everything = True  # settings change what a snippet says
             if (self.runtime.workspace.data, queue_file(self.runtime)) != (old_data, old_queue):
                 self.watching.close()  # watch the new data folder (or queue file) instead
@@ -308,7 +311,7 @@ class Daemon:
             give_way = GiveWay(self.runtime.workspace.state_dir, self._keep_going)
             self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime, give_way))
             self._after(RATINGS, give_way)
-        lookups = shared_lookups(self.runtime, chosen, everything)
+        lookups = shared_lookups(self.runtime, chosen, everything, self.draft_adds)
         for done, agent in enumerate(chosen, start=1):
             if not self._keep_going():
                 break
