@@ -282,10 +282,16 @@ class AgentReader:
         if not unknown:
             return []  # as this process committed them or last saw them: no need to ask git
         changed = self.changed_decisions.of(self.repo, self.agent)
-        for item_file in unknown:
-            state = self.changed_decisions.vouched(item_file.path, self.rel(item_file.path))
-            if state is not None:
-                self.committed.remember(self.runtime, self.repo, item_file.path, state)
+        vouched = {
+            f.path: state
+            for f in unknown
+            if (state := self.changed_decisions.vouched(f.path, self.rel(f.path))) is not None
+        }
+        if vouched:  # their ids at HEAD read together: HEAD read once, each folder once
+            rels = {path: self.rel(path) for path in vouched}
+            ids = self.repo.file_ids_at_head(list(rels.values()))
+            for path, state in vouched.items():
+                self.committed.remember(self.runtime, self.repo, path, state, ids[rels[path]])
         return [f for f in unknown if self.rel(f.path) in changed]
 
     def _read_revised(self, files: Sequence[ItemFile]) -> list[ReadItem]:
