@@ -12,10 +12,11 @@ import errno
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.core.workspace import DECISION_FOLDERS
 from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX, agent_ids
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.ledgers import CommittedLedgers
@@ -41,6 +42,8 @@ __all__ = [
 
 log = logging.getLogger("feedbackd")
 _READ_AHEAD_FROM = 8  # a git process costs about what this many round trips to the helper do
+# Read ahead, at most: what the long-lived reader keeps of it is bounded too (edges/git/batch.py).
+_READ_AHEAD_BYTES = 1 << 20
 
 
 def reconcile_all(
@@ -80,7 +83,7 @@ def reconcile_all(
             return report
         if full_pass:
             _reconcile_ratings(runtime, repo, report)
-            _read_ahead(runtime, repo, chosen)
+            _read_ahead(runtime, repo, chosen, ledgers)
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
@@ -95,17 +98,47 @@ def reconcile_all(
     return report
 
 
-def _read_ahead(runtime: Runtime, repo: GitRepo | None, chosen: Sequence[str]) -> None:
-    """Ask git together for HEAD's feedback.json of each agent whose file is gone from disk:
-    each agent's pass asks (agentread.deleted_feedback), and a big site of new agents has none
-    (two hundred round trips to git in an idle `run --once`). Worth a git process of its own
-    only for a few agents or more."""
+def _read_ahead(
+    runtime: Runtime, repo: GitRepo | None, chosen: Sequence[str], ledgers: CommittedLedgers
+) -> None:
+    """Ask git together for what each agent's pass asks of HEAD: feedback.json where the file
+    is gone from disk (agentread.deleted_feedback: a big site of new agents has none), and
+    decisions.jsonl and the snippet where this process does not know them committed as they
+    are (a killed pass's lines, a snippet left behind: every agent's, in an idle `run --once`).
+    And the trees at HEAD of the agents' folders and decision folders. Hundreds of round trips
+    to git become a few processes; worth it only for a few files or more."""
     if repo is None:
         return
-    gone = [runtime.workspace.agent(agent_id).feedback for agent_id in chosen]
-    gone = [path for path in gone if not os.path.lexists(path)]
-    if len(gone) >= _READ_AHEAD_FROM:
-        repo.read_ahead_at_head([runtime.workspace.relative(path) for path in gone])
+    agents = [runtime.workspace.agent(agent_id) for agent_id in chosen]
+    gone = [agent.feedback for agent in agents if not os.path.lexists(agent.feedback)]
+    kept = _within_budget(path for agent in agents for path in (agent.decisions, agent.prompt))
+    known = ledgers.unchanged_among(runtime, repo, kept)
+    wanted = [*gone, *(path for path in kept if path not in known)]
+    if len(wanted) >= _READ_AHEAD_FROM:
+        repo.read_ahead_at_head([runtime.workspace.relative(path) for path in wanted])
+    deciding = [a for a in agents if os.path.isdir(a.approved) or os.path.isdir(a.rejected)]
+    if len(deciding) >= _READ_AHEAD_FROM:  # where each pass looks up its decided files' ids
+        agents_dir = runtime.workspace.relative(runtime.workspace.agents_dir)
+        repo.read_ahead_folders(agents_dir, DECISION_FOLDERS)
+
+
+def _within_budget(paths: Iterable[Path]) -> list[Path]:
+    """The files that exist and hold something, in order, while their sizes add up to
+    _READ_AHEAD_BYTES: what is read ahead is held in memory until asked for (a long ledger is
+    asked for on its own, and an empty one is not asked for)."""
+    chosen, total = [], 0
+    for path in paths:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue
+        if not size:
+            continue
+        total += size
+        if total > _READ_AHEAD_BYTES:
+            break
+        chosen.append(path)
+    return chosen
 
 
 def _keep_decision_warnings(runtime: Runtime, found: Report) -> None:
