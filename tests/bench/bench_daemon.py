@@ -50,9 +50,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from feedbackd.edges.watcher import ALERT_FOR_S
-from tests.bench.bench_catchup import approve_while_stopped
+from tests.bench.bench_startup import approve_while_stopped, build_origin
 from tests.bench.bench_startup import bench_env as startup_env
-from tests.bench.bench_startup import build_origin
 from tests.bench.chart import Chart, Series, write_chart
 from tests.bench.workfolder import in_work_folder
 
