@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from feedbackd.edges.git.adds import LINE_MAX, in_folders
+from feedbackd.edges.git.repo import history_of
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.draftmemory import ADDS_FILE, DraftAdds
 from tests.conftest import git
@@ -23,7 +24,10 @@ def walked(site: Site) -> dict[str, str]:
     """What a walk of HEAD's whole history says: queue path → the commit that last added it."""
     with open_repo(site.runtime()) as repo:
         assert repo is not None
-        return repo.last_adds_below(UNDER, lambda path: in_folders(path, UNDER, "queue"))
+        history = history_of(repo)
+        head = history.head()
+        assert head is not None
+        return history.last_adds(head, UNDER, lambda path: in_folders(path, UNDER, "queue"))
 
 
 def kept(site: Site, adds: DraftAdds) -> dict[str, str]:

@@ -119,7 +119,7 @@ def _read_ahead(
     deciding = [a for a in agents if os.path.isdir(a.approved) or os.path.isdir(a.rejected)]
     if len(deciding) >= _READ_AHEAD_FROM:  # where each pass looks up its decided files' ids
         agents_dir = runtime.workspace.relative(runtime.workspace.agents_dir)
-        repo.read_ahead_folders(agents_dir, DECISION_FOLDERS)
+        repo.listings.read_ahead_folders(agents_dir, DECISION_FOLDERS)
 
 
 def _within_budget(paths: Iterable[Path]) -> list[Path]:

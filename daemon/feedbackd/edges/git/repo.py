@@ -4,7 +4,6 @@ commit exactly the paths of one change, and reach the remote.
 GitRepo is the one door the loop uses; behind it each concern has its module:
   edges/git/paths.py   listings: what is untracked, changed, or where in HEAD
   edges/git/history.py a commit's history and files, read in bulk (`history_of(repo)`)
-  edges/git/adds.py    which commit added each draft, from the commits since a known one
   edges/git/commit.py  commits that never touch what the user staged, and healing the index
   edges/git/remote.py  fetch, push and rebase in a temporary worktree (`repo.remote`)
   edges/git/locks.py   whether a `.git/*.lock` is stale, and clearing a stale index lock
@@ -21,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +32,6 @@ from feedbackd.core.curation.reverts import RevertCommit, revert_commit
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person
 from feedbackd.core.timeutil import parse_iso
-from feedbackd.edges.git.adds import Adds, adds_in_line
 from feedbackd.edges.git.batch import GitBatch, GitObject, KeptBatch, batch_header, batch_name
 from feedbackd.edges.git.commit import (
     CommitWriter,
@@ -42,13 +40,12 @@ from feedbackd.edges.git.commit import (
     operation_in_progress,
     refuse_during_operation,
 )
-from feedbackd.edges.git.history import History, log_records
+from feedbackd.edges.git.history import History, last_adds, log_records
 from feedbackd.edges.git.locks import UsersGit, clear_index_lock
 from feedbackd.edges.git.paths import Listings
 from feedbackd.edges.git.remote import GitRemote
 from feedbackd.edges.git.runner import (
     GitRunner,
-    added_files,
     first_line,
     git_in,
     hint_for,
@@ -56,7 +53,6 @@ from feedbackd.edges.git.runner import (
     rel_path,
     revision,
 )
-from feedbackd.edges.git.tree import TREE_MODE, parse_tree
 
 log = logging.getLogger("feedbackd")
 
@@ -165,26 +161,6 @@ class GitRepo:
         trip each while HEAD stays where it is (see GitBatch.read_ahead)."""
         self._objects.read_ahead([f"HEAD:{rel_path(path)}" for path in paths])
 
-    def read_ahead_folders(self, under: str, names: Collection[str]) -> None:
-        """Ask git together for the trees at HEAD of the folders in `under` and of their
-        subfolders named `names` (each agent's folder, its approved/ and rejected/): a pass
-        that looks up its decided files' ids in them then reads them without a round trip
-        each. Two git processes, however many folders."""
-        top = self._objects.read(f"HEAD:{rel_path(under)}") if "\n" not in under else None
-        if top is None or top.kind != "tree":
-            return
-        size = len(top.sha) // 2
-        folders = [e.sha for e in parse_tree(top.content, size).values() if e.mode == TREE_MODE]
-        self._objects.read_ahead(folders)
-        wanted = {name.encode("utf-8", "surrogateescape") for name in names}
-        inner = []
-        for sha in folders:
-            found = self._objects.read(sha)
-            if found is not None and found.kind == "tree":
-                entries = parse_tree(found.content, size).items()
-                inner += [e.sha for n, e in entries if n in wanted and e.mode == TREE_MODE]
-        self._objects.read_ahead(inner)
-
     def object_at_head(self, path: str) -> GitObject | None:
         """`path` at HEAD with its object id (the content alone: file_at_head)."""
         return self._object("HEAD", rel_path(path))
@@ -220,32 +196,7 @@ class GitRepo:
         wanted = {rel_path(path) for path in paths}
         if not wanted or self.head() is None:
             return {}
-        return self._blobs(_last_adds(self._git, rel_path(under), wanted.__contains__))
-
-    def last_adds_below(
-        self, under: str, keep: Callable[[str], bool], commit: str | None = None
-    ) -> dict[str, str]:
-        """path → the sha of the newest commit that added it, for every path below `under`
-        that `keep` accepts, in the history of `commit` (HEAD by default): one history walk,
-        however many paths (files_at_commits reads them)."""
-        if commit is None and self.head() is None:
-            return {}
-        return _last_adds(self._git, rel_path(under), keep, commit or "HEAD")
-
-    def head_commit(self) -> str | None:
-        """HEAD's commit, read through the long-lived cat-file (no git process); None on a
-        branch with no commits yet."""
-        found = self._objects.read("HEAD")
-        return found.sha if found is not None and found.kind == "commit" else None
-
-    def adds_since(self, old: str, new: str, under: str, folder: str) -> list[Adds] | None:
-        """For each commit after `old` up to `new`, newest first, path → that commit for the
-        files directly in an `under/*/folder/` it added; None when `new` is not a few commits
-        of one parent each on top of `old` (edges/git/adds.py): walk with last_adds_below."""
-        found = self._objects.read(new)
-        if found is None or found.kind != "commit":
-            return None
-        return adds_in_line(self._objects, old, found, under, folder)
+        return self._blobs(last_adds(self._git, rel_path(under), wanted.__contains__))
 
     def files_at_commits(
         self, revisions: Mapping[str, str], *, together: bool = False
@@ -485,18 +436,6 @@ def log_and_reverts(repo: GitRepo) -> list[LogEntry | RevertCommit]:
         step = log_entry(*fields) or revert_commit(*fields)
         if step is not None:
             found.append(step)
-    return found
-
-
-def _last_adds(
-    git: GitRunner, under: str, keep: Callable[[str], bool], commit: str = "HEAD"
-) -> dict[str, str]:
-    """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
-    args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
-    found: dict[str, str] = {}
-    for sha, name in added_files(git.run([*args, revision(commit), "--", under])):
-        if name not in found and keep(name):
-            found[name] = sha
     return found
 
 

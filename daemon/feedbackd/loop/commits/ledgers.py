@@ -88,6 +88,16 @@ class CommittedLedgers:
         committed = committed or repo.file_id_at_head(runtime.workspace.relative(path))
         self._states[_key(path)] = _fingerprint(state, committed)
 
+    def remember_all(
+        self, runtime: Runtime, repo: GitRepo, files: Iterable[tuple[Path, FileState | None]]
+    ) -> None:
+        """remember() each file that has a state, HEAD read once for all of them."""
+        states = {path: state for path, state in files if state is not None}
+        rels = {path: runtime.workspace.relative(path) for path in states}
+        ids = repo.file_ids_at_head(list(rels.values())) if rels else {}
+        for path, state in states.items():
+            self.remember(runtime, repo, path, state, ids[rels[path]])
+
     def differs_from_head(self, runtime: Runtime, repo: GitRepo | None, path: Path) -> bool:
         """True when the file on disk and HEAD's version of it differ (a pass killed after
         writing it, before its commit); False when either has none. Git is asked once while

@@ -282,16 +282,10 @@ class AgentReader:
         if not unknown:
             return []  # as this process committed them or last saw them: no need to ask git
         changed = self.changed_decisions.of(self.repo, self.agent)
-        vouched = {
-            f.path: state
-            for f in unknown
-            if (state := self.changed_decisions.vouched(f.path, self.rel(f.path))) is not None
-        }
-        if vouched:  # their ids at HEAD read together: HEAD read once, each folder once
-            rels = {path: self.rel(path) for path in vouched}
-            ids = self.repo.file_ids_at_head(list(rels.values()))
-            for path, state in vouched.items():
-                self.committed.remember(self.runtime, self.repo, path, state, ids[rels[path]])
+        vouched = [
+            (f.path, self.changed_decisions.vouched(f.path, self.rel(f.path))) for f in unknown
+        ]
+        self.committed.remember_all(self.runtime, self.repo, vouched)
         return [f for f in unknown if self.rel(f.path) in changed]
 
     def _read_revised(self, files: Sequence[ItemFile]) -> list[ReadItem]:

@@ -21,7 +21,7 @@ from feedbackd.core.curation import agentplan
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import atomic_write_bytes, atomic_write_text
 from feedbackd.edges.git.adds import LINE_MAX, in_folders
-from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
@@ -225,7 +225,7 @@ class DraftAdds:
 
     def commits(self, repo: GitRepo) -> Mapping[str, str]:
         """queue path → the commit that last added it, for HEAD as it is now."""
-        head = repo.head_commit()
+        head = history_of(repo).head()
         if head is None:
             return {}
         if self._adds is None:
@@ -234,7 +234,7 @@ class DraftAdds:
             self._catch_up(repo, head)
         if self._adds is None or self._at != head:
             self.walks += 1
-            self._adds = repo.last_adds_below(self.under, self._keeps, head)
+            self._adds = history_of(repo).last_adds(head, self.under, self._keeps)
             self._at = head
             self._save()
         return self._adds
@@ -243,7 +243,7 @@ class DraftAdds:
         """Lay the adds of the commits since the kept answer's over it, when HEAD is a few
         commits of one parent each on top of it."""
         assert self._adds is not None and self._at is not None
-        newer = repo.adds_since(self._at, head, self.under, QUEUE)
+        newer = history_of(repo).adds_since(self._at, head, self.under, QUEUE)
         if newer is None:
             return
         for adds in reversed(newer):  # the oldest first: the newest add of a path wins
