@@ -8,11 +8,12 @@ of that agent alone.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from feedbackd.core.errors import GitError, WorkspaceError
@@ -62,11 +63,11 @@ def reconcile_all(
 
     keep_going is asked before each agent and each decision: False once the daemon was told to
     stop (the decision in hand is finished); it is the daemon's heartbeat too. progress hears
-    (agents done, agents in all); on_decision (agent, decisions done, decisions found). ledgers
-    is the daemon's memory of the ledgers it committed; lookups asks git for many agents at once
-    (shared by the agents of a daemon's pass). written_whole names files a command wrote in one
-    piece (decided without settling); only_items confines the pass to a command's own item, so
-    that a command never does a burst's work under the write lock.
+    (agents done, agents in all); on_decision (agent, decisions done, decisions found). ledgers:
+    the daemon's memory of the files it committed (else the last process's, in `.feedbackd/`);
+    lookups asks git for many agents at once (shared by a daemon's pass). written_whole: files
+    a command wrote in one piece (decided without settling); only_items confines the pass to a
+    command's own item, so that a command never does a burst's work under the write lock.
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -74,28 +75,39 @@ def reconcile_all(
     feedback.json, a file named prompt, a full disk) as a problem of that agent alone.
     """
     report = Report()
-    ledgers = ledgers if ledgers is not None else CommittedLedgers()
     chosen = with_queue_agents(runtime, agent_ids(runtime.workspace)) if agents is None else agents
     full_pass = agents is None
     lookups = lookups or shared_lookups(runtime, chosen, full_pass)
-    with open_repo(runtime) as repo:
+    with open_repo(runtime) as repo, _remembered(runtime, ledgers) as known:
         if not _may_write(runtime, repo, report, full_pass):
             return report
         if full_pass:
             _reconcile_ratings(runtime, repo, report)
-            _read_ahead(runtime, repo, chosen, ledgers)
+            _read_ahead(runtime, repo, chosen, known)
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
             heard = _for_agent(on_decision, agent_id)
             agent_pass = AgentPass(
-                runtime, repo, agent_id, ledgers, keep_going, lookups, written_whole, heard,
+                runtime, repo, agent_id, known, keep_going, lookups, written_whole, heard,
                 only_items=only_items,
             )  # fmt: skip
             report.extend(_run(agent_pass, full_pass))
             if progress is not None:
                 progress(done, len(chosen))
     return report
+
+
+@contextlib.contextmanager
+def _remembered(runtime: Runtime, ledgers: CommittedLedgers | None) -> Iterator[CommittedLedgers]:
+    """The daemon's memory of committed files; else the last process's, and what this call
+    learns is left for the next one."""
+    if ledgers is not None:
+        yield ledgers
+        return
+    kept = CommittedLedgers.kept_in(runtime.workspace.state_dir)
+    yield kept
+    kept.save()
 
 
 def _read_ahead(

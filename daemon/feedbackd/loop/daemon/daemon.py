@@ -58,6 +58,9 @@ from feedbackd.loop.workspace.runtime import Runtime
 log = logging.getLogger("feedbackd")
 
 # Wake up now and then even when nothing happens, to look after the watcher thread.
+# What the daemon remembers of committed files is written for the next process at most this
+# often (a burst's decisions change it at every one; a lost write only costs questions to git).
+SAVE_LEDGERS_S = 5.0
 SYNC_GRACE_S = 10.0  # at shutdown, how long a sync in flight may take to finish
 WRITERS_FIRST_MAX_S = 10.0  # how long a pass gives way to commands waiting for the lock
 STATUS_EVERY_S = 1.0  # during a burst, how often the status file shows how far it got
@@ -141,7 +144,9 @@ class Daemon:
         self.heartbeat = Heartbeat(self.notifier)
         self.syncer = Syncer(runtime)
         self.sync = SyncThread(self.syncer, self.wakeup)
-        self.ledgers = CommittedLedgers()  # the decision ledgers this daemon committed
+        # the files this daemon committed or git vouched for (and the last process left)
+        self.ledgers = CommittedLedgers.kept_in(runtime.workspace.state_dir)
+        self.ledgers_saved_at = 0.0
         self.draft_adds = DraftAdds(runtime)  # the drafts' commits, kept from pass to pass
         self.catch_up: CatchUp | None = None
         self.memory_to_release = False  # a pass ran since freed memory was last given back
@@ -319,6 +324,9 @@ class Daemon:
             if self.catch_up is not None:
                 self.catch_up.progress(done, len(chosen))
         self.pass_times.add(time.monotonic() - started)
+        if time.monotonic() - self.ledgers_saved_at >= SAVE_LEDGERS_S:
+            self.ledgers.save()  # for the next process (a restart, `run --once`)
+            self.ledgers_saved_at = time.monotonic()
         self._write_status()
         self._announce()
 
