@@ -113,25 +113,27 @@ def _remembered(runtime: Runtime, ledgers: CommittedLedgers | None) -> Iterator[
 def _read_ahead(
     runtime: Runtime, repo: GitRepo | None, chosen: Sequence[str], ledgers: CommittedLedgers
 ) -> None:
-    """Ask git together for what each agent's pass asks of HEAD: feedback.json where the file
-    is gone from disk (agentread.deleted_feedback: a big site of new agents has none), and
-    decisions.jsonl and the snippet where this process does not know them committed as they
-    are (a killed pass's lines, a snippet left behind: every agent's, in an idle `run --once`).
-    And the trees at HEAD of the agents' folders and decision folders. Hundreds of round trips
-    to git become a few processes; worth it only for a few files or more."""
+    """Ask git together for what each agent's pass asks of HEAD: the trees of the agents'
+    folders, decision folders and snippet folders (where the ids of the files remembered
+    committed, decided ones first, are looked up); feedback.json where the file is gone from
+    disk (agentread.deleted_feedback: a big site of new agents has none); decisions.jsonl and
+    the snippet where they are not known committed as they are (a killed pass's lines, a
+    snippet left behind; every agent's on a machine that remembers none). Hundreds of round
+    trips to git become a few processes; worth it only for a few files or more."""
     if repo is None:
         return
     agents = [runtime.workspace.agent(agent_id) for agent_id in chosen]
+    deciding = [a for a in agents if os.path.isdir(a.approved) or os.path.isdir(a.rejected)]
+    if len(agents) >= _READ_AHEAD_FROM and (ledgers.files_remembered or deciding):
+        agents_dir = runtime.workspace.relative(runtime.workspace.agents_dir)
+        folders = (*DECISION_FOLDERS, agents[0].prompt.parent.name)
+        repo.listings.read_ahead_folders(agents_dir, folders)
     gone = [agent.feedback for agent in agents if not os.path.lexists(agent.feedback)]
     kept = _within_budget(path for agent in agents for path in (agent.decisions, agent.prompt))
     known = ledgers.unchanged_among(runtime, repo, kept)
     wanted = [*gone, *(path for path in kept if path not in known)]
     if len(wanted) >= _READ_AHEAD_FROM:
         repo.read_ahead_at_head([runtime.workspace.relative(path) for path in wanted])
-    deciding = [a for a in agents if os.path.isdir(a.approved) or os.path.isdir(a.rejected)]
-    if len(deciding) >= _READ_AHEAD_FROM:  # where each pass looks up its decided files' ids
-        agents_dir = runtime.workspace.relative(runtime.workspace.agents_dir)
-        repo.listings.read_ahead_folders(agents_dir, DECISION_FOLDERS)
 
 
 def _within_budget(paths: Iterable[Path]) -> list[Path]:

@@ -105,14 +105,15 @@ class CommittedLedgers:
         them, while HEAD still holds that version; HEAD read once."""
         if repo is None:
             return set()
-        known = {path: file_state(path) for path in paths if _key(path) in self._states}
+        keys = {path: key for path in paths if (key := _key(path)) in self._states}
+        known = {path: file_state(path) for path in keys}
         rels = {path: runtime.workspace.relative(path) for path in known}
         at_head = repo.file_ids_at_head(list(rels.values())) if rels else {}
         return {
             path
             for path, state in known.items()
             if state is not None
-            and self._states[_key(path)] == _fingerprint(state, at_head[rels[path]])
+            and self._states[keys[path]] == _fingerprint(state, at_head[rels[path]])
         }
 
     def remember(
