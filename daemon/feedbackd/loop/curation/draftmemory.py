@@ -1,11 +1,13 @@
 """The drafts as first seen in queue/ (which an approval is diffed against), kept as local state
 in `.feedbackd/snapshots/{agent}/`: a copy of the file, or, for a draft whose first version git
-holds, its name in that folder's IN_GIT list.
+holds, its name in that folder's IN_GIT list; that version is the one of the commit that last
+added the draft (DraftAdds, kept in `.feedbackd/draft-adds`).
 
 A fresh clone of a big site holds thousands of committed drafts in hundreds of agents. Their
 first versions are looked up for many agents at once (FirstVersions): one listing of untracked
-files, one history walk and one `git cat-file --batch` for up to CHUNK drafts, instead of four git
-processes per agent; and they are remembered with one write per agent, not one file per draft.
+files, the drafts' commits (one walk of history, kept) and one `git cat-file --batch` for up to
+CHUNK drafts, instead of four git processes per agent; and they are remembered with one write
+per agent, not one file per draft.
 """
 
 from __future__ import annotations
@@ -261,7 +263,7 @@ class DraftAdds:
         """The answer kept in the file, when it is whole and for this data folder."""
         try:
             text = self.path.read_bytes().decode("utf-8", "surrogateescape")
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # none, or unreadable: walked again
             return
         lines = text.split("\n")
         if lines[:2] != [_ADDS_HEADER, self.under] or lines[-2:] != [_ADDS_END, ""]:
