@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from feedbackd.edges.files import file_state
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.ledgers import (
+    COMMITTED_FILE,
     CommittedLedgers,
     appended_since_head,
     commit_uncommitted,
@@ -20,7 +22,8 @@ from feedbackd.loop.commits.ledgers import (
 from feedbackd.loop.commits.recording import CommitRequest
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.workspace.runtime import Runtime
-from tests.workspace_kit import Site
+from tests.git_kit import counting_git
+from tests.workspace_kit import Site, draft
 
 
 @pytest.fixture
@@ -200,3 +203,62 @@ def test_thousands_of_decided_files_are_remembered_in_little_memory(
     assert ledgers.unchanged_among(runtime, repo, paths) == set(paths)
     paths[7].write_text('{"id": "item-0007", "edited": true}\n')
     assert ledgers.unchanged_among(runtime, repo, paths) == set(paths) - {paths[7]}
+
+
+def test_what_one_process_remembered_holds_in_the_next(site: Site, repo: GitRepo) -> None:
+    """Kept in `.feedbackd/`: the next process knows the ledger committed as it is, until the
+    file changes or HEAD's version does; a damaged file is as none."""
+    runtime = site.runtime()
+    path = committed_log(site, line("d-1"))
+    with open(path, "a") as handle:
+        handle.write(line("d-2"))
+    ledgers = CommittedLedgers.kept_in(site.root / ".feedbackd")
+    ledgers.commit(runtime, repo, CommitRequest("sync", "w", "ledger", [path]), [path])
+    ledgers.save()
+    assert CommittedLedgers.kept_in(site.root / ".feedbackd").unchanged(runtime, repo, path)
+
+    site.git("reset", "-q", "--soft", "HEAD~1")  # the file stays as it was committed
+    assert not CommittedLedgers.kept_in(site.root / ".feedbackd").unchanged(runtime, repo, path)
+    site.git("reset", "-q", "--soft", "HEAD@{1}")
+    assert CommittedLedgers.kept_in(site.root / ".feedbackd").unchanged(runtime, repo, path)
+    with open(path, "a") as handle:
+        handle.write(line("d-3"))
+    assert not CommittedLedgers.kept_in(site.root / ".feedbackd").unchanged(runtime, repo, path)
+
+    store = site.root / ".feedbackd" / COMMITTED_FILE
+    store.write_bytes(store.read_bytes()[:-3])
+    assert CommittedLedgers.kept_in(site.root / ".feedbackd").files_remembered == 0
+
+
+def test_an_idle_run_once_asks_git_nothing_about_what_the_last_one_vouched_for(
+    tmp_path: Path,
+) -> None:
+    """A site with decisions: the first `run --once` asks git which decided files changed
+    since their commit and reads HEAD's ledgers; the next one, nothing changed, does neither.
+    A decided file edited since is still committed again, and a decision whose commit a soft
+    reset took away is committed again."""
+    site = Site(tmp_path / "site")
+    for number in range(3):
+        site.write("w", f"qi-{number}.json", draft({"title": f"Draft {number}"}))
+    site.reconcile()
+    for number in range(3):
+        site.move("w", f"qi-{number}.json", "approved")
+    assert site.cli_process("run", "--once").returncode == 0
+    calls = []
+    for run in range(2):
+        wrapper, log = counting_git(tmp_path / f"bin-{run}")
+        env = {**os.environ, "GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
+        assert site.cli_process("run", "--once", env=env).returncode == 0
+        calls.append(log.read_text().splitlines())
+    assert [call for call in calls[1] if call.startswith("diff-index")] == []
+
+    site.write("w", "qi-1.json", draft({"title": "Edited after its approval"}), "approved")
+    commits = site.commit_count()
+    assert site.cli_process("run", "--once").returncode == 0
+    assert site.commit_count() == commits + 1
+    assert "Edited after its approval" in site.git("show", "HEAD:_data/agents/w/approved/qi-1.json")
+
+    site.git("reset", "-q", "--soft", "HEAD~1")
+    assert site.cli_process("run", "--once").returncode == 0
+    assert site.commit_count() == commits + 1
+    assert site.git("status", "--porcelain", "_data") == ""

@@ -98,15 +98,16 @@ def git_calls_of_run_once(site: Site, folder: Path) -> tuple[list[str], list[dic
 def test_a_fresh_clone_asks_git_about_many_agents_drafts_at_once(tmp_path: Path) -> None:
     """The first versions of the drafts of all agents come from one listing, one history walk
     and one cat-file: the git processes of a fresh clone's first pass do not grow with the
-    agents. Each draft is then remembered without a file of its own."""
-    two, _ = git_calls_of_run_once(fresh_clone_of_agents(tmp_path, 2), tmp_path / "bin-2")
-    many_site = fresh_clone_of_agents(tmp_path, 12)
-    many, events = git_calls_of_run_once(many_site, tmp_path / "bin-12")
-    assert len(many) == len(two), "\n".join(many)
+    agents (from a few on, what every agent's pass asks of HEAD is read ahead together). Each
+    draft is then remembered without a file of its own."""
+    few, _ = git_calls_of_run_once(fresh_clone_of_agents(tmp_path, 8), tmp_path / "bin-8")
+    many_site = fresh_clone_of_agents(tmp_path, 24)
+    many, events = git_calls_of_run_once(many_site, tmp_path / "bin-24")
+    assert len(many) == len(few), "\n".join(many)
     assert events == []  # nothing new: the drafts are on record
-    kept = many_site.root / ".feedbackd" / "snapshots" / "a07"
+    kept = many_site.root / ".feedbackd" / "snapshots" / "a17"
     assert sorted(path.name for path in kept.iterdir()) == [".in-git"]
-    assert (kept / ".in-git").read_text().split() == [f"qi-07-{n}.json" for n in range(3)]
+    assert (kept / ".in-git").read_text().split() == [f"qi-17-{n}.json" for n in range(3)]
 
 
 @pytest.mark.slow

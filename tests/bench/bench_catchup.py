@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.bench.bench_startup import (
+    approve_while_stopped,
     bench_env,
     build_origin,
     feedbackd_command,
@@ -59,21 +60,6 @@ def pending_items(args: argparse.Namespace) -> list[tuple[str, str]]:
     spreads drafts over agents (draft n belongs to agent n mod agents)."""
     chosen = range(min(args.pending, args.drafts))
     return [(f"writer-{n % args.agents:03d}", f"qi-{n:06d}") for n in chosen]
-
-
-def approve_while_stopped(clone: Path, pending: list[tuple[str, str]]) -> None:
-    """A curator's edit of each title, then the move to approved/ (no daemon running)."""
-    for agent, item in pending:
-        folder = clone / "_data" / "agents" / agent
-        doc = json.loads((folder / "queue" / f"{item}.json").read_text())
-        doc["contentData"]["title"] = f"Edited: {doc['contentData']['title']}"
-        (folder / "approved").mkdir(exist_ok=True)
-        (folder / "approved" / f"{item}.json").write_text(json.dumps(doc, indent=2) + "\n")
-        (folder / "queue" / f"{item}.json").unlink()
-    long_ago = time.time() - 3600  # saved well before: nothing waits for daemon.settle_ms
-    for agent, item in pending:
-        path = clone / "_data" / "agents" / agent / "approved" / f"{item}.json"
-        os.utime(path, (long_ago, long_ago))
 
 
 def check_catch_up(clone: Path, head: str, pending: list[tuple[str, str]]) -> list[str]:

@@ -1,25 +1,35 @@
 """Benchmark of the running daemon: approve-to-commit latency against the bare git floor.
 
-Run: `python -m tests.bench.bench_daemon [--files 2000 [100000 ...]] [--samples 30]
-[--cold 3] [--burst 400] [--idle 10] [--chart PNG] [--keep DIR]`.
+Run: `python -m tests.bench.bench_daemon [--files 2000 [22000 100000 ...]] [--agents 200]
+[--drafts 100] [--decided 10] [--samples 30] [--rounds 1] [--cold 3] [--burst 400] [--idle 10]
+[--chart PNG] [--keep DIR]`.
 
-One workspace (made by `feedbackd init`) holds `--files` tracked files: drafts of many agents and
-other files. `feedbackd run` is started on it, then, in the same run and on the same repository:
-- single approvals, one at a time: a curator's edit of each draft in queue/ first (a decision
-  waits until its file has not changed for daemon.settle_ms), then the moves queue/ → approved/;
-  the time from a move until the daemon's commit is on the branch;
+The site, for each `--files` size: a workspace made by `feedbackd init` that gets one commit
+(written by `git fast-import`) of `--agents` agents, each with `--drafts` queued drafts and
+`--decided` more, and other files of the site up to `--files` tracked files in all (agents as
+many as fit, at most 200, unless given). A `run --once` records the drafts as git has them (as
+on a fresh clone); then `--decided` drafts of each agent are edited and approved while no daemon
+runs and a second `run --once` records them (a catch-up): a history of agents × decided
+decision commits, each diffed against its draft's commit. `feedbackd run` is started on it,
+then, in the same run and on the same repository:
+- single approvals of the first agent's queued drafts, one at a time: a curator's edit of each
+  draft in queue/ first (a decision waits until its file has not changed for
+  daemon.settle_ms), then the moves queue/ → approved/; the time from a move until the daemon's
+  commit is on the branch;
+- the floor: `git add <file>` + `git commit -m x` of a one-line change, run as subprocesses, the
+  same number of times, each right after an approval (so both see the same repository and
+  machine); `--rounds` groups of `--samples` each, a median and a ratio per group;
 - `--cold` approvals more, each after the daemon has been left alone for IDLE_WHILE_S;
-- the floor: `git add <file>` + `git commit -m x` of a similar change, run as subprocesses, the
-  same number of times, between the approvals (so both see the same repository and machine);
-- a burst of `--burst` approvals moved at once: the time until all are committed, and a check of
-  the history that each was committed alone (one Feedback-Item per approve commit, all distinct),
-  and its time per decision against the floor's median (target: twice the floor's rate);
+- a burst of `--burst` approvals of the other agents' drafts moved at once: the time until all
+  are committed, and a check of the history that each was committed alone (one Feedback-Item
+  per approve commit, all distinct), and its time per decision against the floor's median
+  (target: twice the floor's rate);
 - the idle daemon afterwards: CPU over `--idle` seconds (/proc utime+stime, children included)
   and its resident memory.
-Prints medians, p90, ratios and whether each target is met (approve → commit at most the floor's
-median, 0.3× of it from 100,000 files on); exits 1 when one is missed. With
-several `--files` sizes, each gets a workspace and a daemon of its own, and `--chart` draws the
-medians of both against the size (PNG through chromium, else SVG).
+Prints medians, p90, ratios and whether each target is met (approve → commit at most the
+floor's median, 0.3× of it from 100,000 files on); exits 1 when one is missed. With several
+`--files` sizes, each gets a workspace and a daemon of its own, and `--chart` draws the medians
+of both against the size (PNG through chromium, else SVG).
 """
 
 from __future__ import annotations
@@ -38,12 +48,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.bench.bench_startup import approve_while_stopped, build_origin
+from tests.bench.bench_startup import bench_env as startup_env
 from tests.bench.chart import Chart, Series, write_chart
 from tests.bench.workfolder import in_work_folder
 
-SINGLE_AGENT = "bench-single"
-BURST_AGENTS = 4
-FILLER_AGENTS = 10
+MAX_AGENTS = 200  # the agents of a site, unless --agents says: as many as fit, at most this
 POLL_S = 0.001  # how often the branch is looked at while a commit is awaited
 TIMEOUT_S = 120.0
 # Approvals "after a pause" come this long after the last change (the watcher once looked more
@@ -51,15 +61,53 @@ TIMEOUT_S = 120.0
 IDLE_WHILE_S = 10.0
 SETTLE_S = 2.0  # daemon.settle_ms at its default
 TARGET_RATIO, TARGET_CPU_PCT, TARGET_RSS_MB = 1.0, 1.0, 150.0
+TARGET_ONCE_S = 0.5  # an idle `run --once`
 # At 100,000 files the floor's `git add` and `git commit` each read and write a 10 MB index.
 BIG_SITE_FILES, TARGET_RATIO_BIG = 100_000, 0.3
 # A burst's decisions committed at twice the floor's rate: each in half a floor's time.
 TARGET_BURST_RATIO = 0.5
 
 
+@dataclass(frozen=True)
+class Site:
+    """The shape of one benchmark site: `agents` agents (writer-000, …) with `decided` decided
+    and `drafts` queued drafts each, among `files` tracked files. Draft n belongs to agent
+    n mod agents (as bench_startup lays them out); each agent's first `decided` are decided."""
+
+    files: int
+    agents: int
+    drafts: int
+    decided: int
+
+    def queued(self, agent: int, number: int) -> tuple[str, str]:
+        """(agent, item) of the agent's `number`-th draft still queued after the catch-up."""
+        n = self.agents * (self.decided + number) + agent
+        return f"writer-{agent:03d}", f"qi-{n:06d}"
+
+    def decided_items(self) -> list[tuple[str, str]]:
+        """(agent, item) of the drafts the catch-up decides: each agent's first ones."""
+        return [
+            (f"writer-{n % self.agents:03d}", f"qi-{n:06d}")
+            for n in range(self.agents * self.decided)
+        ]
+
+    def singles(self, count: int) -> list[tuple[str, str]]:
+        """The first agent's queued drafts, for the approvals one at a time."""
+        return [self.queued(0, number) for number in range(count)]
+
+    def burst(self, count: int, singles: int) -> list[tuple[str, str]]:
+        """Drafts for a burst, round the other agents (the first one's after its singles
+        when it is alone)."""
+        if self.agents == 1:
+            return [self.queued(0, singles + number) for number in range(count)]
+        others = self.agents - 1
+        return [self.queued(1 + n % others, n // others) for n in range(count)]
+
+
 @dataclass
 class Results:
     latency_s: list[float] = field(default_factory=list)
+    rounds: list[tuple[float, float]] = field(default_factory=list)  # (median, floor) a round
     cold_s: list[float] = field(default_factory=list)  # approvals after a quiet while
     floor_s: list[float] = field(default_factory=list)
     burst_s: float = 0.0
@@ -67,23 +115,11 @@ class Results:
     idle_cpu_pct: float = 0.0
     rss_mb: float = 0.0
     peak_rss_mb: float = 0.0
+    once_s: list[float] = field(default_factory=list)  # idle `run --once`
+    help_s: list[float] = field(default_factory=list)  # `feedbackd --help`, its floor
 
 
 # --- the workspace ---------------------------------------------------------------------------
-def draft(item_id: str, title: str) -> dict[str, object]:
-    content = {
-        "title": title,
-        "excerpt": f"What {item_id} is about, in one sentence for the listing page.",
-        "body": "A paragraph of draft text that the curator reads before deciding.\n" * 8,
-    }
-    return {"id": item_id, "contentData": content, "originalContentData": dict(content)}
-
-
-def write_json(path: Path, doc: object) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-
-
 def git(root: Path, *args: str) -> str:
     done = subprocess.run(
         ["git", *args], cwd=root, check=True, capture_output=True, text=True, env=bench_env(root)
@@ -92,53 +128,51 @@ def git(root: Path, *args: str) -> str:
 
 
 def bench_env(root: Path) -> dict[str, str]:
-    """Git and feedbackd see only this benchmark's configuration (HOME is the work folder)."""
-    home = root.parent / "home"
-    home.mkdir(exist_ok=True)
-    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1"}
-    for name in ("FEEDBACKD_CONFIG", "FEEDBACKD_WORKSPACE", "FEEDBACKD_CURATOR", "GIT_DIR"):
-        env.pop(name, None)
-    return env
+    """Git and feedbackd see only this benchmark's configuration (HOME is the work folder), and
+    feedbackd keeps its bytecode as an installed one has it (see bench_startup)."""
+    return startup_env(root.parent)
 
 
-def build_workspace(root: Path, files: int, samples: int, burst: int) -> None:
-    """A workspace with exactly `files` tracked files, committed."""
-    root.mkdir(parents=True)
-    feedbackd(root, "init", str(root))
+def site_of(files: int, args: argparse.Namespace) -> Site:
+    each = args.drafts + args.decided
+    agents = args.agents or max(1, min(MAX_AGENTS, files // each))
+    if agents * each > files:
+        raise SystemExit(f"{agents} agents of {each} drafts do not fit in {files:,} files")
+    return Site(files, agents, args.drafts, args.decided)
+
+
+def build_workspace(root: Path, site: Site) -> None:
+    """The site (see the module's docstring): drafts committed, recorded, some decided."""
+    shape = argparse.Namespace(
+        files=site.files - 1, drafts=site.agents * (site.drafts + site.decided), agents=site.agents
+    )
+    build_origin(root, shape)
     git(root, "config", "user.name", "Ada Curator")
     git(root, "config", "user.email", "ada@example.org")
     git(root, "config", "gc.auto", "0")  # no background repacking in the middle of a sample
-    for number in range(samples):
-        item = f"single-{number:04d}"
-        write_json(queue(root, SINGLE_AGENT, item), draft(item, f"Draft title {number}"))
-    for number in range(burst):
-        item = f"burst-{number:04d}"
-        write_json(queue(root, burst_agent(number), item), draft(item, f"Burst title {number}"))
     write_json(root / "docs" / "floor.json", {"n": 0})
-    tracked = len(git(root, "ls-files").splitlines())
-    untracked = samples + burst + 1
-    filler = files - tracked - untracked
-    for number in range(max(filler, 0)):
-        if number % 2:
-            item = f"filler-{number:05d}"
-            agent = f"writer-{number % FILLER_AGENTS:02d}"
-            write_json(queue(root, agent, item), draft(item, f"Filler {number}"))
-        else:
-            write_json(root / "docs" / f"note-{number:05d}.json", {"note": number})
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "benchmark workspace")
+    git(root, "add", "docs/floor.json")
+    git(root, "commit", "-q", "-m", "the floor's file")
+    feedbackd(root, "run", "--once")  # the drafts recorded as git has them
+    decided = site.decided_items()
+    approve_while_stopped(root, decided)
+    print(f"catch-up of {len(decided):,} decisions", flush=True)
+    started = time.perf_counter()
+    feedbackd(root, "run", "--once")
+    print(f"recorded in {time.perf_counter() - started:.1f} s", flush=True)
+
+
+def write_json(path: Path, doc: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
 def queue(root: Path, agent: str, item: str) -> Path:
     return root / "_data" / "agents" / agent / "queue" / f"{item}.json"
 
 
-def burst_agent(number: int) -> str:
-    return f"bench-burst-{number % BURST_AGENTS}"
-
-
 def feedbackd(root: Path, *args: str) -> None:
-    command = [sys.executable, "-m", "feedbackd", "-q", *args]
+    command = [sys.executable, "-m", "feedbackd", "-q", "-w", str(root), *args]
     subprocess.run(command, cwd=root, check=True, env=bench_env(root), capture_output=True)
 
 
@@ -226,26 +260,26 @@ def wait_until_quiet(root: Path, quiet_s: float = 1.0) -> None:
 
 
 # --- measurements ----------------------------------------------------------------------------
-def edit_drafts(root: Path, samples: int, first: int = 0) -> None:
-    """A curator's edits of the single drafts' titles, in queue/, well before they are moved:
-    a decision waits until its file has not changed for daemon.settle_ms (2 s by default)."""
-    for number in range(first, first + samples):
-        item = f"single-{number:04d}"
-        doc = draft(item, f"Draft title {number}")
-        doc["contentData"] = {**doc["contentData"], "title": f"Edited title {number}"}  # type: ignore[dict-item]
-        write_json(queue(root, SINGLE_AGENT, item), doc)
+def edit_drafts(root: Path, items: list[tuple[str, str]]) -> None:
+    """A curator's edits of the drafts' titles, in queue/, well before they are moved: a
+    decision waits until its file has not changed for daemon.settle_ms (2 s by default)."""
+    for agent, item in items:
+        path = queue(root, agent, item)
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc["contentData"]["title"] = f"Edited: {doc['contentData']['title']}"
+        write_json(path, doc)
     time.sleep(SETTLE_S + 0.5)  # the edits are old news when the moves start
 
 
-def approve_once(root: Path, number: int) -> float:
+def approve_once(root: Path, agent: str, item: str) -> float:
     """Move an edited draft to approved/; seconds until the daemon's commit is in."""
-    source = queue(root, SINGLE_AGENT, f"single-{number:04d}")
+    source = queue(root, agent, item)
     target = source.parent.parent / "approved" / source.name
     target.parent.mkdir(exist_ok=True)
     before, mark = read_branch(root), status_mark(root)
     started = time.perf_counter()
     os.rename(source, target)
-    wait_for(lambda: read_branch(root) != before, f"the commit of {source.stem}")
+    wait_for(lambda: read_branch(root) != before, f"the commit of {item}")
     elapsed = time.perf_counter() - started
     wait_for(lambda: status_mark(root) != mark, "the end of the pass")  # its index update too
     return elapsed
@@ -266,30 +300,41 @@ def floor_once(root: Path, number: int) -> float:
             return time.perf_counter() - started
 
 
-def measure_singles(root: Path, samples: int, results: Results) -> None:
-    edit_drafts(root, samples)
-    for number in range(samples):
-        results.latency_s.append(approve_once(root, number))
-        results.floor_s.append(floor_once(root, number))
+def measure_singles(
+    root: Path, items: list[tuple[str, str]], rounds: int, results: Results
+) -> None:
+    """Approvals one at a time, each followed by the floor; a median of each in each round."""
+    edit_drafts(root, items)
+    per_round = len(items) // rounds
+    for number in range(rounds):
+        latency: list[float] = []
+        floor: list[float] = []
+        for agent, item in items[number * per_round : (number + 1) * per_round]:
+            latency.append(approve_once(root, agent, item))
+            floor.append(floor_once(root, len(results.floor_s) + len(floor)))
+        results.latency_s += latency
+        results.floor_s += floor
+        results.rounds.append((statistics.median(latency), statistics.median(floor)))
 
 
-def measure_cold(root: Path, first: int, samples: int, results: Results) -> None:
+def measure_cold(root: Path, items: list[tuple[str, str]], results: Results) -> None:
     """Approvals each after IDLE_WHILE_S of nothing happening, as after a curator's pause."""
-    edit_drafts(root, samples, first)
-    for number in range(first, first + samples):
+    edit_drafts(root, items)
+    for agent, item in items:
         wait_until_quiet(root)
         time.sleep(IDLE_WHILE_S + 0.5)  # the measurement itself: a daemon left alone
-        results.cold_s.append(approve_once(root, number))
+        results.cold_s.append(approve_once(root, agent, item))
 
 
-def measure_burst(root: Path, burst: int, results: Results) -> None:
-    """Move `burst` approved drafts at once; time until the branch holds one commit for each."""
+def measure_burst(root: Path, items: list[tuple[str, str]], results: Results) -> None:
+    """Move the drafts to approved/ at once; time until the branch holds one commit for each."""
+    burst = len(items)
     base = read_branch(root)
     reflog = root / ".git" / "logs" / "HEAD"
     offset = reflog.stat().st_size
     moves = []
-    for number in range(burst):
-        source = queue(root, burst_agent(number), f"burst-{number:04d}")
+    for agent, item in items:
+        source = queue(root, agent, item)
         target = source.parent.parent / "approved" / source.name
         target.parent.mkdir(exist_ok=True)
         moves.append((source, target))
@@ -304,10 +349,10 @@ def measure_burst(root: Path, burst: int, results: Results) -> None:
 
     wait_for(all_in, f"{burst} approve commits", poll_s=0.01)
     results.burst_s = time.perf_counter() - started
-    results.burst_problems = check_burst(root, base, burst)
+    results.burst_problems = check_burst(root, base, [item for _, item in items])
 
 
-def check_burst(root: Path, base: str, burst: int) -> list[str]:
+def check_burst(root: Path, base: str, wanted: list[str]) -> list[str]:
     """Each approval in a commit of its own: one Feedback-Item per approve commit, all distinct."""
     text = git(root, "log", "--format=%B%x00", f"{base}..HEAD")
     items: list[str] = []
@@ -320,11 +365,12 @@ def check_burst(root: Path, base: str, burst: int) -> list[str]:
         if len(found) != 1:
             problems.append(f"an approve commit names {len(found)} items: {lines[0]}")
         items.extend(found)
-    expected = {f"burst-{number:04d}" for number in range(burst)}
+    expected = set(wanted)
     if len(items) != len(set(items)):
         problems.append(f"{len(items) - len(set(items))} items committed more than once")
     if set(items) != expected:
-        problems.append(f"{len(expected - set(items))} of {burst} approvals have no commit")
+        missing = len(expected - set(items))
+        problems.append(f"{missing} of {len(wanted)} approvals have no commit")
     return problems
 
 
@@ -402,11 +448,19 @@ def rows(results: Results, args: argparse.Namespace, files: int) -> list[Row]:
         for _ in [1]
         if results.cold_s  # (none with --cold 0)
     ]
+    ratios = sorted(median / floor_median for median, floor_median in results.rounds)
+    by_round = [
+        ("  each round's medians", f"{ratios[0]:.2f}–{ratios[-1]:.2f}× ({len(ratios)} rounds)",
+         "", None)
+        for _ in [1]
+        if len(ratios) > 1
+    ]  # fmt: skip
     return [
         ("approve → commit (daemon)", f"{ms(latency)}, p90 {ms(p90(results.latency_s))}", "", None),
         *cold,
         ("git add + commit (floor)", f"{ms(floor)}, p90 {ms(p90(results.floor_s))}", "", None),
         ("daemon / floor (medians)", f"{ratio:.2f}×", f"≤ {target:g}×", ratio <= target),
+        *by_round,
         *burst_rows(results, args, floor),
         (
             f"idle CPU over {args.idle:g} s",
@@ -420,13 +474,27 @@ def rows(results: Results, args: argparse.Namespace, files: int) -> list[Row]:
             f"< {TARGET_RSS_MB:g} MB",
             rss < TARGET_RSS_MB,
         ),
+        *once_rows(results),
     ]
 
 
-def report(results: Results, args: argparse.Namespace, files: int) -> bool:
+def once_rows(results: Results) -> list[Row]:
+    if not results.once_s:
+        return []
+    once, helped = statistics.median(results.once_s), statistics.median(results.help_s)
+    return [
+        ("feedbackd --help (floor)", f"{helped:.2f} s", "", None),
+        ("run --once, nothing to do", f"{once:.2f} s ({once / helped:.1f}× --help)",
+         f"≤ {TARGET_ONCE_S:g} s", once <= TARGET_ONCE_S),
+    ]  # fmt: skip
+
+
+def report(results: Results, args: argparse.Namespace, site: Site) -> bool:
     """Print the table; True when every target is met."""
-    table = rows(results, args, files)
-    print(f"\nfeedbackd daemon: {files:,} tracked files, {args.samples} samples,", end=" ")
+    table = rows(results, args, site.files)
+    print(f"\nfeedbackd daemon: {site.files:,} tracked files, {site.agents} agents with", end=" ")
+    print(f"{site.drafts} queued drafts each, {site.agents * site.decided:,} decisions of history;")
+    print(f"{args.samples} samples in {args.rounds} rounds;", end=" ")
     print(f"{os.cpu_count()} CPUs, git {git_version()}")
     print(f"{'measure':<28} {'value':<30} {'target':<22} met")
     for name, value, target, met in table:
@@ -451,37 +519,52 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--files", type=int, nargs="+", default=[2000], help="tracked files (one run per size)"
     )
+    parser.add_argument("--agents", type=int, default=0, help="agents (0: as many as fit)")
+    parser.add_argument("--drafts", type=int, default=100, help="queued drafts of each agent")
+    parser.add_argument("--decided", type=int, default=10, help="decided drafts of each agent")
     parser.add_argument("--samples", type=int, default=30, help="single approvals (and floors)")
+    parser.add_argument("--rounds", type=int, default=1, help="groups of --samples, each timed")
+    parser.add_argument("--once", type=int, default=3, help="idle `run --once` timed")
     parser.add_argument("--cold", type=int, default=3, help="approvals after a quiet while")
     parser.add_argument("--burst", type=int, default=400, help="approvals moved at once")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of idle measured")
     parser.add_argument("--chart", type=Path, help="draw latency and floor by size (PNG)")
     parser.add_argument("--keep", type=Path, help="build the workspaces here and keep them")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.samples < args.rounds:
+        parser.error("--rounds must be at least 1, and --samples at least --rounds")
+    return args
 
 
 def run(args: argparse.Namespace, work: Path) -> bool:
     """Every size in turn; True when each met every target."""
-    measured = [(files, run_size(args, work / f"files-{files}", files)) for files in args.files]
-    met = [report(results, args, files) for files, results in measured]
+    sites = [site_of(files, args) for files in args.files]
+    for site in sites:
+        singles = args.samples + args.cold
+        if singles > site.drafts or len(set(site.burst(args.burst, singles))) < args.burst:
+            raise SystemExit(f"{args.drafts} drafts an agent are too few for these approvals")
+    measured = [(site, run_size(args, work / f"files-{site.files}", site)) for site in sites]
+    met = [report(results, args, site) for site, results in measured]
     if args.chart is not None:
         print(f"chart: {write_chart(chart_of(measured), args.chart)}")
     return all(met)
 
 
-def run_size(args: argparse.Namespace, work: Path, files: int) -> Results:
+def run_size(args: argparse.Namespace, work: Path, site: Site) -> Results:
     root = work / "workspace"
-    print(f"building a workspace of {files:,} tracked files in {root}", flush=True)
-    build_workspace(root, files, args.samples + args.cold, args.burst)
+    print(f"building a workspace of {site.files:,} tracked files in {root}", flush=True)
+    build_workspace(root, site)
+    items = site.singles(args.samples + args.cold)
     results = Results()
     daemon = RunningDaemon(root)
     try:
         print(f"daemon {daemon.pid} ready; {args.samples} single approvals", flush=True)
-        measure_singles(root, args.samples, results)
+        measure_singles(root, items[: args.samples], args.rounds, results)
         print(f"{args.cold} approvals after {IDLE_WHILE_S:g} s idle each", flush=True)
-        measure_cold(root, args.samples, args.cold, results)
+        measure_cold(root, items[args.samples :], results)
         print(f"burst of {args.burst} approvals", flush=True)
-        measure_burst(root, args.burst, results)
+        if args.burst:
+            measure_burst(root, site.burst(args.burst, len(items)), results)
         wait_until_quiet(root)
         time.sleep(IDLE_WHILE_S)  # idle: long after the last change (bench_idle_cpu: right after)
         print(f"idle for {args.idle:g} s", flush=True)
@@ -490,10 +573,23 @@ def run_size(args: argparse.Namespace, work: Path, files: int) -> Results:
         errors = daemon.stop()
     if any(word in errors for word in ("ERROR", "Traceback")):
         print(f"the daemon logged errors:\n{errors}", file=sys.stderr)
+    measure_once(root, args.once, results)
     return results
 
 
-def chart_of(measured: list[tuple[int, Results]]) -> Chart:
+def measure_once(root: Path, count: int, results: Results) -> None:
+    """`run --once` with nothing to do, against `feedbackd --help` (Python and the command line
+    alone), in turns."""
+    env = bench_env(root)
+    for _ in range(count):
+        for command, into in (("run --once", results.once_s), ("--help", results.help_s)):
+            started = time.perf_counter()
+            line = [sys.executable, "-m", "feedbackd", "-q", "-w", str(root), *command.split()]
+            subprocess.run(line, cwd=root, env=env, check=True, capture_output=True)
+            into.append(time.perf_counter() - started)
+
+
+def chart_of(measured: list[tuple[Site, Results]]) -> Chart:
     def medians(of: Callable[[Results], list[float]]) -> list[float]:
         return [round(statistics.median(of(results)) * 1000, 1) for _, results in measured]
 
@@ -501,7 +597,7 @@ def chart_of(measured: list[tuple[int, Results]]) -> Chart:
         title="approve → commit, median (2 cores)",
         x_label="tracked files in the repository",
         y_label="milliseconds",
-        xs=[files for files, _ in measured],
+        xs=[site.files for site, _ in measured],
         series=[
             Series("feedbackd: move to approved/ → commit", medians(lambda r: r.latency_s)),
             Series("git add + git commit by hand (floor)", medians(lambda r: r.floor_s), True),

@@ -8,14 +8,16 @@ of that agent alone.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.core.workspace import DECISION_FOLDERS
 from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX, agent_ids
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.ledgers import CommittedLedgers
@@ -23,7 +25,7 @@ from feedbackd.loop.commits.repo import open_repo, open_repo_for_writing
 from feedbackd.loop.curation.agentpass import AgentPass
 from feedbackd.loop.curation.agentread import Lookups
 from feedbackd.loop.curation.decidedfiles import ChangedDecisions
-from feedbackd.loop.curation.draftmemory import FirstVersions
+from feedbackd.loop.curation.draftmemory import DraftAdds, FirstVersions
 from feedbackd.loop.curation.webhouse import with_queue_agents
 from feedbackd.loop.ratings import rentals
 from feedbackd.loop.report import Report
@@ -41,6 +43,8 @@ __all__ = [
 
 log = logging.getLogger("feedbackd")
 _READ_AHEAD_FROM = 8  # a git process costs about what this many round trips to the helper do
+# Read ahead, at most: what the long-lived reader keeps of it is bounded too (edges/git/batch.py).
+_READ_AHEAD_BYTES = 1 << 20
 
 
 def reconcile_all(
@@ -59,11 +63,11 @@ def reconcile_all(
 
     keep_going is asked before each agent and each decision: False once the daemon was told to
     stop (the decision in hand is finished); it is the daemon's heartbeat too. progress hears
-    (agents done, agents in all); on_decision (agent, decisions done, decisions found). ledgers
-    is the daemon's memory of the ledgers it committed; lookups asks git for many agents at once
-    (shared by the agents of a daemon's pass). written_whole names files a command wrote in one
-    piece (decided without settling); only_items confines the pass to a command's own item, so
-    that a command never does a burst's work under the write lock.
+    (agents done, agents in all); on_decision (agent, decisions done, decisions found). ledgers:
+    the daemon's memory of the files it committed (else the last process's, in `.feedbackd/`);
+    lookups asks git for many agents at once (shared by a daemon's pass). written_whole: files
+    a command wrote in one piece (decided without settling); only_items confines the pass to a
+    command's own item, so that a command never does a burst's work under the write lock.
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -71,22 +75,21 @@ def reconcile_all(
     feedback.json, a file named prompt, a full disk) as a problem of that agent alone.
     """
     report = Report()
-    ledgers = ledgers if ledgers is not None else CommittedLedgers()
     chosen = with_queue_agents(runtime, agent_ids(runtime.workspace)) if agents is None else agents
     full_pass = agents is None
     lookups = lookups or shared_lookups(runtime, chosen, full_pass)
-    with open_repo(runtime) as repo:
+    with open_repo(runtime) as repo, _remembered(runtime, ledgers) as known:
         if not _may_write(runtime, repo, report, full_pass):
             return report
         if full_pass:
             _reconcile_ratings(runtime, repo, report)
-            _read_ahead(runtime, repo, chosen)
+            _read_ahead(runtime, repo, chosen, known)
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
             heard = _for_agent(on_decision, agent_id)
             agent_pass = AgentPass(
-                runtime, repo, agent_id, ledgers, keep_going, lookups, written_whole, heard,
+                runtime, repo, agent_id, known, keep_going, lookups, written_whole, heard,
                 only_items=only_items,
             )  # fmt: skip
             report.extend(_run(agent_pass, full_pass))
@@ -95,17 +98,61 @@ def reconcile_all(
     return report
 
 
-def _read_ahead(runtime: Runtime, repo: GitRepo | None, chosen: Sequence[str]) -> None:
-    """Ask git together for HEAD's feedback.json of each agent whose file is gone from disk:
-    each agent's pass asks (agentread.deleted_feedback), and a big site of new agents has none
-    (two hundred round trips to git in an idle `run --once`). Worth a git process of its own
-    only for a few agents or more."""
+@contextlib.contextmanager
+def _remembered(runtime: Runtime, ledgers: CommittedLedgers | None) -> Iterator[CommittedLedgers]:
+    """The daemon's memory of committed files; else the last process's, and what this call
+    learns is left for the next one."""
+    if ledgers is not None:
+        yield ledgers
+        return
+    kept = CommittedLedgers.kept_in(runtime.workspace.state_dir)
+    yield kept
+    kept.save()
+
+
+def _read_ahead(
+    runtime: Runtime, repo: GitRepo | None, chosen: Sequence[str], ledgers: CommittedLedgers
+) -> None:
+    """Ask git together for what each agent's pass asks of HEAD: the trees of the agents'
+    folders, decision folders and snippet folders (where the ids of the files remembered
+    committed, decided ones first, are looked up); feedback.json where the file is gone from
+    disk (agentread.deleted_feedback: a big site of new agents has none); decisions.jsonl and
+    the snippet where they are not known committed as they are (a killed pass's lines, a
+    snippet left behind; every agent's on a machine that remembers none). Hundreds of round
+    trips to git become a few processes; worth it only for a few files or more."""
     if repo is None:
         return
-    gone = [runtime.workspace.agent(agent_id).feedback for agent_id in chosen]
-    gone = [path for path in gone if not os.path.lexists(path)]
-    if len(gone) >= _READ_AHEAD_FROM:
-        repo.read_ahead_at_head([runtime.workspace.relative(path) for path in gone])
+    agents = [runtime.workspace.agent(agent_id) for agent_id in chosen]
+    deciding = [a for a in agents if os.path.isdir(a.approved) or os.path.isdir(a.rejected)]
+    if len(agents) >= _READ_AHEAD_FROM and (ledgers.files_remembered or deciding):
+        agents_dir = runtime.workspace.relative(runtime.workspace.agents_dir)
+        folders = (*DECISION_FOLDERS, agents[0].prompt.parent.name)
+        repo.listings.read_ahead_folders(agents_dir, folders)
+    gone = [agent.feedback for agent in agents if not os.path.lexists(agent.feedback)]
+    kept = _within_budget(path for agent in agents for path in (agent.decisions, agent.prompt))
+    known = ledgers.unchanged_among(runtime, repo, kept)
+    wanted = [*gone, *(path for path in kept if path not in known)]
+    if len(wanted) >= _READ_AHEAD_FROM:
+        repo.read_ahead_at_head([runtime.workspace.relative(path) for path in wanted])
+
+
+def _within_budget(paths: Iterable[Path]) -> list[Path]:
+    """The files that exist and hold something, in order, while their sizes add up to
+    _READ_AHEAD_BYTES: what is read ahead is held in memory until asked for (a long ledger is
+    asked for on its own, and an empty one is not asked for)."""
+    chosen, total = [], 0
+    for path in paths:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            continue
+        if not size:
+            continue
+        total += size
+        if total > _READ_AHEAD_BYTES:
+            break
+        chosen.append(path)
+    return chosen
 
 
 def _keep_decision_warnings(runtime: Runtime, found: Report) -> None:
@@ -115,11 +162,16 @@ def _keep_decision_warnings(runtime: Runtime, found: Report) -> None:
         remember(runtime.workspace, agent_id, found.decision_warnings)
 
 
-def shared_lookups(runtime: Runtime, chosen: Sequence[str], full_pass: bool) -> Lookups:
-    """What the agents of a pass ask git together (see Lookups)."""
+def shared_lookups(
+    runtime: Runtime, chosen: Sequence[str], full_pass: bool, adds: DraftAdds | None = None
+) -> Lookups:
+    """What the agents of a pass ask git together (see Lookups); `adds`, the drafts' commits
+    a daemon keeps from one pass to the next."""
+    adds = adds or DraftAdds(runtime)
     return Lookups(
-        FirstVersions(runtime, chosen) if len(chosen) > 1 else None,
+        FirstVersions(runtime, chosen, adds) if len(chosen) > 1 else None,
         ChangedDecisions(runtime, None if full_pass else chosen),
+        adds,
     )
 
 

@@ -9,11 +9,12 @@ time (`history_of` in edges/git/repo.py opens it on a repository).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from feedbackd.core.commitmsg import EVENT_KEY, LogEntry, log_entry
 from feedbackd.core.timeutil import iso_ms
+from feedbackd.edges.git.adds import Adds, adds_in_line
 from feedbackd.edges.git.batch import GitBatch, batch_name, within_a_pipe
 from feedbackd.edges.git.runner import GitRunner, added_files, rel_path, revision
 
@@ -95,6 +96,26 @@ class History:
             commit = parent
         return head.sha, self.events_since(old, head.sha)
 
+    def head(self) -> str | None:
+        """HEAD's commit, through the long-lived cat-file (no git process); None on a branch
+        with no commits yet."""
+        found = self._batch.read("HEAD")
+        return found.sha if found is not None and found.kind == "commit" else None
+
+    def last_adds(self, commit: str, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
+        """path → the sha of the newest commit of `commit`'s history that added it, for every
+        path below `under` that `keep` accepts: one walk, however many paths."""
+        return last_adds(self._git, rel_path(under), keep, commit)
+
+    def adds_since(self, old: str, new: str, under: str, folder: str) -> list[Adds] | None:
+        """For each commit after `old` up to `new`, newest first, path → that commit for the
+        files directly in an `under/*/folder/` it added; None when `new` is not a few commits
+        of one parent each on top of `old` (edges/git/adds.py): walk with last_adds."""
+        found = self._batch.read(new)
+        if found is None or found.kind != "commit":
+            return None
+        return adds_in_line(self._batch, old, found, under, folder)
+
     def first_adds(self, commit: str, folders: Sequence[str]) -> dict[str, str]:
         """path → the sha of the oldest commit of `commit`'s history that added it, for every
         file ever added below `folders`: one walk, however many files."""
@@ -140,6 +161,19 @@ class History:
         for group in _groups(names):
             for found in self._batch.read_through(group):
                 yield found.content if found is not None and found.kind == "blob" else None
+
+
+def last_adds(
+    git: GitRunner, under: str, keep: Callable[[str], bool], commit: str = "HEAD"
+) -> dict[str, str]:
+    """path → the sha of the newest commit of `commit`'s history that added it, for the paths
+    below `under` that `keep` accepts."""
+    args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
+    found: dict[str, str] = {}
+    for sha, name in added_files(git.run([*args, revision(commit), "--", under])):
+        if name not in found and keep(name):
+            found[name] = sha
+    return found
 
 
 def _commit_entry(sha: str, content: bytes) -> tuple[list[str], LogEntry | None]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,13 +40,12 @@ from feedbackd.edges.git.commit import (
     operation_in_progress,
     refuse_during_operation,
 )
-from feedbackd.edges.git.history import History, log_records
+from feedbackd.edges.git.history import History, last_adds, log_records
 from feedbackd.edges.git.locks import UsersGit, clear_index_lock
 from feedbackd.edges.git.paths import Listings
 from feedbackd.edges.git.remote import GitRemote
 from feedbackd.edges.git.runner import (
     GitRunner,
-    added_files,
     first_line,
     git_in,
     hint_for,
@@ -197,20 +196,17 @@ class GitRepo:
         wanted = {rel_path(path) for path in paths}
         if not wanted or self.head() is None:
             return {}
-        return self._blobs(_last_adds(self._git, rel_path(under), wanted.__contains__))
+        return self._blobs(last_adds(self._git, rel_path(under), wanted.__contains__))
 
-    def last_adds_below(self, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
-        """path → the sha of the newest commit that added it, for every path below `under`
-        that `keep` accepts: one history walk, however many paths (files_at_commits reads
-        them)."""
-        if self.head() is None:
-            return {}
-        return _last_adds(self._git, rel_path(under), keep)
-
-    def files_at_commits(self, revisions: Mapping[str, str]) -> dict[str, bytes]:
+    def files_at_commits(
+        self, revisions: Mapping[str, str], *, together: bool = False
+    ) -> dict[str, bytes]:
         """The content of each path at its commit (path → sha), through the long-lived
-        cat-file (a pass asks for a few of each agent's: no git process of their own); paths a
-        commit lacks are left out."""
+        cat-file (a pass asks for a few of each agent's: no git process of their own), or,
+        `together`, from one `cat-file --batch` of their own (thousands of a fresh clone's
+        drafts); paths a commit lacks are left out."""
+        if together and revisions:
+            return self._blobs(dict(revisions))
         found = {path: self._blob(sha, path) for path, sha in revisions.items()}
         return {path: data for path, data in found.items() if data is not None}
 
@@ -440,16 +436,6 @@ def log_and_reverts(repo: GitRepo) -> list[LogEntry | RevertCommit]:
         step = log_entry(*fields) or revert_commit(*fields)
         if step is not None:
             found.append(step)
-    return found
-
-
-def _last_adds(git: GitRunner, under: str, keep: Callable[[str], bool]) -> dict[str, str]:
-    """path → the sha of the newest commit that added it, for the paths `keep` accepts."""
-    args = ["log", "--no-renames", "--diff-filter=A", "--format=%x01%H", "--name-only", "-z"]
-    found: dict[str, str] = {}
-    for sha, name in added_files(git.run([*args, "--", under])):
-        if name not in found and keep(name):
-            found[name] = sha
     return found
 
 

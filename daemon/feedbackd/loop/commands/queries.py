@@ -41,7 +41,7 @@ from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commands.skillnames import unknown_skill
 from feedbackd.loop.commits.repo import open_repo
-from feedbackd.loop.curation.draftmemory import kept_in_git
+from feedbackd.loop.curation.draftmemory import DraftAdds, kept_in_git
 from feedbackd.loop.daemon.statusfile import describe
 from feedbackd.loop.ratings.publishing import publish_problems
 from feedbackd.loop.sync import problem_line, sync_status
@@ -333,8 +333,9 @@ def queue(runtime: Runtime, agent_id: str) -> list[dict[str, Any]]:
 def _first_versions_in_git(
     runtime: Runtime, agent: AgentPaths, paths: list[Path]
 ) -> dict[str, bytes]:
-    """file name → first version, for the drafts remembered as git first had them, from one
-    history walk."""
+    """file name → first version, for the drafts remembered as git first had them, from the
+    drafts' commits kept in `.feedbackd/` (a history walk only when those are lost or out of
+    reach)."""
     names = kept_in_git(runtime, agent)
     wanted = [runtime.workspace.relative(path) for path in paths if path.name in names]
     if not wanted:
@@ -342,7 +343,7 @@ def _first_versions_in_git(
     with open_repo(runtime) as repo:
         if repo is None:
             return {}
-        found = repo.files_at_last_add(runtime.workspace.relative(agent.queue), wanted)
+        found = DraftAdds(runtime).of(repo, wanted, together=True)
     return {Path(rel).name: data for rel, data in found.items()}
 
 

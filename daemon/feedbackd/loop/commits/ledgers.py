@@ -13,22 +13,31 @@ HEAD's version of it and commits what is missing, once:
 `CommittedLedgers` remembers which ledgers this process committed, as they were then, so a pass
 over a ledger nobody else touched need not read HEAD's version back from git. What it remembers
 holds only while HEAD still has that version: a `git reset` may drop the commit while the file
-stays as it was.
+stays as it was. It is kept in `.feedbackd/committed-files` from one process to the next (an
+idle `run --once` then asks git nothing about the decided files of a long history).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
+import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from feedbackd.core.workspace import Workspace
-from feedbackd.edges.files import FileState, file_state, read_file_bytes
+from feedbackd.edges.files import FileState, atomic_write_bytes, file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.recording import CommitRequest, Event, commit_change
 from feedbackd.loop.workspace.runtime import Runtime
 
 R = TypeVar("R")
+
+
+COMMITTED_FILE = "committed-files"  # in .feedbackd/: CommittedLedgers.kept_in
+_MAGIC = b"feedbackd committed files 1\n"
+_ENTRY = struct.Struct("<QQ")  # a path's hash, its fingerprint's
 
 
 class CommittedLedgers:
@@ -47,10 +56,42 @@ class CommittedLedgers:
     the state and the id as objects took 800: 8 MB after 10,000 decisions). Two paths with
     the same hash only cost a question to git; a file that changed is taken for unchanged only
     if its new state and id hash as the old ones did, one chance in 2**64.
+
+    Each remembered state vouches for itself (it names HEAD's object id of the file), so what
+    another process remembered holds as well: `kept_in` reads what the last process left in
+    `.feedbackd/`, and `save` writes it back (the hashes are stable from one process to the
+    next). A lost or damaged file only costs questions to git.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: Path | None = None) -> None:
         self._states: dict[int, int] = {}
+        self._store = store  # where save() writes them
+        self._changed = False  # since they were read or saved
+
+    @classmethod
+    def kept_in(cls, state_dir: Path) -> CommittedLedgers:
+        """The files the last process left remembered in `state_dir` (none when the file is
+        missing or damaged)."""
+        kept = cls(state_dir / COMMITTED_FILE)
+        try:
+            data = (state_dir / COMMITTED_FILE).read_bytes()
+        except OSError:
+            return kept
+        body = data[len(_MAGIC) :]
+        if data.startswith(_MAGIC) and len(body) % _ENTRY.size == 0:
+            kept._states = dict(_ENTRY.iter_unpack(body))
+        return kept
+
+    def save(self) -> None:
+        """Write what is remembered for the next process, when it changed."""
+        if self._store is None or not self._changed:
+            return
+        body = b"".join(_ENTRY.pack(key, value) for key, value in self._states.items())
+        try:
+            atomic_write_bytes(self._store, _MAGIC + body, durable=False)
+        except OSError:
+            return  # a full disk: the next process asks git again
+        self._changed = False
 
     def unchanged(self, runtime: Runtime, repo: GitRepo | None, ledger: Path) -> bool:
         """True when the ledger is as this process last committed it, and HEAD holds that
@@ -64,14 +105,15 @@ class CommittedLedgers:
         them, while HEAD still holds that version; HEAD read once."""
         if repo is None:
             return set()
-        known = {path: file_state(path) for path in paths if _key(path) in self._states}
+        keys = {path: key for path in paths if (key := _key(path)) in self._states}
+        known = {path: file_state(path) for path in keys}
         rels = {path: runtime.workspace.relative(path) for path in known}
         at_head = repo.file_ids_at_head(list(rels.values())) if rels else {}
         return {
             path
             for path, state in known.items()
             if state is not None
-            and self._states[_key(path)] == _fingerprint(state, at_head[rels[path]])
+            and self._states[keys[path]] == _fingerprint(state, at_head[rels[path]])
         }
 
     def remember(
@@ -86,7 +128,20 @@ class CommittedLedgers:
         changes, or HEAD does, nobody need ask git again. `committed`: HEAD's object id of it,
         when known already."""
         committed = committed or repo.file_id_at_head(runtime.workspace.relative(path))
-        self._states[_key(path)] = _fingerprint(state, committed)
+        key, value = _key(path), _fingerprint(state, committed)
+        if self._states.get(key) != value:
+            self._states[key] = value
+            self._changed = True
+
+    def remember_all(
+        self, runtime: Runtime, repo: GitRepo, files: Iterable[tuple[Path, FileState | None]]
+    ) -> None:
+        """remember() each file that has a state, HEAD read once for all of them."""
+        states = {path: state for path, state in files if state is not None}
+        rels = {path: runtime.workspace.relative(path) for path in states}
+        ids = repo.file_ids_at_head(list(rels.values())) if rels else {}
+        for path, state in states.items():
+            self.remember(runtime, repo, path, state, ids[rels[path]])
 
     def differs_from_head(self, runtime: Runtime, repo: GitRepo | None, path: Path) -> bool:
         """True when the file on disk and HEAD's version of it differ (a pass killed after
@@ -129,11 +184,17 @@ class CommittedLedgers:
 
 
 def _key(path: Path) -> int:
-    return hash(str(path))
+    return _hash(os.fsencode(path))
 
 
 def _fingerprint(state: FileState, object_id: str | None) -> int:
-    return hash((state, object_id))
+    return _hash(f"{state.ino} {state.size} {state.mtime_ns} {object_id}".encode())
+
+
+def _hash(data: bytes) -> int:
+    """Eight bytes of a digest: the same in every process, where Python's hash() of a string
+    is not."""
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
 
 
 def not_in_head(

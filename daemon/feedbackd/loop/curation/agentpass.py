@@ -51,7 +51,7 @@ from feedbackd.loop.curation.agentread import (
     current_snippet,
     uncommitted_files,
 )
-from feedbackd.loop.curation.draftmemory import DraftCommits, remember_drafts
+from feedbackd.loop.curation.draftmemory import remember_drafts
 from feedbackd.loop.report import Report
 from feedbackd.loop.workspace import problems
 from feedbackd.loop.workspace.agentfiles import append_record, read_forgotten_text, read_ledger
@@ -154,10 +154,9 @@ class AgentPass:
         if renamed is not None:
             self.report.events.append(renamed)
             self.head = renamed.commit  # the folder is read after the move: plan on it
-            # The shared listing of untracked files and walk of history were made before the
-            # move: ask git anew.
+            # The shared listing of untracked files was made before the move: ask git anew.
+            # (The drafts' commits follow HEAD, the move's commit included.)
             self.reader.first_versions = None
-            self.reader.draft_commits = DraftCommits()
         self._commit_recovered(ledger)
         view, scan = self.reader.read(ledger)
         plan = agentplan.plan_agent(view, self.runtime.settings, utcnow(), random_chars)

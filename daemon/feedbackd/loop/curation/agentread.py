@@ -37,7 +37,7 @@ from feedbackd.loop.curation import webhouse
 from feedbackd.loop.curation.decidedfiles import ChangedDecisions
 from feedbackd.loop.curation.decisionhistory import DecisionHistory
 from feedbackd.loop.curation.draftmemory import (
-    DraftCommits,
+    DraftAdds,
     FirstVersions,
     remembered,
     snapshot_path,
@@ -74,8 +74,8 @@ class Lookups:
 
     first_versions: FirstVersions | None = None
     changed_decisions: ChangedDecisions | None = None
-    # the draft commits of the approvals to decide, from one walk of history for all agents
-    draft_commits: DraftCommits = field(default_factory=DraftCommits)
+    # the draft commits of the approvals to decide, kept from one pass to the next
+    draft_adds: DraftAdds | None = None
 
 
 class AgentReader:
@@ -109,7 +109,7 @@ class AgentReader:
             runtime, [agent.agent_id]
         )
         # the files this pass decides, and their drafts' commits (read at most once, together)
-        self.draft_commits = lookups.draft_commits  # shared by the agents of a pass
+        self.draft_adds = lookups.draft_adds or DraftAdds(runtime)  # shared, where given
         self.deciding: set[ItemFile] = set()
         self._drafts_in_git: dict[str, bytes] | None = None
 
@@ -282,10 +282,10 @@ class AgentReader:
         if not unknown:
             return []  # as this process committed them or last saw them: no need to ask git
         changed = self.changed_decisions.of(self.repo, self.agent)
-        for item_file in unknown:
-            state = self.changed_decisions.vouched(item_file.path, self.rel(item_file.path))
-            if state is not None:
-                self.committed.remember(self.runtime, self.repo, item_file.path, state)
+        vouched = [
+            (f.path, self.changed_decisions.vouched(f.path, self.rel(f.path))) for f in unknown
+        ]
+        self.committed.remember_all(self.runtime, self.repo, vouched)
         return [f for f in unknown if self.rel(f.path) in changed]
 
     def _read_revised(self, files: Sequence[ItemFile]) -> list[ReadItem]:
@@ -332,7 +332,8 @@ class AgentReader:
         shared = self.first_versions
         first = shared.of(self.repo, self.agent, wanted) if shared is not None else None
         if first is None:
-            first = _first_versions_alone(self.repo, self.rel(self.agent.queue), wanted)
+            queue = self.rel(self.agent.queue)
+            first = _first_versions_alone(self.repo, self.draft_adds, queue, wanted)
         return [
             replace(read, first_version=first.get(self.rel(read.file.path)))
             if read.item is not None
@@ -378,8 +379,8 @@ class AgentReader:
 
     def _draft_commits(self, asking: ItemFile) -> dict[str, bytes]:
         """The draft commit of every item this pass decides (under each name its draft may
-        have had): one `git cat-file --batch` for all of them, from a history walk shared by the
-        agents of the pass, so that a burst of approvals costs no git process per item."""
+        have had), read together, from the drafts' commits kept from pass to pass (DraftAdds):
+        a burst of approvals costs no history walk, and no git process per item."""
         if asking not in self.deciding:
             self.deciding.add(asking)
             self._drafts_in_git = None
@@ -391,7 +392,7 @@ class AgentReader:
                 for suffix in ITEM_SUFFIXES
             ]
             repo = self.repo
-            self._drafts_in_git = self.draft_commits.of(repo, self.runtime, wanted) if repo else {}
+            self._drafts_in_git = self.draft_adds.of(repo, wanted) if repo else {}
         return self._drafts_in_git
 
     # --- feedback, snippet, curator -----------------------------------------------------------
@@ -429,10 +430,12 @@ class AgentReader:
         return self.runtime.workspace.relative(path)
 
 
-def _first_versions_alone(repo: GitRepo, queue: str, wanted: list[str]) -> dict[str, bytes]:
+def _first_versions_alone(
+    repo: GitRepo, adds: DraftAdds, queue: str, wanted: list[str]
+) -> dict[str, bytes]:
     """The first versions of the drafts of one agent's queue/ that git tracks."""
     untracked = set(repo.listings.untracked_paths(queue))
-    return repo.files_at_last_add(queue, [path for path in wanted if path not in untracked])
+    return adds.of(repo, [path for path in wanted if path not in untracked], together=True)
 
 
 def deleted_feedback(

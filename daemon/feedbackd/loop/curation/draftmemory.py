@@ -1,32 +1,44 @@
 """The drafts as first seen in queue/ (which an approval is diffed against), kept as local state
 in `.feedbackd/snapshots/{agent}/`: a copy of the file, or, for a draft whose first version git
-holds, its name in that folder's IN_GIT list.
+holds, its name in that folder's IN_GIT list; that version is the one of the commit that last
+added the draft (DraftAdds, kept in `.feedbackd/draft-adds`).
 
 A fresh clone of a big site holds thousands of committed drafts in hundreds of agents. Their
 first versions are looked up for many agents at once (FirstVersions): one listing of untracked
-files, one history walk and one `git cat-file --batch` for up to CHUNK drafts, instead of four git
-processes per agent; and they are remembered with one write per agent, not one file per draft.
+files, the drafts' commits (one walk of history, kept) and one `git cat-file --batch` for up to
+CHUNK drafts, instead of four git processes per agent; and they are remembered with one write
+per agent, not one file per draft.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from feedbackd.core.curation import agentplan
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import atomic_write_bytes, atomic_write_text
-from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.adds import LINE_MAX, in_folders
+from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.loop.workspace.runtime import Runtime
+
+log = logging.getLogger("feedbackd")
 
 IN_GIT = ".in-git"  # names of drafts as git first had them (an item id never starts with ".")
 CHUNK = 2000  # drafts whose first versions are read from git at once: bounds the memory held
 # A file unchanged since this long before git listed the untracked files was seen by it: more
 # than the file system's clock lags behind time.time() (one tick of the kernel's coarse clock).
 SETTLED_S = 0.05
+QUEUE = "queue"
+ADDS_FILE = "draft-adds"  # in .feedbackd/: DraftAdds
+_ADDS_HEADER, _ADDS_END = "feedbackd draft adds 1", "end"
+# Commits the kept answer may move past the file before the file is written again: half of what
+# the next process reads from the trees before it walks history instead.
+SAVE_AFTER = LINE_MAX // 2
 
 
 def snapshot_path(runtime: Runtime, agent: AgentPaths, name: str) -> Path:
@@ -121,8 +133,9 @@ class FirstVersions:
     agent with a draft that changed since, `of` answers None and the agent asks git on its
     own."""
 
-    def __init__(self, runtime: Runtime, agents: Sequence[str]) -> None:
+    def __init__(self, runtime: Runtime, agents: Sequence[str], adds: DraftAdds) -> None:
         self.runtime = runtime
+        self.adds = adds  # the drafts' commits, kept (shared with the approvals of the pass)
         self.waiting = list(agents)  # agents whose drafts no chunk has covered yet
         self.chunk: set[str] = set()
         self.found: dict[str, bytes] = {}  # path (relative) → first version, for the chunk
@@ -152,7 +165,7 @@ class FirstVersions:
         self.listed_at = time.time()
         self.untracked = set(repo.listings.untracked_paths(under))
         tracked = [path for path in wanted if path not in self.untracked]
-        self.found = repo.files_at_last_add(under, tracked) if tracked else {}
+        self.found = self.adds.of(repo, tracked, together=True) if tracked else {}
 
     def _candidates(self, agent_id: str) -> list[str]:
         """The agent's queued files it has no first version of (decided ones included)."""
@@ -178,29 +191,106 @@ class FirstVersions:
         return changed_at >= self.listed_at - SETTLED_S
 
 
-class DraftCommits:
-    """The draft commit of each draft the agents' queue/ folders ever had, from one history walk
-    for all the agents of a pass: an approval of a draft remembered as git first had it (a
-    clone's) is diffed against that commit's version. On a long history one walk costs about as
-    much for every agent as for one, so a catch-up over hundreds of agents walks it once.
+class DraftAdds:
+    """The draft commit of each draft the agents' queue/ folders ever had: queue path → the
+    newest commit of HEAD's history that added it (as `git log --diff-filter=A` says). An
+    approval of a draft remembered as git first had it (a clone's), or of one this machine never
+    saw in queue/, is diffed against that commit's version; a fresh clone's drafts are
+    remembered from it.
 
-    The walk is made when first needed; drafts committed after it (by the same pass) have their
-    own copies in the snapshots folder, which are read first."""
+    A walk of the whole history costs more with every decision, so it is made once: the answer
+    is kept for the commit it holds for, in this process and in `.feedbackd/draft-adds` (local
+    state, never committed). When HEAD has moved on by a few commits of one parent each (the
+    daemon's decisions, a user's commit, a fast-forward pull), their adds are read from their
+    trees (edges/git/adds.py) and laid over it; after anything else (a reset, a merge, a long
+    stretch) or without a usable file (lost, damaged, another data folder), history is walked
+    again, once. The file is written after a walk, and again once the kept answer has moved
+    SAVE_AFTER commits past it, so that the next process starts within reach of HEAD."""
 
-    def __init__(self) -> None:
-        self._added: dict[str, str] | None = None  # queue path → the commit that last added it
+    def __init__(self, runtime: Runtime) -> None:
+        self.path = runtime.workspace.state_dir / ADDS_FILE
+        self.under = runtime.workspace.relative(runtime.workspace.agents_dir)
+        self._at: str | None = None  # the commit the kept answer holds for
+        self._adds: dict[str, str] | None = None
+        self._unsaved = 0  # commits laid over the answer since the file was written
+        self.walks = 0  # history walks made (for tests: a walk is what this saves)
 
-    def of(self, repo: GitRepo, runtime: Runtime, paths: Collection[str]) -> dict[str, bytes]:
+    def of(
+        self, repo: GitRepo, paths: Collection[str], *, together: bool = False
+    ) -> dict[str, bytes]:
         """path → the draft as its last adding commit holds it, for those of `paths` (drafts'
-        paths in queue/, relative to the workspace) that a commit added."""
-        if self._added is None:
-            under = runtime.workspace.relative(runtime.workspace.agents_dir)
-            self._added = repo.last_adds_below(under, _in_a_queue)
-        added = self._added
-        return repo.files_at_commits({path: added[path] for path in paths if path in added})
+        paths in queue/, relative to the workspace) that a commit added; `together`: read by
+        a git process of their own (many drafts), not one round trip each."""
+        added = self.commits(repo)
+        wanted = {path: added[path] for path in paths if path in added}
+        return repo.files_at_commits(wanted, together=together)
 
+    def commits(self, repo: GitRepo) -> Mapping[str, str]:
+        """queue path → the commit that last added it, for HEAD as it is now."""
+        head = history_of(repo).head()
+        if head is None:
+            return {}
+        if self._adds is None:
+            self._load()
+        if self._adds is not None and self._at != head:
+            self._catch_up(repo, head)
+        if self._adds is None or self._at != head:
+            self.walks += 1
+            self._adds = history_of(repo).last_adds(head, self.under, self._keeps)
+            self._at = head
+            self._save()
+        return self._adds
 
-def _in_a_queue(path: str) -> bool:
-    """True for `…/<agent>/queue/<file>`."""
-    parts = path.rsplit("/", 2)
-    return len(parts) == 3 and parts[1] == "queue"
+    def _catch_up(self, repo: GitRepo, head: str) -> None:
+        """Lay the adds of the commits since the kept answer's over it, when HEAD is a few
+        commits of one parent each on top of it."""
+        assert self._adds is not None and self._at is not None
+        newer = history_of(repo).adds_since(self._at, head, self.under, QUEUE)
+        if newer is None:
+            return
+        for adds in reversed(newer):  # the oldest first: the newest add of a path wins
+            self._adds.update((path, sha) for path, sha in adds.items() if "\n" not in path)
+        self._at = head
+        self._unsaved += len(newer)
+        if self._unsaved >= SAVE_AFTER:
+            self._save()
+
+    def _keeps(self, path: str) -> bool:
+        # A name with a line break is no item's (an id never holds one) and fits no line here.
+        return in_folders(path, self.under, QUEUE) and "\n" not in path
+
+    def _load(self) -> None:
+        """The answer kept in the file, when it is whole and for this data folder."""
+        try:
+            text = self.path.read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:  # none, or unreadable: walked again
+            return
+        lines = text.split("\n")
+        if lines[:2] != [_ADDS_HEADER, self.under] or lines[-2:] != [_ADDS_END, ""]:
+            return  # damaged, cut short, or for another data folder: walked again
+        prefix, adds, commit = self.under + "/", {}, ""
+        for line in lines[3:-2]:
+            if "/" not in line:
+                commit = line  # the commit of the paths that follow
+            elif commit:
+                adds[prefix + line] = commit
+        self._at, self._adds, self._unsaved = lines[2], adds, 0
+
+    def _save(self) -> None:
+        """Write the answer, grouped by commit (most drafts of a site came in a few): local
+        state that a walk rebuilds, so without fsync."""
+        assert self._adds is not None and self._at is not None
+        by_commit: dict[str, list[str]] = {}
+        start = len(self.under) + 1
+        for path, sha in self._adds.items():
+            by_commit.setdefault(sha, []).append(path[start:])
+        lines = [_ADDS_HEADER, self.under, self._at]
+        for sha, paths in by_commit.items():
+            lines += [sha, *paths]
+        lines += [_ADDS_END, ""]
+        data = "\n".join(lines).encode("utf-8", "surrogateescape")
+        try:
+            atomic_write_bytes(self.path, data, durable=False)
+        except OSError as error:  # a full disk: the next process walks again
+            log.info("could not keep the drafts' first commits in %s: %s", self.path, error)
+        self._unsaved = 0

@@ -34,6 +34,7 @@ from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from feedbackd.loop.commits.ledgers import CommittedLedgers
 from feedbackd.loop.commits.locking import clean_leftovers, clear_stale_git_locks, write_lock
+from feedbackd.loop.curation.draftmemory import DraftAdds
 from feedbackd.loop.curation.webhouse import queue_file, with_queue_agents
 from feedbackd.loop.daemon.agentbook import (
     EVERY_AGENT,
@@ -66,6 +67,9 @@ from feedbackd.loop.workspace.runtime import Runtime
 log = logging.getLogger("feedbackd")
 
 # Wake up now and then even when nothing happens, to look after the watcher thread.
+# What the daemon remembers of committed files is written for the next process at most this
+# often (a burst's decisions change it at every one; a lost write only costs questions to git).
+SAVE_LEDGERS_S = 5.0
 SYNC_GRACE_S = 10.0  # at shutdown, how long a sync in flight may take to finish
 WRITERS_FIRST_MAX_S = 10.0  # how long a pass gives way to commands waiting for the lock
 STATUS_EVERY_S = 1.0  # during a burst, how often the status file shows how far it got
@@ -150,7 +154,10 @@ class Daemon:
         self.heartbeat = Heartbeat(self.notifier)
         self.syncer = Syncer(runtime)
         self.sync = SyncThread(self.syncer, self.wakeup)
-        self.ledgers = CommittedLedgers()  # the decision ledgers this daemon committed
+        # the files this daemon committed or git vouched for (and the last process left)
+        self.ledgers = CommittedLedgers.kept_in(runtime.workspace.state_dir)
+        self.ledgers_saved_at = 0.0
+        self.draft_adds = DraftAdds(runtime)  # the drafts' commits, kept from pass to pass
         self.health = RepositoryHealth()
         self.catch_up: CatchUp | None = None
         self.memory_to_release = False  # a pass ran since freed memory was last given back
@@ -249,6 +256,7 @@ class Daemon:
             self.settings_file = SettingsFile(_settings_path(self.runtime))
             self.config_problem = None
             self.syncer.runtime = self.runtime  # read when the next sync starts
+            self.draft_adds = DraftAdds(self.runtime)  # the data folder may have moved
             self.dirty.everything = True  # settings change what a snippet says
             if (self.runtime.workspace.data, queue_file(self.runtime)) != (old_data, old_queue):
                 self.watching.close()  # watch the new data folder (or queue file) instead
@@ -331,7 +339,7 @@ class Daemon:
             give_way = GiveWay(self.runtime.workspace.state_dir, self._keep_going)
             self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime, give_way))
             self._after(RATINGS, give_way)
-        lookups = shared_lookups(self.runtime, chosen, everything)
+        lookups = shared_lookups(self.runtime, chosen, everything, self.draft_adds)
         for done, agent in enumerate(chosen, start=1):
             if not self._keep_going() or self.health.damage is not None:
                 break
@@ -340,6 +348,9 @@ class Daemon:
                 self.catch_up.progress(done, len(chosen))
         self.pass_times.add(time.monotonic() - started)
         self.index.after_pass(self.runtime)
+        if time.monotonic() - self.ledgers_saved_at >= SAVE_LEDGERS_S:
+            self.ledgers.save()  # for the next process (a restart, `run --once`)
+            self.ledgers_saved_at = time.monotonic()
         self._write_status()
         self._announce()
 
