@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -67,6 +68,7 @@ class CommittedLedgers:
         self._states: dict[int, int] = {}
         self._store = store  # where save() writes them
         self._changed = False  # since they were read or saved
+        self._saved_at = float("-inf")  # time.monotonic() of the last write
 
     @classmethod
     def kept_in(cls, state_dir: Path) -> CommittedLedgers:
@@ -82,10 +84,14 @@ class CommittedLedgers:
             kept._states = dict(_ENTRY.iter_unpack(body))
         return kept
 
-    def save(self) -> None:
-        """Write what is remembered for the next process, when it changed."""
+    def save(self, at_most_every_s: float = 0.0) -> None:
+        """Write what is remembered for the next process, when it changed (and the last write
+        was at least `at_most_every_s` ago: a burst's passes need not each rewrite it)."""
         if self._store is None or not self._changed:
             return
+        if time.monotonic() - self._saved_at < at_most_every_s:
+            return
+        self._saved_at = time.monotonic()
         body = b"".join(_ENTRY.pack(key, value) for key, value in self._states.items())
         try:
             atomic_write_bytes(self._store, _MAGIC + body, durable=False)

@@ -156,7 +156,6 @@ class Daemon:
         self.sync = SyncThread(self.syncer, self.wakeup)
         # the files this daemon committed or git vouched for (and the last process left)
         self.ledgers = CommittedLedgers.kept_in(runtime.workspace.state_dir)
-        self.ledgers_saved_at = 0.0
         self.draft_adds = DraftAdds(runtime)  # the drafts' commits, kept from pass to pass
         self.health = RepositoryHealth()
         self.catch_up: CatchUp | None = None
@@ -348,9 +347,7 @@ class Daemon:
                 self.catch_up.progress(done, len(chosen))
         self.pass_times.add(time.monotonic() - started)
         self.index.after_pass(self.runtime)
-        if time.monotonic() - self.ledgers_saved_at >= SAVE_LEDGERS_S:
-            self.ledgers.save()  # for the next process (a restart, `run --once`)
-            self.ledgers_saved_at = time.monotonic()
+        self.ledgers.save(at_most_every_s=SAVE_LEDGERS_S)  # for the next process (a restart)
         self._write_status()
         self._announce()
 
@@ -412,11 +409,9 @@ class Daemon:
                 if state.failures and self.runtime.git_enabled:
                     clear_stale_git_locks(self.runtime)  # left by a git that was killed?
                 report = work()
-        except RepositoryDamaged as error:
-            self.health.damaged(error.message)
-            self.book.failed(key, str(error))
-            return
         except FeedbackdError as error:
+            if isinstance(error, RepositoryDamaged):
+                self.health.damaged(error.message)  # nothing more is recorded until repaired
             fault = not isinstance(error, KeptChanging)
             self.book.failed(key, str(error), disk_full=out_of_space(error), fault=fault)
             return
