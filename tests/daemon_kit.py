@@ -260,3 +260,21 @@ def idle(daemon: DaemonProcess, quiet_s: float = 1.0, timeout: float = DEADLINE_
         return used < 0.1 * quiet_s
 
     wait_for(quiet_window, timeout, "the daemon to go idle")
+
+
+# The watcher's look at its stop flag (10 a second), the systemd watchdog's ping the tests ask
+# for (WATCHDOG_USEC 0.4 s: 5 a second) and room for a timer or two. Looking for file events
+# every millisecond, as the watcher once did after each change, made about 900.
+WAKEUPS_PER_S_AT_MOST = 60
+
+
+def sleeps(pid: int) -> int:
+    """How many times the process's threads went to sleep so far (each wake-up ends one)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            status = (task / "status").read_text()
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+        total += int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+    return total

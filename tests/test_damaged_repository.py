@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,15 @@ import pytest
 from feedbackd.core.errors import RepositoryDamaged
 from feedbackd.edges.git.repo import GitRepo
 from tests.conftest import git
-from tests.daemon_kit import DaemonProcess, NotifyListener, decided, status_json, wait_for
+from tests.daemon_kit import (
+    WAKEUPS_PER_S_AT_MOST,
+    DaemonProcess,
+    NotifyListener,
+    decided,
+    sleeps,
+    status_json,
+    wait_for,
+)
 from tests.git_kit import ADA, message, write
 from tests.workspace_kit import Site, draft
 
@@ -73,6 +82,13 @@ def test_the_daemon_stops_recording_on_damage_and_resumes_once_repaired(
     for name in ("qi-1", "qi-2"):
         site.write("w", f"{name}.json", draft({"title": f"Draft {name}"}))
     site.reconcile()
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+    site.git("remote", "add", "origin", str(remote))
+    site.git("push", "-q", "origin", "main")
+    (site.root / "feedbackd.yaml").write_text(
+        (site.root / "feedbackd.yaml").read_text() + "git:\n  remote: origin\n"
+    )
     head = site.git("rev-parse", "HEAD").strip()
     loose_objects(site.root)
     where = take_away(site.root, head, tmp_path / "lost")
@@ -87,6 +103,9 @@ def test_the_daemon_stops_recording_on_damage_and_resumes_once_repaired(
     assert "git fsck" in " ".join(status_json(site)["problems"])
     assert (site.root / ".git" / "refs" / "heads" / "main").read_text().strip() == head
     assert decided(site, "w") == []
+    before, began = sleeps(daemon.pid), time.monotonic()
+    time.sleep(1.0)  # the measurement itself: a daemon that waits for the repair sleeps
+    assert (sleeps(daemon.pid) - before) / (time.monotonic() - began) <= WAKEUPS_PER_S_AT_MOST
 
     shutil.move(tmp_path / "lost", where)  # restored, as from a clone
     daemon.signal(signal.SIGHUP)
@@ -94,6 +113,10 @@ def test_the_daemon_stops_recording_on_damage_and_resumes_once_repaired(
     wait_for(lambda: status_json(site)["problems"] == [], what="the problem to clear")
     assert site.git("log", "--format=%s").count("approve(w): qi-1") == 1
     assert site.git("fsck", "--strict", "--no-dangling") == ""
+    wait_for(
+        lambda: site.git("rev-parse", "origin/main") == site.git("rev-parse", "HEAD"),
+        what="the repaired history pushed",
+    )
 
 
 def test_doctor_reports_a_damaged_repository_and_the_way_back(tmp_path: Path) -> None:

@@ -8,30 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon_kit import DaemonProcess, NotifyListener, committed, idle, wait_for
+from tests.daemon_kit import (
+    WAKEUPS_PER_S_AT_MOST,
+    DaemonProcess,
+    NotifyListener,
+    committed,
+    idle,
+    sleeps,
+    wait_for,
+)
 from tests.workspace_kit import Site, draft
-
-# The watcher's look at its stop flag (10 a second), the systemd watchdog's ping the tests ask
-# for (WATCHDOG_USEC 0.4 s: 5 a second) and room for a timer or two. Looking for file events
-# every millisecond, as the watcher once did after each change, made about 900.
-WAKEUPS_PER_S_AT_MOST = 60
 
 
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
     return Site(tmp_path / "ws")
-
-
-def sleeps(pid: int) -> int:
-    """How many times the process's threads went to sleep so far (each wake-up ends one)."""
-    total = 0
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            status = (task / "status").read_text()
-        except FileNotFoundError:  # a thread that ended meanwhile
-            continue
-        total += int(status.split("voluntary_ctxt_switches:")[1].split()[0])
-    return total
 
 
 @pytest.mark.slow

@@ -302,7 +302,7 @@ class Daemon:
             self.book.seconds_until_due(now_wall),
             self.heartbeat.seconds_until_due(now),
             self.watching.seconds_until_restart(now),
-            self.sync.seconds_until_due(now_wall),
+            self.sync.seconds_until_due(now_wall) if self.health.damage is None else None,
             self.health.seconds_until_check(now),
         ]
         return max(0.01, min(wait for wait in waits if wait is not None))
@@ -440,7 +440,7 @@ class Daemon:
         if finished is not None:
             self._count(finished.report)
             self._write_status()
-        if not self.stop.is_set():
+        if not self.stop.is_set() and self.health.damage is None:  # no pushing the damage on
             self.sync.start_if_due()
 
     # --- reporting ----------------------------------------------------------------------------
