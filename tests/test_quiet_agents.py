@@ -1,7 +1,7 @@
 """An idle `run --once` leaves out the agents a quiet pass left as they are
 (loop/curation/quietagents.py): whatever changed since (a decided file edited, a draft added or
-approved, HEAD moved, the settings, the memory itself lost) has its agent read again, and the
-pass does what a pass over every agent does."""
+approved, the agent's folder at HEAD, the settings, the memory itself lost) has its agent read
+again, and the pass does what a pass over every agent does."""
 
 from __future__ import annotations
 
@@ -93,7 +93,13 @@ def test_a_change_in_the_agent_folder_has_it_read_again(
     report = once(site, read)
     assert read == ["a"]
     assert [name for name, agent in _events(report) if agent == "a"] == [event]
-    assert not _events(once(site))
+    # Its commit changed the agent's folder at HEAD, not the other's: "b" stays left out.
+    read.clear()
+    assert not _events(once(site, read))
+    assert read == ["a"]
+    read.clear()
+    once(site, read)
+    assert read == []
 
 
 def test_a_deleted_feedback_file_is_put_back(site: Site) -> None:
@@ -106,17 +112,24 @@ def test_a_deleted_feedback_file_is_put_back(site: Site) -> None:
     assert (site.agent("a") / "feedback.json").exists()
 
 
-def test_head_moved_has_every_agent_read_again(site: Site) -> None:
-    """A user's commit (or reset, or pull) may change any agent's files in HEAD."""
+def test_an_agent_whose_folder_at_head_changed_is_read_again(site: Site) -> None:
+    """A user's commit (or reset, or pull) of an agent's files has that agent read again; one
+    of other files leaves every agent out."""
     site.write("a", "qi-1.json", draft({"title": "Edited, committed by hand"}))
     site.git("commit", "-qam", "an edit by hand")
     read: list[str] = []
     once(site, read)
-    assert sorted(read) == ["a", "b"]
-    site.git("reset", "-q", "--hard", "HEAD~1")
+    assert read == ["a"]
+    (site.root / "notes.txt").write_text("not an agent's\n")
+    site.git("add", "notes.txt")
+    site.git("commit", "-qm", "a file of the site")
     read.clear()
     once(site, read)
-    assert sorted(read) == ["a", "b"]
+    assert read == []
+    site.git("reset", "-q", "--hard", "HEAD~2")
+    read.clear()
+    once(site, read)
+    assert read == ["a"]
 
 
 def test_other_settings_have_every_agent_read_again(site: Site) -> None:
@@ -154,6 +167,6 @@ def test_a_state_too_recent_to_vouch_for_is_not_kept(tmp_path: Path) -> None:
     site.reconcile()
     runtime = site.runtime()
     agent = runtime.workspace.agent("a")
-    assert quietagents.agent_digest(runtime, agent, time.time()) is None
+    assert quietagents.agent_digest(runtime, agent, time.time(), "tree") is None
     later = time.time() + quietagents.RACY_S + 1
-    assert quietagents.agent_digest(runtime, agent, later) is not None
+    assert quietagents.agent_digest(runtime, agent, later, "tree") is not None

@@ -121,7 +121,15 @@ def _quiet_agents(
     on). Their state is looked at now, before any agent's pass reads its folder."""
     head = repo.settled_head() if wanted and repo is not None else None
     quiet = QuietAgents(runtime, head)
-    quiet.left_out = {a for a in chosen if quiet.unchanged(runtime.workspace.agent(a))}
+    if repo is None or quiet.context is None:
+        return quiet
+    agents = [runtime.workspace.agent(agent_id) for agent_id in chosen]
+    at_head = repo.file_ids_at_head([runtime.workspace.relative(a.root) for a in agents])
+    quiet.left_out = {
+        agent.agent_id
+        for agent in agents
+        if quiet.unchanged(agent, at_head[runtime.workspace.relative(agent.root)])
+    }
     return quiet
 
 

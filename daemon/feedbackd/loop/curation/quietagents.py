@@ -3,10 +3,11 @@ not read them again.
 
 An idle `run --once` on a big site reads every agent folder (a listing of each item folder, a
 path made for each of thousands of drafts, feedback.json and the ledger parsed) to find that
-nothing is missing. What such a pass reads is the agent's folders and files, HEAD, and the
-settings: `.feedbackd/quiet-agents` keeps, for each agent whose last pass reported nothing,
-a digest of the state of all of them. A pass whose digest is unchanged would read what the
-last one read, so it is left out.
+nothing is missing. What such a pass reads is the agent's folders and files, what HEAD holds
+of them, and the settings: `.feedbackd/quiet-agents` keeps, for each agent whose last pass
+reported nothing, a digest of the state of all of them (of HEAD, the id of the agent's folder
+in it: another agent's decision leaves it as it was). A pass whose digest is unchanged would
+read what the last one read, so it is left out.
 
 The state of a file or folder is its inode, size, modification and change times (the change
 time moves on any write, even one that puts the modification time back); a folder's times move
@@ -47,8 +48,9 @@ class QuietAgents:
     def __init__(self, runtime: Runtime, head: str | None) -> None:
         self.runtime = runtime
         self.path = runtime.workspace.state_dir / QUIET_FILE
+        self.head = head
         # None: nothing is left out (git off, a webhouse queue)
-        self.context = _context(runtime, head) if _usable(runtime, head) else None
+        self.context = _context(runtime) if _usable(runtime, head) else None
         self._kept = self._load() if self.context is not None else {}
         self._taken: dict[str, str] = {}  # this pass's digests, taken before each agent's pass
         self._quiet: dict[str, str] = {}
@@ -60,15 +62,17 @@ class QuietAgents:
         except (OSError, UnicodeDecodeError):
             return {}
         if not lines or lines[0] != self.context:
-            return {}  # another HEAD, other settings, another version: every agent is read
+            return {}  # other settings, other code: every agent is read
         return dict(line.split(" ", 1) for line in lines[1:] if " " in line)
 
-    def unchanged(self, agent: AgentPaths) -> bool:
+    def unchanged(self, agent: AgentPaths, at_head: str | None) -> bool:
         """True when the agent is as the last quiet pass over it found it; else its digest is
-        taken now, for `passed` to keep."""
+        taken now, for `passed` to keep. `at_head`: the id of the agent's folder at HEAD."""
         if self.context is None:
             return False
-        digest = agent_digest(self.runtime, agent, time.time())
+        # An agent folder HEAD lacks may be another's renamed (agentrename.py): HEAD decides.
+        committed = at_head or f"HEAD {self.head}"
+        digest = agent_digest(self.runtime, agent, time.time(), committed)
         if digest is None:
             return False
         if self._kept.get(agent.agent_id) == digest:
@@ -101,20 +105,21 @@ def _usable(runtime: Runtime, head: str | None) -> bool:
     return head is not None and queue_file(runtime) is None
 
 
-def _context(runtime: Runtime, head: str | None) -> str:
-    """What every agent's pass depends on besides its folder: HEAD, the settings, the code (an
+def _context(runtime: Runtime) -> str:
+    """What every agent's pass depends on besides its folder: the settings, the code (an
     upgrade rewrites the planner's module and this one)."""
     settings = runtime.settings.model_dump_json()
     code = [os.stat(module) for module in (agentplan.__file__, __file__)]
     installed = " ".join(f"{info.st_size} {info.st_mtime_ns}" for info in code)
-    text = f"{installed}\0{runtime.workspace.root}\0{head}\0{settings}"
+    text = f"{installed}\0{runtime.workspace.root}\0{settings}"
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def agent_digest(runtime: Runtime, agent: AgentPaths, now: float) -> str | None:
-    """A digest of the state of everything a pass over the agent reads; None when a time in
-    it is too recent to vouch for what follows (or a decided file cannot be looked at)."""
-    states: list[str] = []
+def agent_digest(runtime: Runtime, agent: AgentPaths, now: float, committed: str) -> str | None:
+    """A digest of the state of everything a pass over the agent reads, `committed` what HEAD
+    holds of it; None when a time in it is too recent to vouch for what follows (or a decided
+    file cannot be looked at)."""
+    states = [committed]
     newest = 0
     paths = [runtime.workspace.agents_dir, agent.root, *agent.feedback_files, agent.forgotten]
     snapshots = snapshot_path(runtime, agent, IN_GIT)
