@@ -26,6 +26,7 @@ from feedbackd.loop.curation.agentpass import AgentPass
 from feedbackd.loop.curation.agentread import Lookups
 from feedbackd.loop.curation.decidedfiles import ChangedDecisions
 from feedbackd.loop.curation.draftmemory import DraftAdds, FirstVersions
+from feedbackd.loop.curation.quietagents import QuietAgents
 from feedbackd.loop.curation.webhouse import with_queue_agents
 from feedbackd.loop.ratings import rentals
 from feedbackd.loop.report import Report
@@ -58,6 +59,7 @@ def reconcile_all(
     written_whole: frozenset[Path] = frozenset(),
     on_decision: Callable[[str, int, int], None] | None = None,
     only_items: frozenset[str] | None = None,
+    skip_quiet: bool = False,
 ) -> Report:
     """Reconcile the chosen agents (all by default).
 
@@ -67,7 +69,8 @@ def reconcile_all(
     the daemon's memory of the files it committed (else the last process's, in `.feedbackd/`);
     lookups asks git for many agents at once (shared by a daemon's pass). written_whole: files
     a command wrote in one piece (decided without settling); only_items confines the pass to a
-    command's own item, so that a command never does a burst's work under the write lock.
+    command's own item (no burst's work under the write lock); skip_quiet leaves out the agents
+    as a quiet pass left them (quietagents.py).
 
     A pass over chosen agents raises what stops it (the daemon retries the agent with backoff,
     a command fails with the reason). A full pass reports a user's rebase or merge in progress
@@ -81,21 +84,53 @@ def reconcile_all(
     with open_repo(runtime) as repo, _remembered(runtime, ledgers) as known:
         if not _may_write(runtime, repo, report, full_pass):
             return report
+        quiet = _quiet_agents(runtime, repo, chosen, skip_quiet and full_pass)
         if full_pass:
-            _reconcile_ratings(runtime, repo, report)
-            _read_ahead(runtime, repo, chosen, known)
+            _full_pass_start(runtime, repo, report, chosen, known, quiet)
         for done, agent_id in enumerate(chosen, start=1):
             if keep_going is not None and not keep_going():
                 break
-            heard = _for_agent(on_decision, agent_id)
-            agent_pass = AgentPass(
-                runtime, repo, agent_id, known, keep_going, lookups, written_whole, heard,
-                only_items=only_items,
-            )  # fmt: skip
-            report.extend(_run(agent_pass, full_pass))
-            if progress is not None:
-                progress(done, len(chosen))
+            if agent_id not in quiet.left_out:
+                heard = _for_agent(on_decision, agent_id)
+                agent_pass = AgentPass(runtime, repo, agent_id, known, keep_going, lookups,
+                                       written_whole, heard, only_items=only_items)  # fmt: skip
+                report.extend(_run(agent_pass, full_pass, quiet))
+            _progress(progress, done, len(chosen))
+        quiet.save()
     return report
+
+
+def _progress(progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+def _full_pass_start(
+    runtime: Runtime, repo: GitRepo | None, report: Report, chosen: Sequence[str],
+    ledgers: CommittedLedgers, quiet: QuietAgents,
+) -> None:  # fmt: skip
+    """A full pass first records the ratings, then asks git ahead for the agents it reads."""
+    _reconcile_ratings(runtime, repo, report)
+    _read_ahead(runtime, repo, [a for a in chosen if a not in quiet.left_out], ledgers)
+
+
+def _quiet_agents(
+    runtime: Runtime, repo: GitRepo | None, chosen: Sequence[str], wanted: bool
+) -> QuietAgents:
+    """The agents a full pass may leave out (`left_out`); none unless `wanted` (and git is
+    on). Their state is looked at now, before any agent's pass reads its folder."""
+    head = repo.settled_head() if wanted and repo is not None else None
+    quiet = QuietAgents(runtime, head)
+    if repo is None or quiet.context is None:
+        return quiet
+    agents = [runtime.workspace.agent(agent_id) for agent_id in chosen]
+    at_head = repo.file_ids_at_head([runtime.workspace.relative(a.root) for a in agents])
+    quiet.left_out = {
+        agent.agent_id
+        for agent in agents
+        if quiet.unchanged(agent, at_head[runtime.workspace.relative(agent.root)])
+    }
+    return quiet
 
 
 @contextlib.contextmanager
@@ -183,9 +218,10 @@ def _for_agent(
     return lambda done, total: on_decision(agent_id, done, total)
 
 
-def _run(agent_pass: AgentPass, full_pass: bool) -> Report:
+def _run(agent_pass: AgentPass, full_pass: bool, quiet: QuietAgents) -> Report:
     """The agent's pass; an agent folder that cannot be used is a problem of that agent alone
-    in a full pass, and the reason a pass over chosen agents fails."""
+    in a full pass, and the reason a pass over chosen agents fails. A pass that finds nothing
+    to do is kept in `quiet`."""
     try:
         found = agent_pass.run()
     except OSError as error:
@@ -197,6 +233,7 @@ def _run(agent_pass: AgentPass, full_pass: bool) -> Report:
         problem = Problem(unusable.path, unusable.what, unusable.hint, True, retry_at)
         return Report(problems=[problem])
     _keep_decision_warnings(agent_pass.runtime, found)
+    quiet.passed(agent_pass.agent, found, agent_pass.saw_links)
     return found
 
 

@@ -110,6 +110,7 @@ class AgentPass:
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
         self._held: Held | None = None  # git's index lock, while a step's commit may be made
+        self.saw_links = False  # among the items read (quietagents.py keeps no digest then)
 
     def run(self) -> Report:
         """The pass; OSError when the agent folder cannot be used (the ledger cannot be read,
@@ -159,6 +160,7 @@ class AgentPass:
             self.reader.first_versions = None
         self._commit_recovered(ledger)
         view, scan = self.reader.read(ledger)
+        self.saw_links = scan.links
         plan = agentplan.plan_agent(view, self.runtime.settings, utcnow(), random_chars)
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self.report.decision_warnings += plan.decision_warnings

@@ -64,6 +64,8 @@ class Scan:
     restored: list[DecisionRecord] = field(default_factory=list)
     # in a pass confined to a command's own items: the other decisions left to the daemon
     left_waiting: int = 0
+    # a symbolic link among the items: what it points to may change with no trace here
+    links: bool = False
 
 
 @dataclass
@@ -193,8 +195,8 @@ class AgentReader:
             yield ItemFile(folder, stem, path)
 
     def _usable(self, entry: os.DirEntry[str], path: Path, scan: Scan) -> bool:
-        """A plain file, or a symbolic link to one inside the workspace; a warning says why
-        anything else named like an item is ignored."""
+        """A plain file, or a link to one inside the workspace; a warning says why else."""
+        scan.links = scan.links or entry.is_symlink()
         not_an_item = listed_item_problem(self.runtime.workspace, entry)
         if not_an_item is not None:
             scan.warnings.append(f"{self.rel(path)}: {not_an_item}; ignored")

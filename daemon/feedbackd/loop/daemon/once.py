@@ -45,12 +45,12 @@ def _passes(
     """The first pass, then passes again for files still settling, up to daemon.settle_ms."""
     with write_lock(runtime):
         clean_leftovers(runtime)
-        report = reconcile_all(runtime, progress=progress, keep_going=keep_going)
+        report = reconcile_all(runtime, progress=progress, keep_going=keep_going, skip_quiet=True)
     deadline = time.time() + runtime.settings.daemon.settle_ms / 1000 + 1
     while (retry := report.next_retry()) is not None and retry <= deadline and keep_going():
         time.sleep(max(0.0, retry - time.time()) + 0.01)
         with write_lock(runtime):
-            again = reconcile_all(runtime, keep_going=keep_going)
+            again = reconcile_all(runtime, keep_going=keep_going, skip_quiet=True)
         report = report.followed_by(again)
     return report
 
