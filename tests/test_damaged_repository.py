@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.errors import RepositoryDamaged
+from feedbackd.core.errors import GitError, RepositoryDamaged
 from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.runner import GitRunner
 from tests.conftest import git
 from tests.daemon_kit import (
     WAKEUPS_PER_S_AT_MOST,
@@ -134,3 +135,18 @@ def test_doctor_reports_a_damaged_repository_and_the_way_back(tmp_path: Path) ->
     assert "restore the missing objects from a clone" in done.stdout
     shutil.move(tmp_path / "lost", where)
     assert site.cli("doctor").returncode == 0
+
+
+def test_gits_own_words_for_a_lost_object_are_damage_and_a_bad_name_is_not(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    runner = GitRunner(git_repo, git_repo / ".git")
+    with pytest.raises(GitError) as unknown:
+        runner.run(["log", "--format=%H", "no-such-branch"])
+    assert not isinstance(unknown.value, RepositoryDamaged)
+    loose_objects(git_repo)
+    take_away(git_repo, head, tmp_path / "lost")
+    with pytest.raises(RepositoryDamaged, match="bad object HEAD") as lost:
+        runner.run(["log", "--format=%H"])
+    assert "git fsck" in lost.value.hint

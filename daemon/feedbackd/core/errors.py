@@ -62,6 +62,12 @@ class GitError(FeedbackdError):
     code = "git_error"
 
 
+DAMAGE_HINT = (
+    "feedbackd records nothing until `git fsck` finds the repository whole;"
+    " restore the missing objects from a clone (docs/git.md, 'A damaged repository')"
+)
+
+
 class RepositoryDamaged(GitError):
     """git's object store lacks (or cannot read) an object that HEAD reaches: a commit made on
     top would carry the damage on. Nothing is recorded until `git fsck` finds the repository
@@ -69,12 +75,6 @@ class RepositoryDamaged(GitError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, hint=DAMAGE_HINT)
-
-
-DAMAGE_HINT = (
-    "the git repository is damaged: feedbackd records nothing until `git fsck` finds it whole;"
-    " restore the missing objects from a clone (docs/git.md, 'A damaged repository')"
-)
 
 
 class KeptChanging(GitError):

@@ -82,7 +82,6 @@ def _output(args: Sequence[str], status: int, out: bytes, err: str) -> bytes:
     damage = _DAMAGE.search(err)
     if damage is not None:
         raise RepositoryDamaged(f"git {command} failed: {_line_with(err, damage.start())}")
-    command = next((arg for arg in args if not arg.startswith("-") and "=" not in arg), "")
     raise GitError(
         f"git {command} failed: {first_line(err) or f'exit status {status}'}",
         hint=hint_for(err),

@@ -11,6 +11,7 @@ the repository is whole again (restored from a clone, say); then every agent get
 from __future__ import annotations
 
 import logging
+import threading
 import time
 
 from feedbackd.core.errors import DAMAGE_HINT, FeedbackdError
@@ -20,14 +21,19 @@ from feedbackd.loop.workspace.runtime import Runtime
 log = logging.getLogger("feedbackd")
 
 CHECK_EVERY_S = 60.0  # a connectivity check of a big site takes seconds: not more often
+LOOKING_STEP_S = 0.2  # while a check runs, how often the daemon asks whether it has ended
 
 
 class RepositoryHealth:
-    """The damage a pass met (None: none), and when to look again."""
+    """The damage a pass met (None: none), and when to look again. The look (`git fsck`, seconds
+    on a big site) runs in a thread of its own, so the daemon's loop, and the watchdog's ping,
+    go on meanwhile."""
 
     def __init__(self) -> None:
         self.damage: str | None = None
         self._check_at = 0.0
+        self._checking: threading.Thread | None = None
+        self._found: list[str | None] = []  # what the last look found, once it has ended
 
     def damaged(self, what: str) -> None:
         if self.damage is None:
@@ -45,22 +51,36 @@ class RepositoryHealth:
         return f"recording stopped: the git repository is damaged: {self.damage} ({DAMAGE_HINT})"
 
     def seconds_until_check(self, now: float) -> float | None:
-        return max(0.0, self._check_at - now) if self.damage is not None else None
+        if self.damage is None:
+            return None
+        return LOOKING_STEP_S if self._checking is not None else max(0.0, self._check_at - now)
 
     def whole_again(self, runtime: Runtime) -> bool:
-        """Whether a repository found damaged is whole now (asked of git when a check is due;
-        False until then)."""
+        """Whether a repository found damaged is whole now: a look at it is started when one
+        is due, and its answer taken once it has ended; False until then."""
         if self.damage is None:
             return True
-        if time.monotonic() < self._check_at:
+        if self._checking is None:
+            if time.monotonic() >= self._check_at:
+                self._checking = threading.Thread(
+                    target=self._look, args=(runtime,), name="git fsck", daemon=True
+                )
+                self._checking.start()
             return False
-        try:
-            still = damage_in(runtime.workspace.root) if runtime.git_enabled else None
-        except FeedbackdError as error:
-            still = str(error)
+        if self._checking.is_alive():
+            return False
+        self._checking = None
+        still = self._found.pop()
         if still is not None:
             self.damaged(still)
             return False
         log.info("git fsck finds the repository whole again: recording resumes")
         self.damage = None
         return True
+
+    def _look(self, runtime: Runtime) -> None:
+        try:
+            found = damage_in(runtime.workspace.root) if runtime.git_enabled else None
+        except FeedbackdError as error:
+            found = str(error)
+        self._found.append(found)
