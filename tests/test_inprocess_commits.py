@@ -29,7 +29,8 @@ from feedbackd.core.errors import GitError
 from feedbackd.edges.git import commit
 from feedbackd.edges.git.batch import GitBatch, KeptBatch
 from feedbackd.edges.git.commit import CommitWriter, WorkTreeChange
-from feedbackd.edges.git.native import NativeStore
+from feedbackd.edges.git.native import LOOSE_FROM_PACKS, NativeStore
+from feedbackd.edges.git.packwrite import packed, release, write_pack
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from feedbackd.edges.git.upkeep import REPACK_AT
 from tests.conftest import git
@@ -544,6 +545,25 @@ def test_a_pack_held_by_a_feedbackd_that_died_is_given_back_to_git(git_repo: Pat
     assert sorted(path.name for path in packs.glob("*.keep")) == sorted(
         set(keeps) - {"pack-dead.keep"}
     )
+
+
+def test_with_packs_near_gits_limit_a_commit_is_written_as_files(git_repo: Path) -> None:
+    """git's repacks held back (a user's gc running): a decision's objects are written as files,
+    as `git commit` writes them, so that the packs never reach gc.autoPackLimit (50)."""
+    pack_dir = git_repo / ".git" / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    for number in range(LOOSE_FROM_PACKS):
+        release(pack_dir, write_pack(pack_dir, [packed("blob", f"old {number}\n".encode())]))
+    (git_repo / ".git" / "gc.pid").write_text(f"{os.getpid()} {socket.gethostname()}")
+    write(git_repo, "fb/1.txt", "a decision\n")
+    with GitRepo(git_repo) as repo:
+        repo.commit_paths(["fb/1.txt"], message(), ADA)
+    head = git(git_repo, "rev-parse", "HEAD").strip()
+    assert len(list(pack_dir.glob("*.pack"))) == LOOSE_FROM_PACKS
+    assert (git_repo / ".git" / "objects" / head[:2] / head[2:]).is_file()
+    (git_repo / ".git" / "gc.pid").unlink()
+    assert git(git_repo, "show", "HEAD:fb/1.txt") == "a decision\n"
+    assert git(git_repo, "fsck", "--strict", "--no-dangling") == ""
 
 
 def dead_pid() -> int:

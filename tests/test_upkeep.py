@@ -5,6 +5,8 @@ collected by its own thread the moment it ends (no zombie git child while the da
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 from pathlib import Path
 
 from feedbackd.edges.git.packwrite import object_id, packed, release, write_pack
@@ -70,3 +72,59 @@ def test_many_packs_are_rolled_up_by_git_and_a_kept_one_is_left(git_repo: Path) 
     assert (pack_dir / f"{kept}.pack").exists()
     for sha in [*ids, object_id("blob", in_the_making)]:
         git(git_repo, "cat-file", "-e", sha)  # unreachable, and still there
+
+
+def test_no_repack_starts_while_a_users_gc_runs_and_one_starts_after(git_repo: Path) -> None:
+    """git's own gc repacks everything; a repack of ours beside it would race it for the packs."""
+    decision_packs(git_repo, REPACK_AT)
+    gc_pid = git_repo / ".git" / "gc.pid"
+    gc_pid.write_text(f"{os.getpid()} {socket.gethostname()}")  # a live gc, as git writes it
+    upkeep = upkeep_of(git_repo)
+    upkeep.after_commit()
+    upkeep.close()
+    assert len(packs(git_repo)) == REPACK_AT
+    gc_pid.unlink()  # the gc ended
+    upkeep.after_commit()
+    wait_for(lambda: len(packs(git_repo)) <= 2, what="git's repack once the gc is gone")
+    upkeep.close()
+
+
+def test_a_gc_pid_left_by_a_killed_gc_does_not_hold_repacks_back(git_repo: Path) -> None:
+    decision_packs(git_repo, REPACK_AT)
+    (git_repo / ".git" / "gc.pid").write_text(f"{dead_pid()} {socket.gethostname()}")
+    upkeep = upkeep_of(git_repo)
+    upkeep.after_commit()
+    wait_for(lambda: len(packs(git_repo)) <= 2, what="git's repack")
+    upkeep.close()
+
+
+def test_a_failed_repack_is_tried_again_soon_not_after_many_more_packs(
+    git_repo: Path, tmp_path: Path
+) -> None:
+    """A repack that met a user's gc fails; waiting for REPACK_EVERY more packs would let them
+    pass git's own limit on a busy site, so the next commit after a short pause tries again."""
+    decision_packs(git_repo, REPACK_AT)
+    tries = tmp_path / "tries"
+    flaky_git = tmp_path / "flaky-git"  # fails the first repack, as one racing a gc does
+    flaky_git.write_text(
+        f'#!/bin/sh\necho try >> "{tries}"\n'
+        f'[ "$(wc -l < "{tries}")" -gt 1 ] || {{ echo "fatal: no pack" >&2; exit 128; }}\n'
+        'exec git "$@"\n'
+    )
+    flaky_git.chmod(0o755)
+    upkeep = PackUpkeep(
+        git_repo, git_repo / ".git", str(flaky_git), {**BASE_ENV, "GIT_DIR": str(git_repo / ".git")}
+    )
+    upkeep.after_commit()
+    wait_for(lambda: tries.exists() and upkeep.after_commit(), what="the first repack to fail")
+    assert len(packs(git_repo)) == REPACK_AT  # no more packs came: still tried again
+    wait_for(lambda: upkeep.after_commit() or len(packs(git_repo)) <= 2, what="the second repack")
+    wait_for(lambda: len(packs(git_repo)) <= 2, what="the second repack to roll the packs up")
+    upkeep.close()
+    assert tries.read_text().count("try") == 2
+
+
+def dead_pid() -> int:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    return ended.pid

@@ -66,6 +66,11 @@ _PACKED_FILE_BYTES = 8 << 20  # a bigger file is stored by libgit2 as a file of 
 # A commit's objects go to disk as one pack up to this size, else as a file each: a file costs
 # little beside a big object, and git's repacks would only copy a big pack again.
 _PACKED_AT_MOST = 256 << 10
+# With this many packs in the repository (git's repacks not keeping up: a user's gc running, a
+# loaded machine), a commit's objects are written as files, as `git commit` writes them, so that
+# the packs never reach git's gc.autoPackLimit (50), past which the user's next commit would
+# start a full gc. git's next repack packs those files too.
+LOOSE_FROM_PACKS = 40
 OPEN_PACKS_AT_MOST = 8  # pack files libgit2 keeps open (the oldest used is closed first)
 # Attributes whose effect on a stored file libgit2 does not reproduce: a filter driver is a
 # program of the user's (git-lfs), and libgit2 does not re-encode text.
@@ -193,8 +198,11 @@ class NativeStore:
         pending, self._pending = list(self._pending.values()), {}
         if not pending:
             return []
-        if one_by_one and sum(len(content) for _, content in pending) > _PACKED_AT_MOST:
-            return self._written_one_by_one(pending)  # a big folder's tree: see _PACKED_AT_MOST
+        if one_by_one and (
+            sum(len(content) for _, content in pending) > _PACKED_AT_MOST  # a big folder's tree
+            or self._many_packs()
+        ):
+            return self._written_one_by_one(pending)
         try:
             self._kept.append(
                 write_pack(self._packs, [packed(kind, content) for kind, content in pending])
@@ -205,6 +213,14 @@ class NativeStore:
             log.debug("a commit's objects are stored one by one: %s", error)
             return self._written_one_by_one(pending)
         return []
+
+    def _many_packs(self) -> bool:
+        try:
+            with os.scandir(self._packs) as entries:
+                packs = sum(1 for entry in entries if entry.name.endswith(".pack"))
+        except OSError:
+            return False
+        return packs >= LOOSE_FROM_PACKS
 
     def _written_one_by_one(self, pending: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
         left = []

@@ -10,17 +10,23 @@ at most on any site) and each repack costs what the recent decisions weigh, not 
 copies every object of the packs it rolls up, reachable or not, so it loses nothing, and it
 leaves alone the packs whose `.keep` says a commit is still being made. It runs in the
 background, one at a time; a decision never waits for it.
+
+A user's own `git gc` or `git maintenance run` repacks too: none of ours starts while one runs
+(the two would race for the same packs, and one would fail), and one of ours that failed anyway
+is tried again a moment later, not only once many more packs have come.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from feedbackd.edges.process import StartedProcess
+from feedbackd.edges.process import StartedProcess, pid_alive
 
 log = logging.getLogger("feedbackd")
 
@@ -32,6 +38,13 @@ REPACK_EVERY = 16
 REPACK = ("repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index")
 _STOP_WAIT_S = 10.0  # at close, how long a running repack is waited for
 _REPACK_MAX_S = 600.0  # a repack still running then is stopped: nothing is lost
+# After a failed repack (most often one that met a user's gc), the next waits this long,
+# doubled with each failure in a row up to the most: a lasting cause costs a git process a
+# minute, not one per decision.
+_RETRY_FIRST_S = 0.25
+_RETRY_MOST_S = 60.0
+# git's own lock for `git maintenance run`; one older than this was left by a killed run.
+_MAINTENANCE_LOCK_STALE_S = 3600.0
 
 
 class PackUpkeep:
@@ -46,7 +59,10 @@ class PackUpkeep:
         self._pack_dir = git_dir / "objects" / "pack"
         self._executable = executable
         self._env = dict(env)
+        self._git_dir = git_dir
         self._start_at = REPACK_AT
+        self._not_before = 0.0  # monotonic time before which no repack starts (after failures)
+        self._failures = 0  # failed repacks in a row
         self._running: threading.Thread | None = None
 
     def after_commit(self) -> bool:
@@ -54,7 +70,7 @@ class PackUpkeep:
         whether a repack finished since the last call, so that processes that keep packs open
         (libgit2, the helpers) may start afresh."""
         finished = self._collect()
-        if self._running is None and self._packs() >= self._start_at:
+        if self._running is None and self._due() and not self._git_repacks_now():
             started = StartedProcess(
                 [self._executable, *REPACK], cwd=self._work_tree, env=self._env
             )
@@ -64,12 +80,41 @@ class PackUpkeep:
             self._running.start()
         return finished
 
+    def _due(self) -> bool:
+        return self._packs() >= self._start_at and time.monotonic() >= self._not_before
+
     def _wait_for(self, started: StartedProcess) -> None:
         done = started.finish(_REPACK_MAX_S)
-        self._start_at = max(REPACK_AT, self._packs() + REPACK_EVERY)
-        if done.reason:
-            err = done.stderr.decode("utf-8", errors="replace").strip()
-            log.warning("git repack failed (%s); the packs stay as they are", err or done.reason)
+        if not done.reason:
+            self._failures = 0
+            self._start_at = max(REPACK_AT, self._packs() + REPACK_EVERY)
+            return
+        self._failures += 1
+        pause = min(_RETRY_MOST_S, _RETRY_FIRST_S * 2 ** (self._failures - 1))
+        self._not_before = time.monotonic() + pause
+        self._start_at = REPACK_AT
+        err = done.stderr.decode("utf-8", errors="replace").strip()
+        log.warning(
+            "git repack failed (%s); the packs stay as they are, tried again in %.0f s",
+            err or done.reason,
+            pause,
+        )
+
+    def _git_repacks_now(self) -> bool:
+        """Whether a user's `git gc` (its `gc.pid`, naming a live process of this machine) or
+        `git maintenance run` (its lock) is running in this repository."""
+        try:
+            words = (self._git_dir / "gc.pid").read_text(errors="replace").split()
+        except OSError:
+            words = []
+        here = len(words) == 2 and words[0].isdigit() and words[1] == socket.gethostname()
+        if here and pid_alive(int(words[0])):
+            return True
+        try:
+            age = time.time() - (self._git_dir / "objects" / "maintenance.lock").stat().st_mtime
+        except OSError:
+            return False
+        return age < _MAINTENANCE_LOCK_STALE_S
 
     def _packs(self) -> int:
         try:
