@@ -108,7 +108,13 @@ def hf_rows(
 ) -> list[dict[str, Any]]:
     out = tmp_path / "hf"
     write_export(open_export(site.runtime(), agent, "hf", at), out, io.BytesIO())
-    return lines((out / "data" / "train.jsonl").read_bytes())
+    return lines(hf_data(out).read_bytes())
+
+
+def hf_data(out: Path) -> Path:
+    """The `hf` folder's one data file, named by its content."""
+    [data] = (out / "data").glob("train-*.jsonl")
+    return data
 
 
 # --- OpenAI's documented shapes (platform docs, "Supervised fine-tuning" and "Direct preference
@@ -204,7 +210,8 @@ def test_the_hf_folder_loads_with_datasets(curated: Site, tmp_path: Path) -> Non
     assert done.stdout == "" and "exported 5 rows" in done.stderr
     card = (out / "README.md").read_text()
     head = curated.git("rev-parse", "HEAD").strip()
-    assert card.startswith("---\n") and "    path: data/train.jsonl\n" in card
+    path = hf_data(out).relative_to(out).as_posix()
+    assert card.startswith("---\n") and f"    path: {path}\n" in card
     assert f"commit `{head}`" in card and "- decided items: 5\n" in card
     assert "- approved: 4 (3 corrected, 1 unedited)\n- rejected: 1\n" in card
     loaded = load_with_datasets(out, tmp_path)
@@ -243,6 +250,20 @@ def load_with_datasets(folder: Path, tmp_path: Path) -> dict[str, Any]:
     )
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_a_changed_export_loads_fresh_from_the_same_cache(curated: Site, tmp_path: Path) -> None:
+    """`datasets` keeps what it loaded under a key from the card: an export replaced in the same
+    folder after a new decision must not load as the old rows from a user's cache."""
+    out = tmp_path / "dataset"
+    write_export(open_export(curated.runtime(), AGENT, "hf", None), out, io.BytesIO())
+    assert load_with_datasets(out, tmp_path)["rows"] == 5
+    curated.write(AGENT, "d6.json", draft({"title": "Later"}))
+    curated.reconcile()
+    decide(curated, "d6.json", draft({"title": "Later, better"}), "approved")
+    write_export(open_export(curated.runtime(), AGENT, "hf", None), out, io.BytesIO())
+    assert load_with_datasets(out, tmp_path)["rows"] == 6  # the same HF_HOME: its cache
+    assert len(list((out / "data").iterdir())) == 1  # the earlier export's data is gone
 
 
 def test_a_dataset_of_rejections_alone_still_types_its_corrections(
@@ -362,7 +383,7 @@ def test_at_before_the_agent_existed_is_an_empty_export(curated: Site, tmp_path:
     assert exported(curated, "dspy", at=first) == b"[]\n"
     out = tmp_path / "empty"
     write_export(open_export(curated.runtime(), AGENT, "hf", first), out, io.BytesIO())
-    assert (out / "data" / "train.jsonl").read_bytes() == b""
+    assert hf_data(out).read_bytes() == b""
     assert "- decided items: 0\n" in (out / "README.md").read_text()
 
 

@@ -237,7 +237,7 @@ def export_once(root: Path, export_format: str, out: Path) -> Run:
         raise RuntimeError(f"export failed: {said}")
     peak = next(line for line in said.splitlines() if line.startswith("peak-kb"))
     own_kb = peak.split()[1]
-    data = out / "data" / "train.jsonl" if out.is_dir() else out
+    data = next((out / "data").glob("train-*.jsonl")) if out.is_dir() else out
     digest = hashlib.sha256(data.read_bytes()).hexdigest()
     return Run(seconds, int(own_kb) / 1024, digest)
 
@@ -261,7 +261,8 @@ def check(root: Path, args: argparse.Namespace, results: Results) -> None:
     approvals = sum(1 for n in range(decided) if not rejected(n))
     lessons = sum(1 for n in range(decided) if forgotten(n))
     dpo_lines = len((root.parent / "dpo.jsonl").read_bytes().splitlines())
-    hf_lines = len((root.parent / "hf" / "data" / "train.jsonl").read_bytes().splitlines())
+    [hf_data] = (root.parent / "hf" / "data").glob("train-*.jsonl")
+    hf_lines = len(hf_data.read_bytes().splitlines())
     if dpo_lines != approvals - lessons:
         results.problems.append(f"{dpo_lines} DPO lines, wanted {approvals - lessons}")
     if hf_lines != decided:

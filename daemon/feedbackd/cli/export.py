@@ -44,7 +44,7 @@ def export(
 
     openai-sft: a chat line per approved item; openai-dpo: a preference line per corrected
     approval (approved preferred to the draft); dspy: a JSON array of examples; hf: a dataset
-    folder (data/train.jsonl and a dataset card) for `datasets.load_dataset`."""
+    folder (data/train-HASH.jsonl and a dataset card) for `datasets.load_dataset`."""
     from feedbackd.loop.commands.exporting import open_export, write_export
 
     runtime = GLOBALS.runtime()

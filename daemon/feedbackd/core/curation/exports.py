@@ -37,7 +37,15 @@ INPUT_KEYS = ("prompt", "brief", "task")
 TRAILER_KEYS = (EVENT_KEY, AGENT_KEY, ITEM_KEY, RENAMED_FROM_KEY)
 DECISION_GREP = f"^{EVENT_KEY}: (approve|reject|rename)$"
 RENAME_GREP = f"^{EVENT_KEY}: rename$"
-HF_DATA_FILE = "data/train.jsonl"
+HF_DATA_FOLDER = "data"
+
+
+def hf_data_file(content_digest: str) -> str:
+    """The `hf` folder's data file, named by its content: `datasets` keys its cache on the
+    card's `data_files` as written (not on the file's bytes or time), so an export replaced in
+    the same folder must name another file to load fresh rather than as the earlier rows."""
+    return f"{HF_DATA_FOLDER}/train-{content_digest[:16]}.jsonl"
+
 
 Decision = Literal["approved", "rejected"]
 _STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
@@ -397,7 +405,7 @@ _STRING_COLUMNS = ("id", "agent", "decision", "input", "draft", "approved")
 _LAST_COLUMNS = ("notes", "curator", "decided_at", "commit")
 
 
-def dataset_card(agent: str, commit: str | None, tally: Tally) -> str:
+def dataset_card(agent: str, commit: str | None, tally: Tally, data_file: str) -> str:
     """README.md of the `hf` folder: front matter that tells `datasets` its data file and
     columns (so an export of rejections only still has typed corrections), then what it holds."""
     features = [f"  - name: {name}\n    dtype: string\n" for name in _STRING_COLUMNS]
@@ -411,13 +419,13 @@ def dataset_card(agent: str, commit: str | None, tally: Tally) -> str:
         f"pretty_name: {json.dumps(f'{agent}: drafts and their curated versions')}\n"
         "tags:\n- feedbackd\n- curation\n- preference\n"
         "configs:\n- config_name: default\n  data_files:\n  - split: train\n"
-        f"    path: {HF_DATA_FILE}\n"
+        f"    path: {data_file}\n"
         "dataset_info:\n  features:\n" + "".join(features) + "---\n"
     )
-    return front + _card_text(agent, commit, tally)
+    return front + _card_text(agent, commit, tally, data_file)
 
 
-def _card_text(agent: str, commit: str | None, tally: Tally) -> str:
+def _card_text(agent: str, commit: str | None, tally: Tally, data_file: str) -> str:
     source = f"commit `{commit}`" if commit else "no commit (the history was empty then)"
     fields = ", ".join(f"{name} ({count})" for name, count in _most_corrected(tally.fields))
     return (
@@ -435,8 +443,8 @@ def _card_text(agent: str, commit: str | None, tally: Tally) -> str:
         " `corrections` (each field the curator changed, from original to corrected),"
         " `notes` (a rejection's note), `curator`, `decided_at` and `commit` (the decision's"
         " commit). Content is JSON with sorted keys, or Markdown with front matter.\n\n"
-        f"Load it with `datasets.load_dataset(PATH)`; `data/train.jsonl` holds one JSON line"
-        " a row.\n"
+        f"Load it with `datasets.load_dataset(PATH)`; `{data_file}` holds one JSON line a row"
+        " (its name changes with its content, so that a cache never serves an earlier export).\n"
     )
 
 

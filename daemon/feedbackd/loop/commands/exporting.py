@@ -9,7 +9,9 @@ them), and write_export puts them on a stream, in a file or, for `hf`, in a data
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -108,7 +110,7 @@ class Written:
 
 def write_export(export: Export, out: Path | None, stream: BinaryIO) -> Written:
     """The export on `stream`, or in the file `out` (replaced in one step once whole); `hf`: the
-    dataset folder `out`, with data/train.jsonl and its README.md."""
+    dataset folder `out`, with its data file (data/train-HASH.jsonl) and README.md."""
     tally = Tally()
     if export.format == "hf":
         if out is None:
@@ -133,10 +135,28 @@ def _write_dataset(export: Export, out: Path, tally: Tally) -> None:
             f"--out {out} is a file, and --format hf writes a folder",
             hint="name a new folder (or an earlier hf export, which is replaced)",
         )
-    data = out / exports.HF_DATA_FILE
-    _refuse_folder(data)
-    atomic_write_chunks(data, (piece.encode("utf-8") for piece in export.text(tally)))
-    atomic_write_text(out / "README.md", exports.dataset_card(export.agent, export.commit, tally))
+    folder = out / exports.HF_DATA_FOLDER
+    staged = folder / ".train.jsonl"
+    _refuse_folder(staged)
+    digest = hashlib.sha256()
+    atomic_write_chunks(staged, _hashed(export.text(tally), digest.update))
+    name = exports.hf_data_file(digest.hexdigest())
+    _refuse_folder(out / name)
+    os.replace(staged, out / name)
+    atomic_write_text(
+        out / "README.md", exports.dataset_card(export.agent, export.commit, tally, name)
+    )
+    # The card names the new file alone; an earlier export's data is no longer part of it.
+    for earlier in folder.glob("train*.jsonl"):
+        if earlier != out / name and earlier.is_file():
+            earlier.unlink()
+
+
+def _hashed(pieces: Iterable[str], update: Callable[[bytes], object]) -> Iterator[bytes]:
+    for piece in pieces:
+        data = piece.encode("utf-8")
+        update(data)
+        yield data
 
 
 def _refuse_folder(path: Path) -> None:
