@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from feedbackd.cli import demo
 from tests.cli_kit import run_cli
@@ -12,19 +17,74 @@ from tests.conftest import git
 from tests.workspace_kit import SAVED_AGO_S
 
 
-def test_the_demo_commits_the_empty_feedback_files_with_the_first_drafts(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo workspace as `make run` builds it, once for the module's tests to read."""
+    root = tmp_path_factory.mktemp("demo") / "demo"
+    demo.build(root)
+    return root
+
+
+def json_of(root: Path, *argv: str) -> Any:
+    done = run_cli(["-w", str(root), *argv, "--json"])
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_demo_holds_eight_weeks_of_two_agents_decisions(built: Path) -> None:
+    for agent in ("content-writer", "seo-helper"):
+        weeks = json_of(built, "stats", agent, "--since", "9w")["periods"]
+        decided = [week for week in weeks if week["decided"]]
+        assert len(decided) == 8, weeks  # a point a week on the chart, for each agent
+        rates = [week["unedited_rate"] for week in decided]
+        assert rates[-1] > rates[0]  # something to judge: the agent got better
+        assert sum(week["rejected"] for week in decided) > 0
+        assert all(week["median_decision_s"] > 3600 for week in decided)  # decided days later
+    authors = git(built, "log", "--format=%an", "--grep=^Feedback-Event: approve$").split("\n")
+    assert {"Maya Chen", "Tom Okafor"} <= set(authors)
+
+
+def test_the_demos_decisions_are_dated_when_they_were_made(built: Path) -> None:
+    """Each decision's time in its ledger is its commit's date: the history was made through the
+    passes at those times, not written afterwards."""
+    agent = built / "_data/agents/seo-helper"
+    lines = (agent / "decisions.jsonl").read_text().splitlines()
+    ledger = {record["item"]: record for record in map(json.loads, lines)}
+    assert len(ledger) == 24
+    for item in ("sku-4301", "sku-4324"):
+        commit = git(built, "log", "-1", "--format=%aI", f"--grep=^Feedback-Item: {item}$")
+        committed = datetime.fromisoformat(commit.strip())
+        decided = datetime.fromisoformat(ledger[item]["at"].replace("Z", "+00:00"))
+        assert abs((committed - decided).total_seconds()) < 1
+        assert committed < datetime.now(UTC) - timedelta(days=7)
+
+
+def test_the_demos_drafts_carry_their_brief_and_lessons_fit_the_task(built: Path) -> None:
+    rows = [json.loads(line) for line in exported(built, "seo-helper", "openai-sft")]
+    assert rows and all(row["messages"][0]["content"].startswith("Product page") for row in rows)
+    task = built / "_data/agents/seo-helper/queue/sku-4410.json"  # a backpack
+    examples = json_of(built, "prompt", "seo-helper", "--for", str(task))["examples"]
+    assert any("pack" in example["corrected"] for example in examples)
+
+
+def exported(root: Path, agent: str, export_format: str) -> list[str]:
+    done = run_cli(["-w", str(root), "export", agent, "--format", export_format])
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_tours_drafts_wait_for_the_daemon_and_decide_into_kept_files(tmp_path: Path) -> None:
     root = tmp_path / "demo"
     demo.build(root)
-
-    assert run_cli(["-w", str(root), "run", "--once"]).returncode == 0
     agent = "_data/agents/content-writer"
-    adding = git(root, "log", "--diff-filter=A", "--format=%H", "--", f"{agent}/feedback.json")
-    drafted = git(root, "log", "--diff-filter=A", "--format=%H", "--", f"{agent}/queue/qi-101.json")
-    assert adding.split() == drafted.split()  # one commit: the first drafts and the empty files
-    assert git(root, "show", "-s", "--format=%s", adding.strip()).startswith(
-        "draft(content-writer)"
-    )
+    assert git(root, "status", "--porcelain", "--", f"{agent}/queue").startswith("??")
+    assert run_cli(["-w", str(root), "run", "--once"]).returncode == 0
+    drafted = git(root, "log", "-1", "--format=%s", "--", f"{agent}/queue/qi-101.json")
+    assert drafted.startswith("draft(content-writer)")
 
+    # The first decision of the tour (and a `git revert` of it) changes the feedback files
+    # the history made, never creates them.
+    assert git(root, "ls-files", f"{agent}/feedback.json", f"{agent}/prompt/feedback.md")
     moved = root / agent / "approved" / "qi-101.json"
     (root / agent / "queue" / "qi-101.json").rename(moved)
     os.utime(moved, (time.time() - SAVED_AGO_S,) * 2)  # saved long ago: settled

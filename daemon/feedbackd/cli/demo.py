@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import shutil
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+from feedbackd.cli import demohistory
 from feedbackd.cli.app import main as cli_main
 from feedbackd.core.people import FEEDBACKD_PERSON
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.instance import daemon_running, holder_pid
 from feedbackd.loop.workspace.init import init_workspace, sample_data_dir
+from feedbackd.loop.workspace.runtime import Runtime
 
 TRY = """
 feedbackd demo workspace: {root}
@@ -36,20 +39,37 @@ def build(root: Path) -> None:
         refuse_while_in_use(root)
         shutil.rmtree(root)
     root.mkdir(parents=True)
-    shutil.copytree(sample_data_dir(), root / "_data")
-    for line in init_workspace(root):
-        print(line)
-    # The drafts stay for the daemon to find, as an agent's new drafts are: its first pass
-    # commits them with the agents' empty feedback files, so the first decision of the tour
-    # (and a `git revert` of it) changes those files instead of creating them.
-    sample = sorted(
-        path.relative_to(root).as_posix()
-        for path in (root / "_data").rglob("*")
-        if path.is_file() and path.parent.name != "queue"
-    )
-    with GitRepo(root) as repo:
-        author = repo.user_identity() or FEEDBACKD_PERSON
-        repo.commit_paths(sample, "Add the sample agents and ratings", author)
+    # The queued drafts wait outside until the history is played: they are this week's.
+    shutil.copytree(sample_data_dir(), root / "_data", ignore=_queued)
+    start = demohistory.history_start(datetime.now(UTC))
+    with demohistory.git_dates():
+        demohistory.date_git(start)
+        for line in init_workspace(root):
+            print(line)
+        sample = sorted(
+            path.relative_to(root).as_posix()
+            for path in (root / "_data").rglob("*")
+            if path.is_file()
+        )
+        with GitRepo(root) as repo:
+            author = repo.user_identity() or FEEDBACKD_PERSON
+            repo.commit_paths(sample, "Add the sample agents and ratings", author)
+        decided = demohistory.play(Runtime.open(str(root), None), start)
+    print(f"eight weeks of history: {decided} decisions of two curators, from {start:%Y-%m-%d}")
+    # This week's drafts stay for the daemon to find, as an agent's new drafts are: its first
+    # pass commits them, and the tour decides them.
+    shutil.copytree(sample_data_dir(), root / "_data", dirs_exist_ok=True, ignore=_not_queued)
+
+
+def _queued(folder: str, names: list[str]) -> list[str]:
+    return names if Path(folder).name == "queue" else []
+
+
+def _not_queued(folder: str, names: list[str]) -> list[str]:
+    """Everything but the queued drafts (and the folders that lead to them)."""
+    return [
+        name for name in names if Path(folder).name != "queue" and (Path(folder) / name).is_file()
+    ]
 
 
 def refuse_while_in_use(root: Path) -> None:
