@@ -161,7 +161,8 @@ class AgentPass:
         self._commit_recovered(ledger)
         view, scan = self.reader.read(ledger)
         self.saw_links = scan.links
-        plan = agentplan.plan_agent(view, self.runtime.settings, self.runtime.clock(), random_chars)
+        now = (self.runtime.clock or utcnow)()
+        plan = agentplan.plan_agent(view, self.runtime.settings, now, random_chars)
         self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]

@@ -12,7 +12,6 @@ from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import WorkspaceError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person, parse_person
 from feedbackd.core.workspace import Workspace
-from feedbackd.edges.clock import utcnow
 from feedbackd.edges.git.batch import KeptBatch
 from feedbackd.edges.ratingcache import RatingCache
 from feedbackd.loop.workspace.configfile import config_path, read_config
@@ -33,9 +32,9 @@ class Runtime:
     # waits long (a curator at a terminal sees it wait); the web server, http.write_wait_s.
     write_wait_s: float = 60.0
     index_wait_s: float = 30.0
-    # The time a pass records its decisions at: the system's, but for the demo's history, made
-    # through the same passes at the times it tells (git's dates come from GIT_*_DATE then).
-    clock: Callable[[], datetime] = field(default=utcnow, compare=False, repr=False)
+    # The time a pass records its decisions at (None: the system's), told for the demo's
+    # history, made through the same passes at its own times (git's from GIT_*_DATE then).
+    clock: Callable[[], datetime] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def open(cls, workspace: str | None, config: str | None) -> Runtime:

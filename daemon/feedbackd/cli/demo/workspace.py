@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from feedbackd.cli import demohistory
 from feedbackd.cli.app import main as cli_main
+from feedbackd.cli.demo import history
 from feedbackd.core.people import FEEDBACKD_PERSON
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.instance import daemon_running, holder_pid
@@ -41,9 +40,9 @@ def build(root: Path) -> None:
     root.mkdir(parents=True)
     # The queued drafts wait outside until the history is played: they are this week's.
     shutil.copytree(sample_data_dir(), root / "_data", ignore=_queued)
-    start = demohistory.history_start(datetime.now(UTC))
-    with demohistory.git_dates():
-        demohistory.date_git(start)
+    start = history.history_start(datetime.now(UTC))
+    with history.git_dates():
+        history.date_git(start)
         for line in init_workspace(root):
             print(line)
         sample = sorted(
@@ -54,7 +53,7 @@ def build(root: Path) -> None:
         with GitRepo(root) as repo:
             author = repo.user_identity() or FEEDBACKD_PERSON
             repo.commit_paths(sample, "Add the sample agents and ratings", author)
-        decided = demohistory.play(Runtime.open(str(root), None), start)
+        decided = history.play(Runtime.open(str(root), None), start)
     print(f"eight weeks of history: {decided} decisions of two curators, from {start:%Y-%m-%d}")
     # This week's drafts stay for the daemon to find, as an agent's new drafts are: its first
     # pass commits them, and the tour decides them.
@@ -89,7 +88,3 @@ def main(argv: list[str]) -> int:
     build(root)
     print(TRY.format(root=root), flush=True)
     return cli_main(["-w", str(root), "run"], "feedbackd")
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
