@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from feedbackd.cli import demo
 from tests.learning_kit import AGENT, Clock, doc, monday_weeks_ago
 from tests.web_kit import Server, free_port
 from tests.workspace_kit import Site, draft
@@ -181,8 +182,7 @@ def test_the_page_is_readable_on_a_laptop_and_a_phone(
     )
     note = {"type": "rejection", "queueItemId": "qi-0", "notes": "Lead with what users gain."}
     assert site.cli("record", "lark", "--json", json.dumps(note)).returncode == 0
-    folder = SCREENSHOTS if UPDATE_SCREENSHOTS else tmp_path
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = tmp_path
     for name, width, height in (("agent-page", 1280, 800), ("agent-page-phone", 390, 844)):
         page = open_page(browser, f"http://{server.host}/agents/lark", width, height)
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
@@ -352,10 +352,8 @@ def test_the_learning_curve_on_the_agent_page(
         expect(card.locator("figcaption")).to_contain_text("unedited approvals 80%")
         expect(card.locator("figcaption")).to_contain_text("rejections 0%")
         expect(card.locator("ol.fields-corrected li").first).to_contain_text("title 15")
-        folder = SCREENSHOTS if UPDATE_SCREENSHOTS else tmp_path
-        folder.mkdir(parents=True, exist_ok=True)
-        card.screenshot(path=str(folder / "learning.png"))
-        assert (folder / "learning.png").stat().st_size > 5_000
+        card.screenshot(path=str(tmp_path / "learning.png"))
+        assert (tmp_path / "learning.png").stat().st_size > 5_000
     finally:
         server.close()
 
@@ -487,3 +485,73 @@ def test_fields_fit_their_text_where_the_browser_cannot_size_them(
             page.close()
     finally:
         server.close()
+
+
+# --- the demo of `make run`, as the README shows it ---------------------------------------------
+# Each item of a list whose content reaches past its own room, or whose room meets another's:
+# an item's room is its box and, left of it, its number (a marker outside the box, in the
+# list's padding for the first column and in the gap between columns for the others).
+CROWDED_ITEMS = """(selector) => {
+  const found = [];
+  const items = [...document.querySelectorAll(selector)];
+  const boxes = items.map((item) => {
+    const r = item.getBoundingClientRect();
+    const marker = parseFloat(getComputedStyle(item.parentElement).paddingLeft);
+    return {left: r.left - marker, right: r.right, top: r.top, bottom: r.bottom};
+  });
+  items.forEach((item, i) => {
+    const box = boxes[i];
+    for (const inner of item.querySelectorAll("*")) {
+      const r = inner.getBoundingClientRect();
+      if (r.right > box.right + 1) {
+        found.push(`${inner.textContent} reaches past its item (${Math.round(r.right)}px`
+          + ` > ${Math.round(box.right)}px)`);
+      }
+    }
+    boxes.slice(i + 1).forEach((other, j) => {
+      const apart = box.right <= other.left + 1 || other.right <= box.left + 1
+        || box.bottom <= other.top + 1 || other.bottom <= box.top + 1;
+      if (!apart) found.push(`${item.textContent} meets ${items[i + 1 + j].textContent}`);
+    });
+  });
+  return found;
+}"""
+
+
+@pytest.fixture(scope="module")
+def demo_site(tmp_path_factory: pytest.TempPathFactory) -> Site:
+    """`make run`'s demo workspace after the daemon's first pass: eight weeks of history, and
+    this week's drafts waiting."""
+    root = tmp_path_factory.mktemp("demo") / "demo"
+    demo.build(root)
+    site = Site(root)
+    assert site.cli("run", "--once").returncode == 0
+    return site
+
+
+def test_the_demos_agent_pages_as_the_readme_shows_them(
+    browser: Browser, demo_site: Site, tmp_path: Path
+) -> None:
+    folder = SCREENSHOTS if UPDATE_SCREENSHOTS else tmp_path
+    server = Server(demo_site.root)
+    problems = []
+    try:
+        for name, width, height in (("agent-page", 1280, 800), ("agent-page-phone", 390, 844)):
+            for agent in ("content-writer", "seo-helper"):
+                page = open_page(browser, f"http://{server.host}/agents/{agent}", width, height)
+                fields = page.locator("ol.fields-corrected li")
+                expect(fields.first).to_be_visible()
+                crowded = page.evaluate(CROWDED_ITEMS, "ol.fields-corrected li")
+                problems += [f"{agent} at {width}px: {said}" for said in crowded]
+                if agent == "content-writer":
+                    page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+                    if width == 1280:
+                        card = page.locator("section.learning")
+                        expect(card.locator("figure.rates svg")).to_have_attribute(
+                            "aria-label", re.compile(r"^.* 9 periods from .*")
+                        )
+                        card.screenshot(path=str(folder / "learning.png"))
+                page.close()
+    finally:
+        server.close()
+    assert problems == [], "\n".join(problems)
