@@ -25,6 +25,7 @@ In a second terminal (from the project folder), try:
   feedbackd prompt content-writer        # what the agent reads on its next run
   feedbackd reject content-writer qi-102 --notes "Too generic, name a real project"
   feedbackd log                          # the learning history from git
+  feedbackd stats                        # eight weeks of decisions: is each agent learning?
   feedbackd status                       # what this daemon is doing
   feedbackd serve                        # the web panel: http://127.0.0.1:8787/
   git log -3 --format='%an: %s%n%b'
