@@ -183,10 +183,28 @@ def test_an_agent_without_decisions_and_a_workspace_without_agents(tmp_path: Pat
     site.write(AGENT, "q1.json", doc("q1"))
     site.reconcile()
     report = stats_json(site, AGENT, "--since", "1w")
-    assert [p["decided"] for p in report["periods"]] == [0, 0]  # last week and this one
-    assert (
-        "No decisions of writer in that time." in site.cli("stats", AGENT, "--since", "1w").stdout
-    )
+    assert report["periods"] == []  # periods start at the first decision, and there is none
+    assert "No decisions of writer yet." in site.cli("stats", AGENT, "--since", "1w").stdout
+
+
+def test_an_early_since_counts_from_the_first_decision(weeks: tuple[Site, datetime]) -> None:
+    site, start = weeks
+    by_day = stats_json(site, AGENT, "--by", "day", "--since", "0001-01-01")
+    assert by_day["periods"][0]["start"] == (start.date() + timedelta(days=1)).isoformat()
+    assert by_day["total"]["decided"] == 6
+    assert len(by_day["periods"]) <= 11 * 7  # ten weeks back, this week included
+
+
+def test_more_periods_than_the_cap_are_a_usage_error(tmp_path: Path, clock: Clock) -> None:
+    site = Site(tmp_path / "ws")
+    curator = Curator(site, clock)
+    long_ago = datetime.now(UTC).replace(microsecond=0) - timedelta(days=11 * 366)
+    curator.drafts(long_ago, "q1")
+    curator.approve(long_ago + HOUR_D, "q1")
+    daily = site.cli("stats", AGENT, "--by", "day")
+    assert daily.returncode == 2
+    assert "at most 3,660 are counted" in daily.stderr and "week or month" in daily.stderr
+    assert stats_json(site, AGENT, "--by", "month")["total"]["decided"] == 1
 
 
 def test_bad_input_says_what_and_how(tmp_path: Path) -> None:
@@ -291,6 +309,22 @@ def test_many_agents_sum_up_period_by_period() -> None:
     ]
     since = learning.learning_stats([one, two], "day", T0, since=T0 + timedelta(days=8))
     assert since["periods"][0]["start"] == "2026-03-10" and since["total"]["decided"] == 1
+
+
+def test_periods_start_at_the_first_decision_and_are_capped() -> None:
+    table = learning.decision_table([record("a", "approved", T0)])
+    early = learning.learning_stats([table], "day", T0, since=datetime(1, 1, 1, tzinfo=UTC))
+    assert [p["start"] for p in early["periods"]] == ["2026-03-02"]
+    assert learning.learning_stats([learning.DecisionTable()], "day", T0, since=T0)["periods"] == []
+    days = learning.MAX_PERIODS
+    assert (
+        len(learning.learning_stats([table], "day", T0 + timedelta(days=days - 1))["periods"])
+        == days
+    )
+    with pytest.raises(UsageError, match="3,661 periods"):
+        learning.learning_stats([table], "day", T0 + timedelta(days=days))
+    months = learning.learning_stats([table], "month", T0 + timedelta(days=days))
+    assert len(months["periods"]) == 121
 
 
 def test_a_forgotten_text_holding_a_line_separator_is_still_forgotten() -> None:

@@ -61,6 +61,39 @@ def test_stats_over_http_refuses_what_the_command_refuses(server: Server) -> Non
     assert since.status == 400 and "7d" in since.json()["message"]
 
 
+def test_an_early_since_answers_from_the_first_decision(site: Site, server: Server) -> None:
+    """A since long before any decision lists periods from the first decision on, not from the
+    year 1: the answer stays small."""
+    answer = server.get(f"/api/agents/{AGENT}/stats?by=day&since=0001-01-01")
+    assert answer.status == 200
+    report = answer.json()
+    assert report["total"]["decided"] == 3
+    assert 1 <= len(report["periods"]) <= 5  # three days back, today included
+    assert report["periods"][0]["decided"] == 3
+    assert len(answer.body) < 10_000
+
+
+def test_more_periods_than_the_cap_are_refused(
+    site: Site, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eleven years of days is past the cap (ten years of days): a 400 that says what to do,
+    while weeks over the same span are answered."""
+    clock = Clock(monkeypatch)
+    long_ago = datetime.now(UTC).replace(microsecond=0) - timedelta(days=11 * 366)
+    site.write("archive", "a1.json", {"contentData": {"title": "Old"}})
+    clock.at(long_ago)
+    site.reconcile()
+    clock.at(long_ago + timedelta(hours=1))
+    site.move("archive", "a1.json", "approved")
+    site.reconcile()
+    daily = server.get("/api/agents/archive/stats?by=day")
+    assert daily.status == 400 and daily.json()["error"] == "usage"
+    assert "at most 3,660" in daily.json()["message"]
+    weekly = server.get("/api/agents/archive/stats?by=week&since=0001-01-01")
+    assert weekly.status == 200 and weekly.json()["total"]["decided"] == 1
+    assert len(weekly.json()["periods"]) < 600
+
+
 def test_metrics_gauge_the_unedited_approvals_of_the_last_30_days(server: Server) -> None:
     text = server.get("/metrics").text
     assert "# TYPE feedbackd_unedited_approval_ratio gauge" in text

@@ -204,6 +204,43 @@ def test_wrong_bearer_tokens_count_as_guesses_too(guarded: Server) -> None:
     assert login(guarded, TOKEN).status == 429
 
 
+def test_a_forwarded_address_does_not_escape_the_limit_on_wrong_tokens(guarded: Server) -> None:
+    """No proxy is trusted by default: a loopback client that names a new address in each
+    X-Forwarded-For is still the one address it connects from."""
+    wrong = {"Authorization": "Bearer not-the-token"}
+    statuses = [
+        guarded.get("/api/agents", headers={**wrong, "X-Forwarded-For": f"198.51.100.{n}"}).status
+        for n in range(12)
+    ]
+    assert statuses == [401] * 10 + [429] * 2
+    forged = {**BEARER, "X-Forwarded-For": "198.51.100.99"}
+    assert guarded.get("/api/agents", headers=forged).status == 429
+
+
+def test_a_trusted_proxy_names_the_client_it_forwards_for(site: Site) -> None:
+    """With http.trusted_proxies, the address a proxy forwards for is the client's: one client's
+    guesses behind the proxy do not hold up another's."""
+    site.configure("http:\n  trusted_proxies: [127.0.0.0/8]\n")
+    server = Server(site.root, env={"FEEDBACKD_HTTP_TOKEN": TOKEN})
+    try:
+        guesser = {"Authorization": "Bearer not-the-token", "X-Forwarded-For": "198.51.100.7"}
+        statuses = [server.get("/api/agents", headers=guesser).status for _ in range(11)]
+        assert statuses == [401] * 10 + [429]
+        other = {**BEARER, "X-Forwarded-For": "198.51.100.8"}
+        assert server.get("/api/agents", headers=other).status == 200
+    finally:
+        server.close()
+
+
+def test_a_trusted_proxy_that_is_not_an_address_stops_serve_with_a_clear_error(
+    site: Site,
+) -> None:
+    site.configure("http:\n  trusted_proxies: [proxy.example.org]\n")
+    done = serve(site.root, {})
+    assert done.returncode != 0
+    assert "trusted_proxies" in done.stderr and "not an IP address or network" in done.stderr
+
+
 def test_the_cookie_holds_a_value_derived_from_the_token(guarded: Server) -> None:
     cookie = lower(login(guarded, TOKEN).headers)["set-cookie"]
     assert TOKEN not in cookie

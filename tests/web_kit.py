@@ -23,7 +23,7 @@ from typing import IO, Any
 import uvicorn
 
 from feedbackd.cli.web.connections import Connections
-from feedbackd.cli.web.server import GRACE_S, application
+from feedbackd.cli.web.server import GRACE_S, application, forwarding
 from feedbackd.cli.web.stopping import GracefulServer
 from feedbackd.core.websafety import parse_listen
 from feedbackd.loop.workspace.runtime import Runtime
@@ -151,7 +151,10 @@ def serving(root: Path) -> Iterator[Client]:
         app, stopping = application(runtime, None, listen)
         protocol = Connections(runtime.settings.http.max_connections).protocol()
         # log_config None: uvicorn leaves the test process's logging as it is.
-        settings = uvicorn.Config(app, http=protocol, log_config=None, lifespan="off")
+        http = runtime.settings.http
+        settings = uvicorn.Config(
+            app, http=protocol, log_config=None, lifespan="off", **forwarding(http.trusted_proxies)
+        )
         return GracefulServer(settings, stopping, GRACE_S)
 
     with uvicorn_in_thread(server_for) as running:

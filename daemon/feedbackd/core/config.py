@@ -6,6 +6,7 @@ Lookup: --config FILE, else $FEEDBACKD_CONFIG, else <workspace>/feedbackd.yaml, 
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import string
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -148,6 +149,24 @@ class HttpSettings(BaseModel):
     public_names: list[str] = Field(default_factory=list)
     max_connections: int = Field(512, ge=16, le=65536)
     write_wait_s: float = Field(30.0, gt=0, le=3600)
+    # The reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses or
+    # networks). None by default: a client's address is its connection's, which a client cannot
+    # forge, so the limit on wrong tokens cannot be dodged by naming another address.
+    trusted_proxies: list[str] = Field(default_factory=list)
+    # Exports streamed at once, at most; one more is answered 503 busy (each reads the history).
+    max_exports: int = Field(4, ge=1, le=256)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses_or_networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or network, like 127.0.0.1 or 10.0.0.0/8"
+                ) from None
+        return value
 
 
 class WebhouseSettings(BaseModel):

@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from feedbackd.core.curation.exports import STREAMED
 from feedbackd.core.curation.feedback import check_record
@@ -27,6 +28,7 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.ratings.ratings import InvalidRating, parse_rating
 from feedbackd.core.timeutil import iso_ms
+from feedbackd.core.wording import counted
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import FileState, file_state
 from feedbackd.loop.commands import actions, exporting, learning, queries, submitting
@@ -51,6 +53,7 @@ class Site:
     def __init__(self, workspace: str, config: str | None) -> None:
         self.workspace = workspace
         self.config = config
+        self.exports = 0  # exports streaming now (counted on the event loop alone)
         self._lock = threading.Lock()
         self._seen: tuple[str | None, FileState | None] | None = None
         self._runtime: Runtime | None = None
@@ -294,18 +297,52 @@ def _export(site: Site) -> Callable[[Request], Any]:
         agent_id, query = request.path_params["agent"], request.query_params
         _streamed(query.get("format"), agent_id)  # before any git is read
         runtime = await work(site.runtime)
-        opened = await work(
-            lambda: exporting.open_export(runtime, agent_id, query.get("format"), query.get("at"))
-        )
+        most = runtime.settings.http.max_exports
+        if site.exports >= most:
+            return too_many_exports(most)
+        site.exports += 1
+        try:
+            opened = await work(
+                lambda: exporting.open_export(
+                    runtime, agent_id, query.get("format"), query.get("at")
+                )
+            )
+        except BaseException:
+            site.exports -= 1
+            raise
         kind = "application/json" if opened.format == "dspy" else "application/x-ndjson"
         name = f"{agent_id}-{opened.format}.{'json' if opened.format == 'dspy' else 'jsonl'}"
-        return StreamingResponse(
+        return HeldStream(
+            site,
             opened.text(),  # a plain iterator: starlette reads it in a worker thread
             media_type=f"{kind}; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
 
     return export
+
+
+class HeldStream(StreamingResponse):
+    """An export's stream, which counts among the site's exports until it ends, however it
+    ends (the whole answer sent, the client gone, cut for not reading, the server stopping)."""
+
+    def __init__(self, site: Site, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.site = site
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.site.exports -= 1
+
+
+def too_many_exports(most: int) -> Response:
+    """503 busy: each export reads the history and holds memory while it streams, so only
+    http.max_exports run at once (a client that stops reading would otherwise hold one each)."""
+    message = f"{counted(most, 'export')} already streaming, the most at once; try again shortly"
+    headers = {"Retry-After": str(RETRY_BUSY_S)}
+    return JSONResponse({"error": "busy", "message": message}, 503, headers=headers)
 
 
 def _streamed(name: str | None, agent_id: str) -> None:

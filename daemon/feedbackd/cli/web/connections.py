@@ -1,14 +1,18 @@
 """Open connections under slow and idle clients (SPEC section 12): a connection that has not sent a
-whole request head within 10 s is closed, and at most `http.max_connections` are open at once.
+whole request head within 10 s is closed, so is one whose request body has not arrived whole
+within 30 s of its head, or that has taken nothing of its answer for 30 s; and at most
+`http.max_connections` are open at once.
 
 uvicorn closes a keep-alive connection that stays silent, but not one that starts a request head
-and trickles it a byte at a time, and it accepts connections until the process runs out of file
-descriptors (then every request fails, `/healthz` included). The h11 protocol below adds both
-limits to uvicorn's own.
+(or a body: `Content-Length: 1000000`, or a chunk of 2**64 bytes) and trickles it a byte at a
+time, nor one whose client stops reading its answer; and it accepts connections until the process
+runs out of file descriptors (then every request fails, `/healthz` included). The h11 protocol
+below adds these limits to uvicorn's own.
 
 At the cap, a new connection makes room by closing the connection that has waited longest for its
-request head: a slow client is evicted, while a real one sends its head at once and is served.
-Only when every open connection is busy with a request is the new one refused, with a 503.
+request (its head or its body): a slow client is evicted, while a real one sends its request at
+once and is served. Only when every open connection is busy with a request is the new one refused,
+with a 503.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from feedbackd.core.wording import counted
 
 log = logging.getLogger("feedbackd")
 HEAD_TIMEOUT_S = 10.0
+BODY_TIMEOUT_S = 30.0  # a 1 MiB body (the most taken) at 300 kbit/s
+SEND_TIMEOUT_S = 30.0  # how long a client may take none of its answer
 # Descriptors the server needs besides its connections: the listening socket, git helpers and
 # their pipes, the workspace's files, logs.
 OTHER_FILES = 64
@@ -36,12 +42,20 @@ MIN_BACKLOG, MAX_BACKLOG = 16, 2048  # 2048: uvicorn's own default
 
 
 class Connections:
-    """What the open connections share: the cap, the head timeout, and which of them are waiting
-    for a request head, longest-waiting first."""
+    """What the open connections share: the cap, the timeouts, and which of them are waiting
+    for a request (its head or its body), longest-waiting first."""
 
-    def __init__(self, max_open: int, head_timeout_s: float = HEAD_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        max_open: int,
+        head_timeout_s: float = HEAD_TIMEOUT_S,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+        send_timeout_s: float = SEND_TIMEOUT_S,
+    ) -> None:
         self.max_open = max_open
         self.head_timeout_s = head_timeout_s
+        self.body_timeout_s = body_timeout_s
+        self.send_timeout_s = send_timeout_s
         self.open: set[LimitedH11Protocol] = set()
         # A dict keeps insertion order: the first key has waited longest.
         self.waiting: dict[LimitedH11Protocol, None] = {}
@@ -73,8 +87,8 @@ class Connections:
         self.refusals, self._said_at = 0, now
 
     def make_room(self) -> bool:
-        """Close the connection that has waited longest for its request head; False if every
-        open connection is busy with a request."""
+        """Close the connection that has waited longest for its request; False if every open
+        connection is busy with a request."""
         oldest = next(iter(self.waiting), None)
         if oldest is None:
             return False
@@ -83,10 +97,13 @@ class Connections:
 
 
 class LimitedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with the head timeout and the cap on open connections."""
+    """uvicorn's h11 protocol with the request and send timeouts and the cap on open
+    connections."""
 
     shared: Connections
-    _head_timer: asyncio.TimerHandle | None = None
+    _timer: asyncio.TimerHandle | None = None
+    _awaited: str | None = None  # "head" or "body": what the running clock waits for
+    _send_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -94,7 +111,7 @@ class LimitedH11Protocol(H11Protocol):
         if len(self.shared.open) > self.shared.max_open and not self.shared.make_room():
             self._refuse()
             return
-        self._wait_for_head()
+        self._wait_for("head")
 
     def data_received(self, data: bytes) -> None:
         super().data_received(data)
@@ -106,8 +123,20 @@ class LimitedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_waiting()
+        self._stop_send_clock()
         self.shared.open.discard(self)
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The client has not taken what was sent: start the send clock (a client that reads
+        on stops it, whatever it took)."""
+        super().pause_writing()
+        if self._send_timer is None:
+            self._send_timer = self.loop.call_later(self.shared.send_timeout_s, self._not_read)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._stop_send_clock()
 
     def close_connection(self) -> None:
         """Close this connection now; it no longer counts as open."""
@@ -121,34 +150,63 @@ class LimitedH11Protocol(H11Protocol):
 
     def _follow_state(self) -> None:
         """Waiting for a head between requests (the first, or the next on a keep-alive
-        connection), busy while a request is being answered."""
-        answering = self.cycle is not None and not self.cycle.response_complete
-        if answering or self.transport.is_closing():
+        connection), for the body of a request whose head has come, or busy while a request
+        is being answered."""
+        cycle = self.cycle
+        if self.transport.is_closing():
             self._stop_waiting()
+        elif cycle is None or cycle.response_complete:
+            self._wait_for("head")
+        elif cycle.more_body and not cycle.response_started:
+            self._wait_for("body")
         else:
-            self._wait_for_head()
+            self._stop_waiting()
 
-    def _wait_for_head(self) -> None:
-        """Start the head clock, unless it is already running (trickled bytes do not reset it)."""
-        if self in self.shared.waiting:
+    def _wait_for(self, what: str) -> None:
+        """Start the clock for the head or the body, unless it is already running for it
+        (trickled bytes do not reset it). A connection keeps its place among those waiting
+        from its head to its body: it has waited that long for a whole request."""
+        if self._awaited == what:
             return
-        self.shared.waiting[self] = None
-        self._head_timer = self.loop.call_later(self.shared.head_timeout_s, self._head_too_slow)
+        self._stop_clock()
+        self.shared.waiting.setdefault(self, None)
+        limit = self.shared.head_timeout_s if what == "head" else self.shared.body_timeout_s
+        self._awaited = what
+        self._timer = self.loop.call_later(limit, self._too_slow, what, limit)
 
     def _stop_waiting(self) -> None:
         self.shared.waiting.pop(self, None)
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        self._stop_clock()
 
-    def _head_too_slow(self) -> None:
-        self._head_timer = None
+    def _stop_clock(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._awaited = None, None
+
+    def _stop_send_clock(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
+    def _too_slow(self, what: str, limit: float) -> None:
+        self._timer, self._awaited = None, None
         log.debug(
-            "closed a connection from %s: no whole request head within %g s",
-            self.client,
-            self.shared.head_timeout_s,
+            "closed a connection from %s: no whole request %s within %g s", self.client, what, limit
         )
         self.close_connection()
+
+    def _not_read(self) -> None:
+        """Cut the connection: its client took nothing of its answer for the send timeout. An
+        abort, as a close would wait for the unread answer to leave first."""
+        self._send_timer = None
+        log.debug(
+            "closed a connection from %s: it read nothing of its answer for %g s",
+            self.client,
+            self.shared.send_timeout_s,
+        )
+        self._stop_waiting()
+        self.shared.open.discard(self)
+        self.transport.abort()
 
     def send_400_response(self, msg: str) -> None:
         """A request that is not HTTP (h11 could not parse its head): uvicorn answers it in

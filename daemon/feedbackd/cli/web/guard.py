@@ -66,7 +66,10 @@ class Guard:
         headers = Headers(scope=scope)
         refusal = self._refusal(scope, headers)
         if refusal is None and scope["method"] not in SAFE_METHODS:
-            body = await _read_body(headers, receive)
+            try:
+                body = await _read_body(headers, receive)
+            except ClientGone:  # closed before its body was whole: no request to act on
+                return
             if body is None:
                 refusal = refuse(413, "too_large", "the request body is over 1 MiB")
             else:
@@ -153,8 +156,14 @@ def _unauthorised(scope: Scope) -> Response:
     return Response(status_code=303, headers={"Location": "/login"})
 
 
+class ClientGone(Exception):
+    """The connection closed (by the client, or by the body timeout) before the body was
+    whole: what came of it is not the request, even when it parses."""
+
+
 async def _read_body(headers: Headers, receive: Receive) -> bytes | None:
-    """The whole body, or None once it passes MAX_BODY_BYTES (by its length or as it arrives)."""
+    """The whole body, or None once it passes MAX_BODY_BYTES (by its length or as it arrives);
+    ClientGone if the connection closes first."""
     declared = headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
         return None
@@ -162,6 +171,8 @@ async def _read_body(headers: Headers, receive: Receive) -> bytes | None:
     size = 0
     while True:
         message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientGone
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > MAX_BODY_BYTES:

@@ -7,14 +7,16 @@ to finish, writes in flight are waited for (cli/web/stopping.py), and the exit s
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -29,6 +31,7 @@ from feedbackd.cli.web.connections import Connections, accept_backlog, raise_ope
 from feedbackd.cli.web.guard import Guard
 from feedbackd.cli.web.metrics import RequestCounter, learning_lines, pass_lines, status_lines
 from feedbackd.cli.web.stopping import GracefulServer, Stopping
+from feedbackd.core.config import HttpSettings
 from feedbackd.core.errors import ConfigError, FeedbackdError, InvalidId
 from feedbackd.core.ids import ID_RULE
 from feedbackd.core.websafety import (
@@ -56,7 +59,7 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
     )
     app, stopping = application(runtime, config, listen)
     sock = _bind(listen)
-    server = _server(app, runtime.settings.http.max_connections, stopping)
+    server = _server(app, runtime.settings.http, stopping)
     log.info("serving http://%s/ for %s", listen, runtime.workspace.root)
     with _clean_stop():
         server.run(sockets=[sock])
@@ -81,18 +84,31 @@ def application(
     return build_app(site, listen, token, stopping, names), stopping
 
 
-def _server(app: Guard, max_connections: int, stopping: Stopping) -> GracefulServer:
-    """uvicorn with the connection cap, the head timeout and the stop that waits for writes."""
-    open_files = raise_open_file_limit(max_connections)
+def _server(app: Guard, http: HttpSettings, stopping: Stopping) -> GracefulServer:
+    """uvicorn with the connection cap, the request and send timeouts, the proxies it believes
+    and the stop that waits for writes."""
+    open_files = raise_open_file_limit(http.max_connections)
     settings = uvicorn.Config(
         app,
-        http=Connections(max_connections).protocol(),
-        backlog=accept_backlog(max_connections, open_files),
+        http=Connections(http.max_connections).protocol(),
+        backlog=accept_backlog(http.max_connections, open_files),
         log_level="warning",
         access_log=False,
         lifespan="off",
+        **forwarding(http.trusted_proxies),
     )
     return GracefulServer(settings, stopping, GRACE_S)
+
+
+def forwarding(trusted: Sequence[str]) -> dict[str, Any]:
+    """uvicorn's settings for X-Forwarded-For and X-Forwarded-Proto: believed from
+    http.trusted_proxies only. uvicorn's own default believes 127.0.0.1, so any loopback
+    client could name another address for itself and escape the limit on wrong tokens."""
+    if not trusted:
+        return {"proxy_headers": False}
+    # uvicorn reads a network with host bits set (10.0.0.1/8) as a name: give it the network.
+    allowed = [str(ipaddress.ip_network(entry, strict=False)) for entry in trusted]
+    return {"proxy_headers": True, "forwarded_allow_ips": allowed}
 
 
 @contextmanager

@@ -30,6 +30,9 @@ from feedbackd.core.timeutil import from_unix_ms, parse_iso, stored_ms, unix_ms
 
 PERIODS = ("day", "week", "month")
 DEFAULT_PERIOD = "week"
+# The most periods one answer lists (ten years of days): a wider span is refused, so that no
+# request can make an answer of any size (a since of 0001-01-01 by day was 130 MB).
+MAX_PERIODS = 3660
 TABLE_VERSION = 1  # bumped when the columns change: older kept tables are computed again
 STAT_KEYS = (
     "decided", "approved", "approved_unedited", "rejected", "corrections",
@@ -246,18 +249,21 @@ def learning_stats(
     since: datetime | None = None,
     agent: str | None = None,
 ) -> dict[str, Any]:
-    """`stats --json`: per period (from the one holding `since`, else the first decision, to
-    the one holding `now` or the last decision) and in total, with the fields most corrected
-    first. Periods with no decision are listed too: a gap in the curve is news."""
+    """`stats --json`: per period (from the one holding `since` or the first decision,
+    whichever is later, to the one holding `now` or the last decision) and in total, with the
+    fields most corrected first. Periods with no decision are listed too: a gap in the curve is
+    news. More than MAX_PERIODS periods are refused (UsageError)."""
     check_period(by)
     low = None if since is None else unix_ms(since)
     cuts = [0 if low is None else bisect_left(t.at, low) for t in tables]
-    first = min((t.at[c] for t, c in zip(tables, cuts, strict=True) if c < len(t.at)), default=None)
-    origin = first if low is None else low
+    first = min((t.at[0] for t in tables if t.at), default=None)
     periods = []
-    if origin is not None:
+    if first is not None:  # no decision, no period: an early since adds none before the first
+        origin = first if low is None else max(low, first)
         last = max([unix_ms(now), *(t.at[-1] for t in tables if t.at)])
-        periods = _periods(tables, cuts, period_start(from_unix_ms(origin), by), last, by)
+        start = period_start(from_unix_ms(origin), by)
+        check_span(start, from_unix_ms(last), by)
+        periods = _periods(tables, cuts, start, last, by)
     total, fields = Tally(), Counter[str]()
     for table, cut in zip(tables, cuts, strict=True):
         total.add(table, cut, len(table.at))
@@ -270,6 +276,25 @@ def learning_stats(
         "total": total.as_json(),
         "fields": dict(ranked),
     }
+
+
+def check_span(start: datetime, last: datetime, by: str) -> None:
+    """A usage error when the periods from `start` to the one holding `last` are too many."""
+    count = period_count(start, last, by)
+    if count > MAX_PERIODS:
+        raise UsageError(
+            f"by {by} from {start.date()} to {last.date()} is {count:,} periods; "
+            f"at most {MAX_PERIODS:,} are counted at once",
+            hint="count by a longer period (week or month) or since a later date",
+        )
+
+
+def period_count(start: datetime, last: datetime, by: str) -> int:
+    """How many periods run from the one starting at `start` to the one holding `last`."""
+    end = period_start(last, by)
+    if by == "month":
+        return (end.year - start.year) * 12 + end.month - start.month + 1
+    return (end - start).days // (7 if by == "week" else 1) + 1
 
 
 def _periods(
