@@ -348,14 +348,22 @@ def agent_ids(workspace: Workspace) -> list[str]:
 
 
 def is_inside(workspace: Workspace, path: Path) -> bool:
-    """True when path (after resolving symbolic links) stays inside the workspace.
+    """True when path (after resolving symbolic links) stays inside the workspace."""
+    return _stays_below(workspace.root, path)
 
-    A symbolic link loop leads nowhere, so it is not inside (resolve raises RuntimeError).
-    """
-    if _below_without_links(os.fspath(workspace.root), os.fspath(path)):
+
+def is_inside_data(workspace: Workspace, path: Path) -> bool:
+    """True when path (after resolving symbolic links) stays inside the workspace's `_data/`:
+    items, and the folders they are moved to, are read and written nowhere else."""
+    return _stays_below(workspace.data, path)
+
+
+def _stays_below(top: Path, path: Path) -> bool:
+    """A symbolic link loop leads nowhere, so it is not below (resolve raises RuntimeError)."""
+    if _below_without_links(os.fspath(top), os.fspath(path)):
         return True  # the common case, in a few lstats instead of two resolves
     try:
-        path.resolve().relative_to(workspace.root.resolve())
+        path.resolve().relative_to(top.resolve())
     except (ValueError, OSError, RuntimeError):
         return False
     return True

@@ -43,7 +43,11 @@ from feedbackd.loop.workspace.agentfiles import (
     set_content_fields,
     set_rejection_feedback,
 )
-from feedbackd.loop.workspace.itemfiles import item_file_problem
+from feedbackd.loop.workspace.itemfiles import (
+    item_file_problem,
+    outside_data,
+    refuse_linked_folder,
+)
 from feedbackd.loop.workspace.problems import out_of_space
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -58,6 +62,7 @@ def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
     """The draft's file in queue/, read as the daemon reads it: a symbolic link that leads
     outside the workspace is no draft."""
     validate_id(item_id, "item id")
+    refuse_linked_folder(runtime.workspace, agent.queue)
     found = [agent.queue / (item_id + suffix) for suffix in ITEM_SUFFIXES]
     present = [path for path in found if os.path.lexists(path)]
     problems = {path: item_file_problem(runtime.workspace, path) for path in present}
@@ -81,6 +86,8 @@ def _refuse_if_decided(runtime: Runtime, agent: AgentPaths, item_id: str) -> Non
     """One plain sentence, read alike on a terminal and in the panel: what happened, when, and
     the move that undoes it, with paths relative to the workspace."""
     for folder in DECISION_FOLDERS:
+        if outside_data(runtime.workspace, agent.folder(folder)) is not None:
+            continue  # a linked folder is ignored: what it holds decides nothing
         for suffix in ITEM_SUFFIXES:
             decided = agent.folder(folder) / (item_id + suffix)
             if decided.is_file():
@@ -105,7 +112,9 @@ def _decided_at(agent: AgentPaths, item_id: str) -> str:
 
 
 def move_target(runtime: Runtime, source: Path, folder: Path) -> Path:
-    """Where source goes in folder; refused before anything is changed when it cannot go."""
+    """Where source goes in folder; refused before anything is changed when it cannot go: a
+    folder that is a symbolic link out of `_data/` is ignored, as the daemon ignores it."""
+    refuse_linked_folder(runtime.workspace, folder)
     target = folder / source.name
     if folder.exists() and not folder.is_dir():
         raise WorkspaceError(
