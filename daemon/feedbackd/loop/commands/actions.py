@@ -30,7 +30,11 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.files import Undo, room_left
+from feedbackd.edges.files import (
+    Undo,
+    open_plain_file,
+    room_left,
+)
 from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
@@ -266,7 +270,7 @@ def _recorded_since(agent: AgentPaths, item_id: str, size: int) -> bool:
     """Whether the ledger holds a line for the item written after its first `size` bytes; a
     ledger that cannot be read says yes, so that the draft stays where the decision put it."""
     try:
-        with open(agent.decisions, "rb") as ledger:
+        with open_plain_file(agent.decisions) as ledger:
             ledger.seek(size)
             added = ledger.read().decode("utf-8")
     except FileNotFoundError:

@@ -36,7 +36,12 @@ from feedbackd.core.timeutil import (
 )
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.files import agent_ids, is_inside
+from feedbackd.edges.files import (
+    agent_ids,
+    is_inside,
+    read_file_bytes,
+    read_file_text,
+)
 from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commands.skillnames import unknown_skill
@@ -83,8 +88,16 @@ def prompt_text(runtime: Runtime, agent_id: str, at: str | None = None) -> str:
     if at is not None:
         return snippet_at(runtime, agent_id, at)[1]
     agent = existing_agent(runtime, agent_id)
-    if agent.prompt.exists():
-        return agent.prompt.read_text(encoding="utf-8")
+    try:
+        # As the agent reads it: a byte that is no UTF-8 is shown, replaced, not refused.
+        return read_file_text(agent.prompt, "replace")
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        raise WorkspaceError(
+            f"{runtime.workspace.relative(agent.prompt)}: {error.strerror or error}",
+            hint="remove it: the daemon writes the snippet again at its next pass",
+        ) from None
     text = render_snippet(read_feedback(agent.feedback), runtime.settings.prompt)
     return text + "\n" if text and not text.endswith("\n") else text
 
@@ -369,7 +382,7 @@ def _draft_json(
 def _first_seen(runtime: Runtime, agent: AgentPaths, path: Path) -> dict[str, Any] | None:
     snapshot = runtime.workspace.snapshot(agent.agent_id, path.name)
     try:
-        return parse_item(snapshot.read_bytes(), path.suffix, path.stem).content
+        return parse_item(read_file_bytes(snapshot), path.suffix, path.stem).content
     except (OSError, FeedbackdError):
         return None  # not seen yet: the draft is its own original
 

@@ -375,7 +375,7 @@ class AgentReader:
         """The snapshot of a draft, then (only if that one is not usable) its draft commit."""
         snapshot = snapshot_path(self.runtime, self.agent, queue_path.name)
         if snapshot.exists():
-            yield snapshot.read_bytes()
+            yield read_file_bytes(snapshot)
         data = self._draft_commits(item_file).get(self.rel(queue_path))
         if data is not None:
             yield data
