@@ -4,7 +4,7 @@ edges/clock.py: the time comes in as a `now`)."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from feedbackd.core.errors import UsageError
 
@@ -59,6 +59,8 @@ def parse_moment_by(text: str) -> datetime:
     offset is given; ValueError when `text` is neither."""
     moment = parse_iso(text)
     if _DATE_ONLY.match(text):
+        if moment.date() == date.max:  # its end is the last moment there is
+            return datetime.max.replace(tzinfo=UTC)
         return moment + timedelta(days=1) - timedelta(microseconds=1)
     return moment
 
