@@ -7,6 +7,7 @@ import re
 from datetime import UTC, date, datetime, timedelta
 
 from feedbackd.core.errors import UsageError
+from feedbackd.core.wording import quoted
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -81,12 +82,14 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(text)
     if not match:
         raise UsageError(
-            f"bad duration {text!r}",
+            f"bad duration {quoted(text)}",
             hint="write a number followed by s, m, h, d or w, e.g. 7d",
         )
     seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     if seconds > _MAX_DURATION_S:
-        raise UsageError(f"duration {text!r} is too long", hint="use at most 100 years, e.g. 5200w")
+        raise UsageError(
+            f"duration {quoted(text)} is too long", hint="use at most 100 years, e.g. 5200w"
+        )
     return timedelta(seconds=seconds)
 
 
@@ -101,7 +104,7 @@ def since_start(since: str | None, now: datetime) -> datetime | None:
             return parse_iso(since)
         except ValueError:
             raise UsageError(
-                f"since {since!r} is neither a duration nor a date",
+                f"since {quoted(since)} is neither a duration nor a date",
                 hint="give a duration (30s, 15m, 12h, 7d, 4w) or a date or time"
                 " (2026-11-30, 2026-11-30T09:00:00Z)",
             ) from None

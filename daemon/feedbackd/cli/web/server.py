@@ -199,7 +199,7 @@ def build_app(
 
     async def refused(request: Request, error: Exception) -> Response:
         assert isinstance(error, FeedbackdError)
-        return api.error_response(error, site.workspace)
+        return api.error_response(error, site.workspace, site.config)
 
     starlette = Starlette(
         routes=[

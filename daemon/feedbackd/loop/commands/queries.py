@@ -34,9 +34,11 @@ from feedbackd.core.timeutil import (
     parse_moment_by,
     since_start,
 )
+from feedbackd.core.wording import quoted
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import (
+    NotAPlainFile,
     agent_ids,
     is_inside,
     read_file_bytes,
@@ -93,7 +95,7 @@ def prompt_text(runtime: Runtime, agent_id: str, at: str | None = None) -> str:
         return read_file_text(agent.prompt, "replace")
     except FileNotFoundError:
         pass
-    except OSError as error:
+    except NotAPlainFile as error:  # a pipe would hold the reader, so it is not opened
         raise WorkspaceError(
             f"{runtime.workspace.relative(agent.prompt)}: {error.strerror or error}",
             hint="remove it: the daemon writes the snippet again at its next pass",
@@ -159,7 +161,7 @@ def commit_by(repo: GitRepo, at: str) -> str | None:
         moment = parse_moment_by(at)
     except ValueError:
         raise UsageError(
-            f"--at {at!r} is neither a revision nor a date",
+            f"--at {quoted(at)} is neither a revision nor a date",
             hint="give a commit (e.g. HEAD~3, a sha from `feedbackd log`) or a date (2026-11-30)",
         ) from None
     return repo.commit_before(moment) if moment >= EPOCH else None  # git has no older commit

@@ -170,8 +170,7 @@ class AgentReader:
             directory = self.agent.folder(folder)
             if not directory.is_dir():
                 continue
-            outside = outside_data(self.runtime.workspace, directory)
-            if outside is None:
+            if (outside := outside_data(self.runtime.workspace, directory)) is None:
                 scan.files.extend(self._scan_folder(folder, directory, scan))
             else:
                 scan.warnings.append(f"{self.rel(directory)}: {outside}; ignored")
