@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.daemon_kit import DEADLINE_S
-from tests.web_kit import serving
+from tests.web_kit import Server, serving
 from tests.workspace_kit import Site, draft
 
 # Files of an agent that the panel, the API or the commands read, each made a pipe in turn.
@@ -98,3 +98,36 @@ def test_the_prompt_command_says_the_snippet_is_no_file(site: Site) -> None:
     done = _within_deadline(pipe, lambda: site.cli("prompt", "writer"))
     assert done.returncode == 1, done.stderr
     assert "_data/agents/writer/prompt/feedback.md: not a plain file" in done.stderr
+
+
+COMMANDS = [
+    ["status"],
+    ["doctor"],
+    ["memory", "writer"],
+    ["recent", "writer"],
+    ["stats", "writer"],
+    ["reputation", "writer"],
+    ["run", "--once"],
+]
+
+
+@pytest.mark.parametrize("name", PIPES)
+def test_the_commands_answer_beside_a_pipe(site: Site, name: str) -> None:
+    pipe = _make_pipe(site, name)
+    for command in COMMANDS:
+        done = _within_deadline(pipe, lambda command=command: site.cli(*command))
+        assert done.returncode in (0, 1), (command, done.stderr)
+        assert "Traceback" not in done.stderr, (command, done.stderr)
+
+
+@pytest.mark.slow
+def test_serve_answers_and_stops_beside_a_pipe(site: Site) -> None:
+    pipe = _make_pipe(site, "prompt/feedback.md")
+    server = Server(site.root)
+    try:
+        answer = _within_deadline(pipe, lambda: server.get("/api/agents/writer/prompt"))
+        assert answer.json()["error"] == "workspace_error", answer.text
+        assert "prompt/feedback.md: not a plain file" in answer.json()["message"]
+        assert server.stop() == 0
+    finally:
+        server.close()

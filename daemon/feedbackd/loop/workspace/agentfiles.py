@@ -307,6 +307,9 @@ def _read_memory(workspace: Workspace, path: Path) -> Iterable[MemoryRecord]:
         text = read_file_text(path, "replace")
     except (FileNotFoundError, IsADirectoryError):
         return
+    except NotAPlainFile as error:
+        log.warning("%s: skipped: %s", workspace.relative(path), error.strerror)
+        return
 
     def of_this_file(line: str) -> MemoryRecord:
         record = MemoryRecord.model_validate_json(line)
@@ -322,7 +325,9 @@ def _read_memory(workspace: Workspace, path: Path) -> Iterable[MemoryRecord]:
 
 
 def _read_text(path: Path) -> str | None:
+    """The file's text; None when there is none, or a pipe stands in its place (rewritten
+    whole when feedbackd writes it next)."""
     try:
         return read_file_text(path, "replace")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotAPlainFile):
         return None
