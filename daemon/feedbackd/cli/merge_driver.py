@@ -15,7 +15,7 @@ from pathlib import Path
 from feedbackd.core.curation.merging import FileKind, kind_of, merge_bytes
 from feedbackd.core.errors import FeedbackdError, MergeRefused
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, written_max_entries
-from feedbackd.edges.files import atomic_write_bytes
+from feedbackd.edges.files import atomic_write_bytes, read_file_bytes
 from feedbackd.loop.workspace.configfile import config_path, read_config
 
 
@@ -48,7 +48,7 @@ def _kind_for(path: str | None, ours: Path) -> FileKind:
 
 def _read(file: Path, side: str) -> bytes:
     try:
-        return file.read_bytes()
+        return read_file_bytes(file)
     except OSError as error:
         raise MergeRefused(
             f"{side}: cannot read {file}: {error.strerror or error}",

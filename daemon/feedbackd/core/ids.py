@@ -20,6 +20,7 @@ from datetime import datetime
 
 from feedbackd.core.errors import InvalidId
 from feedbackd.core.timeutil import unix_ms
+from feedbackd.core.wording import quoted
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 ID_RULE = "1-128 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
@@ -32,7 +33,7 @@ RANDOM_CHARS = 6
 def validate_id(value: str, kind: str = "id") -> str:
     """Return value if it is a safe agent/item/skill id, else raise InvalidId saying why."""
     if not isinstance(value, str) or not ID_PATTERN.fullmatch(value) or ".." in value:
-        raise InvalidId(f"{kind} {value!r} is not a valid id", hint=f"use {ID_RULE}")
+        raise InvalidId(f"{kind} {quoted(value)} is not a valid id", hint=f"use {ID_RULE}")
     return value
 
 

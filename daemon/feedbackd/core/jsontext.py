@@ -8,6 +8,7 @@ from collections.abc import Collection
 from typing import Any
 
 from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.wording import quoted
 
 
 def dumps_json(value: Any) -> str:
@@ -113,7 +114,7 @@ def _object_of_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     for key, value in pairs:
         if key in result:
             raise MalformedJson(
-                f"the key {key!r} appears twice in one object",
+                f"the key {quoted(key)} appears twice in one object",
                 hint="keep one of the two values and delete the other",
             )
         result[key] = value

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from feedbackd.core.errors import InvalidItem
+from feedbackd.core.wording import quoted
 
 _EMAIL = re.compile(r"^[^<>\s]+$")
 _PERSON = re.compile(r"^\s*([^<>\n]*?)\s*<([^<>\s]+)>\s*$")
@@ -19,14 +20,15 @@ class Person:
     email: str
 
     def __post_init__(self) -> None:
-        # git would silently drop or mangle these characters in an identity.
-        if not self.name.strip() or re.search(r"[<>\x00-\x1f]", self.name):
+        # git would silently drop or mangle these characters in an identity; a double quote
+        # lets a name pass for markup (`Evil" onmouseover="…`) where a tool shows authors.
+        if not self.name.strip() or re.search(r'[<>"\x00-\x1f]', self.name):
             raise ValueError(
-                f"bad name {self.name!r}: it must be non-empty, without < > or newlines"
+                f'bad name {quoted(self.name)}: it must be non-empty, without < > " or newlines'
             )
         if not _EMAIL.fullmatch(self.email):
             raise ValueError(
-                f"bad email {self.email!r}: it must be non-empty, without < > or spaces"
+                f"bad email {quoted(self.email)}: it must be non-empty, without < > or spaces"
             )
 
     @classmethod
@@ -36,7 +38,7 @@ class Person:
             raise ValueError(f"expected 'Name <email>', got {type(text).__name__}")
         match = _PERSON.match(text)
         if not match or not match.group(1):
-            raise ValueError(f"{text[:80]!r} is not in the form 'Name <email>'")
+            raise ValueError(f"{quoted(text)} is not in the form 'Name <email>'")
         return cls(match.group(1), match.group(2))
 
     def __str__(self) -> str:
@@ -63,6 +65,6 @@ def parse_person(text: str, source: str) -> Person:
         return Person.parse(text)
     except ValueError:
         raise InvalidItem(
-            f"{source}: {text!r} is not `Name <email>`",
+            f'{source}: {quoted(text)} is not `Name <email>` (a name without < > or ")',
             hint='write it like "Ada Curator <ada@example.org>"',
         ) from None

@@ -4,9 +4,10 @@ edges/clock.py: the time comes in as a `now`)."""
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from feedbackd.core.errors import UsageError
+from feedbackd.core.wording import quoted
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -59,6 +60,8 @@ def parse_moment_by(text: str) -> datetime:
     offset is given; ValueError when `text` is neither."""
     moment = parse_iso(text)
     if _DATE_ONLY.match(text):
+        if moment.date() == date.max:  # its end is the last moment there is
+            return datetime.max.replace(tzinfo=UTC)
         return moment + timedelta(days=1) - timedelta(microseconds=1)
     return moment
 
@@ -79,12 +82,14 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.match(text)
     if not match:
         raise UsageError(
-            f"bad duration {text!r}",
+            f"bad duration {quoted(text)}",
             hint="write a number followed by s, m, h, d or w, e.g. 7d",
         )
     seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     if seconds > _MAX_DURATION_S:
-        raise UsageError(f"duration {text!r} is too long", hint="use at most 100 years, e.g. 5200w")
+        raise UsageError(
+            f"duration {quoted(text)} is too long", hint="use at most 100 years, e.g. 5200w"
+        )
     return timedelta(seconds=seconds)
 
 
@@ -99,7 +104,7 @@ def since_start(since: str | None, now: datetime) -> datetime | None:
             return parse_iso(since)
         except ValueError:
             raise UsageError(
-                f"since {since!r} is neither a duration nor a date",
+                f"since {quoted(since)} is neither a duration nor a date",
                 hint="give a duration (30s, 15m, 12h, 7d, 4w) or a date or time"
                 " (2026-11-30, 2026-11-30T09:00:00Z)",
             ) from None

@@ -94,6 +94,38 @@ def _is_label(label: str) -> bool:
     return label.replace("-", "").isalnum() and label.isascii() and not label.startswith("-")
 
 
+def host_of_header(text: str) -> str | None:
+    """The host a Host header names, read strictly (RFC 9110: `host [":" port]`, the host a
+    name, an IPv4 address or an IPv6 address in brackets, the port digits only); None for
+    anything else. A lenient split let `127.0.0.1:80@evil.com` or `[::1]evil` pass as loopback,
+    though a client may read such a name as another host."""
+    if text.startswith("["):
+        host, bracket, port = text[1:].partition("]")
+        if not bracket or not _is_ipv6(host):
+            return None
+    else:
+        host = text.partition(":")[0]
+        port = text[len(host) :]
+        if not host or not _is_host_name(host):
+            return None
+    if port and not (port.startswith(":") and _is_port(port[1:])):
+        return None
+    return host
+
+
+def _is_ipv6(text: str) -> bool:
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_port(text: str) -> bool:
+    """An empty port stands for the scheme's own (RFC 3986); else at most 65535."""
+    return not text or (len(text) <= 5 and text.isascii() and text.isdigit() and int(text) < 65536)
+
+
 def is_loopback_host(host: str) -> bool:
     if host.lower().rstrip(".") == "localhost":
         return True
@@ -109,10 +141,8 @@ def host_allowed(
     """A request's Host must name the listen address, localhost, a loopback address or one of
     the public names (as host_names() spells them): a DNS-rebinding page reaches us under its own
     name and is refused."""
-    if not host_header:
-        return False
-    host, _ = _split_host_port(host_header if ":" in host_header else f"{host_header}:0")
-    if host is None:  # an IPv6 address without brackets or a malformed header
+    host = host_of_header(host_header or "")
+    if host is None:
         return False
     named = normal_host(host)
     return named == normal_host(listen.host) or is_loopback_host(host) or named in public_names

@@ -43,3 +43,9 @@ def closest(name: str, known: Iterable[str]) -> str | None:
     "did you mean" of unknown agents, providers and skills)."""
     found = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     return found[0] if found else None
+
+
+def quoted(text: str, limit: int = 40) -> str:
+    """A value someone sent, as a message quotes it: cut after `limit` characters, so that a
+    request's 100 KB is not sent back in its refusal."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")

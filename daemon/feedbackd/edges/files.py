@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.jsontext import dumps_json
@@ -174,21 +174,43 @@ def child_path(directory: Path, name: str) -> Path:
     return make_child(name) if callable(make_child) else directory / name
 
 
-def read_file_bytes(path: Path, limit: int | None = None) -> bytes:
-    """The bytes of a plain file (at most limit + 1 of them, so a caller sees it is too large).
+NOT_A_PLAIN_FILE = "not a plain file (a pipe, socket or device)"
+
+
+class NotAPlainFile(OSError):
+    """A pipe, a socket or a device where a file was to be read."""
+
+
+def open_plain_file(path: Path) -> BinaryIO:
+    """path opened for reading, when it is a plain file; every reader of the workspace's files
+    opens them here, so none of them hangs on what a user or a tool left in a file's place.
 
     Whatever else stands at path raises OSError: a folder, a socket, and a named pipe, which is
     opened without waiting (a plain open waits for a writer forever, and the daemon with it).
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    with open(fd, "rb") as handle:
+    try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(mode):
-            what = "not a plain file (a pipe, socket or device)"
-            raise OSError(errno.EINVAL, what, str(path))
+            raise NotAPlainFile(errno.EINVAL, NOT_A_PLAIN_FILE, str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_file_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a plain file (at most limit + 1 of them, so a caller sees it is too large);
+    OSError for anything else (open_plain_file)."""
+    with open_plain_file(path) as handle:
         return handle.read() if limit is None else handle.read(limit + 1)
+
+
+def read_file_text(path: Path, errors: str = "strict") -> str:
+    """A plain file's text, as UTF-8 (`errors` as for bytes.decode); OSError as above."""
+    return read_file_bytes(path).decode("utf-8", errors)
 
 
 class FileState(NamedTuple):
@@ -348,14 +370,22 @@ def agent_ids(workspace: Workspace) -> list[str]:
 
 
 def is_inside(workspace: Workspace, path: Path) -> bool:
-    """True when path (after resolving symbolic links) stays inside the workspace.
+    """True when path (after resolving symbolic links) stays inside the workspace."""
+    return _stays_below(workspace.root, path)
 
-    A symbolic link loop leads nowhere, so it is not inside (resolve raises RuntimeError).
-    """
-    if _below_without_links(os.fspath(workspace.root), os.fspath(path)):
+
+def is_inside_data(workspace: Workspace, path: Path) -> bool:
+    """True when path (after resolving symbolic links) stays inside the workspace's `_data/`:
+    items, and the folders they are moved to, are read and written nowhere else."""
+    return _stays_below(workspace.data, path)
+
+
+def _stays_below(top: Path, path: Path) -> bool:
+    """A symbolic link loop leads nowhere, so it is not below (resolve raises RuntimeError)."""
+    if _below_without_links(os.fspath(top), os.fspath(path)):
         return True  # the common case, in a few lstats instead of two resolves
     try:
-        path.resolve().relative_to(workspace.root.resolve())
+        path.resolve().relative_to(top.resolve())
     except (ValueError, OSError, RuntimeError):
         return False
     return True

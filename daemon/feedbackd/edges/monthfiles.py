@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from feedbackd.core.ratings.monthscan import Summary, summarise
+from feedbackd.edges.files import open_plain_file, read_file_bytes
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class Read:
 def read_bytes(path: Path) -> bytes:
     """A month file's bytes; one removed since it was listed reads as empty."""
     try:
-        return path.read_bytes()
+        return read_file_bytes(path)
     except FileNotFoundError:
         return b""
 
@@ -92,7 +93,7 @@ def read_appended(path: Path, size: int, known: bytes) -> Appended | None:
     hasher = hashlib.blake2b(digest_size=16)
     newlines = 0
     try:
-        with path.open("rb") as file:
+        with open_plain_file(path) as file:
             left = size
             while left:
                 chunk = file.read(min(left, _CHUNK))

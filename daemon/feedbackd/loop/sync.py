@@ -33,7 +33,12 @@ from typing import Any, Literal
 from feedbackd.core.curation.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTINGS
 from feedbackd.core.errors import FeedbackdError, GitError
 from feedbackd.core.timeutil import iso_ms, parse_iso
-from feedbackd.edges.files import atomic_write_json, atomic_write_text
+from feedbackd.edges.files import (
+    atomic_write_json,
+    atomic_write_text,
+    open_plain_file,
+    read_file_text,
+)
 from feedbackd.edges.git.remote import RemoteUnreachable
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.locking import write_lock
@@ -286,7 +291,7 @@ class Syncer:
         either side of a generated snippet, which the pipeline regenerates after the pull."""
         attributes = repo.remote.sync_file("attributes")
         text = "\n".join(ATTRIBUTES) + "\n"
-        if not attributes.exists() or attributes.read_text(encoding="utf-8") != text:
+        if not attributes.exists() or read_file_text(attributes, "replace") != text:
             atomic_write_text(attributes, text)
         cap = self.runtime.settings.feedback.max_entries
         driver = merge_driver_command(cap)
@@ -467,7 +472,7 @@ def problem_line(status: dict[str, Any]) -> str | None:
 
 def _read_object(path: Path) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
+        with open_plain_file(path) as handle:
             value = json.loads(handle.read(_MAX_STATE_BYTES).decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return {}

@@ -446,24 +446,30 @@ STATUS_OF_CODE = {
 RETRY_BUSY_S = 5
 
 
-def error_response(error: FeedbackdError, workspace: str | None = None) -> Response:
+def error_response(
+    error: FeedbackdError, workspace: str | None = None, config: str | None = None
+) -> Response:
     """`{"error": code, "message": text}` with the status the code stands for (400 for refused
-    input), naming files relative to the `workspace`; a write that gave up on a busy workspace,
-    having changed nothing, is 503 `busy`."""
+    input), naming files relative to the `workspace` (and the `config` file by its name); a
+    write that gave up on a busy workspace, having changed nothing, is 503 `busy`."""
     if isinstance(error, Busy):
         message = f"{error.who}; nothing was changed: try again in a few seconds"
         headers = {"Retry-After": str(RETRY_BUSY_S)}
         return JSONResponse({"error": "busy", "message": message}, 503, headers=headers)
     status = STATUS_OF_CODE.get(error.code, 400)
-    message = str(error) if workspace is None else without_workspace(str(error), workspace)
+    message = str(error) if workspace is None else without_workspace(str(error), workspace, config)
     return JSONResponse({"error": error.code, "message": message}, status_code=status)
 
 
-def without_workspace(message: str, workspace: str) -> str:
+def without_workspace(message: str, workspace: str, config: str | None = None) -> str:
     """The message with the workspace's own path cut from the files it names. feedbackd's
     messages name files relative to the workspace already; what git, the operating system or
     the configuration loader quote (`/srv/site/feedbackd.yaml, line 3`) does not, and a client
     must not learn the server's folders from it."""
     for root in dict.fromkeys([workspace, str(Path(workspace).resolve())]):
         message = message.replace(f"{root.rstrip('/')}/", "")
+    if config:  # `--config` given from outside the workspace: named by the file's name alone
+        given = Path(config).expanduser()
+        for spelled in dict.fromkeys([str(given), str(given.absolute()), str(given.resolve())]):
+            message = message.replace(spelled, given.name)
     return message

@@ -96,16 +96,18 @@ def _as_page(site: Site, handler: Handler) -> Handler:
         except FeedbackdError as refused:
             if not _accepts_html(request):
                 raise
-            return refusal_page(refused, site.workspace)
+            return refusal_page(refused, site.workspace, site.config)
 
     return answer
 
 
-def refusal_page(refused: FeedbackdError, workspace: str) -> HTMLResponse:
+def refusal_page(
+    refused: FeedbackdError, workspace: str, config: str | None = None
+) -> HTMLResponse:
     """The message and hint the API would answer, with the same status, and a way back."""
     status = STATUS_OF_CODE.get(refused.code, 400)
     title = "Not found" if status == 404 else "Not shown"
-    said = [without_workspace(text, workspace) for text in (refused.message, refused.hint)]
+    said = [without_workspace(text, workspace, config) for text in (refused.message, refused.hint)]
     hint = f'<p class="hint-line">{e(said[1])}</p>' if said[1] else ""
     body = f'<h1>{title}</h1><p class="problem">{e(said[0])}</p>{hint}{_BACK}'
     return HTMLResponse(page(title, body), status_code=status)

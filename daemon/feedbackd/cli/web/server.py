@@ -41,6 +41,7 @@ from feedbackd.core.websafety import (
     public_names,
     require_strong_token,
 )
+from feedbackd.edges.files import read_file_text
 from feedbackd.edges.hostnames import machine_names
 from feedbackd.loop.commands import learning, queries
 from feedbackd.loop.daemon.statusfile import pass_times
@@ -142,7 +143,7 @@ def load_token(runtime: Runtime) -> str | None:
         return require_strong_token(value, f"${TOKEN_ENV}") if value else None
     path = runtime.workspace.root / Path(name).expanduser()
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        token = read_file_text(path).strip()
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(
             f"http.token_file {path}: cannot read it ({error})",
@@ -214,7 +215,7 @@ def build_app(
 
     async def refused(request: Request, error: Exception) -> Response:
         assert isinstance(error, FeedbackdError)
-        return api.error_response(error, site.workspace)
+        return api.error_response(error, site.workspace, site.config)
 
     starlette = Starlette(
         routes=[

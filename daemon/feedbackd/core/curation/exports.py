@@ -27,6 +27,7 @@ from feedbackd.core.curation.feedback import Identity
 from feedbackd.core.curation.items import Correction, Item, diff_content
 from feedbackd.core.errors import UsageError
 from feedbackd.core.timeutil import canonical_iso_ms
+from feedbackd.core.wording import quoted
 
 FORMATS = ("openai-sft", "openai-dpo", "dspy", "hf")
 # The formats that are one stream of text (to standard output, a file or an HTTP answer); `hf`
@@ -59,7 +60,7 @@ def check_format(name: str | None) -> str:
     """The export format `name`; a usage error that lists the formats otherwise."""
     if name in FORMATS:
         return name
-    what = "--format is missing" if name is None else f"unknown export format {name!r}"
+    what = "--format is missing" if name is None else f"unknown export format {quoted(name)}"
     raise UsageError(what, hint=f"choose one of: {', '.join(FORMATS)}")
 
 

@@ -106,20 +106,22 @@ def with_content_edits(data: bytes, path: Path, edits: Mapping[str, str]) -> byt
     """The item file `data` with the content fields named in edits (dotted names, as in
     feedback entries) set to the new strings; refused when a name is not a string field."""
     item = parse_item(data, path.suffix, path.stem, path)
-    _check_edits(item, edits)
+    paths = _check_edits(item, edits)
     if item.format == "md":
-        text = _edited_markdown(decode_text(data), item, edits)
+        text = _edited_markdown(decode_text(data), item, edits, paths)
     else:
         document = copy.deepcopy(item.document)
         content = document.setdefault("contentData", {})
         for field, value in edits.items():
-            _set_field(content, field, value)
+            _set_field(content, paths[field], value)
         text = dumps_json(document) if item.format == "json" else yamlio.dump(document)
     return _encoded(data, text, "edited", "shorten the text")
 
 
-def _check_edits(item: Item, edits: Mapping[str, str]) -> None:
+def _check_edits(item: Item, edits: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """The keys on the way to each edited field; InvalidItem when a name is no text field."""
     fields = flatten_strings(item.content)
+    paths = _field_paths(item.content)
     for field, value in edits.items():
         if field not in fields:
             known = ", ".join(sorted(fields)) or "none"
@@ -129,16 +131,33 @@ def _check_edits(item: Item, edits: Mapping[str, str]) -> None:
             )
         if not isinstance(value, str):
             raise InvalidItem(f"the edit of {field!r} must be a string", hint="send text")
+    return paths
 
 
-def _set_field(content: dict[str, Any], field: str, value: str) -> None:
-    *parents, last = field.split(".")
+def _field_paths(
+    content: dict[str, Any], on_the_way: tuple[str, ...] = ()
+) -> dict[str, tuple[str, ...]]:
+    """Each string field's dotted name (as flatten_strings gives it) with the keys that lead to
+    it: a key may hold a dot itself (`v1.2`), so a name is never split back into keys."""
+    found: dict[str, tuple[str, ...]] = {}
+    for key, value in content.items():
+        if isinstance(value, dict):
+            found.update(_field_paths(value, (*on_the_way, key)))
+        elif isinstance(value, str):
+            found[".".join((*on_the_way, key))] = (*on_the_way, key)
+    return found
+
+
+def _set_field(content: dict[str, Any], keys: tuple[str, ...], value: str) -> None:
+    *parents, last = keys
     for key in parents:
         content = content[key]
     content[last] = value
 
 
-def _edited_markdown(text: str, item: Item, edits: Mapping[str, str]) -> str:
+def _edited_markdown(
+    text: str, item: Item, edits: Mapping[str, str], paths: Mapping[str, tuple[str, ...]]
+) -> str:
     bounds = split_front_matter(text)
     front = text[bounds.start : bounds.end]
     body: str = edits.get("body", item.content["body"])
@@ -146,8 +165,8 @@ def _edited_markdown(text: str, item: Item, edits: Mapping[str, str]) -> str:
     expected["body"] = body
     for field, value in edits.items():
         if field != "body":
-            _set_field(expected, field, value)
-            if "." not in field:
+            _set_field(expected, paths[field], value)
+            if len(paths[field]) == 1:
                 front = _set_top_level_key(front, field, value)
     edited = text[: bounds.start] + front + text[bounds.end : bounds.body] + body
     if _reads_as(edited, item, expected):

@@ -23,6 +23,7 @@ from feedbackd.core.jsontext import (
     json_kind,
     load_strict_json,
 )
+from feedbackd.core.wording import quoted
 
 MAX_ITEM_BYTES = 1024 * 1024
 
@@ -43,7 +44,7 @@ MD_RESERVED_KEYS = frozenset(
 )
 BOM = b"\xef\xbb\xbf"
 _CURATOR = re.compile(
-    r"^(?P<name>[^<>\x00-\x1f\x7f]*[^<>\s\x00-\x1f\x7f])\s*<(?P<email>[^<>\s@]+@[^<>\s@]+)>$"
+    r'^(?P<name>[^<>"\x00-\x1f\x7f]*[^<>"\s\x00-\x1f\x7f])\s*<(?P<email>[^<>\s@]+@[^<>\s@]+)>$'
 )
 _CURATOR_HINT = 'write it as "Name <email>", e.g. "Ada Curator <ada@example.org>"'
 _WRAP_HINT = "make the item an object with a contentData field holding the draft's fields"
@@ -387,9 +388,9 @@ def _curator_field(fields: dict[str, Any], locate: Locator) -> str | None:
         return None
     curator = parse_curator(value) if isinstance(value, str) else None
     if curator is None:
-        raise _field_error(
-            f"curator {value!r} is not of the form Name <email>", "curator", locate, _CURATOR_HINT
-        )
+        shown = quoted(value) if isinstance(value, str) else repr(value)[:40]
+        what = f'curator {shown} is not of the form Name <email> (a name without < > or ")'
+        raise _field_error(what, "curator", locate, _CURATOR_HINT)
     return curator
 
 

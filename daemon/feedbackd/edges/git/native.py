@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from feedbackd.core.errors import RepositoryDamaged
 from feedbackd.core.ids import is_utf8
+from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git.packwrite import (
     clear_stale_keeps,
     object_id,
@@ -352,7 +353,7 @@ def _replaced(git_dir: Path) -> bool:
     if folder.is_dir() and any(folder.iterdir()):
         return True
     try:
-        return b" refs/replace/" in (git_dir / "packed-refs").read_bytes()
+        return b" refs/replace/" in read_file_bytes(git_dir / "packed-refs")
     except OSError:
         return False
 

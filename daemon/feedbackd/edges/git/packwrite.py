@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from feedbackd.edges.files import read_file_text
 from feedbackd.edges.process import pid_alive
 
 _KIND_NUMBERS = {"commit": 1, "tree": 2, "blob": 3, "tag": 4}
@@ -120,7 +121,7 @@ def clear_stale_keeps(pack_dir: Path) -> list[str]:
 def _keeper_gone(keep: Path, host: str) -> bool:
     """Whether `keep` is one of ours whose process no longer runs on this machine."""
     try:
-        words = keep.read_text(encoding="utf-8", errors="replace").split()
+        words = read_file_text(keep, "replace").split()
     except OSError:
         return False
     if len(words) != 4 or words[0] != KEEP_WORD or words[2:] != ["on", host]:

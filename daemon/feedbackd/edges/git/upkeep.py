@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from feedbackd.edges.files import read_file_text
 from feedbackd.edges.process import StartedProcess, pid_alive
 
 log = logging.getLogger("feedbackd")
@@ -104,7 +105,7 @@ class PackUpkeep:
         """Whether a user's `git gc` (its `gc.pid`, naming a live process of this machine) or
         `git maintenance run` (its lock) is running in this repository."""
         try:
-            words = (self._git_dir / "gc.pid").read_text(errors="replace").split()
+            words = read_file_text(self._git_dir / "gc.pid", "replace").split()
         except OSError:
             words = []
         here = len(words) == 2 and words[0].isdigit() and words[1] == socket.gethostname()

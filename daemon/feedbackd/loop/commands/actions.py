@@ -30,7 +30,11 @@ from feedbackd.core.ids import validate_id
 from feedbackd.core.jsontext import load_json_object
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.files import Undo, room_left
+from feedbackd.edges.files import (
+    Undo,
+    open_plain_file,
+    room_left,
+)
 from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.curation.agentpass import forget_all_entries, forget_entry, record_entry
@@ -43,7 +47,11 @@ from feedbackd.loop.workspace.agentfiles import (
     set_content_fields,
     set_rejection_feedback,
 )
-from feedbackd.loop.workspace.itemfiles import item_file_problem
+from feedbackd.loop.workspace.itemfiles import (
+    item_file_problem,
+    outside_data,
+    refuse_linked_folder,
+)
 from feedbackd.loop.workspace.problems import out_of_space
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -58,6 +66,7 @@ def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
     """The draft's file in queue/, read as the daemon reads it: a symbolic link that leads
     outside the workspace is no draft."""
     validate_id(item_id, "item id")
+    refuse_linked_folder(runtime.workspace, agent.queue)
     found = [agent.queue / (item_id + suffix) for suffix in ITEM_SUFFIXES]
     present = [path for path in found if os.path.lexists(path)]
     problems = {path: item_file_problem(runtime.workspace, path) for path in present}
@@ -81,6 +90,8 @@ def _refuse_if_decided(runtime: Runtime, agent: AgentPaths, item_id: str) -> Non
     """One plain sentence, read alike on a terminal and in the panel: what happened, when, and
     the move that undoes it, with paths relative to the workspace."""
     for folder in DECISION_FOLDERS:
+        if outside_data(runtime.workspace, agent.folder(folder)) is not None:
+            continue  # a linked folder is ignored: what it holds decides nothing
         for suffix in ITEM_SUFFIXES:
             decided = agent.folder(folder) / (item_id + suffix)
             if decided.is_file():
@@ -105,7 +116,9 @@ def _decided_at(agent: AgentPaths, item_id: str) -> str:
 
 
 def move_target(runtime: Runtime, source: Path, folder: Path) -> Path:
-    """Where source goes in folder; refused before anything is changed when it cannot go."""
+    """Where source goes in folder; refused before anything is changed when it cannot go: a
+    folder that is a symbolic link out of `_data/` is ignored, as the daemon ignores it."""
+    refuse_linked_folder(runtime.workspace, folder)
     target = folder / source.name
     if folder.exists() and not folder.is_dir():
         raise WorkspaceError(
@@ -257,7 +270,7 @@ def _recorded_since(agent: AgentPaths, item_id: str, size: int) -> bool:
     """Whether the ledger holds a line for the item written after its first `size` bytes; a
     ledger that cannot be read says yes, so that the draft stays where the decision put it."""
     try:
-        with open(agent.decisions, "rb") as ledger:
+        with open_plain_file(agent.decisions) as ledger:
             ledger.seek(size)
             added = ledger.read().decode("utf-8")
     except FileNotFoundError:

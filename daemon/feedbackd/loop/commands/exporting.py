@@ -19,13 +19,13 @@ from typing import BinaryIO
 from feedbackd.core.curation import exports
 from feedbackd.core.curation.exports import ExportRow, Tally
 from feedbackd.core.errors import NotFound, UsageError, WorkspaceError
-from feedbackd.core.ids import validate_id
 from feedbackd.core.wording import closest
 from feedbackd.edges.files import agent_ids, atomic_write_chunks, atomic_write_text
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commands.queries import commit_by
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.exportreader import export_rows, folder_at, read_standing
+from feedbackd.loop.workspace.itemfiles import refuse_outside_agent
 from feedbackd.loop.workspace.runtime import Runtime
 
 _SHOWN_AGENTS = 20  # an unknown agent's error lists this many of the known ones
@@ -64,7 +64,7 @@ def open_export(
 ) -> Export:
     """The export asked for, once the format, the agent and --at are known to be good."""
     chosen = exports.check_format(export_format)
-    validate_id(agent_id, "agent id")
+    refuse_outside_agent(runtime, agent_id)  # a link out of the workspace is no agent
     with open_repo(runtime) as repo:
         if repo is None:
             raise WorkspaceError(

@@ -34,9 +34,16 @@ from feedbackd.core.timeutil import (
     parse_moment_by,
     since_start,
 )
+from feedbackd.core.wording import quoted
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.files import agent_ids, is_inside
+from feedbackd.edges.files import (
+    NotAPlainFile,
+    agent_ids,
+    is_inside,
+    read_file_bytes,
+    read_file_text,
+)
 from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
 from feedbackd.loop.commands.skillnames import unknown_skill
@@ -83,8 +90,16 @@ def prompt_text(runtime: Runtime, agent_id: str, at: str | None = None) -> str:
     if at is not None:
         return snippet_at(runtime, agent_id, at)[1]
     agent = existing_agent(runtime, agent_id)
-    if agent.prompt.exists():
-        return agent.prompt.read_text(encoding="utf-8")
+    try:
+        # As the agent reads it: a byte that is no UTF-8 is shown, replaced, not refused.
+        return read_file_text(agent.prompt, "replace")
+    except FileNotFoundError:
+        pass
+    except NotAPlainFile as error:  # a pipe would hold the reader, so it is not opened
+        raise WorkspaceError(
+            f"{runtime.workspace.relative(agent.prompt)}: {error.strerror or error}",
+            hint="remove it: the daemon writes the snippet again at its next pass",
+        ) from None
     text = render_snippet(read_feedback(agent.feedback), runtime.settings.prompt)
     return text + "\n" if text and not text.endswith("\n") else text
 
@@ -146,7 +161,7 @@ def commit_by(repo: GitRepo, at: str) -> str | None:
         moment = parse_moment_by(at)
     except ValueError:
         raise UsageError(
-            f"--at {at!r} is neither a revision nor a date",
+            f"--at {quoted(at)} is neither a revision nor a date",
             hint="give a commit (e.g. HEAD~3, a sha from `feedbackd log`) or a date (2026-11-30)",
         ) from None
     return repo.commit_before(moment) if moment >= EPOCH else None  # git has no older commit
@@ -369,7 +384,7 @@ def _draft_json(
 def _first_seen(runtime: Runtime, agent: AgentPaths, path: Path) -> dict[str, Any] | None:
     snapshot = runtime.workspace.snapshot(agent.agent_id, path.name)
     try:
-        return parse_item(snapshot.read_bytes(), path.suffix, path.stem).content
+        return parse_item(read_file_bytes(snapshot), path.suffix, path.stem).content
     except (OSError, FeedbackdError):
         return None  # not seen yet: the draft is its own original
 

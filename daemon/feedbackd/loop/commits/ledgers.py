@@ -76,7 +76,7 @@ class CommittedLedgers:
         missing or damaged)."""
         kept = cls(state_dir / COMMITTED_FILE)
         try:
-            data = (state_dir / COMMITTED_FILE).read_bytes()
+            data = read_file_bytes(state_dir / COMMITTED_FILE)
         except OSError:
             return kept
         body = data[len(_MAGIC) :]

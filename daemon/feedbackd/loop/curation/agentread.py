@@ -29,7 +29,7 @@ from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
-from feedbackd.edges.files import FileState, child_path, file_state, is_inside, read_file_bytes
+from feedbackd.edges.files import FileState, child_path, file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.randomness import random_chars
 from feedbackd.loop.commits.ledgers import CommittedLedgers
@@ -44,7 +44,7 @@ from feedbackd.loop.curation.draftmemory import (
 )
 from feedbackd.loop.workspace import problems
 from feedbackd.loop.workspace.agentfiles import read_feedback, read_forgotten_text, read_item
-from feedbackd.loop.workspace.itemfiles import OUTSIDE_LINK, listed_item_problem
+from feedbackd.loop.workspace.itemfiles import listed_item_problem, outside_data
 from feedbackd.loop.workspace.runtime import Runtime, choose_author
 
 log = logging.getLogger("feedbackd")
@@ -170,10 +170,10 @@ class AgentReader:
             directory = self.agent.folder(folder)
             if not directory.is_dir():
                 continue
-            if is_inside(self.runtime.workspace, directory):
+            if (outside := outside_data(self.runtime.workspace, directory)) is None:
                 scan.files.extend(self._scan_folder(folder, directory, scan))
             else:
-                scan.warnings.append(f"{self.rel(directory)}: {OUTSIDE_LINK}; ignored")
+                scan.warnings.append(f"{self.rel(directory)}: {outside}; ignored")
         return scan
 
     def _scan_folder(self, folder: str, directory: Path, scan: Scan) -> Iterator[ItemFile]:
@@ -374,7 +374,7 @@ class AgentReader:
         """The snapshot of a draft, then (only if that one is not usable) its draft commit."""
         snapshot = snapshot_path(self.runtime, self.agent, queue_path.name)
         if snapshot.exists():
-            yield snapshot.read_bytes()
+            yield read_file_bytes(snapshot)
         data = self._draft_commits(item_file).get(self.rel(queue_path))
         if data is not None:
             yield data

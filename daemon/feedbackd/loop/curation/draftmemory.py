@@ -21,7 +21,12 @@ from pathlib import Path
 
 from feedbackd.core.curation import agentplan
 from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
-from feedbackd.edges.files import atomic_write_bytes, atomic_write_text
+from feedbackd.edges.files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    read_file_bytes,
+    read_file_text,
+)
 from feedbackd.edges.git.adds import LINE_MAX, in_folders
 from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.loop.workspace.runtime import Runtime
@@ -57,8 +62,8 @@ def remembered(runtime: Runtime, agent: AgentPaths) -> set[str]:
 def kept_in_git(runtime: Runtime, agent: AgentPaths) -> set[str]:
     """The drafts remembered as git first had them (remember_drafts)."""
     try:
-        text = snapshot_path(runtime, agent, IN_GIT).read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        text = read_file_text(snapshot_path(runtime, agent, IN_GIT))
+    except (OSError, UnicodeDecodeError):
         return set()
     return set(text.split())
 
@@ -98,7 +103,7 @@ def _as_committed(runtime: Runtime, repo: GitRepo | None, path: Path) -> bytes |
     if committed is not None:
         return committed
     try:
-        return path.read_bytes()
+        return read_file_bytes(path)
     except FileNotFoundError:
         return None
 
@@ -262,7 +267,7 @@ class DraftAdds:
     def _load(self) -> None:
         """The answer kept in the file, when it is whole and for this data folder."""
         try:
-            text = self.path.read_bytes().decode("utf-8", "surrogateescape")
+            text = read_file_text(self.path, "surrogateescape")
         except OSError:  # none, or unreadable: walked again
             return
         lines = text.split("\n")

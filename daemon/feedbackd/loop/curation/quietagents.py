@@ -32,7 +32,10 @@ from pathlib import Path
 
 from feedbackd.core.curation import agentplan
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, AgentPaths
-from feedbackd.edges.files import atomic_write_text
+from feedbackd.edges.files import (
+    atomic_write_text,
+    read_file_text,
+)
 from feedbackd.loop.curation.draftmemory import IN_GIT, snapshot_path
 from feedbackd.loop.curation.webhouse import queue_file
 from feedbackd.loop.report import Report
@@ -58,7 +61,7 @@ class QuietAgents:
 
     def _load(self) -> dict[str, str]:
         try:
-            lines = self.path.read_text(encoding="utf-8").splitlines()
+            lines = read_file_text(self.path).splitlines()
         except (OSError, UnicodeDecodeError):
             return {}
         if not lines or lines[0] != self.context:

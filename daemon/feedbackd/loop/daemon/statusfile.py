@@ -19,7 +19,12 @@ from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import iso_ms, parse_iso
 from feedbackd.core.wording import noun
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.files import atomic_write_json, write_in_reserved_room
+from feedbackd.edges.files import (
+    NotAPlainFile,
+    atomic_write_json,
+    open_plain_file,
+    write_in_reserved_room,
+)
 from feedbackd.edges.instance import daemon_running, holder_pid
 
 STATUS_FILE = "status.json"
@@ -185,9 +190,9 @@ def read_status(state_dir: Path) -> dict[str, Any] | None:
     """The status file's object, or None when it is missing, too large or not a JSON object."""
     path = status_path(state_dir)
     try:
-        with open(path, "rb") as handle:
+        with open_plain_file(path) as handle:
             data = handle.read(_MAX_BYTES + 1)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, NotAPlainFile):
         return None
     if len(data) > _MAX_BYTES:
         return None

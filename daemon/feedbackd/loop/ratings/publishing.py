@@ -15,7 +15,10 @@ from pathlib import Path
 
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.workspace import AgentPaths
-from feedbackd.edges.files import atomic_write_json
+from feedbackd.edges.files import (
+    atomic_write_json,
+    read_file_text,
+)
 from feedbackd.edges.process import CommandResult
 from feedbackd.loop.ratings.skillcommands import last_line, log_output, run_for_skill, tail
 from feedbackd.loop.workspace.runtime import Runtime
@@ -59,7 +62,7 @@ def publish_soul(
 def publish_problems(state_dir: Path) -> list[str]:
     """The `status` problem line of the last failed publish, if it has not succeeded since."""
     try:
-        data = json.loads((state_dir / PROBLEM_FILE).read_text(encoding="utf-8"))
+        data = json.loads(read_file_text(state_dir / PROBLEM_FILE))
     except FileNotFoundError:
         return []
     except (OSError, ValueError):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import stat
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -45,11 +44,14 @@ from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.wording import closest
 from feedbackd.core.workspace import AgentPaths, Workspace
 from feedbackd.edges.files import (
+    NotAPlainFile,
     agent_ids,
     append_line,
     atomic_write_bytes,
     atomic_write_text,
+    open_plain_file,
     read_file_bytes,
+    read_file_text,
 )
 from feedbackd.edges.parsedfiles import ParsedFiles
 from feedbackd.edges.randomness import random_chars
@@ -171,7 +173,7 @@ def write_soul(agent: AgentPaths, text: str) -> None:
 def read_price_ledger(agent: AgentPaths) -> list[PriceRecord]:
     path = agent.price_ledger
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_file_text(path, "replace")
     except FileNotFoundError:
         return []
     return parse_price_ledger(text, str(path))
@@ -199,13 +201,14 @@ def read_item(path: Path) -> Item:
 
 def _read_limited(path: Path) -> bytes:
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise ItemError("this is not a regular file", hint="item files must be plain files")
-        check_size(info.st_size)
-        with open(path, "rb") as handle:
+        with open_plain_file(path) as handle:
+            check_size(os.fstat(handle.fileno()).st_size)
             # The file may grow between stat and read: read one byte past the limit to notice.
             data = handle.read(MAX_ITEM_BYTES + 1)
+    except (IsADirectoryError, NotAPlainFile):
+        raise ItemError(
+            "this is not a regular file", hint="item files must be plain files"
+        ) from None
     except FileNotFoundError:
         raise NotFound(
             f"item file {path.parent.name}/{path.name} does not exist",
@@ -301,8 +304,11 @@ def list_memory(workspace: Workspace, agent: str, category: str | None) -> list[
 def _read_memory(workspace: Workspace, path: Path) -> Iterable[MemoryRecord]:
     """Valid records of a memory file; bad lines are skipped with a warning naming them."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_file_text(path, "replace")
     except (FileNotFoundError, IsADirectoryError):
+        return
+    except NotAPlainFile as error:
+        log.warning("%s: skipped: %s", workspace.relative(path), error.strerror)
         return
 
     def of_this_file(line: str) -> MemoryRecord:
@@ -319,7 +325,9 @@ def _read_memory(workspace: Workspace, path: Path) -> Iterable[MemoryRecord]:
 
 
 def _read_text(path: Path) -> str | None:
+    """The file's text; None when there is none, or a pipe stands in its place (rewritten
+    whole when feedbackd writes it next)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+        return read_file_text(path, "replace")
+    except (FileNotFoundError, NotAPlainFile):
         return None

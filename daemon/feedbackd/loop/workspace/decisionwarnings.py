@@ -16,7 +16,10 @@ from collections.abc import Sequence
 
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.workspace import Workspace
-from feedbackd.edges.files import atomic_write_json
+from feedbackd.edges.files import (
+    atomic_write_json,
+    read_file_text,
+)
 
 log = logging.getLogger("feedbackd")
 
@@ -54,7 +57,7 @@ def _read(workspace: Workspace) -> dict[str, list[str]]:
     it knows otherwise, and the next decision writes the file anew)."""
     path = workspace.state_dir / FILE_NAME
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_file_text(path))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as error:

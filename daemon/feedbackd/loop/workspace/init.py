@@ -14,7 +14,11 @@ from feedbackd.core.curation.webhouse import DEFAULT_QUEUE_FILE
 from feedbackd.core.errors import ConfigError, WorkspaceError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person
 from feedbackd.core.workspace import STATE_DIR
-from feedbackd.edges.files import TMP_SUFFIX, atomic_write_text
+from feedbackd.edges.files import (
+    TMP_SUFFIX,
+    atomic_write_text,
+    read_file_text,
+)
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.workspace.problems import ERROR_SUFFIX
 
@@ -87,7 +91,7 @@ def _check_webhouse_site(root: Path) -> None:
 
 def _turn_on_webhouse(config: Path) -> list[Path]:
     """Set webhouse.queue_file in feedbackd.yaml, keeping every other line as it is."""
-    text = config.read_text(encoding="utf-8")
+    text = read_file_text(config)
     tree = yamlio.load(text)
     section = tree.get("webhouse") if isinstance(tree, dict) else None
     if isinstance(section, dict) and section.get("queue_file") == WEBHOUSE_QUEUE:
@@ -137,7 +141,7 @@ def _write_if_missing(path: Path, text: str) -> list[Path]:
 
 
 def _ensure_lines(path: Path, lines: Sequence[str]) -> list[Path]:
-    existing = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    existing = read_file_text(path).splitlines() if path.exists() else []
     missing = [line for line in lines if line not in existing]
     if not missing:
         return []

@@ -13,10 +13,11 @@ from pathlib import Path
 from feedbackd.core.errors import NotFound
 from feedbackd.core.ids import validate_id
 from feedbackd.core.workspace import AgentPaths, Workspace
-from feedbackd.edges.files import is_inside
+from feedbackd.edges.files import is_inside, is_inside_data
 from feedbackd.loop.workspace.runtime import Runtime
 
 OUTSIDE_LINK = "symbolic link leads outside the workspace"
+OUTSIDE_DATA_LINK = "symbolic link leads outside _data/"
 
 
 def refuse_outside_agent(runtime: Runtime, agent_id: str) -> AgentPaths:
@@ -37,9 +38,28 @@ def item_file_problem(workspace: Workspace, path: Path) -> str | None:
     of a single draft (the queue listing, approve, reject) ask this one question, so none of
     them reads a file the others ignore."""
     problem = not_an_item(path)
-    if problem is None and not is_inside(workspace, path):
-        problem = OUTSIDE_LINK
-    return problem
+    return outside_data(workspace, path) if problem is None else problem
+
+
+def outside_data(workspace: Workspace, path: Path) -> str | None:
+    """Why path, an item or a folder of items, is ignored for leading out of `_data/` (SPEC
+    section 2: nothing is read or written outside it), or None when it stays inside."""
+    if is_inside_data(workspace, path):
+        return None
+    return OUTSIDE_LINK if not is_inside(workspace, path) else OUTSIDE_DATA_LINK
+
+
+def refuse_linked_folder(workspace: Workspace, folder: Path) -> None:
+    """NotFound when an item folder (queue/, approved/, rejected/) is a symbolic link out of
+    `_data/`: the daemon ignores it, so no command moves a draft into it or reads one from it."""
+    if not os.path.lexists(folder):
+        return
+    problem = outside_data(workspace, folder)
+    if problem is not None:
+        raise NotFound(
+            f"{workspace.relative(folder)}: {problem}; ignored",
+            hint=f"make {folder.name}/ a folder of its own in place of the link",
+        )
 
 
 def listed_item_problem(workspace: Workspace, entry: os.DirEntry[str]) -> str | None:

@@ -15,7 +15,13 @@ from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import shown_path
-from feedbackd.edges.files import NO_SPACE, NO_SPACE_WORDS, atomic_write_text
+from feedbackd.edges.files import (
+    NO_SPACE,
+    NO_SPACE_WORDS,
+    atomic_write_text,
+    open_plain_file,
+    read_file_text,
+)
 
 log = logging.getLogger("feedbackd")
 
@@ -101,7 +107,7 @@ def explain(path: Path, error: FeedbackdError) -> None:
     target = error_path(path)
     text = error_text(error)
     with contextlib.suppress(OSError, UnicodeDecodeError):
-        if target.read_text(encoding="utf-8") == text:
+        if read_file_text(target) == text:
             return  # unchanged: do not touch it, so watchers see no new event
     try:
         atomic_write_text(target, text)
@@ -154,8 +160,8 @@ def reported_problems(data_dir: Path, root: Path) -> list[str]:
 
 def _first_line(report: Path) -> str:
     try:
-        with open(report, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline(4096).rstrip("\n")
+        with open_plain_file(report) as handle:
+            first = handle.readline(4096).decode("utf-8", "replace").rstrip("\n")
     except OSError as error:
         return f"(cannot read {report.name}: {error.strerror})"
     return first.removeprefix("feedbackd: ")
