@@ -62,3 +62,30 @@ def note_of(root: Path, commit: str) -> str | None:
     """The note of `commit` in refs/notes/feedbackd-eval; None when it has none."""
     status, out, _ = git_in(root, ["notes", f"--ref={NOTES_REF}", "show", revision(commit)])
     return out.decode("utf-8", errors="replace") if status == 0 else None
+
+
+_REMOTE_NOTES = "refs/feedbackd/remote-notes/feedbackd-eval"
+_NO_REMOTE_NOTES = "couldn't find remote ref"
+
+
+def sync_notes(
+    root: Path, remote: str, identity: Mapping[str, str], *, push: bool, timeout: float
+) -> str:
+    """Bring the remote's eval notes into ours (ours win for a revision noted on both sides),
+    then push ours: `git log --notes=feedbackd-eval` shows every machine's reports. Empty when
+    done, else what went wrong (never fatal: the notes wait for the next sync)."""
+    spec = f"+{NOTES_REF}:{_REMOTE_NOTES}"
+    status, _, err = git_in(root, ["fetch", "--quiet", "--no-tags", remote, spec], timeout=timeout)
+    if status == 0:
+        args = ["notes", f"--ref={NOTES_REF}", "merge", "-q", "-s", "ours", _REMOTE_NOTES]
+        status, _, err = git_in(root, args, env=identity)
+        if status != 0:
+            return f"could not merge the eval notes of {remote}: {first_line(err)}"
+    elif _NO_REMOTE_NOTES not in err:
+        return f"could not fetch the eval notes of {remote}: {first_line(err)}"
+    if not push or git_in(root, ["rev-parse", "-q", "--verify", NOTES_REF])[0] != 0:
+        return ""
+    status, _, err = git_in(
+        root, ["push", "--quiet", remote, f"{NOTES_REF}:{NOTES_REF}"], timeout=timeout
+    )
+    return "" if status == 0 else f"could not push the eval notes to {remote}: {first_line(err)}"
