@@ -8,6 +8,7 @@ lists every command).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any
 
 import typer
@@ -64,6 +65,10 @@ def eval_command(
     from feedbackd.loop.commands.evaluating import EvalAsk, run_eval
 
     ask = EvalAsk(agent, at, against, items, examples, agent_command, jobs, not no_cache, note)
+    if examples == "relevant":  # the ranking loads numpy: only this path pays for it
+        from feedbackd.loop.commands.evalrelevant import relevant_lessons
+
+        ask = dataclasses.replace(ask, rank=relevant_lessons)
     report = run_eval(GLOBALS.runtime(), ask)
     if as_json:
         print_json(report)

@@ -55,7 +55,7 @@ class _Scorer:
     def score(self, commit: str) -> float:
         if commit in self.known:
             return self.known[commit]
-        lessons = lessons_at(self.runtime, self.repo, self.agent, commit, "recent")
+        lessons = lessons_at(self.runtime, self.repo, self.agent, commit)
         outcomes = run_tasks(self.runtime, self.command, [(t, lessons(t)) for t in self.tasks])
         scored = [o.score.score for o in outcomes if o.score is not None]
         found = mean(scored)

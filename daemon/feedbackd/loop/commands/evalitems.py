@@ -15,7 +15,6 @@ from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.exports import Decided, ExportRow
 from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.curation.prompts import examples, render_snippet
-from feedbackd.core.curation.relevance import Index, choose, lessons
 from feedbackd.core.errors import FeedbackdError, NotFound, UsageError
 from feedbackd.core.evaluation.agentio import (
     NO_LESSONS,
@@ -128,24 +127,26 @@ def _content(text: str, item_format: str) -> dict[str, object]:
 
 # --- the lessons at a revision -------------------------------------------------------------------
 LessonsFor = Callable[[Task], Lessons]
+# `--examples relevant`: the lessons for each task, given feedback.json's entries then
+# (loop/commands/evalrelevant.py; the command line loads its ranking only when asked).
+Ranker = Callable[[Sequence[FeedbackEntry], PromptSettings], LessonsFor]
 
 
 def lessons_at(
-    runtime: Runtime, repo: GitRepo, agent: str, commit: str | None, mode: str
+    runtime: Runtime, repo: GitRepo, agent: str, commit: str | None, rank: Ranker | None = None
 ) -> LessonsFor:
-    """What the agent would have read at `commit` for each task (None: no lessons at all)."""
+    """What the agent would have read at `commit` for each task (None: no lessons at all): the
+    snippet as the commit held it, or with `rank`, the lessons it picks for each task."""
     if commit is None:
         return lambda task: NO_LESSONS
     settings = runtime.settings.prompt
     folder = folder_at(repo, runtime.workspace, agent, commit)
     entries = _feedback_at(repo, folder, commit)
-    if mode == "relevant":
-        return _relevant(entries, settings)
+    if rank is not None:
+        return rank(entries, settings)
     snippet = repo.file_at(commit, f"{folder}/prompt/feedback.md") if folder else None
     text = snippet.decode("utf-8", errors="replace") if snippet is not None else None
-    fixed = _lessons(
-        entries if text is None else None, settings, text, examples(entries, settings.max_examples)
-    )
+    fixed = snippet_lessons(examples(entries, settings.max_examples), settings, text, entries)
     return lambda task: fixed
 
 
@@ -168,36 +169,18 @@ def _feedback_at(repo: GitRepo, folder: str | None, commit: str) -> list[Feedbac
         return []
 
 
-def _lessons(
-    entries: Sequence[FeedbackEntry] | None,
-    settings: PromptSettings,
-    text: str | None,
+def snippet_lessons(
     shown: Sequence[FeedbackEntry],
+    settings: PromptSettings,
+    text: str | None = None,
+    entries: Sequence[FeedbackEntry] | None = None,
 ) -> Lessons:
-    """The snippet's text (rendered from `entries` when the commit held none) and its examples."""
+    """The snippet's text (when the commit held none, rendered from `entries`, else from the
+    entries `shown`) and the examples among the entries shown."""
     if text is None:
-        text = render_snippet(entries or shown, settings)
+        text = render_snippet(shown if entries is None else entries, settings)
         text = text + "\n" if text and not text.endswith("\n") else text
     chosen = tuple(
         Example(e.field, e.original or "", e.corrected or "") for e in shown if e.is_example
     )
     return Lessons(text, chosen)
-
-
-def _relevant(entries: Sequence[FeedbackEntry], settings: PromptSettings) -> LessonsFor:
-    """`prompt --for` at the revision, the task's INPUT and DRAFT as the text (each lesson is
-    matched on its own original, corrected and notes)."""
-    found = lessons(entries, {})
-    index = Index(found.texts)
-    notes = settings.max_rejections if settings.include_rejections else 0
-
-    def lessons_for(task: Task) -> Lessons:
-        text = "\n".join([task.input, *_strings(task.draft)])
-        chosen = choose(found, index.scores(text), settings.max_examples, notes)
-        return _lessons(chosen, settings, None, chosen)
-
-    return lessons_for
-
-
-def _strings(content: dict[str, object]) -> list[str]:
-    return [value for value in content.values() if isinstance(value, str)]

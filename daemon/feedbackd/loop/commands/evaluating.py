@@ -23,6 +23,7 @@ from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.git.runner import identity_env
 from feedbackd.loop.commands.evalitems import (
     History,
+    Ranker,
     check_examples_mode,
     lessons_at,
     open_history,
@@ -54,12 +55,21 @@ class EvalAsk:
     jobs: int | None = None
     cache: bool = True
     note: bool = False
+    rank: Ranker | None = None  # with examples "relevant": loop/commands/evalrelevant.py's
+
+
+def _ranker(ask: EvalAsk) -> Ranker | None:
+    if check_examples_mode(ask.examples) == "recent":
+        return None
+    if ask.rank is None:
+        raise RuntimeError("--examples relevant needs evalrelevant.relevant_lessons as rank")
+    return ask.rank
 
 
 def run_eval(runtime: Runtime, ask: EvalAsk) -> dict[str, Any]:
     """The report of SPEC section 14's `eval --json`."""
     validate_id(ask.agent, "agent id")
-    check_examples_mode(ask.examples)
+    rank = _ranker(ask)
     if ask.items < 1:
         raise UsageError(f"--items {ask.items}", hint="evaluate at least one item")
     command = agent_command(runtime, ask.command, ask.jobs, ask.cache)
@@ -80,8 +90,8 @@ def run_eval(runtime: Runtime, ask: EvalAsk) -> dict[str, Any]:
             )
         tasks = history.tasks(chosen)
         ready = [task for task in tasks if isinstance(task, Task)]
-        with_lessons = lessons_at(runtime, repo, ask.agent, at, ask.examples)
-        baseline = lessons_at(runtime, repo, ask.agent, against, ask.examples)
+        with_lessons = lessons_at(runtime, repo, ask.agent, at, rank)
+        baseline = lessons_at(runtime, repo, ask.agent, against, rank)
     runs = [(task, with_lessons(task)) for task in ready]
     runs += [(task, baseline(task)) for task in ready]
     outcomes = run_tasks(runtime, command, runs)
