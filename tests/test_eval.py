@@ -90,7 +90,7 @@ def test_the_human_form_says_it_in_words(site: Site, between: str) -> None:
     first = done.stdout.splitlines()[0]
     assert first.startswith(f"lessons as of {between[:7]}: 1.00 vs 0.")
     assert "without lessons, +0." in first and first.endswith("on 4 later approvals")
-    assert "(95 % +0." in first
+    assert "(95 % 0." in first
 
 
 def test_by_default_rev_is_just_before_the_oldest_of_the_last_items(

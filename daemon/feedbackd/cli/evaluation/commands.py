@@ -98,7 +98,7 @@ def eval_words(report: dict[str, Any]) -> str:
     baseline = "without lessons" if against["at"] is None else f"with those of {against['at'][:7]}"
     scored = report["items"] - report["failed"]
     interval = report["ci95"]
-    within = f" (95 % {interval[0]:+.2f} to {interval[1]:+.2f})" if interval else ""
+    within = f" (95 % {interval[0]:.2f} to {interval[1]:.2f})" if interval else ""
     failed = f", {report['failed']} failed" if report["failed"] else ""
     return (
         f"lessons as of {report['at'][:7]}: {report['score']:.2f} vs {against['score']:.2f}"
@@ -128,6 +128,7 @@ def bisect_command(
 
 def show_bisect(report: dict[str, Any]) -> None:
     out = console()
+    out.print(escape(f"{report['candidates']} candidates, {report['items']} items; scores:"))
     for step in report["steps"]:
         out.print(escape(f"  {step['commit'][:12]}  {step['score']:.4f}"))
     first = report["first_bad"]
