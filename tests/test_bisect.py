@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,39 @@ def test_a_later_approval_of_the_same_slip_is_still_found(site: Site) -> None:
     report = bisect_json(site, "--good", good, "--bad", bad)
     assert report["first_bad"]["commit"] == slip
     assert report["candidates"] == 1 and len(report["steps"]) == 2  # the slip is bad itself
+
+
+def test_the_worked_example_of_the_docs(site: Site, revs: dict[str, str]) -> None:
+    """docs/learning.md, "A worked example": the same workspace says the same."""
+    site.configure("eval:\n  command: builtin:apply-lessons\n")
+    good, bad = revs["good"], revs["bad"]
+    first = site.cli("eval", AGENT, "--at", good).stdout.splitlines()
+    assert first == [
+        f"lessons as of {good[:7]}: 0.93 vs 0.72 without lessons, +0.21 (95 % 0.13 to 0.30)"
+        " on 7 later approvals",
+        "  by field: excerpt 0.90 (vs 0.47), title 0.96 (vs 0.96)",
+    ]
+    worse = site.cli("eval", AGENT, "--at", bad, "--against", good).stdout.splitlines()
+    assert worse[0] == (
+        f"lessons as of {bad[:7]}: 0.66 vs 1.00 with those of {good[:7]}, -0.34"
+        " (95 % -0.34 to -0.34) on 4 later approvals"
+    )
+    found = site.cli("bisect", AGENT, "--good", good, "--bad", bad).stdout.splitlines()
+    assert found[0] == "3 candidates, 4 items; scores:"
+    assert [line.split()[1] for line in found[1:5]] == ["1.0000", "0.6607", "1.0000", "0.6607"]
+    assert found[5].startswith(f"first bad decision: {revs['slip'][:12]} approve({AGENT}): p4")
+    short = site.cli("eval", AGENT, "--at", good, "--items", "2", "--json").stdout
+    report = json.loads(short)
+    assert (report["score"], report["delta"], report["ci95"]) == (0.8304, 0.15, [0.0, 0.3])
+
+
+def test_a_failing_command_is_eval_failed_not_a_traceback(
+    site: Site, revs: dict[str, str], tmp_path: Path
+) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text("import sys\nsys.exit('no model here')\n")
+    done = site.cli("bisect", AGENT, "--command", f"{sys.executable} {agent}",
+                    "--good", revs["good"], "--bad", revs["bad"])  # fmt: skip
+    assert done.returncode == 1
+    assert "eval_failed" in done.stderr and "exit status 1: no model here" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -256,3 +256,28 @@ def test_note_keeps_the_report_on_rev(site: Site, between: str) -> None:
     noted = site.git("notes", "--ref=feedbackd-eval", "show", between)
     assert json.loads(noted) == report
     assert '"delta"' in site.git("log", "--notes=feedbackd-eval", "-1", between)
+
+
+def md(body: str) -> str:
+    return f"---\ntitle: A page\n---\n{body}"
+
+
+def test_markdown_items_go_as_markdown_and_come_back_as_markdown(tmp_path: Path) -> None:
+    site = Site(tmp_path / "md")
+    for number in (1, 2):
+        name = f"m{number}.md"
+        site.write(AGENT, name, md("About this post.\n"))
+        site.reconcile()
+        site.write(AGENT, name, md(f"{FIXED}\n"))
+        site.move(AGENT, name, "approved")
+        site.reconcile()
+        if number == 1:
+            between = site.git("rev-parse", "HEAD").strip()
+    report = eval_json(site, "--command", BUILTIN, "--at", between)
+    assert report["score"] == 1.0 and report["fields"] == {"body": 1.0, "title": 1.0}
+    echo = script(tmp_path, "echo.py", "sys.stdout.write(request['draft'])\n")
+    plain = eval_json(site, "--command", echo, "--at", between)
+    assert plain["results"][0]["exact"] is False and plain["fields"]["title"] == 1.0
+    body_only = script(tmp_path, "body.py", f"sys.stdout.write({FIXED!r} + '\\n')\n")
+    scored = eval_json(site, "--command", body_only, "--at", between)
+    assert scored["fields"] == {"body": 1.0, "title": 0.0}  # no front matter: all of it is body

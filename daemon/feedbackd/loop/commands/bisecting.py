@@ -15,7 +15,7 @@ from typing import Any
 
 from feedbackd.core.commitmsg import ITEM_KEY, parse_trailers
 from feedbackd.core.curation.feedback import FeedbackEntry
-from feedbackd.core.errors import FeedbackdError, NotFound, UsageError
+from feedbackd.core.errors import EvalFailed, NotFound, NotWorse, UsageError
 from feedbackd.core.evaluation.agentio import Task
 from feedbackd.core.evaluation.bisection import first_bad
 from feedbackd.core.evaluation.scoring import mean
@@ -33,12 +33,6 @@ from feedbackd.loop.commands.evalruns import AgentCommand, agent_command, run_ta
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.curation.exportreader import folder_at
 from feedbackd.loop.workspace.runtime import Runtime
-
-
-class NotWorse(FeedbackdError):
-    """--bad does not score below --good: there is nothing to find."""
-
-    code = "not_worse"
 
 
 class _Scorer:
@@ -61,9 +55,8 @@ class _Scorer:
         found = mean(scored)
         if found is None:
             first = next(o for o in outcomes if o.error)
-            raise FeedbackdError(
+            raise EvalFailed(
                 f"every item failed at {commit[:12]}; the first, {first.item}: {first.error}",
-                code="eval_failed",
                 hint="run the agent command by hand on one item (docs/learning.md)",
             )
         self.known[commit] = round(found, 4)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feedbackd.core.errors import FeedbackdError, NotFound, UsageError
+from feedbackd.core.errors import EvalFailed, NotFound, UsageError
 from feedbackd.core.evaluation.agentio import Task
 from feedbackd.core.evaluation.scoring import ItemScore, paired_ci95, totals
 from feedbackd.core.ids import validate_id
@@ -34,12 +34,6 @@ from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.workspace.runtime import Runtime
 
 DEFAULT_ITEMS = 50
-
-
-class EvalFailed(FeedbackdError):
-    """Every item failed: nothing was scored."""
-
-    code = "eval_failed"
 
 
 @dataclass(frozen=True)
