@@ -178,7 +178,9 @@ def test_a_command_that_fails_fails_every_item_and_eval_exits_1(
     site: Site, between: str, tmp_path: Path, way: str
 ) -> None:
     body, reason = FAILING[way]
-    site.configure("eval:\n  timeout_s: 0.5\n")
+    # Only the hanging command meets the short deadline: on a busy machine a Python that
+    # starts slowly must not be taken for one that hangs.
+    site.configure(f"eval:\n  timeout_s: {0.5 if way == 'hang' else 60}\n")
     command = script(tmp_path, "agent.py", body)
     done = site.cli("eval", AGENT, "--command", command, "--at", between, "--items", "2", "--json")
     assert done.returncode == 1, done.stdout + done.stderr
