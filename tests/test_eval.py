@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import known_environment
 from tests.eval_kit import AGENT, FIXED, lessons_then_later
-from tests.workspace_kit import Site
+from tests.workspace_kit import Site, draft
 
 BUILTIN = "builtin:apply-lessons"
 
@@ -283,3 +283,30 @@ def test_markdown_items_go_as_markdown_and_come_back_as_markdown(tmp_path: Path)
     body_only = script(tmp_path, "body.py", f"sys.stdout.write({FIXED!r} + '\\n')\n")
     scored = eval_json(site, "--command", body_only, "--at", between)
     assert scored["fields"] == {"body": 1.0, "title": 0.0}  # no front matter: all of it is body
+
+
+def topical(site: Site, name: str, title: str, excerpt: str) -> None:
+    content = {"title": title, "excerpt": "About this post."}
+    site.write(AGENT, f"{name}.json", draft(content, collection="posts", slug=name))
+    site.reconcile()
+    done = {"title": title, "excerpt": excerpt}
+    site.write(AGENT, f"{name}.json", draft(done, collection="posts", slug=name))
+    site.move(AGENT, f"{name}.json", "approved")
+    site.reconcile()
+
+
+def test_relevant_examples_pick_the_lesson_of_the_items_topic(tmp_path: Path) -> None:
+    """One example a snippet: the newest (recipes) for every item, or with --examples relevant
+    the one whose words the item shares (football)."""
+    site = Site(tmp_path / "topics")
+    site.configure("prompt:\n  max_examples: 1\n")
+    site.git("add", "feedbackd.yaml")
+    site.git("commit", "-qm", "one example a snippet")
+    topical(site, "football-1", "Football match one", "Football: goals, cards and the score.")
+    topical(site, "recipe-1", "Chicken recipe one", "Chicken: roast it slowly, then rest it.")
+    between = site.git("rev-parse", "HEAD").strip()
+    topical(site, "football-2", "Football match two", "Football: goals, cards and the score.")
+    recent = eval_json(site, "--command", BUILTIN, "--at", between)
+    relevant = eval_json(site, "--command", BUILTIN, "--at", between, "--examples", "relevant")
+    assert recent["results"][0]["exact"] is False
+    assert relevant["results"][0]["exact"] is True and relevant["score"] > recent["score"]

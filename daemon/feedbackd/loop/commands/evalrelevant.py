@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry
+from feedbackd.core.curation.items import flatten_strings
 from feedbackd.core.curation.relevance import Index, choose, lessons
 from feedbackd.core.evaluation.agentio import Lessons, Task
 from feedbackd.loop.commands.evalitems import LessonsFor, snippet_lessons
@@ -23,12 +24,8 @@ def relevant_lessons(entries: Sequence[FeedbackEntry], settings: PromptSettings)
     notes = settings.max_rejections if settings.include_rejections else 0
 
     def lessons_for(task: Task) -> Lessons:
-        text = "\n".join([task.input, *_strings(task.draft)])
+        text = "\n".join([task.input, *flatten_strings(task.draft).values()])
         chosen = choose(found, index.scores(text), settings.max_examples, notes)
         return snippet_lessons(chosen, settings)
 
     return lessons_for
-
-
-def _strings(content: dict[str, object]) -> list[str]:
-    return [value for value in content.values() if isinstance(value, str)]
