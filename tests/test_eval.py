@@ -310,3 +310,11 @@ def test_relevant_examples_pick_the_lesson_of_the_items_topic(tmp_path: Path) ->
     relevant = eval_json(site, "--command", BUILTIN, "--at", between, "--examples", "relevant")
     assert recent["results"][0]["exact"] is False
     assert relevant["results"][0]["exact"] is True and relevant["score"] > recent["score"]
+
+
+def test_with_git_switched_off_eval_and_bisect_say_so(site: Site) -> None:
+    site.configure("git:\n  enabled: false\n")
+    for args in (["eval", AGENT], ["bisect", AGENT, "--good", "HEAD~2", "--bad", "HEAD"]):
+        done = site.cli(*args, "--command", BUILTIN)
+        assert done.returncode == 1, done.stderr
+        assert "workspace_error" in done.stderr and "git.enabled: true" in done.stderr

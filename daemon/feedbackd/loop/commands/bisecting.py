@@ -15,7 +15,7 @@ from typing import Any
 
 from feedbackd.core.commitmsg import ITEM_KEY, parse_trailers
 from feedbackd.core.curation.feedback import FeedbackEntry
-from feedbackd.core.errors import EvalFailed, NotFound, NotWorse, UsageError
+from feedbackd.core.errors import EvalFailed, NotFound, NotWorse, UsageError, WorkspaceError
 from feedbackd.core.evaluation.agentio import Task
 from feedbackd.core.evaluation.bisection import first_bad
 from feedbackd.core.evaluation.scoring import mean
@@ -74,7 +74,10 @@ def run_bisect(
     command = agent_command(runtime, command_line, None, True)
     with open_repo(runtime) as repo:
         if repo is None:
-            raise UsageError("bisect reads the git history, and git is switched off here")
+            raise WorkspaceError(
+                "bisect reads the git history, and git is switched off here",
+                hint="set git.enabled: true in feedbackd.yaml",
+            )
         history = open_history(runtime, repo, agent)
         good_sha, bad_sha = revision_of(repo, good, "--good"), revision_of(repo, bad, "--bad")
         if good_sha == bad_sha or not repo.is_ancestor(good_sha, bad_sha):

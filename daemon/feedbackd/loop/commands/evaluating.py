@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feedbackd.core.errors import EvalFailed, NotFound, UsageError
+from feedbackd.core.errors import EvalFailed, NotFound, UsageError, WorkspaceError
 from feedbackd.core.evaluation.agentio import Task
 from feedbackd.core.evaluation.scoring import ItemScore, paired_ci95, totals
 from feedbackd.core.ids import validate_id
@@ -69,7 +69,7 @@ def run_eval(runtime: Runtime, ask: EvalAsk) -> dict[str, Any]:
     command = agent_command(runtime, ask.command, ask.jobs, ask.cache)
     with open_repo(runtime) as repo:
         if repo is None:
-            raise UsageError(
+            raise WorkspaceError(
                 "eval reads the git history, and git is switched off here",
                 hint="set git.enabled: true in feedbackd.yaml",
             )
