@@ -39,6 +39,8 @@ ELSEWHERE = {
     "sync": "feedbackd.cli.sync",
     "export": "feedbackd.cli.export",
     "stats": "feedbackd.cli.stats",
+    "eval": "feedbackd.cli.evaluation.commands",
+    "bisect": "feedbackd.cli.evaluation.commands",
     "feedback": "feedbackd.cli.ratings",
 }
 

@@ -209,6 +209,16 @@ class ExportSettings(BaseModel):
         return value
 
 
+class EvalSettings(BaseModel):
+    """`feedbackd eval` and `bisect` (SPEC section 14): the agent command that plays the agent."""
+
+    model_config = _STRICT
+    # A command line, split as a shell would (no shell runs it), or `builtin:apply-lessons`.
+    command: str | None = Field(None, min_length=1)
+    timeout_s: float = Field(60, gt=0)
+    jobs: int = Field(4, ge=1, le=64)
+
+
 class Settings(BaseModel):
     """The whole configuration; every key is documented in config/feedbackd.yaml."""
 
@@ -227,6 +237,7 @@ class Settings(BaseModel):
     http: HttpSettings = Field(default_factory=HttpSettings)
     webhouse: WebhouseSettings = Field(default_factory=WebhouseSettings)
     export: ExportSettings = Field(default_factory=ExportSettings)
+    eval: EvalSettings = Field(default_factory=EvalSettings)
 
     @field_validator("webhouse")
     @classmethod
@@ -263,6 +274,7 @@ class Settings(BaseModel):
         "http",
         "webhouse",
         "export",
+        "eval",
         mode="before",
     )
     @classmethod

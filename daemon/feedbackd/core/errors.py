@@ -137,3 +137,15 @@ class InternalError(FeedbackdError):
     """A bug, reported in the error format (exit code 3); the traceback goes to the log."""
 
     code = "internal"
+
+
+class EvalFailed(FeedbackdError):
+    """`eval` or `bisect`: the agent command failed on every item, so nothing was scored."""
+
+    code = "eval_failed"
+
+
+class NotWorse(FeedbackdError):
+    """`bisect`: --bad does not score below --good, so there is no decision to find."""
+
+    code = "not_worse"

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from feedbackd.core.curation.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTINGS
 from feedbackd.core.errors import FeedbackdError, GitError
 from feedbackd.core.timeutil import iso_ms, parse_iso
+from feedbackd.edges.evaluation.revisions import sync_notes
 from feedbackd.edges.files import (
     atomic_write_json,
     atomic_write_text,
@@ -41,6 +42,7 @@ from feedbackd.edges.files import (
 )
 from feedbackd.edges.git.remote import RemoteUnreachable
 from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.runner import identity_env
 from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.commits.repo import open_repo
 from feedbackd.loop.reconcile import reconcile_all
@@ -207,10 +209,27 @@ class Syncer:
             result = SyncResult("synced", f"{self.remote}/{branch} is up to date")
             for _ in range(ROUNDS):
                 if self._round(repo, branch, result):
+                    self._sync_eval_notes(result)
                     return result
             result.outcome = "rejected"
             result.message = f"{self.remote} kept refusing the push of {branch}; trying again later"
             return result
+
+    def _sync_eval_notes(self, result: SyncResult) -> None:
+        """The reports `eval --note` keeps (refs/notes/feedbackd-eval) go with the branch."""
+        if result.outcome != "synced":
+            return
+        person = self.runtime.committer
+        identity = {**identity_env("AUTHOR", person), **identity_env("COMMITTER", person)}
+        problem = sync_notes(
+            self.runtime.workspace.root,
+            self.remote,
+            identity,
+            push=self.runtime.settings.git.push,
+            timeout=NETWORK_TIMEOUT_S,
+        )
+        if problem:
+            log.warning("%s; trying again at the next sync", problem)
 
     def _round(self, repo: GitRepo, branch: str, result: SyncResult) -> bool:
         """Fetch, integrate, push; True when done (synced or stopped), False to go again."""

@@ -427,7 +427,35 @@ def _learning_routes(site: Site) -> list[Route]:
         runtime = await work(site.runtime)
         return JSONResponse(await work(lambda: learning.agent_stats(runtime, agent, by, since)))
 
-    return [Route("/api/agents/{agent}/stats", stats, methods=["GET"])]
+    async def evaluation(request: Request) -> Response:
+        agent, query = request.path_params["agent"], request.query_params
+        items = _whole(query.get("items"), "items", 50)
+        at, against = query.get("at") or None, query.get("against") or "none"
+        runtime = await work(site.runtime)
+        return JSONResponse(await work(lambda: _eval_report(runtime, agent, at, against, items)))
+
+    return [
+        Route("/api/agents/{agent}/stats", stats, methods=["GET"]),
+        Route("/api/agents/{agent}/eval", evaluation, methods=["GET"]),
+    ]
+
+
+def _whole(text: str | None, name: str, default: int) -> int:
+    if text is None:
+        return default
+    if not _WHOLE_NUMBER.fullmatch(text):
+        raise UsageError(f"{name} {_shown(text)} is not a whole number", hint=f"e.g. {name}=50")
+    return int(text)
+
+
+def _eval_report(
+    runtime: Runtime, agent: str, at: str | None, against: str, items: int
+) -> dict[str, Any]:
+    """`eval --json` with eval.command (SPEC section 14); nothing is written but the answers
+    kept in .feedbackd/. Imported when first asked: `--examples relevant` loads numpy."""
+    from feedbackd.loop.commands.evaluating import EvalAsk, run_eval
+
+    return run_eval(runtime, EvalAsk(agent, at=at, against=against, items=items))
 
 
 STATUS_OF_CODE = {
