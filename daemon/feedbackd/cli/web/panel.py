@@ -20,6 +20,7 @@ from starlette.routing import Route
 from feedbackd.cli.web import charts
 from feedbackd.cli.web.api import STATUS_OF_CODE, Site, without_workspace, work
 from feedbackd.cli.web.attempts import FailedAttempts
+from feedbackd.cli.web.evalcard import eval_card
 from feedbackd.cli.web.guard import SESSION_COOKIE, client_address
 from feedbackd.cli.web.html import e, page
 from feedbackd.cli.web.learningcard import learning_card
@@ -31,6 +32,7 @@ from feedbackd.core.websafety import session_value, token_matches
 from feedbackd.core.wording import counted
 from feedbackd.loop.commands import learning, queries
 from feedbackd.loop.commands import why as lessons
+from feedbackd.loop.commands.evaluating import saved_eval
 from feedbackd.loop.ratings.rentals import buyer_named
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -156,7 +158,17 @@ def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
         ],
         "reputation": queries.reputation(runtime, agent_id, None),
         "learning": learning.agent_stats(runtime, agent_id, "week"),
+        "eval": _saved_eval_or_none(runtime, agent_id),
     }
+
+
+def _saved_eval_or_none(runtime: Runtime, agent_id: str) -> dict[str, Any] | None:
+    """The agent's last eval kept with --note; none when git cannot tell (the card then says how
+    to keep one): the page shows what it can."""
+    try:
+        return saved_eval(runtime, agent_id)
+    except FeedbackdError:
+        return None
 
 
 def _recent_or_problem(runtime: Any, agent_id: str) -> dict[str, Any]:
@@ -230,7 +242,8 @@ def _agent_body(view: dict[str, Any], max_examples: int) -> str:
         f"{_lessons_card(view['lessons'], summary['skills'])}</div>"
         f'<div class="column wide">{_queue_card(summary["agent_id"], view["queue"])}</div>'
         "</div>"
-        f"{learning_card(view['learning'])}"
+        f'<div class="columns learning-row">{learning_card(view["learning"])}'
+        f"{eval_card(summary['agent_id'], view['eval'])}</div>"
         f"{_skills_section(view['skills'], view['reputation'])}"
         f"{_history_card(view['history'])}"
     )

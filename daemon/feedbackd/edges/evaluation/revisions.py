@@ -41,12 +41,14 @@ class CommitInfo:
     subject: str
     author: str  # "Name <email>"
     body: str
+    date: str = ""  # the commit's time, ISO 8601
 
 
 def commit_info(root: Path, commit: str) -> CommitInfo:
-    out = _git(root, ["show", "-s", "--format=%H%x00%s%x00%an <%ae>%x00%b", revision(commit)])
-    sha, subject, author, body = [*out.split("\0"), "", "", ""][:4]
-    return CommitInfo(sha.strip(), subject, author, body)
+    spec = "--format=%H%x00%s%x00%an <%ae>%x00%cI%x00%b"
+    out = _git(root, ["show", "-s", spec, revision(commit)])
+    sha, subject, author, date, body = [*out.split("\0"), "", "", "", ""][:5]
+    return CommitInfo(sha.strip(), subject, author, body, date)
 
 
 def add_note(root: Path, commit: str, text: str, committer: Mapping[str, str]) -> None:
@@ -62,6 +64,20 @@ def note_of(root: Path, commit: str) -> str | None:
     """The note of `commit` in refs/notes/feedbackd-eval; None when it has none."""
     status, out, _ = git_in(root, ["notes", f"--ref={NOTES_REF}", "show", revision(commit)])
     return out.decode("utf-8", errors="replace") if status == 0 else None
+
+
+def noted_commits(root: Path) -> list[str]:
+    """The commits with a note in refs/notes/feedbackd-eval, the newest (by commit time)
+    first; none when nothing was noted."""
+    status, out, _ = git_in(root, ["notes", f"--ref={NOTES_REF}", "list"])
+    if status != 0:  # no notes ref yet
+        return []
+    commits = [line.split()[1] for line in out.decode().splitlines() if len(line.split()) == 2]
+    if not commits:
+        return []
+    listed = "\n".join(commits).encode() + b"\n"
+    status, out, _ = git_in(root, ["rev-list", "--no-walk", "--stdin"], stdin=listed)
+    return out.decode().split() if status == 0 else []
 
 
 _REMOTE_NOTES = "refs/feedbackd/remote-notes/feedbackd-eval"

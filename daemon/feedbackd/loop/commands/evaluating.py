@@ -18,7 +18,13 @@ from feedbackd.core.errors import EvalFailed, NotFound, UsageError, WorkspaceErr
 from feedbackd.core.evaluation.agentio import Task
 from feedbackd.core.evaluation.scoring import ItemScore, paired_ci95, totals
 from feedbackd.core.ids import validate_id
-from feedbackd.edges.evaluation.revisions import add_note
+from feedbackd.edges.evaluation.revisions import (
+    add_note,
+    commit_info,
+    commits_changing,
+    note_of,
+    noted_commits,
+)
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.git.runner import identity_env
 from feedbackd.loop.commands.evalitems import (
@@ -31,9 +37,11 @@ from feedbackd.loop.commands.evalitems import (
 )
 from feedbackd.loop.commands.evalruns import Outcome, agent_command, run_tasks
 from feedbackd.loop.commits.repo import open_repo
+from feedbackd.loop.curation.exportreader import folder_at
 from feedbackd.loop.workspace.runtime import Runtime
 
 DEFAULT_ITEMS = 50
+NOTES_READ = 50  # the newest notes a page reads looking for an agent's: a page stays quick
 
 
 @dataclass(frozen=True)
@@ -190,3 +198,36 @@ def _result(
         "against_score": round(theirs.score.score, 4),
     }
     return result, (mine.score, theirs.score)
+
+
+# --- the saved eval the panel shows ----------------------------------------------------------------
+def saved_eval(runtime: Runtime, agent: str) -> dict[str, Any] | None:
+    """The newest eval of `agent` kept with `--note` on a revision HEAD holds: `{"report": the
+    note's JSON object as it is (a user may have edited it: the reader checks every value),
+    "date": the revision's time, "lessons_since": the commits that changed the agent's lessons
+    after it}`; None when there is none. A note that is not a JSON object naming the agent is
+    passed over. (The lessons HEAD holds cannot be evaluated yet: no approval came after them;
+    the newest noted revision is the nearest eval of them.)"""
+    with open_repo(runtime) as repo:
+        head = repo.head() if repo is not None else None
+        if repo is None or head is None:
+            return None
+        root = runtime.workspace.root
+        for commit in noted_commits(root)[:NOTES_READ]:
+            report = _report_of(note_of(root, commit), agent)
+            if report is None or not repo.is_ancestor(commit, head):
+                continue
+            folder = folder_at(repo, runtime.workspace, agent, head)
+            paths = [f"{folder}/feedback.json"] if folder else []
+            since = commits_changing(root, commit, head, paths) if paths else []
+            date = commit_info(root, commit).date.strip()
+            return {"commit": commit, "report": report, "date": date, "lessons_since": len(since)}
+    return None
+
+
+def _report_of(text: str | None, agent: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and value.get("agent") == agent else None
