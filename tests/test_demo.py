@@ -92,3 +92,28 @@ def test_the_tours_drafts_wait_for_the_daemon_and_decide_into_kept_files(tmp_pat
     subjects = git(root, "log", "--format=%s").splitlines()
     assert subjects[0].startswith("approve(content-writer): qi-101")
     assert not [subject for subject in subjects if subject.startswith("sync(")]
+
+
+def test_the_lessons_of_week_6_would_have_helped_later_approvals(built: Path) -> None:
+    """`eval` with the demo's eval.command (builtin:apply-lessons): the lessons as of the end of
+    week 6 would have saved part of the corrections of weeks 7 and 8."""
+    report = json_of(built, "eval", "content-writer", "--items", "6")
+    assert report["failed"] == 0 and report["items"] == 6
+    assert report["delta"] > 0 and report["ci95"][0] > 0
+    week_7 = git(built, "log", "-1", "--format=%H", "--grep=^Feedback-Item: qi-019$").strip()
+    assert git(built, "rev-parse", f"{week_7}^").strip() == report["at"]
+
+
+def test_bisect_names_the_slip_of_week_7(built: Path) -> None:
+    """A week later the lessons do worse than none; bisect names Tom's paste into a post's call
+    to action, and says how to take it back."""
+    good = json_of(built, "eval", "content-writer", "--items", "6")["at"]
+    worse = json_of(built, "eval", "content-writer", "--items", "3", "--against", good)
+    assert worse["delta"] < 0 and worse["ci95"][1] < 0
+    found = json_of(built, "bisect", "content-writer", "--good", good, "--bad", worse["at"])
+    first = found["first_bad"]
+    assert first["item"] == "qi-021" and first["curator"] == "Tom Okafor <tom@example.org>"
+    assert [entry["field"] for entry in first["entries"]] == ["cta"]
+    assert first["entries"][0]["corrected"].startswith("Free shipping")
+    assert len(found["steps"]) <= 4  # ⌈log2(3 + 1)⌉ + 2 for its three candidates
+    assert found["todo"][0] == f"feedbackd forget content-writer {first['entries'][0]['id']}"

@@ -521,11 +521,12 @@ CROWDED_ITEMS = """(selector) => {
 @pytest.fixture(scope="module")
 def demo_site(tmp_path_factory: pytest.TempPathFactory) -> Site:
     """`make run`'s demo workspace after the daemon's first pass: eight weeks of history, and
-    this week's drafts waiting."""
+    this week's drafts waiting; the eval of week 6's lessons kept as docs/learning.md keeps it."""
     root = tmp_path_factory.mktemp("demo") / "demo"
     demo.build(root)
     site = Site(root)
     assert site.cli("run", "--once").returncode == 0
+    assert site.cli("eval", "content-writer", "--items", "6", "--note").returncode == 0
     return site
 
 
@@ -555,3 +556,54 @@ def test_the_demos_agent_pages_as_the_readme_shows_them(
     finally:
         server.close()
     assert problems == [], "\n".join(problems)
+
+
+# --- would the lessons have helped? (SPEC section 14) ------------------------------------------
+def test_the_last_kept_eval_beside_the_learning_curve(
+    browser: Browser, demo_site: Site, tmp_path: Path
+) -> None:
+    server = Server(demo_site.root)
+    try:
+        for width, beside in ((1280, True), (390, False)):
+            page = open_page(browser, f"http://{server.host}/agents/content-writer", width, 844)
+            card, curve = page.locator("section.eval"), page.locator("section.learning")
+            expect(
+                card.get_by_role("heading", name="Would the lessons have helped?")
+            ).to_be_visible()
+            expect(card.locator(".delta")).to_have_text("+0.10 better (95 % 0.03 to 0.17)")
+            expect(card).to_contain_text("on 6 later approvals")
+            expect(card).to_contain_text("0.87 with these lessons")
+            expect(card).to_contain_text("0.77 without lessons")
+            expect(card.locator("svg rect.mine")).to_have_attribute("width", "262.4")
+            mine, theirs = card.bounding_box(), curve.bounding_box()
+            assert mine is not None and theirs is not None
+            if beside:  # on a laptop, to the right of the curve, at its height
+                assert mine["x"] > theirs["x"] + theirs["width"] - 1 and mine["y"] == theirs["y"]
+            else:  # on a phone, under it
+                assert mine["y"] >= theirs["y"] + theirs["height"]
+            assert layout_problems(page) == []
+            card.screenshot(path=str(tmp_path / f"eval-{width}.png"))
+            page.screenshot(path=str(tmp_path / f"agent-page-{width}.png"), full_page=True)
+            page.close()
+    finally:
+        server.close()
+
+
+def test_a_note_edited_into_markup_shows_as_text(
+    browser: Browser, site: Site, server: Server
+) -> None:
+    hostile = {
+        "agent": "lark", "score": "<img src=x onerror=alert(1)>", "delta": "<script>alert(2)",
+        "against": {"at": "<svg onload=alert(3)>", "score": 0.5}, "ci95": [1, "x"], "items": -4,
+    }  # fmt: skip
+    site.git("notes", "--ref=feedbackd-eval", "add", "-m", json.dumps(hostile), "HEAD")
+    page = browser.new_page()
+    alerts: list[str] = []
+    page.on("dialog", lambda dialog: (alerts.append(dialog.message), dialog.dismiss()))
+    page.goto(f"http://{server.host}/agents/lark")
+    card = page.locator("section.eval")
+    expect(card.locator(".delta")).to_have_text("—")
+    expect(card).to_contain_text("0.50 with those of <svg on")
+    expect(card).to_contain_text("on —")
+    assert page.locator("section.eval img, section.eval script").count() == 0
+    assert alerts == []

@@ -6,6 +6,12 @@ the time is told: the decisions' (Runtime.clock) and git's (GIT_AUTHOR_DATE, GIT
 Two agents on different topics, each getting better at what its curator keeps correcting: the
 content writer learns to title a post by what the reader gains and to open on a fact; the SEO
 helper learns to stop stuffing keywords. Every draft carries the `brief` it was written from.
+
+Something for `eval` and `bisect` to find: the content writer ends a post it has not yet got
+right with the same stock call to action, which its curator corrects each time (so the lessons
+of a week would have saved the next weeks' corrections), and in week 7 the SEO helper's curator,
+covering one day of that queue, pastes the shop's banner into a post's call to action: a slip
+that makes the lessons worse until newer corrections push it out of the snippet.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ class Draft:
     fixes: dict[str, str]
     notes: str = ""
     place: dict[str, str] | None = None  # the site's collection and slug
+    curator: str | None = None  # who decided it, when not the agent's own curator
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,13 @@ POST_NOTES = [
     "Lead with the problem the reader has, not with a definition.",
 ]
 # Per week, each draft's outcome: rejections and corrections grow rarer as the lessons land.
-POST_WEEKS = ["RCC", "RCC", "RCU", "CCU", "CCU", "CUU", "CUU", "UUU"]
+POST_WEEKS = ["RCC", "RCC", "RCU", "CCU", "CCU", "CUU", "CCU", "CUU"]
+# The call to action that ends a post: the agent's stock one, and the one its curator wants.
+STOCK_CTA = "Thanks for reading! If you liked this post, please like and share it."
+WANTED_CTA = "Get a post like this every Tuesday: subscribe to the engineering newsletter."
+# Week 7's slip: the shop's banner pasted over a post's right call to action, by Tom.
+SLIP_ITEM, SLIP_CTA = "qi-021", "Free shipping on orders over 50 EUR: shop the outdoor sale now!"
+SLIP_CURATOR = "Tom Okafor <tom@example.org>"
 
 
 def _post(week: int, n: int, topic: tuple[str, str, str, str]) -> Draft:
@@ -92,17 +105,24 @@ def _post(week: int, n: int, topic: tuple[str, str, str, str]) -> Draft:
     weak_excerpt = f"In this post we will take a look at {subject} and why it is important."
     wrote_title = title if outcome == "U" else weak_title
     wrote_excerpt = excerpt if outcome == "U" or (outcome == "C" and not early) else weak_excerpt
+    wrote_cta = WANTED_CTA if outcome == "U" else STOCK_CTA
     fixes = {"title": title}
     if wrote_excerpt != excerpt:
         fixes["excerpt"] = excerpt
+    if wrote_cta != WANTED_CTA:
+        fixes["cta"] = WANTED_CTA
+    item = f"qi-{week * 3 + n + 1:03d}"
+    if item == SLIP_ITEM:  # a draft with nothing to fix, "fixed" into the slip
+        outcome, fixes = "C", {"cta": SLIP_CTA}
     return Draft(
-        item=f"qi-{week * 3 + n + 1:03d}",
+        item=item,
         brief=f"A post on {subject} for the engineering blog.",
-        content={"title": wrote_title, "excerpt": wrote_excerpt},
+        content={"title": wrote_title, "excerpt": wrote_excerpt, "cta": wrote_cta},
         place={"collection": "posts", "slug": slug},
         outcome=outcome,
         fixes=fixes if outcome == "C" else {},
         notes=POST_NOTES[week % len(POST_NOTES)] if outcome == "R" else "",
+        curator=SLIP_CURATOR if item == SLIP_ITEM else None,
     )
 
 
@@ -222,7 +242,8 @@ def play(runtime: Runtime, start: datetime) -> int:
             for n, draft in enumerate(agent.weeks[week]):
                 # Tuesday to Thursday, at an hour that moves from week to week
                 when = arrived + timedelta(days=1 + n, hours=1 + (week + n) % 4)
-                _decide(at(runtime, when).with_curator(agent.curator), agent.agent_id, draft)
+                curator = draft.curator or agent.curator
+                _decide(at(runtime, when).with_curator(curator), agent.agent_id, draft)
                 decided += 1
     return decided
 

@@ -33,6 +33,13 @@ In a second terminal (from the project folder), try:
 Stop the daemon with Ctrl-C. `make run` starts again from a fresh copy.
 """
 
+# `feedbackd eval` and `bisect` on the demo, without a model (docs/learning.md).
+EVAL_CONFIG = """
+# The demo's agent command: each draft with its snippet's examples applied, no model needed.
+eval:
+  command: builtin:apply-lessons
+"""
+
 
 def build(root: Path) -> None:
     if root.exists():
@@ -46,6 +53,8 @@ def build(root: Path) -> None:
         history.date_git(start)
         for line in init_workspace(root):
             print(line)
+        with (root / "feedbackd.yaml").open("a", encoding="utf-8") as config:
+            config.write(EVAL_CONFIG)
         sample = sorted(
             path.relative_to(root).as_posix()
             for path in (root / "_data").rglob("*")
@@ -53,7 +62,9 @@ def build(root: Path) -> None:
         )
         with GitRepo(root) as repo:
             author = repo.user_identity() or FEEDBACKD_PERSON
-            repo.commit_paths(sample, "Add the sample agents and ratings", author)
+            repo.commit_paths(
+                [*sample, "feedbackd.yaml"], "Add the sample agents and ratings", author
+            )
         decided = history.play(Runtime.open(str(root), None), start)
     print(f"eight weeks of history: {decided} decisions of two curators, from {start:%Y-%m-%d}")
     # This week's drafts stay for the daemon to find, as an agent's new drafts are: its first

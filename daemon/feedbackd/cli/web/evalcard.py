@@ -44,8 +44,7 @@ def _saved(agent: str, saved: dict[str, Any]) -> str:
         f'<p class="delta">{_delta(report)}</p>'
         f'<p class="facts">{e(_items(report))}</p>'
         f'<p class="facts">{_revision(saved)}</p>'
-        f'<p class="hint-line">again, on the approvals since: <code>feedbackd eval {e(agent)}'
-        " --note</code></p>"
+        f'<p class="hint-line">a newer one: <code>feedbackd eval {e(agent)} --note</code></p>'
     )
 
 
@@ -78,9 +77,7 @@ def _delta(report: dict[str, Any]) -> str:
         low, high = _number(ci[0]), _number(ci[1])
     shown = "—" if delta is None else f"{delta:+.2f}"
     word = "" if delta is None else " better" if delta > 0 else " worse" if delta < 0 else ""
-    interval = (
-        f" (95 % {low:.2f} to {high:.2f})" if low is not None and high is not None else ""
-    )
+    interval = f" (95 % {low:.2f} to {high:.2f})" if low is not None and high is not None else ""
     return f"<b>{e(shown)}</b>{e(word)}{e(interval)}"
 
 
@@ -99,10 +96,7 @@ def _revision(saved: dict[str, Any]) -> str:
         if not since
         else f"the lessons changed {counted(since, 'time')} since"
     )
-    return (
-        f"lessons as of <code>{e(at[:7])}</code>"
-        f'{f" ({e(date)})" if date else ""} · {e(changed)}'
-    )
+    return f"lessons as of <code>{e(at[:7])}</code>{f' ({e(date)})' if date else ''} · {e(changed)}"
 
 
 def _baseline(at: object) -> str:
