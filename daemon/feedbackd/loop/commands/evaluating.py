@@ -200,7 +200,7 @@ def _result(
     return result, (mine.score, theirs.score)
 
 
-# --- the saved eval the panel shows ----------------------------------------------------------------
+# --- the saved eval the panel shows -----------------------------------------------------------
 def saved_eval(runtime: Runtime, agent: str) -> dict[str, Any] | None:
     """The newest eval of `agent` kept with `--note` on a revision HEAD holds: `{"report": the
     note's JSON object as it is (a user may have edited it: the reader checks every value),
