@@ -174,8 +174,9 @@ def test_a_later_approval_of_the_same_slip_is_still_found(site: Site) -> None:
     assert report["candidates"] == 1 and len(report["steps"]) == 2  # the slip is bad itself
 
 
-def test_the_worked_example_of_the_docs(site: Site, revs: dict[str, str]) -> None:
-    """docs/learning.md, "A worked example": the same workspace says the same."""
+def test_the_slip_workspace_says_what_it_always_said(site: Site, revs: dict[str, str]) -> None:
+    """eval_kit's slip, evaluated and bisected: the figures it has always given (the worked
+    example of docs/learning.md, on the demo, is tests/test_demo.py's)."""
     site.configure("eval:\n  command: builtin:apply-lessons\n")
     good, bad = revs["good"], revs["bad"]
     first = site.cli("eval", AGENT, "--at", good).stdout.splitlines()

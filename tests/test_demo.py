@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import shutil
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,6 +18,7 @@ import pytest
 from feedbackd.cli import demo
 from tests.cli_kit import run_cli
 from tests.conftest import git
+from tests.web_kit import serving
 from tests.workspace_kit import SAVED_AGO_S
 
 
@@ -117,3 +122,73 @@ def test_bisect_names_the_slip_of_week_7(built: Path) -> None:
     assert first["entries"][0]["corrected"].startswith("Free shipping")
     assert len(found["steps"]) <= 4  # ⌈log2(3 + 1)⌉ + 2 for its three candidates
     assert found["todo"][0] == f"feedbackd forget content-writer {first['entries'][0]['id']}"
+
+
+# --- docs/learning.md's worked example, run as it is written ------------------------------------
+LEARNING = Path(__file__).resolve().parents[1] / "docs" / "learning.md"
+# What differs from one build of the demo to the next: revisions and entry ids.
+VARYING = re.compile(r"\b[0-9a-f]{7,40}\b|\bfb-[0-9]+-[a-z0-9]+\b")
+
+
+def worked_example() -> list[tuple[str, str]]:
+    """Each `$ command` of the section with the output printed under it (a console block with
+    a command alone is followed by its output as a json block)."""
+    text = LEARNING.read_text(encoding="utf-8")
+    start = text.index("### A worked example")
+    section = text[start : text.index("\nHow long it takes", start)]
+    blocks = re.findall(r"```(console|json)\n(.*?)```", section, flags=re.DOTALL)
+    steps: list[tuple[str, str]] = []
+    for kind, body in blocks:
+        if kind == "json":
+            steps[-1] = (steps[-1][0], body)
+            continue
+        for chunk in re.split(r"^\$ ", body, flags=re.MULTILINE)[1:]:
+            command, _, printed = chunk.partition("\n")
+            steps.append((command, printed))
+    return steps
+
+
+class Revisions:
+    """The docs' revisions and entry ids, and this build's, paired as the outputs show them."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, str] = {}
+
+    def into_this_build(self, command: str) -> str:
+        return VARYING.sub(lambda found: self.known.get(found[0], found[0]), command)
+
+    def same(self, written: str, printed: str) -> bool:
+        """Equal but for what varies, each varying part in the docs standing for one here."""
+        if VARYING.sub("#", written) != VARYING.sub("#", printed):
+            return False
+        for ours, theirs in zip(VARYING.findall(written), VARYING.findall(printed), strict=True):
+            if self.known.setdefault(ours, theirs) != theirs:
+                return False
+        return True
+
+
+def run_step(root: Path, command: str, port: int) -> str:
+    if command.startswith("feedbackd "):
+        done = run_cli(["-w", str(root), *shlex.split(command)[1:]])
+    else:  # curl or git, through a pipe into jq, as a reader pastes them
+        pasted = command.replace("localhost:8787", f"localhost:{port}")
+        done = subprocess.run(
+            ["bash", "-c", f"set -euo pipefail\n{pasted}"],
+            cwd=root, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 0, (command, done.stderr)
+    return done.stdout
+
+
+@pytest.mark.skipif(shutil.which("jq") is None, reason="the example pipes into jq")
+def test_the_worked_example_of_the_docs_is_what_the_demo_prints(built: Path) -> None:
+    steps = worked_example()
+    assert len(steps) >= 8
+    revisions = Revisions()
+    with serving(built) as client:
+        for command, written in steps:
+            printed = run_step(built, revisions.into_this_build(command), client.port)
+            if written.lstrip().startswith("{") and not command.startswith("curl"):
+                printed = json.dumps(json.loads(printed), separators=(",", ":"))
+                written = json.dumps(json.loads(written), separators=(",", ":"))
+            assert revisions.same(written, printed), (command, written, printed)
