@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import known_environment
-from tests.eval_kit import AGENT, FIXED, lessons_then_later
+from tests.eval_kit import AGENT, FIXED, lessons_then_later, post
 from tests.workspace_kit import Site, draft
 
 BUILTIN = "builtin:apply-lessons"
@@ -318,3 +318,22 @@ def test_with_git_switched_off_eval_and_bisect_say_so(site: Site) -> None:
         done = site.cli(*args, "--command", BUILTIN)
         assert done.returncode == 1, done.stderr
         assert "workspace_error" in done.stderr and "git.enabled: true" in done.stderr
+
+
+def test_the_default_rev_is_found_past_many_newer_decisions_of_other_agents(
+    site: Site, between: str
+) -> None:
+    """The newest decision commits are read, more each time, until the oldest approval asked
+    about is among them: other agents' newer decisions only make the reading longer."""
+    p5 = site.git("log", "-1", "--format=%H", "--grep=^Feedback-Item: p5$").strip()
+    names = [f"o{number}.json" for number in range(40)]
+    for name in names:
+        site.write("other", name, post(0))
+    site.reconcile()
+    for name in names:
+        site.move("other", name, "approved")
+    site.reconcile()
+    assert len(site.git("log", "--format=%H", "--grep=^Feedback-Agent: other$").split()) > 40
+    report = eval_json(site, "--command", BUILTIN, "--items", "2")
+    assert report["at"] == site.git("rev-parse", f"{p5}^").strip()
+    assert [r["item"] for r in report["results"]] == ["p5", "p6"]

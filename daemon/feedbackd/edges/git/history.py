@@ -37,15 +37,24 @@ class History:
         self._batch = batch
 
     def trailers(
-        self, commit: str, keys: Sequence[str], grep: str
+        self,
+        commit: str,
+        keys: Sequence[str],
+        grep: str,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
     ) -> Iterator[tuple[str, dict[str, str]]]:
         """(sha, {key: value}) for each commit of `commit`'s history, newest first, whose message
         matches the extended regular expression `grep` (a line of it), with the last value of
         each of `keys` it carries (keys as given; missing ones absent). git prints the trailers
-        alone, so a long history costs a few bytes a commit, not its messages."""
+        alone, so a long history costs a few bytes a commit, not its messages. `after`: only the
+        commits that revision does not hold; `limit`: only the first so many (in the same order
+        as the whole walk: its start)."""
         wanted = ",".join(f"key={key}" for key in keys)
         form = f"--format=%H%x00%(trailers:{wanted},unfold,separator=%x1f)%x1e"
-        args = ["log", "-E", "-i", f"--grep={grep}", form, revision(commit), "--"]
+        bounds = ([f"^{revision(after)}"] if after else []) + ([f"-n{limit}"] if limit else [])
+        args = ["log", "-E", "-i", f"--grep={grep}", form, *bounds, revision(commit), "--"]
         out = self._git.run(args)
         by_lower = {key.lower(): key for key in keys}
         # Read record by record from git's bytes: a decoded copy split in a list of strings

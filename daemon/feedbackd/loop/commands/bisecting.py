@@ -116,6 +116,7 @@ def run_bisect(
 
 
 def _tasks(history: History, bad: str, items: int) -> list[Task]:
+    history = history.after(bad)
     chosen = history.decided_after(bad, items)
     tasks = [task for task in history.tasks(chosen) if isinstance(task, Task)]
     if not tasks:

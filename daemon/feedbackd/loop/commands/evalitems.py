@@ -28,7 +28,13 @@ from feedbackd.core.evaluation.agentio import parse_answer as parse_content
 from feedbackd.core.timeutil import EPOCH, parse_moment_by
 from feedbackd.edges.evaluation.revisions import commits_between
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.loop.curation.exportreader import Standing, export_rows, folder_at, read_standing
+from feedbackd.loop.curation.exportreader import (
+    Standing,
+    decision_commits,
+    export_rows,
+    folder_at,
+    read_standing,
+)
 from feedbackd.loop.workspace.agentfiles import existing_agent
 from feedbackd.loop.workspace.runtime import Runtime
 
@@ -65,7 +71,9 @@ def check_examples_mode(mode: str) -> str:
 
 @dataclass(frozen=True)
 class History:
-    """The agent's standing decisions as HEAD holds them."""
+    """The agent's standing decisions as HEAD holds them (its ledger), and the decision commits
+    read so far: only those made after a revision (`after`), so that a long history is not
+    walked for the few decisions eval and bisect ask about."""
 
     runtime: Runtime
     repo: GitRepo
@@ -80,9 +88,40 @@ class History:
         found = self.standing.commits.of(decided)
         return found.sha if found else None
 
+    def after(self, revision: str) -> History:
+        """With the decision commits `revision` does not hold read: of the items decided
+        after it, each one's commit (and the first one's draft, before its first decision
+        after `revision`)."""
+        items = [d.item for d in self.standing.decided]
+        commits, _ = decision_commits(
+            self.repo, self.standing.folder, self.head, items, after=revision
+        )
+        return dataclasses.replace(
+            self, standing=dataclasses.replace(self.standing, commits=commits)
+        )
+
+    def before_last(self, count: int) -> str | None:
+        """The commit just before the decision commit of the oldest of the last `count`
+        approvals; None when it has none. The newest decision commits are read, more each
+        time, until that one is among them: the start of the whole walk, in its order."""
+        approvals = self.approvals()[-count:]
+        if not approvals:
+            return None
+        oldest = approvals[0]
+        since = len(self.standing.decided) - self.standing.decided.index(oldest)
+        limit = 2 * since + 20  # its decisions since, and room for other agents'
+        while True:
+            commits, read = decision_commits(
+                self.repo, self.standing.folder, self.head, [oldest.item], limit=limit
+            )
+            found = commits.of(oldest)
+            if found is not None or read < limit:  # found, or the whole history read
+                return self.repo.rev(f"{found.sha}^") if found else None
+            limit *= 4
+
     def decided_after(self, revision: str, count: int) -> list[Decided]:
         """The first `count` approvals, in decision order, whose decision commit `revision`
-        does not hold: decided after it."""
+        does not hold: decided after it. (Read `after(revision)` first.)"""
         later = set(commits_between(self.runtime.workspace.root, revision, self.head))
         return [d for d in self.approvals() if self.commit_of(d) in later][:count]
 
@@ -104,7 +143,9 @@ def open_history(runtime: Runtime, repo: GitRepo, agent: str) -> History:
             f"{agent} has no decisions in the history yet",
             hint="eval scores the approvals curators made: decide some drafts first",
         )
-    return History(runtime, repo, agent, head, read_standing(repo, agent, head, folder))
+    # The ledger alone: the decision commits are read as eval or bisect needs them.
+    standing = read_standing(repo, agent, head, folder, after=head)
+    return History(runtime, repo, agent, head, standing)
 
 
 def _task(agent: str, decided: Decided, row: ExportRow | None) -> Task | tuple[str, str]:

@@ -83,6 +83,7 @@ def run_eval(runtime: Runtime, ask: EvalAsk) -> dict[str, Any]:
             )
         history = open_history(runtime, repo, ask.agent)
         at = _revision(repo, history, ask)
+        history = history.after(at)
         against = None if ask.against == "none" else revision_of(repo, ask.against, "--against")
         chosen = history.decided_after(at, ask.items)
         if not chosen:
@@ -114,9 +115,7 @@ def _revision(repo: GitRepo, history: History, ask: EvalAsk) -> str:
     """--at, else the commit just before the oldest of the agent's last --items approvals."""
     if ask.at is not None:
         return revision_of(repo, ask.at, "--at")
-    approvals = history.approvals()[-ask.items :]
-    first = history.commit_of(approvals[0]) if approvals else None
-    before = repo.rev(f"{first}^") if first else None
+    before = history.before_last(ask.items)
     if before is None:
         raise NotFound(
             f"{ask.agent} has no approval with a commit before it to take the lessons from",

@@ -18,7 +18,7 @@ site's items come from its queue file, as the commit held it, else as the decisi
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -77,18 +77,19 @@ class Standing:
     files: dict[str, dict[str, str]]  # approved, rejected → file name → object id
 
 
-def read_standing(repo: GitRepo, agent_id: str, commit: str, folder: str) -> Standing:
+def read_standing(
+    repo: GitRepo, agent_id: str, commit: str, folder: str, *, after: str | None = None
+) -> Standing:
+    """`after`: only the decision commits that revision does not hold are read, where eval and
+    bisect ask about decisions made after it alone: a long history is not walked for them."""
     ledger = repo.file_at(commit, f"{folder}/decisions.jsonl") or b""
     text = ledger.decode("utf-8", errors="replace")
     del ledger  # a big ledger is held once, as text
     decided = exports.standing_decisions(exports.ledger_lines(text))
     del text
     forgotten = repo.file_at(commit, f"{folder}/forgotten.jsonl") or b""
-    name_then = PurePosixPath(folder).name
-    commits = DecisionCommits(name_then, (decision.item for decision in decided))
     history = history_of(repo)
-    for sha, trailers in history.trailers(commit, exports.TRAILER_KEYS, exports.DECISION_GREP):
-        commits.add(sha, trailers)
+    commits, _ = decision_commits(repo, folder, commit, [d.item for d in decided], after=after)
     return Standing(
         agent=agent_id,
         commit=commit,
@@ -98,6 +99,28 @@ def read_standing(repo: GitRepo, agent_id: str, commit: str, folder: str) -> Sta
         commits=commits,
         files={name: history.files_in(commit, f"{folder}/{name}") for name in DECISION_FOLDERS},
     )
+
+
+def decision_commits(
+    repo: GitRepo,
+    folder: str,
+    commit: str,
+    items: Iterable[str],
+    *,
+    after: str | None = None,
+    limit: int | None = None,
+) -> tuple[DecisionCommits, int]:
+    """The decision commits of `items` in `commit`'s history (`folder` the agent's folder
+    then), newest first: those `after` does not hold, or the first `limit` decision commits
+    (of any agent); and how many decision commits were read."""
+    commits, read = DecisionCommits(PurePosixPath(folder).name, items), 0
+    walk = history_of(repo).trailers(
+        commit, exports.TRAILER_KEYS, exports.DECISION_GREP, after=after, limit=limit
+    )
+    for sha, trailers in walk:
+        commits.add(sha, trailers)
+        read += 1
+    return commits, read
 
 
 def export_rows(repo: GitRepo, standing: Standing, template: str) -> Iterator[ExportRow]:
