@@ -9,6 +9,7 @@ from pathlib import Path
 from feedbackd.cli.app import main as cli_main
 from feedbackd.cli.demo import history
 from feedbackd.core.people import FEEDBACKD_PERSON
+from feedbackd.edges.files import atomic_write_text, read_file_text
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.instance import daemon_running, holder_pid
 from feedbackd.loop.workspace.init import init_workspace, sample_data_dir
@@ -53,8 +54,8 @@ def build(root: Path) -> None:
         history.date_git(start)
         for line in init_workspace(root):
             print(line)
-        with (root / "feedbackd.yaml").open("a", encoding="utf-8") as config:
-            config.write(EVAL_CONFIG)
+        config = root / "feedbackd.yaml"
+        atomic_write_text(config, read_file_text(config) + EVAL_CONFIG)
         sample = sorted(
             path.relative_to(root).as_posix()
             for path in (root / "_data").rglob("*")
