@@ -103,6 +103,30 @@ def test_the_snippet_is_regenerated_with_the_exact_text(site: Site) -> None:
     assert site.cli("prompt", "w").stdout == site.prompt("w")
 
 
+def test_a_markdown_body_correction_reads_cleanly_in_the_snippet(site: Site) -> None:
+    """The body of a .md item ends with its newline (and maybe CRLF endings): the entry keeps
+    the values as written, but the snippet the agent reads, and the loader, show them without
+    the blank lines that would split an example between `Original:` and `Corrected:`."""
+    site.write("w", "qi-m.md", "---\ntitle: Same\n---\nOld body,\r\nsecond line.\r\n\r\n")
+    site.reconcile()
+    site.write("w", "qi-m.md", "---\ntitle: Same\n---\nNew body,\nsecond line.\n")
+    site.move("w", "qi-m.md", "approved")
+    site.reconcile()
+    [entry] = site.feedback("w")
+    assert entry["corrected"] == "New body,\nsecond line.\n"  # as written
+    assert site.prompt("w") == (
+        "## Learn from past corrections\nExample 1:\nOriginal: Old body,\nsecond line.\n"
+        "Corrected: New body,\nsecond line.\n"
+    )
+    assert load_feedback_for_prompt("w", workspace=site.root) == [
+        {
+            "original": "Old body,\nsecond line.",
+            "corrected": "New body,\nsecond line.",
+            "field": "body",
+        }
+    ]
+
+
 def test_reject_records_the_note_and_leaves_an_empty_snippet(site: Site) -> None:
     doc = draft({"title": "A"}, rejectionFeedback="Tone is too dry — needs personality")
     site.write("w", "qi-2.json", doc, folder="rejected")

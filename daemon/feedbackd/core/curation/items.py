@@ -524,8 +524,10 @@ def flatten_strings(content: dict[str, Any], prefix: str = "") -> dict[str, str]
 
 
 def _differs(before: str, now: str) -> bool:
-    return _normalise(before) != _normalise(now)
+    return normalised(before) != normalised(now)
 
 
-def _normalise(value: str) -> str:
+def normalised(value: str) -> str:
+    """A value as curators read it: `\n` line endings, no trailing white space (a Markdown
+    body ends with its newline; an editor may add CRLF endings or a blank line)."""
     return value.replace("\r\n", "\n").replace("\r", "\n").rstrip()
