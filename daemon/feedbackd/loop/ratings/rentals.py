@@ -17,6 +17,7 @@ from pathlib import Path
 
 from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
+from feedbackd.core.ids import is_valid_id
 from feedbackd.core.ratings.priceledger import parse_price_ledger
 from feedbackd.core.ratings.ratings import (
     MAX_INBOX_CHARS,
@@ -84,6 +85,28 @@ def apply_rules(runtime: Runtime, repo: GitRepo | None, events: Sequence[Event])
     now = utcnow()
     return [
         change for agent, skill in rated for change in rules_hook(runtime, repo, agent, skill, now)
+    ]
+
+
+def rules_for_pulled(runtime: Runtime, repo: GitRepo | None, changed: Sequence[str]) -> list[Event]:
+    """Run the rules once for each skill whose ratings a pull brought in (`changed`: the paths
+    the pull changed, as git names them). Buyers rate on machines of their own, so a price cut
+    may be called for only once their ratings meet: the rules run on what arrives, as on what
+    is submitted here. Machines that cut after the same pull make one change (its id says what
+    it is), which the next sync keeps once."""
+    workspace = runtime.workspace
+    rated = set()
+    for path in changed:
+        under = workspace.root / path
+        if under.is_relative_to(workspace.agents_dir):
+            relative = under.relative_to(workspace.agents_dir)
+            if _is_rating_log(relative) and all(map(is_valid_id, relative.parts[:3])):
+                rated.add((relative.parts[0], relative.parts[2]))
+    now = utcnow()
+    return [
+        change
+        for agent, skill in sorted(rated)
+        for change in rules_hook(runtime, repo, agent, skill, now)
     ]
 
 
