@@ -296,6 +296,46 @@ def test_author_is_the_curator_and_committer_is_feedbackd(site: Site) -> None:
     assert who == "Kim Editor <kim@example.org>|feedbackd <feedbackd@localhost>"
 
 
+def test_feedbackd_authors_its_own_acts_and_buyers_their_ratings(site: Site) -> None:
+    """The person running feedbackd (git's user here: Ada Curator) authors their decisions
+    only: drafts seen, snippets regenerated and price cuts are feedbackd's, a rating is its
+    buyer's; the committer is feedbackd throughout."""
+    soul = site.agent("p") / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text("# P\n\nRuns things.\n\n## s1\nRuns it.\npricing: 20\n")
+    site.write("w", "qi-1.json", draft({"title": "Old"}))
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"title": "New"}))
+    assert site.cli("approve", "w", "qi-1").returncode == 0
+    for number in (1, 2, 3):
+        rating = {
+            "transaction_id": f"00000000-0000-4000-8000-00000000000{number}",
+            "provider_agent": "p",
+            "skill_id": "s1",
+            "rating": 3,
+            "result_quality": "good",
+            "would_reuse": True,
+            "cost_value_ratio": "overpriced",
+        }
+        done = site.cli(
+            "feedback", "submit", "--as", f"buyer-{number}", "--json", json.dumps(rating)
+        )
+        assert done.returncode == 0, done.stderr
+    site.configure("prompt:\n  show_field: true\n")  # the next pass regenerates the snippet
+    site.reconcile()
+    authors = {}
+    for line in site.git("log", "--format=%s|%an <%ae>|%cn").splitlines():
+        subject, author, committer = line.split("|")
+        assert committer == "feedbackd", line
+        authors.setdefault(subject.split("(")[0], set()).add(author)
+    assert authors["approve"] == {"Ada Curator <ada@example.org>"}
+    for event in ("draft", "pricing", "sync"):
+        assert authors[event] == {"feedbackd <feedbackd@localhost>"}, (event, authors)
+    assert authors["rating"] == {f"buyer-{n} <buyer-{n}@localhost>" for n in (1, 2, 3)}
+    mine = site.git("log", "--format=%s", "--author=Ada Curator").splitlines()
+    assert [s.split("(")[0] for s in mine if not s.startswith("Set up")] == ["approve"]
+
+
 def test_a_users_staged_and_unstaged_work_is_left_alone(site: Site) -> None:
     (site.root / "notes.txt").write_text("draft notes\n")
     site.git("add", "notes.txt")

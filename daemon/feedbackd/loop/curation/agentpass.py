@@ -322,7 +322,7 @@ class AgentPass:
                 self.agent.agent_id,
                 commit.summary,
                 commit.paths,
-                commit.author or self.reader.workspace_user(),
+                commit.author or self.runtime.committer,  # none: feedbackd's act (draft, sync)
                 item=commit.item,
                 body=commit.body,
                 trailers=commit.trailers,
@@ -396,7 +396,7 @@ class AgentPass:
             self.agent.agent_id,
             commitmsg.interrupted_summary([record.item for record in records]),
             paths,
-            _curator_of(last) or self.reader.workspace_user(),
+            _curator_of(last) or choose_author(None, self.runtime, self.reader.workspace_user()),
             item=last.item,
             trailers=commitmsg.interrupted_trailers(last.item, last.fields),
             within=self.agent.root,

@@ -18,6 +18,7 @@ from pathlib import Path
 from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import is_valid_id
+from feedbackd.core.people import agent_person
 from feedbackd.core.ratings.priceledger import parse_price_ledger
 from feedbackd.core.ratings.ratings import (
     MAX_INBOX_CHARS,
@@ -135,7 +136,7 @@ def record_rating(
         memory = write_rental_memories(runtime.workspace, rating, now, earlier)
         for path in also:
             path.unlink(missing_ok=True)
-        change = _rating_request(rating, [stored, *memory, *also])
+        change = _rating_request(runtime, rating, [stored, *memory, *also])
         event = commit_change(runtime, repo, change)
     event = event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
     if warning is None:
@@ -144,13 +145,15 @@ def record_rating(
     return replace(event, warnings=(warning,))
 
 
-def _rating_request(rating: Rating, paths: Sequence[Path]) -> CommitRequest:
-    """The commit of one rating: its line, the buyer's memory and whatever else it holds."""
+def _rating_request(runtime: Runtime, rating: Rating, paths: Sequence[Path]) -> CommitRequest:
+    """The commit of one rating: its line, the buyer's memory and whatever else it holds;
+    authored by the buyer, whose act it is."""
     return CommitRequest(
         "rating",
         rating.provider_agent,
         _summary(rating),
         list(paths),
+        author=agent_person(rating.requester_agent, runtime.committer),
         skill=rating.skill_id,
         body=_body(rating),
         trailers=[(TRANSACTION_KEY, rating.transaction_id)],
@@ -289,7 +292,7 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     pending = {log: appended_since_head(repo, workspace, log) for log in logs}
 
     def completed(appended: dict[Path, list[str]]) -> CommitRequest:
-        return _completed_request(workspace.agents_dir, appended)
+        return _completed_request(runtime, appended)
 
     event = commit_uncommitted(runtime, repo, pending, completed)
     rated = [event] if event else []
@@ -302,10 +305,11 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     return [*rated, *after]
 
 
-def _completed_request(agents_dir: Path, appended: dict[Path, list[str]]) -> CommitRequest:
+def _completed_request(runtime: Runtime, appended: dict[Path, list[str]]) -> CommitRequest:
     """The commit of what a killed command appended: shaped as the rating commit it never made
-    (the provider in its subject, the transaction in its trailers), so `log` and a reader of
-    the history cannot tell it from an uninterrupted one."""
+    (the provider in its subject, the transaction in its trailers, the buyer its author), so
+    `log` and a reader of the history cannot tell it from an uninterrupted one."""
+    agents_dir = runtime.workspace.agents_dir
     ratings = [
         rating
         for path, lines in appended.items()
@@ -315,7 +319,7 @@ def _completed_request(agents_dir: Path, appended: dict[Path, list[str]]) -> Com
     files = list(appended)
     if len(ratings) == 1:
         [only] = ratings
-        return _rating_request(only, files)
+        return _rating_request(runtime, only, files)
     if ratings:  # several commands killed in a row: one commit naming each transaction
         first = ratings[0]
         return CommitRequest(
