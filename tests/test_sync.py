@@ -238,6 +238,37 @@ def test_a_price_cut_that_only_a_pull_brings_about_is_made_once(net: Network) ->
     assert len(cuts.splitlines()) == 1, cuts
 
 
+def test_a_price_cut_that_a_users_own_pull_brings_about_is_made_by_the_next_pass(
+    tmp_path: Path,
+) -> None:
+    """No git.remote: the user pulls two colleagues' clones by hand (`git pull`). The next pass
+    (`run --once`, or the daemon's start-up pass after a restart) runs the rules on the ratings
+    that came in, and cuts the price."""
+    home = Site(tmp_path / "home")
+    soul = home.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text(f"# P\n\nRuns things.\n\n## {SKILL}\nRuns it.\npricing: 20\n")
+    home.git("add", "-A")
+    home.git("commit", "-qm", "A provider and its priced skill")
+    colleagues = []
+    for name in ("b", "c"):
+        subprocess.run(["git", "clone", "-q", str(home.root), str(tmp_path / name)], check=True)
+        colleagues.append(Site(tmp_path / name))
+    assert once(home) == []
+    overpriced(home, "buyer-1")
+    for number, site in enumerate(colleagues, start=2):
+        overpriced(site, f"buyer-{number}")
+    for site in colleagues:
+        home.git("pull", "-q", "--no-rebase", "--no-edit", str(site.root), "main")
+    assert price_of(home) == "20"
+    assert home.cli("run", "--once").returncode == 0
+    assert price_of(home) == "19"
+    assert home.git("status", "--porcelain") == ""
+    assert home.cli("run", "--once").returncode == 0  # and once only
+    cuts = home.git("log", "--format=%s", f"--grep=^pricing({PROVIDER}/{SKILL})")
+    assert len(cuts.splitlines()) == 1, cuts
+
+
 def poor(site: Site, buyer: str) -> None:
     """A buyer's poor rating of the provider's skill, saying what went wrong."""
     doc = {

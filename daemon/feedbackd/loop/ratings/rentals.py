@@ -111,6 +111,40 @@ def rules_for_pulled(runtime: Runtime, repo: GitRepo | None, changed: Sequence[s
     ]
 
 
+RULES_SEEN = "rules-seen"  # in .feedbackd/: the commit whose ratings the rules have seen
+
+
+def rules_for_arrived(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
+    """Run the rules for the skills whose ratings came in since the last full pass by any way
+    but a submit here: a user's own `git pull` or merge, a sync by an older feedbackd. The
+    commit the rules last caught up with is kept in `.feedbackd/`; a workspace that has none
+    yet starts from HEAD. Running the rules twice for one rating changes nothing the second
+    time, so a rating submitted here and seen again is harmless."""
+    if repo is None:
+        return []
+    head = repo.head_from_files()
+    marker = runtime.workspace.state_dir / RULES_SEEN
+    seen = _read_marker(marker)
+    if head is None or seen == head:
+        return []
+    events: list[Event] = []
+    if seen is not None and repo.rev(seen) is not None:  # gone after a gc: start again
+        events = rules_for_pulled(runtime, repo, repo.listings.paths_changed(seen, head))
+    try:  # not durable: a marker lost to a crash only makes the next pass start from HEAD
+        atomic_write_text(marker, (repo.head_from_files() or head) + "\n", durable=False)
+    except OSError as error:  # a full disk: the rules run again next time, which is harmless
+        log.debug("cannot write %s: %s", marker, error)
+    return events
+
+
+def _read_marker(path: Path) -> str | None:
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{40,64}", text) else None
+
+
 def record_rating(
     runtime: Runtime,
     repo: GitRepo | None,
