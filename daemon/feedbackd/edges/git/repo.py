@@ -40,7 +40,6 @@ from feedbackd.edges.git.commit import (
     operation_in_progress,
     refuse_during_operation,
 )
-from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.history import History, last_adds, log_records
 from feedbackd.edges.git.locks import UsersGit, clear_index_lock
 from feedbackd.edges.git.paths import Listings
@@ -126,10 +125,6 @@ class GitRepo:
         """The sha of HEAD, or None on a branch with no commits yet."""
         status, out, _ = self._git.exec(["rev-parse", "--verify", "-q", "HEAD"])
         return out.decode().strip() if status == 0 else None
-
-    def head_from_files(self) -> str | None:
-        """head(), read from git's own files where they say (no process started)."""
-        return head_commit(self._git_dir) or self.head()
 
     def user_identity(self) -> Person | None:
         """Who git would name as author here: $GIT_AUTHOR_NAME/EMAIL, else `user.name/email`."""

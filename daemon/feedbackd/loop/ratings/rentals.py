@@ -31,6 +31,7 @@ from feedbackd.core.timeutil import parse_duration
 from feedbackd.core.wording import counted
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
+from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import Progress, RatingStore
 from feedbackd.loop.commits.ledgers import appended_since_head, commit_uncommitted
@@ -122,7 +123,7 @@ def rules_for_arrived(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     time, so a rating submitted here and seen again is harmless."""
     if repo is None:
         return []
-    head = repo.head_from_files()
+    head = _head(runtime, repo)
     marker = runtime.workspace.state_dir / RULES_SEEN
     seen = _read_marker(marker)
     if head is None or seen == head:
@@ -131,10 +132,15 @@ def rules_for_arrived(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     if seen is not None and repo.rev(seen) is not None:  # gone after a gc: start again
         events = rules_for_pulled(runtime, repo, repo.listings.paths_changed(seen, head))
     try:  # not durable: a marker lost to a crash only makes the next pass start from HEAD
-        atomic_write_text(marker, (repo.head_from_files() or head) + "\n", durable=False)
+        atomic_write_text(marker, (_head(runtime, repo) or head) + "\n", durable=False)
     except OSError as error:  # a full disk: the rules run again next time, which is harmless
         log.debug("cannot write %s: %s", marker, error)
     return events
+
+
+def _head(runtime: Runtime, repo: GitRepo) -> str | None:
+    """HEAD's commit from git's own files where they say (no process started), else git's."""
+    return head_commit(runtime.workspace.root / ".git") or repo.head()
 
 
 def _read_marker(path: Path) -> str | None:
