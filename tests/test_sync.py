@@ -13,6 +13,7 @@ import pytest
 from feedbackd.loop.daemon.once import run_once
 from feedbackd.loop.sync import Syncer, backoff_s, overlapping, problem_line, sync_status
 from feedbackd.loop.workspace.runtime import Runtime
+from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft
 
 CONFIG = "git:\n  remote: origin\n"
@@ -235,6 +236,35 @@ def test_a_price_cut_that_only_a_pull_brings_about_is_made_once(net: Network) ->
         [cut] = (site.agent(PROVIDER) / "pricing.jsonl").read_text().splitlines()
         assert (json.loads(cut)["priceOld"], json.loads(cut)["priceNew"]) == ("20", "19")
     cuts = machines[0].git("log", "--format=%s", f"--grep=^pricing({PROVIDER}/{SKILL})")
+    assert len(cuts.splitlines()) == 1, cuts
+
+
+@pytest.mark.slow
+def test_a_running_daemon_cuts_the_price_its_own_pull_calls_for(
+    net: Network, tmp_path: Path
+) -> None:
+    """Another machine pushed two ratings; the daemon's machine holds a third, from a third
+    buyer: the daemon pulls the two, cuts the price and pushes the cut."""
+    priced_provider(net)
+    a, b = net.clone("a"), net.clone("b")
+    overpriced(a, "buyer-1")
+    overpriced(a, "buyer-2")
+    a.git("push", "-q", "origin", "main")
+    b.configure(f"{CONFIG}  pull_interval_s: 1\ndaemon:\n  settle_ms: 100\n")
+    b.git("commit", "-qm", "sync every second", "feedbackd.yaml")
+    overpriced(b, "buyer-3")  # no cut on b alone
+    assert price_of(a) == price_of(b) == "20"
+    listener = NotifyListener(tmp_path)
+    daemon = DaemonProcess(b, listener)
+    try:
+        daemon.wait_ready()
+        wait_for(lambda: price_of(b) == "19", what="the cut on the daemon's machine")
+        wait_for(lambda: net.head() == head(b), what="the cut pushed")
+    finally:
+        daemon.close()
+        listener.close()
+    assert once(a) == [] and price_of(a) == "19"
+    cuts = a.git("log", "--format=%s", f"--grep=^pricing({PROVIDER}/{SKILL})")
     assert len(cuts.splitlines()) == 1, cuts
 
 

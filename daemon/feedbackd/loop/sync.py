@@ -38,7 +38,6 @@ from feedbackd.edges.git.remote import RemoteUnreachable
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commits.locking import write_lock
 from feedbackd.loop.commits.repo import open_repo
-from feedbackd.loop.ratings import rentals
 from feedbackd.loop.reconcile import reconcile_all
 from feedbackd.loop.report import Report
 from feedbackd.loop.workspace.init import merge_driver_command
@@ -243,7 +242,6 @@ class Syncer:
         if local is not None and repo.is_ancestor(remote_head, local):
             return True  # only local commits: push them
         conflict = self._operation_conflict(repo) or self._still_stopped(repo, local, remote_head)
-        new = remote_head
         if conflict is None:
             new, conflict = self._rebased(repo, branch, local, remote_head)
             conflict = conflict or self._move(repo, branch, local, new)
@@ -251,13 +249,10 @@ class Syncer:
             result.outcome, result.message, result.conflict = "conflict", conflict.message, conflict
             return False
         result.pulled += repo.count_commits(local, remote_head)
-        # The pipeline after a pull: regenerate snippets; the ledger keeps decisions single.
+        # The pipeline after a pull: regenerate snippets; the ledger keeps decisions single; the
+        # rules run for the skills the pull brought ratings for (rentals.rules_for_arrived),
+        # and their commits go out with the push below.
         result.report.extend(reconcile_all(self.runtime))
-        # And the rules of each skill the pull brought ratings for: their commits go out with
-        # the push below.
-        if repo.current_branch() == branch:  # else the files on disk are another branch's
-            pulled = repo.listings.paths_changed(local, new)
-            result.report.events.extend(rentals.rules_for_pulled(self.runtime, repo, pulled))
         return True
 
     def _rebased(

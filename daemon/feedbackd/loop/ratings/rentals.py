@@ -90,12 +90,12 @@ def apply_rules(runtime: Runtime, repo: GitRepo | None, events: Sequence[Event])
     ]
 
 
-def rules_for_pulled(runtime: Runtime, repo: GitRepo | None, changed: Sequence[str]) -> list[Event]:
-    """Run the rules once for each skill whose ratings a pull brought in (`changed`: the paths
-    the pull changed, as git names them). Buyers rate on machines of their own, so a price cut
-    may be called for only once their ratings meet: the rules run on what arrives, as on what
-    is submitted here. Machines that cut after the same pull make one change (its id says what
-    it is), which the next sync keeps once."""
+def _rules_for_changed(
+    runtime: Runtime, repo: GitRepo | None, changed: Sequence[str]
+) -> list[Event]:
+    """Run the rules once for each skill whose rating files are among `changed` (paths as git
+    names them). Machines that cut after the same pull make one change (its id says what it
+    is), which the next sync keeps once."""
     workspace = runtime.workspace
     rated = set()
     for path in changed:
@@ -117,10 +117,11 @@ RULES_SEEN = "rules-seen"  # in .feedbackd/: the commit whose ratings the rules 
 
 def rules_for_arrived(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     """Run the rules for the skills whose ratings came in since the last full pass by any way
-    but a submit here: a user's own `git pull` or merge, a sync by an older feedbackd. The
-    commit the rules last caught up with is kept in `.feedbackd/`; a workspace that has none
-    yet starts from HEAD. Running the rules twice for one rating changes nothing the second
-    time, so a rating submitted here and seen again is harmless."""
+    but a submit here: feedbackd's own sync (the pass after its pull), a user's `git pull` or
+    merge. Buyers rate on machines of their own, so a price cut may be called for only once
+    their ratings meet. The commit the rules last caught up with is kept in `.feedbackd/`; a
+    workspace that has none yet starts from HEAD. Running the rules twice for one rating
+    changes nothing the second time, so a rating submitted here and seen again is harmless."""
     if repo is None:
         return []
     head = _head(runtime, repo)
@@ -130,7 +131,7 @@ def rules_for_arrived(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
         return []
     events: list[Event] = []
     if seen is not None and repo.rev(seen) is not None:  # gone after a gc: start again
-        events = rules_for_pulled(runtime, repo, repo.listings.paths_changed(seen, head))
+        events = _rules_for_changed(runtime, repo, repo.listings.paths_changed(seen, head))
     try:  # not durable: a marker lost to a crash only makes the next pass start from HEAD
         atomic_write_text(marker, (_head(runtime, repo) or head) + "\n", durable=False)
     except OSError as error:  # a full disk: the rules run again next time, which is harmless
