@@ -488,7 +488,20 @@ def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
         outside = items.changed_keys(read.first_outside, items.outside_content(item))
         if outside:
             notes.about_decision(_changed_outside(where, item, outside))
+    unrecorded = items.unrecorded_changes(original, item.content)
+    if unrecorded:
+        notes.about_decision(_not_text(where, unrecorded))
     return _Decision(read.file, item, "approved", author, corrections)
+
+
+def _not_text(where: str, fields: list[str]) -> str:
+    """Why an edit of a list or a number left no lesson (the contract compares text alone)."""
+    return (
+        f"{where}: {', '.join(fields)} changed, but only text fields are recorded as corrections"
+        " (not lists, numbers or yes/no values): the change is in the approved file and in git,"
+        " not recorded in feedback.json; to teach it to the agent, state it as text with"
+        " `feedbackd record` (an edit)"
+    )
 
 
 def _changed_outside(where: str, item: Item, keys: list[str]) -> str:
@@ -590,6 +603,9 @@ def _judge_revision(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision
         return _Decision(read.file, item, "rejected", author, [], note or None)
     recorded = {(c.field, c.corrected) for c in _corrections(before, read.first_seen)}
     new = [c for c in _corrections(item, read.first_seen) if (c.field, c.corrected) not in recorded]
+    unrecorded = items.unrecorded_changes(before.content, item.content) if before else []
+    if unrecorded:
+        notes.about_decision(_not_text(_relative(view, read.file.path), unrecorded))
     return _Decision(read.file, item, "approved", author, new)
 
 

@@ -489,6 +489,31 @@ def _diff(original: dict[str, Any], current: dict[str, Any], prefix: str) -> lis
     return corrections
 
 
+def unrecorded_changes(original: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """The content fields on both sides whose change yields no correction, sorted: lists,
+    numbers, yes/no values and nulls (only text is compared), and a value that changed kind.
+    An approval says so, so that no edit is dropped silently."""
+    return sorted(_unrecorded(original, current, ""))
+
+
+def _unrecorded(original: dict[str, Any], current: dict[str, Any], prefix: str) -> list[str]:
+    found: list[str] = []
+    for key, now in current.items():
+        if key not in original:
+            continue  # a field one side lacks is not an edit of a value
+        field, before = f"{prefix}{key}", original[key]
+        if isinstance(now, dict) and isinstance(before, dict):
+            found.extend(_unrecorded(before, now, f"{field}."))
+        elif not (isinstance(now, str) and isinstance(before, str)) and _unequal(before, now):
+            found.append(field)
+    return found
+
+
+def _unequal(before: object, now: object) -> bool:
+    """Values that differ, a number and a yes/no of the same worth too (`1` and `true`)."""
+    return type(before) is not type(now) or before != now
+
+
 # Who decided, the decision and a rejection's note (kept when a rejected item is moved back to
 # queue/ and approved later): they change with decisions and are never content.
 _DECISION_KEYS = frozenset({"curator", "status", "rejectionFeedback"})
@@ -525,8 +550,10 @@ def flatten_strings(content: dict[str, Any], prefix: str = "") -> dict[str, str]
 
 
 def _differs(before: str, now: str) -> bool:
-    return _normalise(before) != _normalise(now)
+    return normalised(before) != normalised(now)
 
 
-def _normalise(value: str) -> str:
+def normalised(value: str) -> str:
+    """A value as curators read it: `\n` line endings, no trailing white space (a Markdown
+    body ends with its newline; an editor may add CRLF endings or a blank line)."""
     return value.replace("\r\n", "\n").replace("\r", "\n").rstrip()

@@ -28,7 +28,7 @@ from feedbackd.core.curation import agentplan, decisions
 from feedbackd.core.curation.agentplan import AgentPlan, BadFile, Step
 from feedbackd.core.curation.decisions import DecisionRecord
 from feedbackd.core.curation.feedback import FeedbackEntry
-from feedbackd.core.curation.forgetting import find_entry, forgotten_line
+from feedbackd.core.curation.forgetting import already_forgotten, find_entry, forgotten_line
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
 from feedbackd.core.wording import counted, noun
@@ -198,12 +198,16 @@ class AgentPass:
         listed in forgotten.jsonl so that nothing brings it back; its decision stays."""
         feedback = self._usable_feedback()
         entry = find_entry(feedback, entry_id)
-        if entry is None:
-            raise NotFound(
-                f"no entry {entry_id} in {self.rel(self.agent.feedback)}",
-                hint=f"`feedbackd recent {self.agent.agent_id} --json` lists the entries' ids",
-            )
         listed = read_forgotten_text(self.agent.forgotten)
+        if entry is None:
+            hint = f"`feedbackd recent {self.agent.agent_id} --json` lists the entries' ids"
+            forgotten = already_forgotten(listed, entry_id)
+            if forgotten is not None:  # a second forget: say what the first one did
+                raise NotFound(
+                    f"{entry_id} was already forgotten{forgotten}",
+                    hint="nothing left to do: it is no lesson any more, and its decision stays",
+                )
+            raise NotFound(f"no entry {entry_id} in {self.rel(self.agent.feedback)}", hint=hint)
         line = forgotten_line(entry, utcnow(), reason, str(author))
         text = (listed if listed.endswith("\n") or not listed else listed + "\n") + line + "\n"
         snippet, settings = current_snippet(self.agent), self.runtime.settings
@@ -319,7 +323,7 @@ class AgentPass:
                 self.agent.agent_id,
                 commit.summary,
                 commit.paths,
-                commit.author or self.reader.workspace_user(),
+                commit.author or self.runtime.committer,  # none: feedbackd's act (draft, sync)
                 item=commit.item,
                 body=commit.body,
                 trailers=commit.trailers,
@@ -393,7 +397,7 @@ class AgentPass:
             self.agent.agent_id,
             commitmsg.interrupted_summary([record.item for record in records]),
             paths,
-            _curator_of(last) or self.reader.workspace_user(),
+            _curator_of(last) or choose_author(None, self.runtime, self.reader.workspace_user()),
             item=last.item,
             trailers=commitmsg.interrupted_trailers(last.item, last.fields),
             within=self.agent.root,
