@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from feedbackd.cli.common import GLOBALS, AgentArg, command
+from feedbackd.cli.output import print_json
 from feedbackd.core.wording import counted
 
 
@@ -39,6 +40,14 @@ def export(
         Path | None,
         typer.Option(help="Write here (a file; for hf, a folder) instead of standard output."),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='With --out, print {"agent", "format", "commit", "rows", "out"}'
+            " (the rows are JSON lines already).",
+        ),
+    ] = False,
 ) -> None:
     """Decided items as fine-tuning or evaluation data, from the git history (default HEAD).
 
@@ -50,7 +59,17 @@ def export(
     runtime = GLOBALS.runtime()
     opened = open_export(runtime, agent, export_format, at)
     written = write_export(opened, out, sys.stdout.buffer)
-    if out is not None and not GLOBALS.quiet:
+    if out is not None and as_json:
+        print_json(
+            {
+                "agent": agent,
+                "format": opened.format,
+                "commit": opened.commit,
+                "rows": written.lines,
+                "out": str(out),
+            }
+        )
+    elif out is not None and not GLOBALS.quiet:
         source = opened.commit[:12] if opened.commit else "no commit"
         typer.echo(
             f"exported {counted(written.lines, 'row')} of {agent}"

@@ -6,6 +6,7 @@ prints JSON (a rating submit, any command with --json) starts without it.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -31,13 +32,26 @@ def console(stderr: bool = False) -> Console:
 
     # NO_COLOR asks for plain text: rich's own no_color keeps bold and italics, so drop every style.
     plain = bool(os.environ.get("NO_COLOR"))
-    return Console(
+    return (Console if stderr else _output_console())(
         stderr=stderr,
         color_system=None if plain else "auto",
         no_color=plain,
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _output_console() -> type[Console]:
+    """rich's Console, except that a broken pipe on standard output raises BrokenPipeError
+    as every other write does (rich exits 1 at once), so a command stops as cli/pipes.py says."""
+    from rich.console import Console
+
+    class OutputConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "the reader of standard output has gone")
+
+    return OutputConsole
 
 
 def print_json(value: Any) -> None:
