@@ -114,11 +114,11 @@ def test_a_file_of_another_type_in_queue_is_explained_and_reported(site: Site) -
     ]
     doctor = site.cli("doctor", "--json")
     assert doctor.returncode == 1
-    found = json.loads(doctor.stdout)["findings"]
+    found = json.loads(doctor.stdout)["problems"]
     assert [f["path"] for f in found] == [f"_data/agents/{AGENT}/queue/qi-307.txt"]
     # Nothing else is disturbed: the draft beside it is still listed, the panel shows both.
     with serving(site.root) as client:
-        listed = client.get(f"/api/agents/{AGENT}/queue").json()
+        listed = client.get(f"/api/agents/{AGENT}/queue").json()["drafts"]
         assert [d["id"] for d in listed if "error" not in d] == ["qi-3"]
         assert [d["format"] for d in listed if "error" in d] == ["txt"]
         page = client.get(f"/agents/{AGENT}")

@@ -28,7 +28,13 @@ from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import (
+    DECISION_FOLDERS,
+    ITEM_FOLDERS,
+    ITEM_SUFFIXES,
+    AgentPaths,
+    other_format,
+)
 from feedbackd.edges.files import FileState, child_path, file_state, is_inside, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.randomness import random_chars
@@ -184,6 +190,7 @@ class AgentReader:
         problems.clear_listed_orphans(directory, (entry.name for entry in entries))
         for entry in entries:
             if entry.name.startswith(".") or not entry.name.endswith(ITEM_SUFFIXES):
+                scan.problems += _other_file(entry, directory, folder)
                 continue
             stem, path = entry.name[: entry.name.rindex(".")], child_path(directory, entry.name)
             if not (_plain_file(entry) or self._usable(entry, path, scan)):
@@ -524,6 +531,16 @@ def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:
         return items.parse_item(data, item_file.path.suffix, item_file.item_id)
     except FeedbackdError:
         return None
+
+
+def _other_file(entry: os.DirEntry[str], directory: Path, folder: str) -> list[BadFile]:
+    """A plain file of another format in an item folder (a draft saved as `qi-307.txt`): a
+    problem, explained beside it once it has settled, as an unreadable draft is."""
+    wrong = other_format(entry.name, folder)
+    if wrong is None or not _plain_file(entry):
+        return []
+    message, hint = wrong
+    return [BadFile(child_path(directory, entry.name), InvalidItem(message, hint=hint))]
 
 
 def _bad_name(stem: str) -> tuple[str, str]:

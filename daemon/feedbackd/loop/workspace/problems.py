@@ -15,11 +15,10 @@ from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import shown_path
+from feedbackd.core.workspace import ERROR_SUFFIX
 from feedbackd.edges.files import NO_SPACE, NO_SPACE_WORDS, atomic_write_text
 
 log = logging.getLogger("feedbackd")
-
-ERROR_SUFFIX = ".error"
 
 
 @dataclass(frozen=True)
