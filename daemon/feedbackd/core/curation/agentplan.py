@@ -97,6 +97,8 @@ class AgentView:
     snippet_committed: bool = True
     # feedback.json deleted but not committed: HEAD's version (`feedback` holds its entries)
     feedback_deleted: str | None = None
+    # approved/ and rejected/ missing beside a queue/ (an agent made with `mkdir -p A/queue`)
+    missing_folders: tuple[str, ...] = ()
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -382,11 +384,26 @@ def _plan_feedback_files(
     files = plan_feedback_files(view.agent, view.uncommitted, on_disk)
     if files is None or (drafts is None and not view.undecided):
         return drafts, None, folder
+    files = _with_decision_folders(view, files)
     folder = _Folder(folder.feedback, True, folder.snippet or "")
     if drafts is None:
         return None, files, folder
     commit = replace(drafts.commit, paths=(*drafts.commit.paths, *files.commit.paths))
     return replace(drafts, commit=commit, writes=(*files.writes, *drafts.writes)), None, folder
+
+
+# The empty file that keeps an empty folder in git, as the sample agents' folders have it.
+KEEP_FILE = ".gitkeep"
+
+
+def _with_decision_folders(view: AgentView, step: Step) -> Step:
+    """A new agent's first commit with approved/ and rejected/ made and kept in git, so that a
+    curator's first `mv` of a draft has somewhere to go, in this clone and in every other."""
+    keeps = tuple(view.agent.folder(folder) / KEEP_FILE for folder in view.missing_folders)
+    if not keeps:
+        return step
+    commit = replace(step.commit, paths=(*step.commit.paths, *keeps))
+    return replace(step, commit=commit, writes=(*step.writes, *(Write(k, "") for k in keeps)))
 
 
 def _plan_drafts(

@@ -162,8 +162,16 @@ class AgentReader:
             snippet_committed=not snippet_left,  # by a killed pass
             author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
+            missing_folders=self._missing_decision_folders(),
         )
         return view, scan
+
+    def _missing_decision_folders(self) -> tuple[str, ...]:
+        """approved/ and rejected/, where the agent has a queue/ without them (a new agent
+        made with `mkdir -p _data/agents/NEW/queue`)."""
+        if not self.agent.queue.is_dir():
+            return ()
+        return tuple(f for f in DECISION_FOLDERS if not os.path.lexists(self.agent.folder(f)))
 
     def _reads_queue(self, feedback: list[FeedbackEntry] | FeedbackdError) -> bool:
         """A webhouse queue's decisions are the daemon's: no command moves one of its entries."""
