@@ -23,8 +23,13 @@ from typer.core import TyperGroup
 from feedbackd import __version__
 from feedbackd.cli import logsetup
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, report_out
-from feedbackd.cli.output import print_error, print_json, progress_bar
-from feedbackd.cli.pipes import READER_GONE_EXIT, stdout_has_no_reader
+from feedbackd.cli.output import (
+    READER_GONE_EXIT,
+    print_error,
+    print_json,
+    progress_bar,
+    stdout_has_no_reader,
+)
 from feedbackd.core.errors import Aborted, UsageError
 
 if TYPE_CHECKING:

@@ -14,8 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from feedbackd.cli.output import print_error, print_json
-from feedbackd.cli.pipes import READER_GONE_EXIT, reader_gone, stop_writing
+from feedbackd.cli.output import (
+    READER_GONE_EXIT,
+    print_error,
+    print_json,
+    reader_gone,
+    stop_writing,
+)
 from feedbackd.core.errors import DiskFull, FeedbackdError, InternalError, UsageError
 from feedbackd.edges.files import NO_SPACE
 

@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
 
         return merge_driver(args[1:])
     from feedbackd.cli.app import main as command_line
-    from feedbackd.cli.pipes import READER_GONE_EXIT, reader_gone, stop_writing
+    from feedbackd.cli.output import READER_GONE_EXIT, reader_gone, stop_writing
 
     try:
         return command_line(args, prog_name)

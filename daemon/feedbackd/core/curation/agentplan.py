@@ -87,7 +87,8 @@ class AgentView:
     feedback: Sequence[FeedbackEntry] | FeedbackdError = ()  # an error: feedback.json is corrupt
     feedback_exists: bool = False
     ledger_exists: bool = False  # decisions.jsonl
-    # feedback.json, decisions.jsonl and the snippet that HEAD lacks (read when a pass commits)
+    # feedback.json, decisions.jsonl and the snippet that HEAD lacks (read when a pass commits),
+    # and the .gitkeep of approved/ and rejected/ missing beside a queue/
     uncommitted: frozenset[Path] = frozenset()
     snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
@@ -97,8 +98,6 @@ class AgentView:
     snippet_committed: bool = True
     # feedback.json deleted but not committed: HEAD's version (`feedback` holds its entries)
     feedback_deleted: str | None = None
-    # approved/ and rejected/ missing beside a queue/ (an agent made with `mkdir -p A/queue`)
-    missing_folders: tuple[str, ...] = ()
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -399,7 +398,11 @@ KEEP_FILE = ".gitkeep"
 def _with_decision_folders(view: AgentView, step: Step) -> Step:
     """A new agent's first commit with approved/ and rejected/ made and kept in git, so that a
     curator's first `mv` of a draft has somewhere to go, in this clone and in every other."""
-    keeps = tuple(view.agent.folder(folder) / KEEP_FILE for folder in view.missing_folders)
+    keeps = tuple(
+        keep
+        for keep in (view.agent.folder(folder) / KEEP_FILE for folder in DECISION_FOLDERS)
+        if keep in view.uncommitted
+    )
     if not keeps:
         return step
     commit = replace(step.commit, paths=(*step.commit.paths, *keeps))

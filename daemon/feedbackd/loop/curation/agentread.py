@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from feedbackd.core.curation import agentplan, decisions, items
-from feedbackd.core.curation.agentplan import AgentView, BadFile, ItemFile, ReadItem
+from feedbackd.core.curation.agentplan import KEEP_FILE, AgentView, BadFile, ItemFile, ReadItem
 from feedbackd.core.curation.decisions import DecisionRecord, State, new_record
 from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.curation.forgetting import forgotten_identities
@@ -162,16 +162,8 @@ class AgentReader:
             snippet_committed=not snippet_left,  # by a killed pass
             author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
-            missing_folders=self._missing_decision_folders(),
         )
         return view, scan
-
-    def _missing_decision_folders(self) -> tuple[str, ...]:
-        """approved/ and rejected/, where the agent has a queue/ without them (a new agent
-        made with `mkdir -p _data/agents/NEW/queue`)."""
-        if not self.agent.queue.is_dir():
-            return ()
-        return tuple(f for f in DECISION_FOLDERS if not os.path.lexists(self.agent.folder(f)))
 
     def _reads_queue(self, feedback: list[FeedbackEntry] | FeedbackdError) -> bool:
         """A webhouse queue's decisions are the daemon's: no command moves one of its entries."""
@@ -197,8 +189,7 @@ class AgentReader:
             entries = sorted(listing, key=_NAME)
         problems.clear_listed_orphans(directory, (entry.name for entry in entries))
         for entry in entries:
-            if entry.name.startswith(".") or not entry.name.endswith(ITEM_SUFFIXES):
-                scan.problems += _other_file(entry, directory, folder)
+            if not _item_name(entry, directory, folder, scan):
                 continue
             stem, path = entry.name[: entry.name.rindex(".")], child_path(directory, entry.name)
             if not (_plain_file(entry) or self._usable(entry, path, scan)):
@@ -471,12 +462,18 @@ def uncommitted_files(
 ) -> frozenset[Path]:
     """The agent's feedback.json, decisions.jsonl and snippet that HEAD lacks (without git:
     those not on disk). One that is on disk but not in HEAD was left by a pass killed before
-    its commit."""
+    its commit. With them, the `.gitkeep` of approved/ and rejected/ when those folders are
+    missing beside a queue/ (a new agent made with `mkdir -p _data/agents/NEW/queue`)."""
     files = agent.feedback_files
+    keeps = frozenset(
+        agent.folder(folder) / KEEP_FILE
+        for folder in DECISION_FOLDERS
+        if agent.queue.is_dir() and not os.path.lexists(agent.folder(folder))
+    )
     if repo is None:
-        return frozenset(path for path in files if not path.exists())
+        return keeps | {path for path in files if not path.exists()}
     at_head = repo.file_ids_at_head([rel(path) for path in files])
-    return frozenset(path for path in files if at_head[rel(path)] is None)
+    return keeps | {path for path in files if at_head[rel(path)] is None}
 
 
 def current_snippet(agent: AgentPaths) -> str | None:
@@ -541,14 +538,17 @@ def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:
         return None
 
 
-def _other_file(entry: os.DirEntry[str], directory: Path, folder: str) -> list[BadFile]:
-    """A plain file of another format in an item folder (a draft saved as `qi-307.txt`): a
-    problem, explained beside it once it has settled, as an unreadable draft is."""
+def _item_name(entry: os.DirEntry[str], directory: Path, folder: str, scan: Scan) -> bool:
+    """True for an entry named as an item. A plain file of another format (a draft saved as
+    `qi-307.txt`) is a problem, explained beside it once settled, as an unreadable draft is."""
+    if not entry.name.startswith(".") and entry.name.endswith(ITEM_SUFFIXES):
+        return True
     wrong = other_format(entry.name, folder)
-    if wrong is None or not _plain_file(entry):
-        return []
-    message, hint = wrong
-    return [BadFile(child_path(directory, entry.name), InvalidItem(message, hint=hint))]
+    if wrong is not None and _plain_file(entry):
+        message, hint = wrong
+        path = child_path(directory, entry.name)
+        scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
+    return False
 
 
 def _bad_name(stem: str) -> tuple[str, str]:
