@@ -16,6 +16,7 @@ import pytest
 
 from feedbackd.loop.reconcile import reconcile_all
 from tests.cli_kit import PROGRAM
+from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.web_kit import serving
 from tests.workspace_kit import Site, draft
 
@@ -132,8 +133,12 @@ def test_a_file_of_another_type_in_queue_is_explained_and_reported(site: Site) -
 def test_a_file_of_another_type_in_approved_is_reported_too(site: Site) -> None:
     site.write(AGENT, "qi-308.docx", b"PK\x03\x04", "approved")
     report = site.reconcile()
-    assert any("qi-308.docx: .docx is not an item format" in p.message or "qi-308.docx" in
-               p.line(site.root) for p in report.problems)  # fmt: skip
+    lines = [problem.line(site.root) for problem in report.problems]
+    where = f"_data/agents/{AGENT}/approved/qi-308.docx"
+    assert any(line.startswith(f"{where}: .docx is not an item format") for line in lines)
+    assert (
+        "move it out of approved/" in (site.agent(AGENT) / "approved/qi-308.docx.error").read_text()
+    )
 
 
 # --- 17: one warning per change of a broken draft -------------------------------------------------
@@ -210,3 +215,28 @@ def test_a_new_agent_gets_its_decision_folders_kept_in_git(site: Site) -> None:
     )  # a plain mv, with no mkdir first
     site.reconcile()
     assert "approve(newcomer): qi-1" in site.git("log", "-1", "--format=%s")
+
+
+@pytest.mark.slow
+def test_the_daemon_logs_a_broken_draft_once_while_other_drafts_come_and_go(
+    site: Site, listener: NotifyListener, start: type[DaemonProcess]
+) -> None:
+    """Every event in the agent's folder is a pass over it: five decisions, five passes and
+    more, and the broken draft beside them is logged once, as is the file of another format."""
+    site.write(AGENT, "qi-300.json", '{"contentData": ')
+    site.write(AGENT, "qi-307.txt", "text\n")
+    for number in range(10, 15):
+        site.write(AGENT, f"qi-{number}.json", draft({"title": f"t{number}"}))
+    site.reconcile()
+    daemon = start(site, listener)
+    daemon.wait_ready()
+    for number in range(10, 15):
+        site.move(AGENT, f"qi-{number}.json", "approved")
+        wait_for(
+            lambda n=number: f"approve({AGENT}): qi-{n}" in site.git("log", "-1", "--format=%s"),
+            what=f"the approval of qi-{number}",
+        )
+    assert daemon.stop() == 0
+    log = daemon.log()
+    assert log.count("queue/qi-300.json: the JSON ends") == 1, log
+    assert log.count("queue/qi-307.txt: .txt is not an item format") == 1, log
