@@ -344,11 +344,13 @@ def _other_files(runtime: Runtime, agent: AgentPaths) -> list[dict[str, Any]]:
             if (wrong := other_format(entry.name, "queue")) is not None
             and entry.is_file(follow_symlinks=False)
         )
-    return [
-        {"id": name.rpartition(".")[0] or name, "format": name.rpartition(".")[2] if "." in name
-         else "", "error": message}
-        for name, (message, _) in found
-    ]  # fmt: skip
+    return [_unread(name, message) for name, (message, _) in found]
+
+
+def _unread(name: str, message: str) -> dict[str, Any]:
+    """A file of another format as the queue lists a draft that cannot be read."""
+    stem, dot, suffix = name.rpartition(".")
+    return {"id": stem if dot else name, "format": suffix if dot else "", "error": message}
 
 
 def _first_versions_in_git(

@@ -60,7 +60,7 @@ from feedbackd.loop.workspace.runtime import Runtime, choose_author
 from feedbackd.loop.workspace.told import FileKey, file_key
 
 log = logging.getLogger("feedbackd")
-Lines = Collection[str]  # what is logged: told anew each time, or waiting decisions
+Lines = Collection[str]  # lines of the log
 
 # Times a pass reads its folder again because HEAD moved under it before it gives up (the
 # daemon then tries again later, as after any other failure).
