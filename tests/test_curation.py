@@ -166,7 +166,6 @@ def test_a_decision_committed_by_hand_is_recorded_once(site: Site) -> None:
     site.write("w", "qi-1.json", draft({"t": "old"}))
     site.reconcile()
     site.write("w", "qi-1.json", draft({"t": "new"}))
-    (site.agent("w") / "approved").mkdir()
     site.git("mv", "_data/agents/w/queue/qi-1.json", "_data/agents/w/approved/qi-1.json")
     site.git("commit", "-qam", "approve qi-1 by hand")
     site.reconcile()

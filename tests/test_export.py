@@ -423,7 +423,6 @@ def test_a_draft_moved_and_committed_by_hand_keeps_its_first_version(site: Site)
     site.write(AGENT, "d1.json", draft({"title": "Agent's title"}))
     site.reconcile()  # the draft's commit
     site.write(AGENT, "d1.json", draft({"title": "Curator's title"}))
-    (site.agent(AGENT) / "approved").mkdir()
     site.git("mv", f"_data/agents/{AGENT}/queue/d1.json", f"_data/agents/{AGENT}/approved/d1.json")
     site.git("add", "-A", f"_data/agents/{AGENT}/approved")
     site.git("commit", "-qm", "approve d1 by hand")

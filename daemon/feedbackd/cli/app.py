@@ -23,7 +23,13 @@ from typer.core import TyperGroup
 from feedbackd import __version__
 from feedbackd.cli import logsetup
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, report_out
-from feedbackd.cli.output import print_error, print_json, progress_bar
+from feedbackd.cli.output import (
+    READER_GONE_EXIT,
+    print_error,
+    print_json,
+    progress_bar,
+    stdout_has_no_reader,
+)
 from feedbackd.core.errors import Aborted, UsageError
 
 if TYPE_CHECKING:
@@ -427,6 +433,8 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
         print_error(Aborted("aborted"), "--json" in args)
         return 1
     except SystemExit as exit_:
+        if exit_.code == 1 and stdout_has_no_reader():  # click's or rich's quiet stop at EPIPE
+            return READER_GONE_EXIT
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     except Exception as error:
         # Bad usage caught by the option parser: click's errors (vendored by typer or not) carry

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from feedbackd.cli.common import GLOBALS, AgentArg, command
+from feedbackd.cli.output import print_json
 from feedbackd.core.wording import counted
+
+if TYPE_CHECKING:
+    from feedbackd.loop.commands.exporting import Export
 
 
 def register(app: typer.Typer) -> None:
@@ -39,6 +43,14 @@ def export(
         Path | None,
         typer.Option(help="Write here (a file; for hf, a folder) instead of standard output."),
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help='With --out, print {"agent", "format", "commit", "rows", "out"}'
+            " (the rows are JSON lines already).",
+        ),
+    ] = False,
 ) -> None:
     """Decided items as fine-tuning or evaluation data, from the git history (default HEAD).
 
@@ -50,10 +62,18 @@ def export(
     runtime = GLOBALS.runtime()
     opened = open_export(runtime, agent, export_format, at)
     written = write_export(opened, out, sys.stdout.buffer)
-    if out is not None and not GLOBALS.quiet:
+    if out is not None:
+        _say_written(agent, opened, written.lines, out, as_json)
+
+
+def _say_written(agent: str, opened: Export, rows: int, out: Path, as_json: bool) -> None:
+    """What went where: JSON on stdout with --json, else a line on stderr (not with --quiet)."""
+    if as_json:
+        report = {"agent": agent, "format": opened.format, "commit": opened.commit}
+        print_json({**report, "rows": rows, "out": str(out)})
+    elif not GLOBALS.quiet:
         source = opened.commit[:12] if opened.commit else "no commit"
         typer.echo(
-            f"exported {counted(written.lines, 'row')} of {agent}"
-            f" ({opened.format}, from {source}) to {out}",
+            f"exported {counted(rows, 'row')} of {agent} ({opened.format}, from {source}) to {out}",
             err=True,
         )

@@ -87,7 +87,8 @@ class AgentView:
     feedback: Sequence[FeedbackEntry] | FeedbackdError = ()  # an error: feedback.json is corrupt
     feedback_exists: bool = False
     ledger_exists: bool = False  # decisions.jsonl
-    # feedback.json, decisions.jsonl and the snippet that HEAD lacks (read when a pass commits)
+    # feedback.json, decisions.jsonl and the snippet that HEAD lacks (read when a pass commits),
+    # and the .gitkeep of approved/ and rejected/ missing beside a queue/
     uncommitted: frozenset[Path] = frozenset()
     snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
@@ -382,11 +383,30 @@ def _plan_feedback_files(
     files = plan_feedback_files(view.agent, view.uncommitted, on_disk)
     if files is None or (drafts is None and not view.undecided):
         return drafts, None, folder
+    files = _with_decision_folders(view, files)
     folder = _Folder(folder.feedback, True, folder.snippet or "")
     if drafts is None:
         return None, files, folder
     commit = replace(drafts.commit, paths=(*drafts.commit.paths, *files.commit.paths))
     return replace(drafts, commit=commit, writes=(*files.writes, *drafts.writes)), None, folder
+
+
+# The empty file that keeps an empty folder in git, as the sample agents' folders have it.
+KEEP_FILE = ".gitkeep"
+
+
+def _with_decision_folders(view: AgentView, step: Step) -> Step:
+    """A new agent's first commit with approved/ and rejected/ made and kept in git, so that a
+    curator's first `mv` of a draft has somewhere to go, in this clone and in every other."""
+    keeps = tuple(
+        keep
+        for keep in (view.agent.folder(folder) / KEEP_FILE for folder in DECISION_FOLDERS)
+        if keep in view.uncommitted
+    )
+    if not keeps:
+        return step
+    commit = replace(step.commit, paths=(*step.commit.paths, *keeps))
+    return replace(step, commit=commit, writes=(*step.writes, *(Write(k, "") for k in keeps)))
 
 
 def _plan_drafts(
