@@ -146,7 +146,7 @@ def _head(runtime: Runtime, repo: GitRepo) -> str | None:
 
 def _read_marker(path: Path) -> str | None:
     try:
-        text = path.read_text(encoding="ascii").strip()
+        text = read_file_bytes(path).decode("ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
     return text if re.fullmatch(r"[0-9a-f]{40,64}", text) else None
