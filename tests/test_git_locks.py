@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.errors import GitError
-from feedbackd.edges.git.batch import HELPER_COMMANDS
 from feedbackd.edges.git import locks
+from feedbackd.edges.git.batch import HELPER_COMMANDS
 from feedbackd.edges.git.locks import LOCK_FREE_COMMANDS, git_process_in, lock_verdict
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from tests.conftest import git
