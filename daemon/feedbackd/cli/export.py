@@ -1,4 +1,6 @@
-"""`feedbackd export AGENT --format openai-sft|openai-dpo|dspy|hf [--at REV|DATE] [--out PATH]`.
+"""`feedbackd export AGENT --format openai-sft|openai-dpo|trl-sft|trl-dpo|trl-kto|dspy|hf
+[--at REV|DATE] [--out PATH] [--split time:SHARE|hash:SHARE] [--dedup] [--with-snippet]
+[--include-rejections]`.
 
 `cli/app.py` imports this module and calls `register` when `export` runs (or `--help` lists
 every command).
@@ -13,6 +15,7 @@ from typing import Annotated
 import typer
 
 from feedbackd.cli.common import GLOBALS, AgentArg, command
+from feedbackd.core.curation.exportsets import VALIDATION, ExportOptions, parse_split
 from feedbackd.core.wording import counted
 
 
@@ -26,7 +29,11 @@ def export(
     agent: AgentArg,
     export_format: Annotated[
         str | None,
-        typer.Option("--format", help="openai-sft, openai-dpo, dspy or hf.", show_default=False),
+        typer.Option(
+            "--format",
+            help="openai-sft, openai-dpo, trl-sft, trl-dpo, trl-kto, dspy or hf.",
+            show_default=False,
+        ),
     ] = None,
     at: Annotated[
         str | None,
@@ -39,21 +46,67 @@ def export(
         Path | None,
         typer.Option(help="Write here (a file; for hf, a folder) instead of standard output."),
     ] = None,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            help="time:0.9 (the last 10 % of decisions is validation) or hash:0.1 (a tenth"
+            " of the items, by id, the same in every export); needs --out: validation goes"
+            " to NAME.validation.jsonl, or to hf's validation split.",
+            show_default=False,
+        ),
+    ] = None,
+    dedup: Annotated[
+        bool, typer.Option("--dedup", help="Keep only the newest row of each input.")
+    ] = False,
+    with_snippet: Annotated[
+        bool,
+        typer.Option(
+            "--with-snippet",
+            help="Put the lessons the agent read when it drafted (its snippet then) in the"
+            " prompt, after the input.",
+        ),
+    ] = False,
+    include_rejections: Annotated[
+        bool,
+        typer.Option(
+            "--include-rejections",
+            help="dspy: keep rejections too (rows with output null, which optimisers refuse).",
+        ),
+    ] = False,
 ) -> None:
     """Decided items as fine-tuning or evaluation data, from the git history (default HEAD).
 
     openai-sft: a chat line per approved item; openai-dpo: a preference line per corrected
-    approval (approved preferred to the draft); dspy: a JSON array of examples; hf: a dataset
-    folder (data/train-HASH.jsonl and a dataset card) for `datasets.load_dataset`."""
+    approval (approved preferred to the draft); trl-sft, trl-dpo, trl-kto: TRL's conversational
+    prompt/completion, prompt/chosen/rejected and prompt/completion/label (approvals desirable,
+    rejections not) with a metadata column; dspy: a JSON array of examples (approvals; with
+    --include-rejections, rejections too); hf: a dataset folder (data/train-HASH.jsonl, TRL's
+    columns among them, and a dataset card) for `datasets.load_dataset`. export.system in
+    feedbackd.yaml (a text, or soul for the agent's SOUL.md) is the system message."""
     from feedbackd.loop.commands.exporting import open_export, write_export
 
+    options = ExportOptions(parse_split(split), dedup, with_snippet, include_rejections)
     runtime = GLOBALS.runtime()
-    opened = open_export(runtime, agent, export_format, at)
+    opened = open_export(runtime, agent, export_format, at, options)
     written = write_export(opened, out, sys.stdout.buffer)
-    if out is not None and not GLOBALS.quiet:
+    if GLOBALS.quiet:
+        return
+    said = []
+    if out is not None:
         source = opened.commit[:12] if opened.commit else "no commit"
-        typer.echo(
-            f"exported {counted(written.lines, 'row')} of {agent}"
-            f" ({opened.format}, from {source}) to {out}",
-            err=True,
+        rows = sum(written.lines.values())
+        said.append(
+            f"exported {counted(rows, 'row')} of {agent} ({opened.format}, from {source}) to {out}"
         )
+        if VALIDATION in written.lines:
+            said[-1] += f", {written.lines[VALIDATION]} in validation"
+    if written.dropped:
+        said.append(
+            f"{counted(written.dropped, 'duplicate')} dropped (the same input as a newer row)"
+        )
+    if written.left_out:
+        said.append(
+            f"{counted(written.left_out, 'rejection')} left out (--include-rejections keeps them)"
+        )
+    for line in said:
+        typer.echo(line, err=True)
