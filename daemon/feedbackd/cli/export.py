@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,61 +18,73 @@ from feedbackd.cli.common import GLOBALS, AgentArg, command
 from feedbackd.core.curation.exportsets import VALIDATION, ExportOptions, parse_split
 from feedbackd.core.wording import counted
 
+if TYPE_CHECKING:
+    from feedbackd.loop.commands.exporting import Counts
+
 
 def register(app: typer.Typer) -> None:
     """Add `export` to the feedbackd command line."""
     app.command("export")(export)
 
 
+FormatOption = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="openai-sft, openai-dpo, trl-sft, trl-dpo, trl-kto, dspy or hf.",
+        show_default=False,
+    ),
+]
+AtOption = Annotated[
+    str | None,
+    typer.Option(
+        help="As the history was then: a revision (HEAD~3, a sha), a time or a date"
+        " (2026-11-30: the end of that day, UTC)."
+    ),
+]
+OutOption = Annotated[
+    Path | None,
+    typer.Option(help="Write here (a file; for hf, a folder) instead of standard output."),
+]
+SplitOption = Annotated[
+    str | None,
+    typer.Option(
+        help="time:0.9 (the last 10 % of decisions is validation) or hash:0.1 (a tenth"
+        " of the items, by id, the same in every export); needs --out: validation goes"
+        " to NAME.validation.jsonl, or to hf's validation split.",
+        show_default=False,
+    ),
+]
+DedupOption = Annotated[
+    bool, typer.Option("--dedup", help="Keep only the newest row of each input.")
+]
+SnippetOption = Annotated[
+    bool,
+    typer.Option(
+        "--with-snippet",
+        help="Put the lessons the agent read when it drafted (its snippet then) in the"
+        " prompt, after the input.",
+    ),
+]
+RejectionsOption = Annotated[
+    bool,
+    typer.Option(
+        "--include-rejections",
+        help="dspy: keep rejections too (rows with output null, which optimisers refuse).",
+    ),
+]
+
+
 @command
 def export(
     agent: AgentArg,
-    export_format: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            help="openai-sft, openai-dpo, trl-sft, trl-dpo, trl-kto, dspy or hf.",
-            show_default=False,
-        ),
-    ] = None,
-    at: Annotated[
-        str | None,
-        typer.Option(
-            help="As the history was then: a revision (HEAD~3, a sha), a time or a date"
-            " (2026-11-30: the end of that day, UTC)."
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(help="Write here (a file; for hf, a folder) instead of standard output."),
-    ] = None,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            help="time:0.9 (the last 10 % of decisions is validation) or hash:0.1 (a tenth"
-            " of the items, by id, the same in every export); needs --out: validation goes"
-            " to NAME.validation.jsonl, or to hf's validation split.",
-            show_default=False,
-        ),
-    ] = None,
-    dedup: Annotated[
-        bool, typer.Option("--dedup", help="Keep only the newest row of each input.")
-    ] = False,
-    with_snippet: Annotated[
-        bool,
-        typer.Option(
-            "--with-snippet",
-            help="Put the lessons the agent read when it drafted (its snippet then) in the"
-            " prompt, after the input.",
-        ),
-    ] = False,
-    include_rejections: Annotated[
-        bool,
-        typer.Option(
-            "--include-rejections",
-            help="dspy: keep rejections too (rows with output null, which optimisers refuse).",
-        ),
-    ] = False,
+    export_format: FormatOption = None,
+    at: AtOption = None,
+    out: OutOption = None,
+    split: SplitOption = None,
+    dedup: DedupOption = False,
+    with_snippet: SnippetOption = False,
+    include_rejections: RejectionsOption = False,
 ) -> None:
     """Decided items as fine-tuning or evaluation data, from the git history (default HEAD).
 
@@ -86,27 +98,26 @@ def export(
     from feedbackd.loop.commands.exporting import open_export, write_export
 
     options = ExportOptions(parse_split(split), dedup, with_snippet, include_rejections)
-    runtime = GLOBALS.runtime()
-    opened = open_export(runtime, agent, export_format, at, options)
+    opened = open_export(GLOBALS.runtime(), agent, export_format, at, options)
     written = write_export(opened, out, sys.stdout.buffer)
-    if GLOBALS.quiet:
-        return
+    if not GLOBALS.quiet:
+        source = opened.commit[:12] if opened.commit else "no commit"
+        for line in report(f"{agent} ({opened.format}, from {source})", out, written):
+            typer.echo(line, err=True)
+
+
+def report(what: str, out: Path | None, written: Counts) -> list[str]:
+    """What the export did, for standard error (the rows themselves may be on standard out)."""
     said = []
     if out is not None:
-        source = opened.commit[:12] if opened.commit else "no commit"
-        rows = sum(written.lines.values())
-        said.append(
-            f"exported {counted(rows, 'row')} of {agent} ({opened.format}, from {source}) to {out}"
-        )
-        if VALIDATION in written.lines:
-            said[-1] += f", {written.lines[VALIDATION]} in validation"
+        rows = counted(sum(written.lines.values()), "row")
+        validation = written.lines.get(VALIDATION)
+        shared = "" if validation is None else f", {validation} in validation"
+        said.append(f"exported {rows} of {what} to {out}{shared}")
     if written.dropped:
-        said.append(
-            f"{counted(written.dropped, 'duplicate')} dropped (the same input as a newer row)"
-        )
+        duplicates = counted(written.dropped, "duplicate")
+        said.append(f"{duplicates} dropped (the same input as a newer row)")
     if written.left_out:
-        said.append(
-            f"{counted(written.left_out, 'rejection')} left out (--include-rejections keeps them)"
-        )
-    for line in said:
-        typer.echo(line, err=True)
+        rejections = counted(written.left_out, "rejection")
+        said.append(f"{rejections} left out (--include-rejections keeps them)")
+    return said
