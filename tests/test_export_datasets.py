@@ -36,6 +36,11 @@ def month_made(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 @pytest.fixture
+def site(tmp_path: Path) -> Site:
+    return Site(tmp_path / "ws")
+
+
+@pytest.fixture
 def curated(month_made: Site, tmp_path: Path) -> Site:
     return month_made.copy_to(tmp_path / "ws")
 
@@ -240,3 +245,49 @@ def test_a_missing_soul_is_a_usage_error(curated: Site) -> None:
     done = curated.cli("export", AGENT, "--format", "trl-sft")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith("error: usage: export.system is soul, and"), done.stderr
+
+
+# --- backfilling history ------------------------------------------------------------------------
+def dated(monkeypatch: pytest.MonkeyPatch, moment: str) -> None:
+    """The time git and feedbackd give what the next command does, as a user sets it."""
+    monkeypatch.setenv("GIT_AUTHOR_DATE", moment)
+    monkeypatch.setenv("GIT_COMMITTER_DATE", moment)
+
+
+def test_past_decisions_imported_with_git_dates_keep_their_times(
+    site: Site, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A team imports March: each draft committed and each decision made at its own time, with
+    the commands a curator runs; stats and exports count them then, not on the day of import."""
+    site.write(AGENT, "old1.json", draft({"title": "Dry"}, task="Post one"))
+    site.write(AGENT, "old2.json", draft({"title": "Listicle"}, task="Post two"))
+    dated(monkeypatch, "2026-03-02T09:00:00Z")
+    assert site.cli("run", "--once").returncode == 0
+    site.write(AGENT, "old1.json", draft({"title": "Lively"}, task="Post one"))
+    dated(monkeypatch, "2026-03-03T10:30:00+00:00")
+    assert site.cli("approve", AGENT, "old1", "--curator", "Ada <ada@example.org>").returncode == 0
+    dated(monkeypatch, "@1773050400 +0000")  # git's own spelling: 2026-03-09T10:00:00Z
+    assert site.cli("reject", AGENT, "old2", "--notes", "Off-brand").returncode == 0
+    monkeypatch.delenv("GIT_AUTHOR_DATE")
+    monkeypatch.delenv("GIT_COMMITTER_DATE")
+    rows = lines(exported(site, "trl-kto"))
+    assert [row["metadata"]["decided_at"] for row in rows] == [
+        "2026-03-03T10:30:00.000Z",
+        "2026-03-09T10:00:00.000Z",
+    ]
+    stats = json.loads(site.cli("stats", AGENT, "--json", "--since", "2026-01-01").stdout)
+    assert [(p["start"], p["decided"]) for p in stats["periods"] if p["decided"]] == [
+        ("2026-03-02", 1), ("2026-03-09", 1),
+    ]  # fmt: skip
+    [entry] = [e for e in site.feedback(AGENT) if e["type"] == "correction"]
+    assert entry["createdAt"] == "2026-03-03T10:30:00.000Z"
+
+
+def test_a_git_date_feedbackd_cannot_read_is_a_usage_error(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.write(AGENT, "d1.json", draft({"title": "T"}))
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "last tuesday")
+    done = site.cli("run", "--once")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("error: usage: GIT_AUTHOR_DATE 'last tuesday'"), done.stderr
