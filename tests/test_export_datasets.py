@@ -231,6 +231,7 @@ def test_dspy_leaves_rejections_out_unless_asked_and_says_so(curated: Site) -> N
         (("--format", "dspy", "--split", "random:0.5"), "error: usage: --split 'random:0.5'"),
         (("--format", "dspy", "--split", "time:1.5"), "error: usage: --split 'time:1.5'"),
         (("--format", "dspy", "--split", "hash:x"), "error: usage: --split 'hash:x'"),
+        (("--format", "dspy", "--split", "hash:-0.1"), "error: usage: --split 'hash:-0.1'"),
         (("--format", "dspy", "--split", "time:0.9"), "error: usage: --split writes two files"),
     ],
 )  # fmt: skip
@@ -245,6 +246,12 @@ def test_a_missing_soul_is_a_usage_error(curated: Site) -> None:
     done = curated.cli("export", AGENT, "--format", "trl-sft")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith("error: usage: export.system is soul, and"), done.stderr
+    (curated.agent(AGENT) / "SOUL.md").write_bytes(b"# Writer\n\n\xff\xfe not text\n")
+    curated.git("add", "-A")
+    curated.git("commit", "-qm", "a soul that does not read")
+    done = curated.cli("export", AGENT, "--format", "trl-sft")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "has a SOUL.md with no persona that reads" in done.stderr, done.stderr
 
 
 # --- backfilling history ------------------------------------------------------------------------
