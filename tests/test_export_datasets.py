@@ -144,6 +144,8 @@ def test_a_hash_split_is_stable_per_item_and_hf_loads_both(curated: Site, tmp_pa
         "d5",
     ]
     assert script_rows["train"] and script_rows["validation"]
+    sizes = f"train {len(script_rows['train'])}, validation {len(script_rows['validation'])}"
+    assert f"- rows: {sizes}\n" in card
     again = tmp_path / "again"
     write_export(open_export(curated.runtime(), AGENT, "hf", None, options), again, io.BytesIO())
     assert load_splits(again, tmp_path) == script_rows
@@ -181,6 +183,11 @@ def test_dedup_keeps_the_newest_row_per_input(curated: Site, tmp_path: Path) -> 
     assert [row["metadata"]["id"] for row in rows] == ["d1", "d4", "d5", "d6"]
     assert "1 duplicate dropped" in done.stderr
     assert len(lines(exported(curated, "trl-sft"))) == 5
+    folder = tmp_path / "dataset"
+    opened = open_export(curated.runtime(), AGENT, "hf", None, ExportOptions(dedup=True))
+    write_export(opened, folder, io.BytesIO())
+    card = (folder / "README.md").read_text()
+    assert "- rows: train 5\n- duplicates dropped (--dedup): 1\n" in card
 
 
 # --- the system message and the lessons the agent read ------------------------------------------

@@ -511,12 +511,20 @@ def _features() -> str:
     return "".join(features)
 
 
-def dataset_card(
-    agent: str, commit: str | None, tally: Tally, data_files: Mapping[str, str]
-) -> str:
+@dataclass(frozen=True)
+class DataFiles:
+    """What an `hf` folder holds: each split's file and rows, and the rows --dedup dropped."""
+
+    paths: Mapping[str, str]
+    rows: Mapping[str, int]
+    dropped: int = 0
+
+
+def dataset_card(agent: str, commit: str | None, tally: Tally, data: DataFiles) -> str:
     """README.md of the `hf` folder: front matter that tells `datasets` the data file of each
     split and the columns (so an export of rejections only still has typed corrections), then
-    what it holds. `data_files`: split name → its file."""
+    what it holds."""
+    data_files = data.paths
     splits = "".join(f"  - split: {name}\n    path: {path}\n" for name, path in data_files.items())
     front = (
         "---\n"
@@ -525,14 +533,15 @@ def dataset_card(
         "configs:\n- config_name: default\n  data_files:\n" + splits + ""
         "dataset_info:\n  features:\n" + _features() + "---\n"
     )
-    return front + _card_text(
-        agent, commit, tally, ", ".join(f"`{p}`" for p in data_files.values())
-    )
+    return front + _card_text(agent, commit, tally, data)
 
 
-def _card_text(agent: str, commit: str | None, tally: Tally, data_file: str) -> str:
+def _card_text(agent: str, commit: str | None, tally: Tally, data: DataFiles) -> str:
     source = f"commit `{commit}`" if commit else "no commit (the history was empty then)"
     fields = ", ".join(f"{name} ({count})" for name, count in _most_corrected(tally.fields))
+    data_file = ", ".join(f"`{path}`" for path in data.paths.values())
+    rows = ", ".join(f"{name} {count}" for name, count in data.rows.items())
+    dropped = f"- duplicates dropped (--dedup): {data.dropped}\n" if data.dropped else ""
     return (
         f"\n# {agent}: drafts and their curated versions\n\n"
         f"Exported by feedbackd from {source} of the workspace's git history: every item"
@@ -542,7 +551,8 @@ def _card_text(agent: str, commit: str | None, tally: Tally, data_file: str) -> 
         f"- approved: {tally.approved} ({tally.corrected} corrected,"
         f" {tally.approved - tally.corrected} unedited)\n"
         f"- rejected: {tally.rejected}\n"
-        f"- most corrected fields: {fields or 'none'}\n\n"
+        f"- most corrected fields: {fields or 'none'}\n"
+        f"- rows: {rows}\n{dropped}\n"
         "Columns: `input` (what the agent was asked), `draft` (its content as the agent first"
         " wrote it), `approved` (as the curator approved it; null for a rejection),"
         " `corrections` (each field the curator changed, from original to corrected),"

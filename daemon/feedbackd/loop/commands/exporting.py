@@ -233,7 +233,8 @@ def _write_dataset(export: Export, out: Path, counts: Counts) -> None:
         written[split] = exports.hf_data_file(digest.hexdigest(), split)
         _refuse_folder(out / written[split])
         os.replace(staged, out / written[split])
-    card = exports.dataset_card(export.agent, export.commit, counts.tally, written)
+    data = exports.DataFiles(written, counts.lines, counts.dropped)
+    card = exports.dataset_card(export.agent, export.commit, counts.tally, data)
     atomic_write_text(out / "README.md", card)
     # The card names the new files alone; an earlier export's data is no longer part of it.
     current = {out / name for name in written.values()}
