@@ -144,7 +144,10 @@ def approve(
     curator: Annotated[str | None, typer.Option(help='Who decided: "Name <email>".')] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Move queue/ITEM to approved/ and record the corrections."""
+    """Move queue/ITEM to approved/ and record the corrections.
+
+    An import of past decisions sets GIT_AUTHOR_DATE and GIT_COMMITTER_DATE: the decision is
+    recorded and committed at that time (docs/learning.md, Importing past decisions)."""
     from feedbackd.loop.commands import actions
 
     runtime = GLOBALS.runtime().with_curator(curator)
@@ -160,7 +163,9 @@ def reject(
     curator: Annotated[str | None, typer.Option(help='Who decided: "Name <email>".')] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write the note into the item, move it to rejected/ and record the rejection."""
+    """Write the note into the item, move it to rejected/ and record the rejection.
+
+    GIT_AUTHOR_DATE and GIT_COMMITTER_DATE, when set, date the decision (as for approve)."""
     from feedbackd.loop.commands import actions
 
     runtime = GLOBALS.runtime().with_curator(curator)

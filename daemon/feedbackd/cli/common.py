@@ -7,8 +7,9 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -22,6 +23,7 @@ from feedbackd.cli.output import (
     stop_writing,
 )
 from feedbackd.core.errors import DiskFull, FeedbackdError, InternalError, UsageError
+from feedbackd.core.timeutil import git_date
 from feedbackd.edges.files import NO_SPACE
 
 if TYPE_CHECKING:
@@ -56,7 +58,10 @@ class Globals:
         # `--help` and a bad usage do without.
         from feedbackd.loop.workspace.runtime import Runtime
 
-        return Runtime.open(self.workspace, self.config)
+        runtime = Runtime.open(self.workspace, self.config)
+        # Past decisions imported with git's dates set are recorded at those times.
+        moment = git_date(os.environ)
+        return runtime if moment is None else replace(runtime, clock=lambda: moment)
 
 
 GLOBALS = Globals()
