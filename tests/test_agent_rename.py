@@ -52,7 +52,11 @@ def approvals(site: Site) -> Counter[str]:
     for commit in log.split("\x01")[1:]:
         subject, *paths = commit.strip().splitlines()
         if not subject.startswith("rename("):
-            found.update(Path(p).stem for p in paths if Path(p).parent.name == "approved")
+            found.update(
+                Path(p).stem
+                for p in paths
+                if Path(p).parent.name == "approved" and not Path(p).name.startswith(".")
+            )  # the .gitkeep of a new agent's approved/ is no item
     return found
 
 

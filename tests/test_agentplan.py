@@ -119,7 +119,10 @@ def test_an_approval_is_one_step_writing_feedback_snippet_ledger_then_committing
     # The move from queue/ (or the other folder, any format) is part of the commit.
     assert AGENT.queue / "qi-1.yaml" in commit.paths and AGENT.rejected / "qi-1.md" in commit.paths
     assert commit.paths[-4:] == (approved.file.path, AGENT.feedback, AGENT.decisions, AGENT.prompt)
-    assert p.snippet_refresh is None and p.problems == () and p.warnings == ()
+    assert p.snippet_refresh is None and p.problems == ()
+    # The number `n` changed too: no correction (only text is compared), but it is said.
+    [warning] = p.warnings
+    assert warning.startswith(f"{rel(approved.file.path)}: n changed, but only text fields")
 
 
 def test_a_rejection_records_its_note_and_warns_when_there_is_none() -> None:

@@ -642,3 +642,14 @@ def test_doctor_reports_ledger_lines_lost_whose_decisions_git_holds(site: Site) 
     assert all(item in found[0]["message"] for item in ("qi-1", "qi-2", "qi-3"))
     assert "3 decisions" in found[0]["message"]
     assert site.commit_count() == commits and not ledger.exists()  # doctor changed nothing
+
+
+def test_reject_credits_the_curator_it_is_given_as_approve_does(site: Site) -> None:
+    site.write("w", "qi-c1.json", draft({"title": "One"}))
+    site.write("w", "qi-c2.json", draft({"title": "Two"}))
+    site.reconcile()
+    ada, kim = "Ada Lovelace <ada@example.org>", "Kim Editor <kim@example.org>"
+    assert site.cli("reject", "w", "qi-c1", "--notes", "Too dry", "--curator", ada).returncode == 0
+    assert site.git("log", "-1", "--format=%an <%ae>").strip() == ada
+    assert site.cli("approve", "w", "qi-c2", "--curator", kim).returncode == 0
+    assert site.git("log", "-1", "--format=%an <%ae>").strip() == kim

@@ -64,7 +64,8 @@ def _git_again_while_locked(site: Site, *args: str) -> None:
 
 def _head_names(site: Site, folder: str) -> set[str]:
     listed = site.git("ls-tree", "--name-only", "HEAD", f"_data/agents/{AGENT}/{folder}/")
-    return {Path(name).stem for name in listed.split()}
+    # the .gitkeep of a new agent's folder is no item
+    return {Path(name).stem for name in listed.split() if not Path(name).name.startswith(".")}
 
 
 def _disk_names(site: Site, folder: str) -> set[str]:

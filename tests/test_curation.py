@@ -103,6 +103,30 @@ def test_the_snippet_is_regenerated_with_the_exact_text(site: Site) -> None:
     assert site.cli("prompt", "w").stdout == site.prompt("w")
 
 
+def test_a_markdown_body_correction_reads_cleanly_in_the_snippet(site: Site) -> None:
+    """The body of a .md item ends with its newline (and maybe CRLF endings): the entry keeps
+    the values as written, but the snippet the agent reads, and the loader, show them without
+    the blank lines that would split an example between `Original:` and `Corrected:`."""
+    site.write("w", "qi-m.md", "---\ntitle: Same\n---\nOld body,\r\nsecond line.\r\n\r\n")
+    site.reconcile()
+    site.write("w", "qi-m.md", "---\ntitle: Same\n---\nNew body,\nsecond line.\n")
+    site.move("w", "qi-m.md", "approved")
+    site.reconcile()
+    [entry] = site.feedback("w")
+    assert entry["corrected"] == "New body,\nsecond line.\n"  # as written
+    assert site.prompt("w") == (
+        "## Learn from past corrections\nExample 1:\nOriginal: Old body,\nsecond line.\n"
+        "Corrected: New body,\nsecond line.\n"
+    )
+    assert load_feedback_for_prompt("w", workspace=site.root) == [
+        {
+            "original": "Old body,\nsecond line.",
+            "corrected": "New body,\nsecond line.",
+            "field": "body",
+        }
+    ]
+
+
 def test_reject_records_the_note_and_leaves_an_empty_snippet(site: Site) -> None:
     doc = draft({"title": "A"}, rejectionFeedback="Tone is too dry — needs personality")
     site.write("w", "qi-2.json", doc, folder="rejected")
@@ -142,7 +166,6 @@ def test_a_decision_committed_by_hand_is_recorded_once(site: Site) -> None:
     site.write("w", "qi-1.json", draft({"t": "old"}))
     site.reconcile()
     site.write("w", "qi-1.json", draft({"t": "new"}))
-    (site.agent("w") / "approved").mkdir()
     site.git("mv", "_data/agents/w/queue/qi-1.json", "_data/agents/w/approved/qi-1.json")
     site.git("commit", "-qam", "approve qi-1 by hand")
     site.reconcile()
@@ -270,6 +293,46 @@ def test_author_is_the_curator_and_committer_is_feedbackd(site: Site) -> None:
     site.reconcile()
     who = site.git("log", "-1", "--format=%an <%ae>|%cn <%ce>").strip()
     assert who == "Kim Editor <kim@example.org>|feedbackd <feedbackd@localhost>"
+
+
+def test_feedbackd_authors_its_own_acts_and_buyers_their_ratings(site: Site) -> None:
+    """The person running feedbackd (git's user here: Ada Curator) authors their decisions
+    only: drafts seen, snippets regenerated and price cuts are feedbackd's, a rating is its
+    buyer's; the committer is feedbackd throughout."""
+    soul = site.agent("p") / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text("# P\n\nRuns things.\n\n## s1\nRuns it.\npricing: 20\n")
+    site.write("w", "qi-1.json", draft({"title": "Old"}))
+    site.reconcile()
+    site.write("w", "qi-1.json", draft({"title": "New"}))
+    assert site.cli("approve", "w", "qi-1").returncode == 0
+    for number in (1, 2, 3):
+        rating = {
+            "transaction_id": f"00000000-0000-4000-8000-00000000000{number}",
+            "provider_agent": "p",
+            "skill_id": "s1",
+            "rating": 3,
+            "result_quality": "good",
+            "would_reuse": True,
+            "cost_value_ratio": "overpriced",
+        }
+        done = site.cli(
+            "feedback", "submit", "--as", f"buyer-{number}", "--json", json.dumps(rating)
+        )
+        assert done.returncode == 0, done.stderr
+    site.configure("prompt:\n  show_field: true\n")  # the next pass regenerates the snippet
+    site.reconcile()
+    authors = {}
+    for line in site.git("log", "--format=%s|%an <%ae>|%cn").splitlines():
+        subject, author, committer = line.split("|")
+        assert committer == "feedbackd", line
+        authors.setdefault(subject.split("(")[0], set()).add(author)
+    assert authors["approve"] == {"Ada Curator <ada@example.org>"}
+    for event in ("draft", "pricing", "sync"):
+        assert authors[event] == {"feedbackd <feedbackd@localhost>"}, (event, authors)
+    assert authors["rating"] == {f"buyer-{n} <buyer-{n}@localhost>" for n in (1, 2, 3)}
+    mine = site.git("log", "--format=%s", "--author=Ada Curator").splitlines()
+    assert [s.split("(")[0] for s in mine if not s.startswith("Set up")] == ["approve"]
 
 
 def test_a_users_staged_and_unstaged_work_is_left_alone(site: Site) -> None:

@@ -80,3 +80,45 @@ def test_the_panels_approval_warns_in_status_too(site: Site) -> None:
         assert any(line.startswith(WARNING) for line in answer.json()["warnings"])
         shown = client.get("/api/status").json()["problems"]
     assert [line for line in shown if line.startswith(WARNING)] == warned(site) != []
+
+
+# --- content that is not text (SPEC 3: only strings on both sides yield corrections) -----------
+def test_an_approval_that_edited_a_list_or_a_number_says_they_were_not_recorded(
+    tmp_path: Path,
+) -> None:
+    """`tags` (a list) and `readingMinutes` (a number) edited with the title: the title is a
+    correction; the others yield no entry, as the contract says, but never silently."""
+    site = Site(tmp_path / "ws")
+    content = {"title": "Old", "tags": ["go"], "readingMinutes": 4, "seo": {"noindex": False}}
+    site.write("w", "qi-5.json", draft(content))
+    site.reconcile()
+    edited = {"title": "New", "tags": ["go", "rust"], "readingMinutes": 6, "seo": {"noindex": True}}
+    site.write("w", "qi-5.json", draft(edited))
+    done = site.cli("approve", "w", "qi-5")
+    assert done.returncode == 0, done.stderr
+    assert [(e["field"], e["corrected"]) for e in site.feedback("w")] == [("title", "New")]
+    said = "_data/agents/w/approved/qi-5.json: readingMinutes, seo.noindex, tags changed"
+    assert said in done.stderr and "not recorded" in done.stderr, done.stderr
+    assert any(line.startswith(said) for line in status_json(site)["problems"])
+
+
+def test_values_that_did_not_change_or_are_text_warn_of_nothing(tmp_path: Path) -> None:
+    site = Site(tmp_path / "ws")
+    site.write("w", "qi-6.yaml", "contentData:\n  title: Old\n  tags: [go]\n  n: 4\n")
+    site.reconcile()
+    site.write("w", "qi-6.yaml", "contentData:\n  title: New\n  tags:\n    - go\n  n: 4\n")
+    done = site.cli("approve", "w", "qi-6")
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert status_json(site)["problems"] == []
+
+
+def test_a_decided_file_edited_afterwards_says_so_too(tmp_path: Path) -> None:
+    site = Site(tmp_path / "ws")
+    site.write("w", "qi-7.json", draft({"title": "Old", "tags": ["go"]}))
+    site.reconcile()
+    assert site.cli("approve", "w", "qi-7").returncode == 0
+    site.write("w", "qi-7.json", draft({"title": "Old", "tags": []}), folder="approved")
+    report = site.reconcile()  # the pass of the daemon or `run --once`, which logs what it says
+    said = "_data/agents/w/approved/qi-7.json: tags changed, but only text fields are recorded"
+    assert any(line.startswith(said) for line in report.warnings), report.warnings
+    assert site.feedback("w") == []

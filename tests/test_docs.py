@@ -65,3 +65,12 @@ def test_the_check_sees_a_broken_link(tmp_path: Path) -> None:
     )
     assert relative_links(page) == ["nowhere.md", "#title", "#missing"]
     assert anchors(page) == {"title"}  # a `#` line in a code block is no heading
+
+
+def test_the_readme_shows_who_decides_for_both_decisions() -> None:
+    """`reject` takes --curator as `approve` does: a reader of the command list must not credit
+    rejections to the git user for want of knowing it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for command in ("approve", "reject"):
+        [line] = [x for x in readme.splitlines() if x.startswith(f"feedbackd {command} AGENT")]
+        assert '[--curator "N <e>"]' in line, line

@@ -25,6 +25,7 @@ from feedbackd.core.curation.exports import (
     ledger_lines,
     standing_decisions,
 )
+from feedbackd.core.curation.exportsets import ExportOptions
 from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.loop.commands.exporting import open_export, write_export
 from tests.conftest import known_environment
@@ -33,7 +34,7 @@ from tests.webhouse_kit import WebhouseAdmin
 from tests.workspace_kit import Site, draft
 
 AGENT = "w"
-FORMATS = ("openai-sft", "openai-dpo", "dspy", "hf")
+FORMATS = ("openai-sft", "openai-dpo", "trl-sft", "trl-dpo", "trl-kto", "dspy", "hf")
 
 
 @pytest.fixture
@@ -91,9 +92,11 @@ def a_month(site: Site) -> None:
 
 
 def exported(site: Site, export_format: str, at: str | None = None, agent: str = AGENT) -> bytes:
-    """What `feedbackd export` prints, from the same functions, in this process."""
+    """What `feedbackd export` prints, from the same functions, in this process (dspy with
+    its rejections)."""
     buffer = io.BytesIO()
-    write_export(open_export(site.runtime(), agent, export_format, at), None, buffer)
+    options = ExportOptions(include_rejections=True)
+    write_export(open_export(site.runtime(), agent, export_format, at, options), None, buffer)
     return buffer.getvalue()
 
 
@@ -187,11 +190,11 @@ def test_dspy_rows_are_examples_whose_input_is_the_task(curated: Site) -> None:
     assert len(rows) == 5
     for row in rows:
         # dspy.Example(**row).with_inputs("input"): keyword names, "input" among them
-        assert list(row) == ["input", "draft", "output", "feedback"]
+        assert list(row) == ["input", "draft", "output", "feedback", "metadata"]
         assert all(key.isidentifier() for key in row) and isinstance(row["input"], str)
     assert rows[0]["feedback"] == "title: Why Generics Matter → How Generics Save You"
     assert rows[1]["feedback"] == "" and rows[1]["output"] == rows[1]["draft"]
-    assert rows[2] == {
+    assert {key: rows[2][key] for key in ("input", "draft", "output", "feedback")} == {
         "input": 'Write the posts item "tips".',
         "draft": '{\n  "title": "Ten tips"\n}',
         "output": None,
@@ -218,6 +221,7 @@ def test_the_hf_folder_loads_with_datasets(curated: Site, tmp_path: Path) -> Non
     assert loaded["rows"] == 5 and loaded["columns"] == [
         "id", "agent", "decision", "input", "draft", "approved", "corrections",
         "notes", "curator", "decided_at", "commit",
+        "prompt", "completion", "label", "chosen", "rejected",
     ]  # fmt: skip
     first = loaded["first"]
     assert first["id"] == "d1" and first["decision"] == "approved"
@@ -423,7 +427,6 @@ def test_a_draft_moved_and_committed_by_hand_keeps_its_first_version(site: Site)
     site.write(AGENT, "d1.json", draft({"title": "Agent's title"}))
     site.reconcile()  # the draft's commit
     site.write(AGENT, "d1.json", draft({"title": "Curator's title"}))
-    (site.agent(AGENT) / "approved").mkdir()
     site.git("mv", f"_data/agents/{AGENT}/queue/d1.json", f"_data/agents/{AGENT}/approved/d1.json")
     site.git("add", "-A", f"_data/agents/{AGENT}/approved")
     site.git("commit", "-qm", "approve d1 by hand")
@@ -480,7 +483,7 @@ def test_the_input_template_comes_from_the_configuration(site: Site) -> None:
     ("args", "code", "said"),
     [
         (("--format", "jsonl"), 2, "error: usage: unknown export format 'jsonl' (choose one of:"
-         " openai-sft, openai-dpo, dspy, hf)"),
+         " openai-sft, openai-dpo, trl-sft, trl-dpo, trl-kto, dspy, hf)"),
         ((), 2, "error: usage: --format is missing (choose one of: openai-sft, openai-dpo"),
         (("--format", "dspy", "--at", "not a time"), 2, "error: usage: --at 'not a time' is"
          " neither a revision nor a date"),
@@ -513,7 +516,9 @@ def test_http_streams_the_jsonl_formats(curated: Site, server: Server) -> None:
     assert answer.body == exported(curated, "openai-dpo")
     then = server.get(f"/api/agents/{AGENT}/export?format=dspy&at=HEAD~1")
     assert then.headers["content-type"].startswith("application/json")
-    assert then.body == exported(curated, "dspy", at="HEAD~1")
+    default = io.BytesIO()  # dspy over HTTP leaves rejections out, as the command does
+    write_export(open_export(curated.runtime(), AGENT, "dspy", "HEAD~1"), None, default)
+    assert then.body == default.getvalue() and b'"output": null' not in then.body
     refused = {
         "format=hf": (400, "usage"),
         "format=csv": (400, "usage"),
@@ -523,7 +528,7 @@ def test_http_streams_the_jsonl_formats(curated: Site, server: Server) -> None:
         answer = server.get(f"/api/agents/{AGENT}/export?{query}")
         assert (answer.status, answer.json()["error"]) == (status, code), query
     missing = server.get(f"/api/agents/{AGENT}/export").json()
-    streams = "HTTP streams openai-sft, openai-dpo, dspy"
+    streams = "HTTP streams openai-sft, openai-dpo, trl-sft, trl-dpo, trl-kto, dspy"
     assert missing["message"].startswith(f"format= is missing: {streams} (")
     folder = server.get(f"/api/agents/{AGENT}/export?format=hf").json()["message"]
     assert folder.startswith(f"format=hf: {streams}") and "--out DIR" in folder

@@ -42,3 +42,17 @@ def test_no_reason_no_line(site: Site) -> None:
     slip = site.feedback("w")[0]
     assert site.cli("forget", "w", slip["id"]).returncode == 0
     assert not any(line.startswith("- reason:") for line in body(site))
+
+
+def test_forgetting_a_forgotten_entry_says_when_and_by_whom(site: Site) -> None:
+    slip = site.feedback("w")[0]
+    ada = "Ada Lovelace <ada@example.org>"
+    done = site.cli("forget", "w", slip["id"], "--reason", "a slip", "--curator", ada)
+    assert done.returncode == 0, done.stderr
+    commits = site.commit_count()
+    again = site.cli("forget", "w", slip["id"])
+    assert again.returncode == 1 and site.commit_count() == commits
+    said = again.stderr
+    assert said.startswith(f"error: not_found: {slip['id']} was already forgotten on "), said
+    assert " UTC by Ada Lovelace <ada@example.org> (a slip)" in said, said
+    assert "no entry" not in said

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.errors import GitError
+from feedbackd.edges.git import locks
 from feedbackd.edges.git.batch import HELPER_COMMANDS
 from feedbackd.edges.git.locks import LOCK_FREE_COMMANDS, git_process_in, lock_verdict
 from feedbackd.edges.git.repo import GitRepo, HeadMoved
@@ -329,11 +330,13 @@ def test_a_change_waits_for_a_users_git_command_that_changes_the_work_tree(
 
 
 def test_the_look_after_a_commit_answers_whether_a_run_goes_on_until_the_next_commit(
-    repo: GitRepo, git_repo: Path
+    repo: GitRepo, git_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A decision looks for a `git clean` after its commit; the run then asks whether to let go
     # of the index lock. With nothing written in between, that look answers, however long the
-    # decision's bookkeeping took (here: the user's git starting, many milliseconds).
+    # decision's bookkeeping took (here: the user's git starting, many milliseconds; on a busy
+    # machine more than the look's usual lifetime, which is therefore stretched here).
+    monkeypatch.setattr(locks, "_SETTLED_FOR_S", 60.0)
     users = repo.users_git
     write(git_repo, "f.json", "[]\n")
     assert repo.commit_paths(["f.json"], message(), ADA) is not None

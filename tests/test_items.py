@@ -18,6 +18,7 @@ from feedbackd.core.curation.items import (
     item_format,
     parse_curator,
     parse_item,
+    unrecorded_changes,
 )
 from feedbackd.core.errors import InvalidItem, NotFound
 from feedbackd.loop.workspace.agentfiles import read_item, set_rejection_feedback
@@ -675,3 +676,10 @@ def test_set_rejection_feedback_leaves_no_temporary_files(tmp_path: Path) -> Non
     path = write(folder, "qi-1.json", '{"contentData": {}}')
     set_rejection_feedback(path, "x")
     assert os.listdir(folder) == ["qi-1.json"]
+
+
+def test_changes_that_yield_no_correction_are_named() -> None:
+    before = {"title": "a", "tags": ["x"], "n": 1, "ok": True, "seo": {"k": [1]}, "gone": 1}
+    after = {"title": "b", "tags": ["x", "y"], "n": True, "ok": True, "seo": {"k": "1"}, "new": 2}
+    assert unrecorded_changes(before, after) == ["n", "seo.k", "tags"]
+    assert unrecorded_changes(before, before) == []

@@ -76,10 +76,31 @@ def test_feedback_cap_keeps_the_newest_of_the_merge() -> None:
     assert ids(merge_feedback(b"", ours, theirs, 3)) == ["fb-0007", "fb-0008", "fb-0009"]
 
 
-def test_feedback_same_time_is_ordered_by_id() -> None:
+def test_feedback_same_time_from_two_sides_is_ordered_by_id() -> None:
     when = "2026-04-08T10:00:00.000Z"
     merged = merge_feedback(b"[]", doc(entry(9, when=when)), doc(entry(2, when=when)), CAP)
     assert ids(merged) == ["fb-0002", "fb-0009"]
+
+
+def test_feedback_same_time_keeps_the_order_each_side_holds() -> None:
+    """Entries of one pass share their time: they stay in the order they were decided, through
+    a revert (one side lacks an older entry) and a merge with the other side's own pass."""
+    when, later = "2026-04-08T10:00:00.000Z", "2026-04-08T10:00:00.001Z"
+    pass_entries = [entry(n, when=when) for n in (9, 2, 5, 1)]
+    base = doc(entry(0), *pass_entries)
+    reverted = doc(*pass_entries)
+    assert ids(merge_feedback(base, base, reverted, CAP)) == [
+        "fb-0009",
+        "fb-0002",
+        "fb-0005",
+        "fb-0001",
+    ]
+    # Two clones' passes at the same instant: each one's entries stay together, in its order.
+    theirs = doc(entry(0), *pass_entries, entry(7, when=later), entry(3, when=later))
+    ours = doc(entry(0), *pass_entries, entry(8, when=later))
+    for one, two in ((ours, theirs), (theirs, ours)):
+        merged = ids(merge_feedback(base, one, two, CAP))
+        assert merged[5:] == ["fb-0007", "fb-0003", "fb-0008"]
 
 
 def test_feedback_times_with_offsets_sort_by_the_instant() -> None:

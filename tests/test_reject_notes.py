@@ -20,6 +20,7 @@ def test_reject_without_a_note_is_refused_and_changes_nothing(tmp_path: Path, no
     assert done.returncode == 1, done.stdout
     assert done.stderr.startswith("error: invalid_feedback: notes are required"), done.stderr
     assert (site.agent("w") / "queue" / "qi-1.json").exists()
-    assert not (site.agent("w") / "rejected").exists()
+    # rejected/ holds only the .gitkeep that the agent's first commit put there
+    assert [p.name for p in (site.agent("w") / "rejected").iterdir()] == [".gitkeep"]
     assert site.git("rev-parse", "HEAD") == head
     assert site.git("status", "--porcelain") == ""

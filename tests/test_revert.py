@@ -343,3 +343,26 @@ def test_a_revert_under_the_running_daemon_is_an_undo(site: Site, daemon: Daemon
     assert lessons(site) == {"d1": ["Better d1"], "d3": ["Better d3"], "d2": ["Better d2"]}
     assert "Better d2" in site.prompt(AGENT)
     assert site.git("status", "--porcelain") == ""
+
+
+# --- the order of lessons -------------------------------------------------------------------------
+def test_a_revert_keeps_the_order_of_decisions_made_in_one_pass(site: Site) -> None:
+    """Three approvals handled by one pass share their `createdAt`: a revert of an older
+    decision keeps them in the order they were decided (each item's lessons together), never
+    re-sorted by their random ids, and the snippet keeps the same newest lessons."""
+    queue_drafts(site, "d0", "a", "b", "c")
+    approve_edited(site, "d0")
+    for name in ("a", "b", "c"):
+        site.write(
+            AGENT, f"{name}.json", draft({"title": f"Better {name}", "excerpt": f"On {name}."})
+        )
+        site.move(AGENT, f"{name}.json", "approved")
+    site.reconcile()
+    before = [e for e in site.feedback(AGENT) if e["queueItemId"] != "d0"]
+    assert len({e["createdAt"] for e in before}) == 1  # the case: one pass, one time
+    snippet = site.prompt(AGENT)
+    git_revert(site, decision_commit(site, "d0"))
+    site.reconcile()
+    assert_undone(site, "d0")
+    assert [e["id"] for e in site.feedback(AGENT)] == [e["id"] for e in before]
+    assert site.prompt(AGENT) == snippet

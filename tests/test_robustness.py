@@ -125,6 +125,9 @@ def test_moving_the_whole_approved_folder_to_rejected_commits_the_moves(site: Si
     for item in ("q1", "q2"):
         site.write("a1", f"{item}.json", draft({"title": "Hello"}))
     site.reconcile()
+    # Folders that hold decisions only: without the .gitkeep files of the agent's first commit.
+    site.git("rm", "-q", "_data/agents/a1/approved/.gitkeep", "_data/agents/a1/rejected/.gitkeep")
+    site.git("commit", "-qm", "decision folders without .gitkeep")
     for item in ("q1", "q2"):
         site.move("a1", f"{item}.json", "approved")
     site.reconcile()

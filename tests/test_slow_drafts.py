@@ -55,7 +55,7 @@ def test_a_draft_written_in_chunks_is_committed_whole_and_approved_as_written(
         rel = f"_data/agents/w/queue/{name}"
         wait_for(lambda rel=rel: site.git("ls-files", rel).strip(), what=f"{name}'s commit")
         assert first_committed(site, rel) == "".join(CHUNKS[name])
-    (site.agent("w") / "approved").mkdir()
+    (site.agent("w") / "approved").mkdir(exist_ok=True)  # made by the agent's first commit
     for name in CHUNKS:  # approved exactly as drafted
         (queue / name).rename(site.agent("w") / "approved" / name)
         item = name.split(".")[0]

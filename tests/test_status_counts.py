@@ -102,7 +102,7 @@ def test_status_counts_every_decision_whoever_made_it(
     other = tmp_path / "other"  # another machine's clone decides d5
     git(tmp_path, "clone", "-q", str(site.root), str(other))
     approved = other / "_data/agents/w/approved"
-    approved.mkdir()
+    approved.mkdir(exist_ok=True)  # the clone has it, kept by its .gitkeep
     (other / "_data/agents/w/queue/d5.json").rename(approved / "d5.json")
     saved_long_ago(approved / "d5.json")
     assert site.cli("-w", str(other), "run", "--once").returncode == 0

@@ -13,6 +13,7 @@ import pytest
 from feedbackd.loop.daemon.once import run_once
 from feedbackd.loop.sync import Syncer, backoff_s, overlapping, problem_line, sync_status
 from feedbackd.loop.workspace.runtime import Runtime
+from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft
 
 CONFIG = "git:\n  remote: origin\n"
@@ -196,6 +197,149 @@ def test_one_price_cut_made_on_three_machines_at_once_is_kept_once(net: Network)
     assert len(cuts.splitlines()) == 1, cuts
     ratings = machines[0].git("log", "--format=%s", f"--grep=^rating({PROVIDER}/{SKILL})")
     assert len(ratings.splitlines()) == 5
+
+
+def priced_provider(net: Network) -> None:
+    """The provider's SOUL.md, its skill priced at 20, on the remote."""
+    seed = net.clone("first")
+    soul = seed.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text(f"# P\n\nRuns things.\n\n## {SKILL}\nRuns it.\npricing: 20\n")
+    seed.git("add", "-A")
+    seed.git("commit", "-qm", "A provider and its priced skill")
+    assert once(seed) == []
+
+
+def price_of(site: Site) -> str:
+    return (site.agent(PROVIDER) / "SOUL.md").read_text().rsplit("pricing: ", 1)[1].strip()
+
+
+@pytest.mark.slow
+def test_a_price_cut_that_only_a_pull_brings_about_is_made_once(net: Network) -> None:
+    """Three buyers each say "overpriced" on a machine of their own: no machine crosses the
+    threshold alone, so the rules must run on the ratings a pull brings in. The first machine
+    that sees all three cuts the price; the cut reaches the others, and it is made once."""
+    priced_provider(net)
+    machines = [net.clone(name) for name in ("a", "b", "c")]
+    for number, site in enumerate(machines, start=1):
+        overpriced(site, f"buyer-{number}")
+        assert price_of(site) == "20"
+    for _ in range(3):  # until nobody has anything left to pull or push
+        before = net.head()
+        for site in machines:
+            assert once(site) == []
+        if net.head() == before:
+            break
+    for site in machines:
+        assert head(site) == net.head() and site.git("status", "--porcelain") == ""
+        assert price_of(site) == "19"
+        [cut] = (site.agent(PROVIDER) / "pricing.jsonl").read_text().splitlines()
+        assert (json.loads(cut)["priceOld"], json.loads(cut)["priceNew"]) == ("20", "19")
+    cuts = machines[0].git("log", "--format=%s", f"--grep=^pricing({PROVIDER}/{SKILL})")
+    assert len(cuts.splitlines()) == 1, cuts
+
+
+@pytest.mark.slow
+def test_a_running_daemon_cuts_the_price_its_own_pull_calls_for(
+    net: Network, tmp_path: Path
+) -> None:
+    """Another machine pushed two ratings; the daemon's machine holds a third, from a third
+    buyer: the daemon pulls the two, cuts the price and pushes the cut."""
+    priced_provider(net)
+    a, b = net.clone("a"), net.clone("b")
+    overpriced(a, "buyer-1")
+    overpriced(a, "buyer-2")
+    a.git("push", "-q", "origin", "main")
+    b.configure(f"{CONFIG}  pull_interval_s: 1\ndaemon:\n  settle_ms: 100\n")
+    b.git("commit", "-qm", "sync every second", "feedbackd.yaml")
+    overpriced(b, "buyer-3")  # no cut on b alone
+    assert price_of(a) == price_of(b) == "20"
+    listener = NotifyListener(tmp_path)
+    daemon = DaemonProcess(b, listener)
+    try:
+        daemon.wait_ready()
+        wait_for(lambda: price_of(b) == "19", what="the cut on the daemon's machine")
+        wait_for(lambda: net.head() == head(b), what="the cut pushed")
+    finally:
+        daemon.close()
+        listener.close()
+    assert once(a) == [] and price_of(a) == "19"
+    cuts = a.git("log", "--format=%s", f"--grep=^pricing({PROVIDER}/{SKILL})")
+    assert len(cuts.splitlines()) == 1, cuts
+
+
+def test_a_price_cut_that_a_users_own_pull_brings_about_is_made_by_the_next_pass(
+    tmp_path: Path,
+) -> None:
+    """No git.remote: the user pulls two colleagues' clones by hand (`git pull`). The next pass
+    (`run --once`, or the daemon's start-up pass after a restart) runs the rules on the ratings
+    that came in, and cuts the price."""
+    home = Site(tmp_path / "home")
+    soul = home.agent(PROVIDER) / "SOUL.md"
+    soul.parent.mkdir(parents=True)
+    soul.write_text(f"# P\n\nRuns things.\n\n## {SKILL}\nRuns it.\npricing: 20\n")
+    home.git("add", "-A")
+    home.git("commit", "-qm", "A provider and its priced skill")
+    colleagues = []
+    for name in ("b", "c"):
+        subprocess.run(["git", "clone", "-q", str(home.root), str(tmp_path / name)], check=True)
+        colleagues.append(Site(tmp_path / name))
+    assert once(home) == []
+    overpriced(home, "buyer-1")
+    for number, site in enumerate(colleagues, start=2):
+        overpriced(site, f"buyer-{number}")
+    for site in colleagues:
+        home.git("pull", "-q", "--no-rebase", "--no-edit", str(site.root), "main")
+    assert price_of(home) == "20"
+    assert home.cli("run", "--once").returncode == 0
+    assert price_of(home) == "19"
+    assert home.git("status", "--porcelain") == ""
+    assert home.cli("run", "--once").returncode == 0  # and once only
+    cuts = home.git("log", "--format=%s", f"--grep=^pricing({PROVIDER}/{SKILL})")
+    assert len(cuts.splitlines()) == 1, cuts
+
+
+def poor(site: Site, buyer: str) -> None:
+    """A buyer's poor rating of the provider's skill, saying what went wrong."""
+    doc = {
+        "transaction_id": str(uuid.uuid4()),
+        "provider_agent": PROVIDER,
+        "skill_id": SKILL,
+        "rating": 1,
+        "result_quality": "poor",
+        "quality_details": "Too slow for a chat reply",
+        "would_reuse": False,
+        "cost_value_ratio": "fair",
+    }
+    done = site.cli("feedback", "submit", "--as", buyer, "--json", json.dumps(doc))
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow
+def test_lessons_drawn_from_pulled_ratings_are_one_change_however_many_machines_draw_them(
+    net: Network,
+) -> None:
+    """Each machine's own poor rating gives the same lesson; after the pulls each draws the
+    lesson from both: every distinct lessons text is one `optimize` commit and one memory."""
+    priced_provider(net)
+    machines = [net.clone(name) for name in ("a", "b")]
+    for number, site in enumerate(machines, start=1):
+        poor(site, f"buyer-{number}")
+    for _ in range(3):
+        before = net.head()
+        for site in machines:
+            assert once(site) == []
+        if net.head() == before:
+            break
+    lessons = [
+        (s.agent(PROVIDER) / "prompt" / "skills" / f"{SKILL}.md").read_text() for s in machines
+    ]
+    assert lessons[0] == lessons[1] and "Too slow for a chat reply" in lessons[0]
+    assert "(2×)" in lessons[0], lessons[0]
+    made = machines[0].git("log", "--format=%s", f"--grep=^optimize({PROVIDER}/{SKILL})")
+    patterns = (machines[0].agent(PROVIDER) / "memory" / "patterns.jsonl").read_text()
+    adjusted = [x for x in patterns.splitlines() if "adjusted" in x]
+    assert len(made.splitlines()) == len(adjusted) == 2, (made, adjusted)
 
 
 def conflict_markers(site: Site) -> list[str]:

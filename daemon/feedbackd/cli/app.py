@@ -23,7 +23,13 @@ from typer.core import TyperGroup
 from feedbackd import __version__
 from feedbackd.cli import logsetup
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, report_out
-from feedbackd.cli.output import print_error, print_json, progress_bar
+from feedbackd.cli.output import (
+    READER_GONE_EXIT,
+    print_error,
+    print_json,
+    progress_bar,
+    stdout_has_no_reader,
+)
 from feedbackd.core.errors import Aborted, UsageError
 
 if TYPE_CHECKING:
@@ -138,7 +144,10 @@ def approve(
     curator: Annotated[str | None, typer.Option(help='Who decided: "Name <email>".')] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Move queue/ITEM to approved/ and record the corrections."""
+    """Move queue/ITEM to approved/ and record the corrections.
+
+    An import of past decisions sets GIT_AUTHOR_DATE and GIT_COMMITTER_DATE: the decision is
+    recorded and committed at that time (docs/learning.md, Importing past decisions)."""
     from feedbackd.loop.commands import actions
 
     runtime = GLOBALS.runtime().with_curator(curator)
@@ -154,7 +163,9 @@ def reject(
     curator: Annotated[str | None, typer.Option(help='Who decided: "Name <email>".')] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Write the note into the item, move it to rejected/ and record the rejection."""
+    """Write the note into the item, move it to rejected/ and record the rejection.
+
+    GIT_AUTHOR_DATE and GIT_COMMITTER_DATE, when set, date the decision (as for approve)."""
     from feedbackd.loop.commands import actions
 
     runtime = GLOBALS.runtime().with_curator(curator)
@@ -427,6 +438,8 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
         print_error(Aborted("aborted"), "--json" in args)
         return 1
     except SystemExit as exit_:
+        if exit_.code == 1 and stdout_has_no_reader():  # click's or rich's quiet stop at EPIPE
+            return READER_GONE_EXIT
         return exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
     except Exception as error:
         # Bad usage caught by the option parser: click's errors (vendored by typer or not) carry

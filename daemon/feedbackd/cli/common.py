@@ -7,15 +7,23 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from feedbackd.cli.output import print_error, print_json
+from feedbackd.cli.output import (
+    READER_GONE_EXIT,
+    print_error,
+    print_json,
+    reader_gone,
+    stop_writing,
+)
 from feedbackd.core.errors import DiskFull, FeedbackdError, InternalError, UsageError
+from feedbackd.core.timeutil import git_date
 from feedbackd.edges.files import NO_SPACE
 
 if TYPE_CHECKING:
@@ -50,7 +58,10 @@ class Globals:
         # `--help` and a bad usage do without.
         from feedbackd.loop.workspace.runtime import Runtime
 
-        return Runtime.open(self.workspace, self.config)
+        runtime = Runtime.open(self.workspace, self.config)
+        # Past decisions imported with git's dates set are recorded at those times.
+        moment = git_date(os.environ)
+        return runtime if moment is None else replace(runtime, clock=lambda: moment)
 
 
 GLOBALS = Globals()
@@ -77,10 +88,7 @@ def command(func: F) -> F:
         except KeyboardInterrupt:
             raise typer.Exit(130) from None
         except OSError as error:
-            if error.errno not in NO_SPACE:
-                raise _internal_error(error, as_json) from None
-            print_error(_disk_full(error), as_json)
-            raise typer.Exit(1) from None
+            raise _os_error(error, as_json) from None
         except Exception as error:  # a bug: say so, keep the traceback in the log
             raise _internal_error(error, as_json) from None
 
@@ -102,6 +110,18 @@ def _with_workspace_option(func: Callable[..., Any]) -> inspect.Signature:
         _WORKSPACE, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=WorkspaceOption
     )
     return signature.replace(parameters=[*signature.parameters.values(), option])
+
+
+def _os_error(error: OSError, as_json: bool) -> typer.Exit:
+    """The exit for an OSError: a reader that has gone (`| head`) stops the command quietly, a
+    full disk is the user's to fix, anything else is a bug."""
+    if reader_gone(error):  # the reader has what it wanted
+        stop_writing()
+        return typer.Exit(READER_GONE_EXIT)
+    if error.errno not in NO_SPACE:
+        return _internal_error(error, as_json)
+    print_error(_disk_full(error), as_json)
+    return typer.Exit(1)
 
 
 def _internal_error(error: Exception, as_json: bool) -> typer.Exit:

@@ -25,5 +25,12 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
 
         return merge_driver(args[1:])
     from feedbackd.cli.app import main as command_line
+    from feedbackd.cli.output import READER_GONE_EXIT, reader_gone, stop_writing
 
-    return command_line(args, prog_name)
+    try:
+        return command_line(args, prog_name)
+    except BrokenPipeError as error:  # outside a command (its help): as a command stops
+        if not reader_gone(error):
+            raise
+        stop_writing()
+        return READER_GONE_EXIT

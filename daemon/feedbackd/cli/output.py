@@ -6,10 +6,13 @@ prints JSON (a rating submit, any command with --json) starts without it.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import logging
 import os
 import re
+import select
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,13 +34,26 @@ def console(stderr: bool = False) -> Console:
 
     # NO_COLOR asks for plain text: rich's own no_color keeps bold and italics, so drop every style.
     plain = bool(os.environ.get("NO_COLOR"))
-    return Console(
+    return (Console if stderr else _output_console())(
         stderr=stderr,
         color_system=None if plain else "auto",
         no_color=plain,
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _output_console() -> type[Console]:
+    """rich's Console, except that a broken pipe on standard output raises BrokenPipeError
+    as every other write does (rich exits 1 at once), so a command stops as below."""
+    from rich.console import Console
+
+    class OutputConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "the reader of standard output has gone")
+
+    return OutputConsole
 
 
 def print_json(value: Any) -> None:
@@ -221,3 +237,42 @@ def _frame_width(count: int, options: dict[str, Any]) -> int:
         frame.add_column(width=1)
     wide = Console(width=_MEASURE_WIDTH, color_system=None)
     return wide.measure(frame).minimum - count
+
+
+# --- standard output whose reader has gone --------------------------------------------------------
+# `feedbackd export ... | head -1`: `head` closes the pipe once it has its line, and the next write
+# fails with EPIPE. That is no error of the command: it stops where it is, quietly (no traceback,
+# no error line), with the exit status a shell reports for a command that SIGPIPE stopped, as
+# `seq 1 100000 | head -1` does. Python ignores SIGPIPE, so the write raises BrokenPipeError
+# instead of ending the process; only one on standard output is the reader's doing (a pipe to a
+# child, such as git, that died is not).
+# 128 + SIGPIPE: what a shell shows for a command stopped by its reader (`set -o pipefail`).
+READER_GONE_EXIT = 141
+
+
+def reader_gone(error: BaseException) -> bool:
+    """True when `error` is a write that failed because standard output's reader has gone."""
+    return isinstance(error, BrokenPipeError) and stdout_has_no_reader()
+
+
+def stdout_has_no_reader() -> bool:
+    """True when standard output is a pipe whose reader has gone. click and rich meet a broken
+    pipe themselves (printing help, a table) and exit 1 quietly: this tells that exit apart."""
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by something that is not a file
+        return False
+    poller = select.poll()
+    poller.register(descriptor, 0)  # POLLERR is always reported: a pipe with no reader left
+    return any(events & select.POLLERR for _, events in poller.poll(0))
+
+
+def stop_writing() -> None:
+    """Send whatever standard output still holds to /dev/null: Python flushes it at exit, and a
+    second BrokenPipeError there would print "Exception ignored" on stderr."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)

@@ -194,6 +194,9 @@ EXPORT_TEMPLATE_FIELDS = ("id", "agent", "collection", "slug")
 class ExportSettings(BaseModel):
     model_config = _STRICT
     input_template: str = Field('Write the {collection} item "{slug}".', min_length=1)
+    # The system message of every exported conversation: a text, or `soul` for the persona in
+    # the agent's SOUL.md as the exported commit held it. Unset: none.
+    system: str | None = Field(None, min_length=1)
 
     @field_validator("input_template")
     @classmethod

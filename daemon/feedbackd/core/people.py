@@ -58,6 +58,17 @@ def display_name(text: str) -> str:
 FEEDBACKD_PERSON = Person("feedbackd", "feedbackd@localhost")
 
 
+def agent_person(agent: str | None, feedbackd: Person) -> Person:
+    """An agent as the author of its own act (a buyer's rating): `buyer-1 <buyer-1@localhost>`,
+    on the mail domain of feedbackd's identity, so `git log --author=buyer-1` finds its
+    ratings; feedbackd itself when the agent is unknown or its name makes no identity."""
+    domain = feedbackd.email.rpartition("@")[2] or "localhost"
+    try:
+        return Person(agent, f"{agent}@{domain}") if agent else feedbackd
+    except ValueError:
+        return feedbackd
+
+
 def parse_person(text: str, source: str) -> Person:
     """`Name <email>` from `source` (a file's `curator`, `--curator`, a setting), else a refusal
     naming where it came from."""

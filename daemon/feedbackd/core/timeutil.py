@@ -4,7 +4,9 @@ edges/clock.py: the time comes in as a `now`)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
+from email.utils import parsedate_to_datetime
 
 from feedbackd.core.errors import UsageError
 from feedbackd.core.wording import quoted
@@ -108,3 +110,41 @@ def since_start(since: str | None, now: datetime) -> datetime | None:
                 hint="give a duration (30s, 15m, 12h, 7d, 4w) or a date or time"
                 " (2026-11-30, 2026-11-30T09:00:00Z)",
             ) from None
+
+
+# The variables git dates its commits by. A command run with them set (importing past
+# decisions) records its decisions at that time too, so the ledger and the history agree.
+GIT_DATES = ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")
+_GIT_RAW_DATE = re.compile(r"^\s*@?(\d{9,11})(?:\s+([+-])(\d{2})(\d{2}))?\s*$")
+
+
+def git_date(environment: Mapping[str, str]) -> datetime | None:
+    """The time GIT_AUTHOR_DATE (else GIT_COMMITTER_DATE) gives, in the spellings git reads
+    most: ISO 8601, git's own `@1773050400 +0000`, RFC 2822; None when neither is set; a usage
+    error that says what to write when one cannot be read."""
+    for name in GIT_DATES:
+        text = environment.get(name)
+        if text:
+            moment = _read_git_date(text)
+            if moment is None:
+                raise UsageError(
+                    f"{name} {quoted(text)} is not a time feedbackd reads",
+                    hint="write it as ISO 8601 (2026-03-02T09:30:00Z), @UNIX_SECONDS or RFC 2822",
+                )
+            return moment
+    return None
+
+
+def _read_git_date(text: str) -> datetime | None:
+    raw = _GIT_RAW_DATE.match(text)
+    if raw:
+        return datetime.fromtimestamp(int(raw.group(1)), UTC)
+    try:
+        return parse_iso(re.sub(r"\s+([+-]\d{2}:?\d{2})$", r"\1", text.strip()))
+    except ValueError:
+        pass
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -12,6 +12,11 @@ from pathlib import Path, PurePath
 from feedbackd.core.ids import validate_id
 
 ITEM_SUFFIXES = (".json", ".yaml", ".yml", ".md")
+# Editors' swap, backup and autosave files (vim, emacs), which stand beside a file being edited.
+EDITOR_SUFFIXES = (".swp", ".swo", ".swx", "~")
+EDITOR_NAMES = frozenset({"4913"})  # vim's test of whether it may write in a folder
+EDITOR_PREFIXES = (".#",)
+ERROR_SUFFIX = ".error"  # feedbackd's explanation beside a file it cannot use
 # The folders of an agent that hold items: its drafts in queue/, and the two a curator moves one
 # to, to decide it.
 DECISION_FOLDERS = ("approved", "rejected")
@@ -129,3 +134,37 @@ class Workspace:
         if _SLASHED and text.startswith(root) and text[len(root) : len(root) + 1] == "/":
             return text[len(root) + 1 :]
         return path.relative_to(self.root).as_posix()
+
+
+def is_scratch(name: str) -> bool:
+    """A name in an item folder that nobody means as a draft: a hidden file (`.gitkeep`,
+    feedbackd's own temporary files), a `.error` report, an editor's swap or backup file."""
+    return name.startswith(".") or is_report_or_editors(name)
+
+
+def is_report_or_editors(name: str) -> bool:
+    """A `.error` report, or an editor's swap, backup or autosave file."""
+    return (
+        name.endswith(ERROR_SUFFIX)
+        or name.endswith(EDITOR_SUFFIXES)
+        or name.startswith(EDITOR_PREFIXES)
+        or (name.startswith("#") and name.endswith("#"))
+        or name in EDITOR_NAMES
+    )
+
+
+def other_format(name: str, folder: str) -> tuple[str, str] | None:
+    """For a plain file in an item folder (`folder`: queue, approved, rejected) that is not named
+    as an item: what is wrong and how to fix it; None when it is an item file or scratch.
+
+    A draft saved as `qi-307.txt` would otherwise wait, unseen, for ever."""
+    if name.endswith(ITEM_SUFFIXES) or is_scratch(name):
+        return None
+    stem, dot, suffix = name.rpartition(".")
+    kind = f".{suffix}" if dot and stem else "a file without extension"
+    stem = stem if dot and stem else name
+    return (
+        f"{kind} is not an item format; feedbackd ignores this file",
+        f"if it is a draft, save it as {stem}.json (or .yaml, .yml, .md) in that format;"
+        f" otherwise move it out of {folder}/",
+    )

@@ -31,6 +31,7 @@ from watchfiles import Change
 from watchfiles._rust_notify import RustNotify
 
 from feedbackd.core.ids import is_valid_id
+from feedbackd.core.workspace import is_report_or_editors
 from feedbackd.edges import inotify
 from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.inotify import TreeWatch
@@ -38,9 +39,6 @@ from feedbackd.edges.inotify import TreeWatch
 log = logging.getLogger(__name__)
 
 # Editors' swap, backup and lock files (vim `.swp`/`.swo`/`4913`, emacs `#x#`/`.#x`, `x~`).
-_EDITOR_SUFFIXES = (".swp", ".swo", ".swx", "~")
-_EDITOR_NAMES = frozenset({"4913"})
-_EDITOR_PREFIXES = (".#",)
 # Idle wake-ups to notice that `_data/` itself was deleted or replaced (its watch is then dead).
 DEFAULT_CHECK_MS = 1000
 # inotify pushes events: the watcher sleeps until one comes, then sends the batch once nothing
@@ -306,14 +304,7 @@ def _is_noise(parts: tuple[str, ...]) -> bool:
     if not parts:
         return False
     name = parts[-1]
-    return (
-        name.endswith(TMP_SUFFIX)
-        or name.endswith(".error")
-        or name.endswith(_EDITOR_SUFFIXES)
-        or name.startswith(_EDITOR_PREFIXES)
-        or (name.startswith("#") and name.endswith("#"))
-        or name in _EDITOR_NAMES
-    )
+    return name.endswith(TMP_SUFFIX) or is_report_or_editors(name)
 
 
 def _agent_hint(parts: tuple[str, ...], change: Change, path: str) -> tuple[str | None, bool]:

@@ -320,6 +320,7 @@ def _reconcile_ratings(
 ) -> None:
     """A full pass also finishes interrupted rating commits and reads the rating inbox."""
     report.events.extend(rentals.commit_interrupted(runtime, repo))
+    report.events.extend(rentals.rules_for_arrived(runtime, repo))
     events, found = rentals.ingest_inbox(runtime, repo, keep_going)
     report.events.extend(events)
     report.problems.extend(found)

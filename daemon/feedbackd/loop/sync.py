@@ -273,7 +273,9 @@ class Syncer:
             result.outcome, result.message, result.conflict = "conflict", conflict.message, conflict
             return False
         result.pulled += repo.count_commits(local, remote_head)
-        # The pipeline after a pull: regenerate snippets; the ledger keeps decisions single.
+        # The pipeline after a pull: regenerate snippets; the ledger keeps decisions single; the
+        # rules run for the skills the pull brought ratings for (rentals.rules_for_arrived),
+        # and their commits go out with the push below.
         result.report.extend(reconcile_all(self.runtime))
         return True
 

@@ -87,7 +87,8 @@ class AgentView:
     feedback: Sequence[FeedbackEntry] | FeedbackdError = ()  # an error: feedback.json is corrupt
     feedback_exists: bool = False
     ledger_exists: bool = False  # decisions.jsonl
-    # feedback.json, decisions.jsonl and the snippet that HEAD lacks (read when a pass commits)
+    # feedback.json, decisions.jsonl and the snippet that HEAD lacks (read when a pass commits),
+    # and the .gitkeep of approved/ and rejected/ missing beside a queue/
     uncommitted: frozenset[Path] = frozenset()
     snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
@@ -382,11 +383,30 @@ def _plan_feedback_files(
     files = plan_feedback_files(view.agent, view.uncommitted, on_disk)
     if files is None or (drafts is None and not view.undecided):
         return drafts, None, folder
+    files = _with_decision_folders(view, files)
     folder = _Folder(folder.feedback, True, folder.snippet or "")
     if drafts is None:
         return None, files, folder
     commit = replace(drafts.commit, paths=(*drafts.commit.paths, *files.commit.paths))
     return replace(drafts, commit=commit, writes=(*files.writes, *drafts.writes)), None, folder
+
+
+# The empty file that keeps an empty folder in git, as the sample agents' folders have it.
+KEEP_FILE = ".gitkeep"
+
+
+def _with_decision_folders(view: AgentView, step: Step) -> Step:
+    """A new agent's first commit with approved/ and rejected/ made and kept in git, so that a
+    curator's first `mv` of a draft has somewhere to go, in this clone and in every other."""
+    keeps = tuple(
+        keep
+        for keep in (view.agent.folder(folder) / KEEP_FILE for folder in DECISION_FOLDERS)
+        if keep in view.uncommitted
+    )
+    if not keeps:
+        return step
+    commit = replace(step.commit, paths=(*step.commit.paths, *keeps))
+    return replace(step, commit=commit, writes=(*step.writes, *(Write(k, "") for k in keeps)))
 
 
 def _plan_drafts(
@@ -488,7 +508,20 @@ def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
         outside = items.changed_keys(read.first_outside, items.outside_content(item))
         if outside:
             notes.about_decision(_changed_outside(where, item, outside))
+    unrecorded = items.unrecorded_changes(original, item.content)
+    if unrecorded:
+        notes.about_decision(_not_text(where, unrecorded))
     return _Decision(read.file, item, "approved", author, corrections)
+
+
+def _not_text(where: str, fields: list[str]) -> str:
+    """Why an edit of a list or a number left no lesson (the contract compares text alone)."""
+    return (
+        f"{where}: {', '.join(fields)} changed, but only text fields are recorded as corrections"
+        " (not lists, numbers or yes/no values): the change is in the approved file and in git,"
+        " not recorded in feedback.json; to teach it to the agent, state it as text with"
+        " `feedbackd record` (an edit)"
+    )
 
 
 def _changed_outside(where: str, item: Item, keys: list[str]) -> str:
@@ -590,6 +623,9 @@ def _judge_revision(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision
         return _Decision(read.file, item, "rejected", author, [], note or None)
     recorded = {(c.field, c.corrected) for c in _corrections(before, read.first_seen)}
     new = [c for c in _corrections(item, read.first_seen) if (c.field, c.corrected) not in recorded]
+    unrecorded = items.unrecorded_changes(before.content, item.content) if before else []
+    if unrecorded:
+        notes.about_decision(_not_text(_relative(view, read.file.path), unrecorded))
     return _Decision(read.file, item, "approved", author, new)
 
 

@@ -29,10 +29,10 @@ from feedbackd.core.errors import UsageError
 from feedbackd.core.timeutil import canonical_iso_ms
 from feedbackd.core.wording import quoted
 
-FORMATS = ("openai-sft", "openai-dpo", "dspy", "hf")
+FORMATS = ("openai-sft", "openai-dpo", "trl-sft", "trl-dpo", "trl-kto", "dspy", "hf")
 # The formats that are one stream of text (to standard output, a file or an HTTP answer); `hf`
 # is a folder.
-STREAMED = ("openai-sft", "openai-dpo", "dspy")
+STREAMED = ("openai-sft", "openai-dpo", "trl-sft", "trl-dpo", "trl-kto", "dspy")
 INPUT_KEYS = ("prompt", "brief", "task")
 # The trailers a walk of the history reads, and the commits it asks git for.
 TRAILER_KEYS = (EVENT_KEY, AGENT_KEY, ITEM_KEY, RENAMED_FROM_KEY)
@@ -41,11 +41,12 @@ RENAME_GREP = f"^{EVENT_KEY}: rename$"
 HF_DATA_FOLDER = "data"
 
 
-def hf_data_file(content_digest: str) -> str:
-    """The `hf` folder's data file, named by its content: `datasets` keys its cache on the
-    card's `data_files` as written (not on the file's bytes or time), so an export replaced in
-    the same folder must name another file to load fresh rather than as the earlier rows."""
-    return f"{HF_DATA_FOLDER}/train-{content_digest[:16]}.jsonl"
+def hf_data_file(content_digest: str, split: str = "train") -> str:
+    """The `hf` folder's data file of a split, named by its content: `datasets` keys its cache
+    on the card's `data_files` as written (not on the file's bytes or time), so an export
+    replaced in the same folder must name another file to load fresh rather than as the earlier
+    rows."""
+    return f"{HF_DATA_FOLDER}/{split}-{content_digest[:16]}.jsonl"
 
 
 Decision = Literal["approved", "rejected"]
@@ -186,6 +187,7 @@ class ExportRow:
     curator: str | None
     decided_at: str
     commit: str | None
+    snippet: str | None = None  # the lessons the agent read when it drafted (--with-snippet)
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ class RowSource:
     item: Item
     first: Item | None
     commit: str | None
+    snippet: str | None = None
 
 
 def export_row(
@@ -223,6 +226,7 @@ def export_row(
         curator=decided.curator,
         decided_at=decided.at,
         commit=source.commit,
+        snippet=source.snippet or None,
     )
 
 
@@ -292,32 +296,106 @@ def _message(role: str, content: str) -> dict[str, str]:
     return {"role": role, "content": content}
 
 
-def sft_record(row: ExportRow) -> dict[str, Any] | None:
-    """OpenAI's supervised fine-tuning line (chat `messages`): an approved item."""
-    if row.approved is None:
-        return None
-    return {"messages": [_message("user", row.input), _message("assistant", row.approved)]}
+def prompt_text(row: ExportRow) -> str:
+    """What the agent was given: INPUT, then the lessons it read then (with --with-snippet)."""
+    return f"{row.input}\n\n{row.snippet}" if row.snippet else row.input
 
 
-def dpo_record(row: ExportRow) -> dict[str, Any] | None:
-    """OpenAI's preference (DPO) line: an approved item a curator corrected, its approved
-    version preferred to the draft."""
-    if row.approved is None or row.draft is None or not row.corrections:
-        return None
+def prompt_messages(row: ExportRow, system: str | None) -> list[dict[str, str]]:
+    """The turns before the answer: the system message (export.system), then the prompt."""
+    head = [_message("system", system)] if system else []
+    return [*head, _message("user", prompt_text(row))]
+
+
+def metadata(row: ExportRow) -> dict[str, Any]:
+    """What joins a row back to its decision (and splits rows by time)."""
     return {
-        "input": {"messages": [_message("user", row.input)]},
-        "preferred_output": [_message("assistant", row.approved)],
-        "non_preferred_output": [_message("assistant", row.draft)],
+        "id": row.item,
+        "decision": row.decision,
+        "curator": row.curator,
+        "decided_at": row.decided_at,
+        "commit": row.commit,
     }
 
 
-def dspy_record(row: ExportRow) -> dict[str, Any]:
-    """A DSPy example (`dspy.Example(**row).with_inputs("input")`): every decided item."""
+def _answer(content: str | None) -> list[dict[str, str]] | None:
+    return None if content is None else [_message("assistant", content)]
+
+
+def _pair(row: ExportRow) -> tuple[str, str] | None:
+    """(approved, draft) of an approval a curator corrected: a preference pair."""
+    if row.approved is None or row.draft is None or not row.corrections:
+        return None
+    return row.approved, row.draft
+
+
+def sft_record(row: ExportRow, system: str | None) -> dict[str, Any] | None:
+    """OpenAI's supervised fine-tuning line (chat `messages`): an approved item. OpenAI's
+    format has no room for metadata."""
+    if row.approved is None:
+        return None
+    return {"messages": [*prompt_messages(row, system), _message("assistant", row.approved)]}
+
+
+def dpo_record(row: ExportRow, system: str | None) -> dict[str, Any] | None:
+    """OpenAI's preference (DPO) line: an approved item a curator corrected, its approved
+    version preferred to the draft."""
+    pair = _pair(row)
+    if pair is None:
+        return None
     return {
-        "input": row.input,
+        "input": {"messages": prompt_messages(row, system)},
+        "preferred_output": _answer(pair[0]),
+        "non_preferred_output": _answer(pair[1]),
+    }
+
+
+def trl_sft_record(row: ExportRow, system: str | None) -> dict[str, Any] | None:
+    """TRL's conversational prompt-completion row (SFTTrainer): an approved item."""
+    if row.approved is None:
+        return None
+    return {
+        "prompt": prompt_messages(row, system),
+        "completion": _answer(row.approved),
+        "metadata": metadata(row),
+    }
+
+
+def trl_dpo_record(row: ExportRow, system: str | None) -> dict[str, Any] | None:
+    """TRL's conversational preference row (DPOTrainer): a corrected approval."""
+    pair = _pair(row)
+    if pair is None:
+        return None
+    return {
+        "prompt": prompt_messages(row, system),
+        "chosen": _answer(pair[0]),
+        "rejected": _answer(pair[1]),
+        "metadata": metadata(row),
+    }
+
+
+def trl_kto_record(row: ExportRow, system: str | None) -> dict[str, Any] | None:
+    """TRL's unpaired preference row (KTOTrainer): an approval is desirable (label true), a
+    rejected draft undesirable (false)."""
+    completion = row.approved if row.decision == "approved" else row.draft
+    if completion is None:
+        return None
+    return {
+        "prompt": prompt_messages(row, system),
+        "completion": _answer(completion),
+        "label": row.decision == "approved",
+        "metadata": metadata(row),
+    }
+
+
+def dspy_record(row: ExportRow, system: str | None) -> dict[str, Any]:
+    """A DSPy example (`dspy.Example(**row).with_inputs("input")`): a decided item."""
+    return {
+        "input": prompt_text(row),
         "draft": row.draft,
         "output": row.approved,
         "feedback": feedback(row),
+        "metadata": metadata(row),
     }
 
 
@@ -328,8 +406,11 @@ def feedback(row: ExportRow) -> str:
     return "\n".join(f"{c.field}: {c.original} → {c.corrected}" for c in row.corrections)
 
 
-def hf_record(row: ExportRow) -> dict[str, Any]:
-    """A row of the Hugging Face dataset (HF_FEATURES are its columns, in this order)."""
+def hf_record(row: ExportRow, system: str | None) -> dict[str, Any]:
+    """A row of the Hugging Face dataset (the card's features are its columns, in this order):
+    the decision, then TRL's columns (a rejection's completion is its draft, labelled false;
+    chosen and rejected only for a corrected approval)."""
+    pair = _pair(row)
     return {
         "id": row.item,
         "agent": row.agent,
@@ -345,12 +426,21 @@ def hf_record(row: ExportRow) -> dict[str, Any]:
         "curator": row.curator,
         "decided_at": row.decided_at,
         "commit": row.commit,
+        "prompt": prompt_messages(row, system),
+        "completion": _answer(row.approved if row.decision == "approved" else row.draft),
+        "label": row.decision == "approved",
+        "chosen": _answer(pair[0]) if pair else None,
+        "rejected": _answer(pair[1]) if pair else None,
     }
 
 
-_RECORDS: dict[str, Callable[[ExportRow], dict[str, Any] | None]] = {
+Record = Callable[[ExportRow, str | None], dict[str, Any] | None]
+RECORDS: dict[str, Record] = {
     "openai-sft": sft_record,
     "openai-dpo": dpo_record,
+    "trl-sft": trl_sft_record,
+    "trl-dpo": trl_dpo_record,
+    "trl-kto": trl_kto_record,
     "dspy": dspy_record,
     "hf": hf_record,
 }
@@ -361,21 +451,18 @@ def json_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False).translate(_LINE_BREAK_ESCAPES)
 
 
-def export_text(export_format: str, rows: Iterable[ExportRow]) -> Iterator[str]:
-    """The format's text, a piece at a time: a JSON line per row it takes (`dspy`: a JSON
-    array, an object a line)."""
-    record = _RECORDS[check_format(export_format)]
-    if export_format == "dspy":
+def export_text(export_format: str, records: Iterable[dict[str, Any]]) -> Iterator[str]:
+    """The format's text, a piece at a time: a JSON line per record (`dspy`: a JSON array, an
+    object a line)."""
+    if check_format(export_format) == "dspy":
         opening = "[\n"
-        for row in rows:
-            yield opening + json_text(record(row))
+        for value in records:
+            yield opening + json_text(value)
             opening = ",\n"
         yield "[]\n" if opening == "[\n" else "\n]\n"
         return
-    for row in rows:
-        value = record(row)
-        if value is not None:
-            yield json_text(value) + "\n"
+    for value in records:
+        yield json_text(value) + "\n"
 
 
 # --- the Hugging Face dataset card --------------------------------------------------------------
@@ -404,31 +491,57 @@ class Tally:
 _CORRECTION_KEYS = ("field", "original", "corrected")
 _STRING_COLUMNS = ("id", "agent", "decision", "input", "draft", "approved")
 _LAST_COLUMNS = ("notes", "curator", "decided_at", "commit")
+_MESSAGE_COLUMNS = ("prompt", "completion")
+_PAIR_COLUMNS = ("chosen", "rejected")
 
 
-def dataset_card(agent: str, commit: str | None, tally: Tally, data_file: str) -> str:
-    """README.md of the `hf` folder: front matter that tells `datasets` its data file and
-    columns (so an export of rejections only still has typed corrections), then what it holds."""
+def _listed(name: str, parts: Iterable[str]) -> str:
+    """A column that is a list of objects of string fields."""
+    fields = "".join(f"    - name: {part}\n      dtype: string\n" for part in parts)
+    return f"  - name: {name}\n    list:\n{fields}"
+
+
+def _features() -> str:
     features = [f"  - name: {name}\n    dtype: string\n" for name in _STRING_COLUMNS]
-    features.append(
-        "  - name: corrections\n    list:\n"
-        + "".join(f"    - name: {part}\n      dtype: string\n" for part in _CORRECTION_KEYS)
-    )
+    features.append(_listed("corrections", _CORRECTION_KEYS))
     features += [f"  - name: {name}\n    dtype: string\n" for name in _LAST_COLUMNS]
+    features += [_listed(name, ("role", "content")) for name in _MESSAGE_COLUMNS]
+    features.append("  - name: label\n    dtype: bool\n")
+    features += [_listed(name, ("role", "content")) for name in _PAIR_COLUMNS]
+    return "".join(features)
+
+
+@dataclass(frozen=True)
+class DataFiles:
+    """What an `hf` folder holds: each split's file and rows, and the rows --dedup dropped."""
+
+    paths: Mapping[str, str]
+    rows: Mapping[str, int]
+    dropped: int = 0
+
+
+def dataset_card(agent: str, commit: str | None, tally: Tally, data: DataFiles) -> str:
+    """README.md of the `hf` folder: front matter that tells `datasets` the data file of each
+    split and the columns (so an export of rejections only still has typed corrections), then
+    what it holds."""
+    data_files = data.paths
+    splits = "".join(f"  - split: {name}\n    path: {path}\n" for name, path in data_files.items())
     front = (
         "---\n"
         f"pretty_name: {json.dumps(f'{agent}: drafts and their curated versions')}\n"
-        "tags:\n- feedbackd\n- curation\n- preference\n"
-        "configs:\n- config_name: default\n  data_files:\n  - split: train\n"
-        f"    path: {data_file}\n"
-        "dataset_info:\n  features:\n" + "".join(features) + "---\n"
+        "tags:\n- feedbackd\n- curation\n- preference\n- trl\n"
+        "configs:\n- config_name: default\n  data_files:\n" + splits + ""
+        "dataset_info:\n  features:\n" + _features() + "---\n"
     )
-    return front + _card_text(agent, commit, tally, data_file)
+    return front + _card_text(agent, commit, tally, data)
 
 
-def _card_text(agent: str, commit: str | None, tally: Tally, data_file: str) -> str:
+def _card_text(agent: str, commit: str | None, tally: Tally, data: DataFiles) -> str:
     source = f"commit `{commit}`" if commit else "no commit (the history was empty then)"
     fields = ", ".join(f"{name} ({count})" for name, count in _most_corrected(tally.fields))
+    data_file = ", ".join(f"`{path}`" for path in data.paths.values())
+    rows = ", ".join(f"{name} {count}" for name, count in data.rows.items())
+    dropped = f"- duplicates dropped (--dedup): {data.dropped}\n" if data.dropped else ""
     return (
         f"\n# {agent}: drafts and their curated versions\n\n"
         f"Exported by feedbackd from {source} of the workspace's git history: every item"
@@ -438,14 +551,19 @@ def _card_text(agent: str, commit: str | None, tally: Tally, data_file: str) -> 
         f"- approved: {tally.approved} ({tally.corrected} corrected,"
         f" {tally.approved - tally.corrected} unedited)\n"
         f"- rejected: {tally.rejected}\n"
-        f"- most corrected fields: {fields or 'none'}\n\n"
+        f"- most corrected fields: {fields or 'none'}\n"
+        f"- rows: {rows}\n{dropped}\n"
         "Columns: `input` (what the agent was asked), `draft` (its content as the agent first"
         " wrote it), `approved` (as the curator approved it; null for a rejection),"
         " `corrections` (each field the curator changed, from original to corrected),"
         " `notes` (a rejection's note), `curator`, `decided_at` and `commit` (the decision's"
-        " commit). Content is JSON with sorted keys, or Markdown with front matter.\n\n"
-        f"Load it with `datasets.load_dataset(PATH)`; `{data_file}` holds one JSON line a row"
-        " (its name changes with its content, so that a cache never serves an earlier export).\n"
+        " commit), then TRL's columns: `prompt` (the system and user turns), `completion` (the"
+        " approved content, or a rejected draft), `label` (true for an approval: KTO as it is),"
+        " `chosen` and `rejected` (approved and draft of a corrected approval, else null: keep"
+        " the rows where `chosen` is set for DPO, where `label` is true for SFT). Content is"
+        " JSON with sorted keys, or Markdown with front matter.\n\n"
+        f"Load it with `datasets.load_dataset(PATH)`; {data_file} hold one JSON line a row"
+        " (named by their content, so that a cache never serves an earlier export).\n"
     )
 
 

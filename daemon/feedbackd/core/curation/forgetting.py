@@ -56,3 +56,22 @@ def without_forgotten(
 
 def find_entry(entries: Sequence[FeedbackEntry], entry_id: str) -> FeedbackEntry | None:
     return next((entry for entry in entries if entry.id == entry_id), None)
+
+
+def already_forgotten(text: str, entry_id: str) -> str | None:
+    """How `forgotten.jsonl` text tells that the entry was forgotten (`on 2026-12-03 at 07:40
+    UTC by Ada <ada@example.org> (a slip)`), from its last line for that id; None when it
+    holds none."""
+    found = [record for record in forgotten_records(text) if record.get("id") == entry_id]
+    if not found:
+        return None
+    record = found[-1]
+    when, who, why = (record.get(key) for key in ("forgotten_at", "curator", "reason"))
+    said = ""
+    if isinstance(when, str) and len(when) >= 16:
+        said += f" on {when[:10]} at {when[11:16]} UTC"
+    if isinstance(who, str) and who:
+        said += f" by {who}"
+    if isinstance(why, str) and why.strip():
+        said += f" ({' '.join(why.split())})"
+    return said

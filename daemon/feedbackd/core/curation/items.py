@@ -118,16 +118,21 @@ def check_size(size: int) -> None:
         )
 
 
-def parse_item(data: bytes, suffix: str, item_id: str, path: Path | None = None) -> Item:
-    """Parse and check an item from its bytes; pure (`path` is only carried along)."""
+def parse_item(
+    data: bytes, suffix: str, item_id: str, path: Path | None = None, *, own_id: bool = False
+) -> Item:
+    """Parse and check an item from its bytes; pure (`path` is only carried along).
+
+    `own_id`: an item that is no file of an agent's folders (a task given to `prompt --for`),
+    whose `id`, if it writes one, need not be its file's name; `item_id` then stands in."""
     try:
-        return _parse(data, suffix, item_id, path)
+        return _parse(data, suffix, item_id, path, own_id)
     except ItemError as exc:
         exc.path = path
         raise
 
 
-def _parse(data: bytes, suffix: str, item_id: str, path: Path | None) -> Item:
+def _parse(data: bytes, suffix: str, item_id: str, path: Path | None, own_id: bool) -> Item:
     fmt = FORMATS.get(suffix.lower())
     if fmt is None:
         raise ItemError(
@@ -140,9 +145,9 @@ def _parse(data: bytes, suffix: str, item_id: str, path: Path | None) -> Item:
     if not text.strip():
         raise ItemError("the file is empty", hint=_empty_hint(fmt))
     if fmt == "md":
-        return _whole_characters(_markdown_item(text, item_id, path))
+        return _whole_characters(_markdown_item(text, item_id, path, own_id))
     document, locate = _load_json(text) if fmt == "json" else _load_yaml_item(text)
-    return _item_of(document, item_id, path, fmt, suffix, locate)
+    return _item_of(document, item_id, path, fmt, suffix, locate, own_id)
 
 
 def item_from_object(document: dict[str, Any], item_id: str, path: Path | None) -> Item:
@@ -158,8 +163,9 @@ def _item_of(
     fmt: ItemFormat,
     suffix: str,
     locate: Locator,
+    own_id: bool = False,
 ) -> Item:
-    header = _check_header(document, item_id, suffix, locate)
+    header = _check_header(document, item_id, suffix, locate, own_id)
     content = _object_field(document, "contentData", locate, required=True)
     assert content is not None  # required=True never returns None
     return _whole_characters(Item(item_id, path, fmt, content, **header, document=document))
@@ -321,10 +327,10 @@ def _too_deep() -> ItemError:
 
 
 def _check_header(
-    fields: dict[str, Any], item_id: str, suffix: str, locate: Locator
+    fields: dict[str, Any], item_id: str, suffix: str, locate: Locator, own_id: bool = False
 ) -> dict[str, Any]:
     """Check id, originalContentData, rejectionFeedback and curator; return Item keywords."""
-    _check_id_field(fields, item_id, suffix, locate)
+    _check_id_field(fields, item_id, suffix, locate, own_id)
     return {
         "original": _object_field(fields, "originalContentData", locate, required=False),
         "rejection_feedback": _feedback_field(fields, locate),
@@ -332,7 +338,9 @@ def _check_header(
     }
 
 
-def _check_id_field(fields: dict[str, Any], item_id: str, suffix: str, locate: Locator) -> None:
+def _check_id_field(
+    fields: dict[str, Any], item_id: str, suffix: str, locate: Locator, own_id: bool
+) -> None:
     written = fields.get("id")
     if written is None:
         return
@@ -340,7 +348,7 @@ def _check_id_field(fields: dict[str, Any], item_id: str, suffix: str, locate: L
         raise _field_error(
             f"id must be a string, not {json_kind(written)}", "id", locate, f'write id: "{item_id}"'
         )
-    if str(written) != item_id:
+    if str(written) != item_id and not own_id:
         raise _field_error(
             f"the id field says {str(written)!r} but the file name says {item_id!r}",
             "id",
@@ -443,7 +451,7 @@ def split_front_matter(text: str) -> _FrontMatter:
     )
 
 
-def _markdown_item(text: str, item_id: str, path: Path | None) -> Item:
+def _markdown_item(text: str, item_id: str, path: Path | None, own_id: bool) -> Item:
     bounds = split_front_matter(text)
     raw, locate = _load_yaml(text[bounds.start : bounds.end], line_offset=1)
     front = _top_mapping(
@@ -458,7 +466,7 @@ def _markdown_item(text: str, item_id: str, path: Path | None) -> Item:
             locate,
             "rename the body field in the front matter",
         )
-    header = _check_header(front, item_id, ".md", locate)
+    header = _check_header(front, item_id, ".md", locate, own_id)
     body = text[bounds.body :]
     content = {key: value for key, value in front.items() if key not in MD_RESERVED_KEYS}
     content["body"] = body
@@ -487,6 +495,31 @@ def _diff(original: dict[str, Any], current: dict[str, Any], prefix: str) -> lis
         elif isinstance(now, str) and isinstance(before, str) and _differs(before, now):
             corrections.append(Correction(field, before, now))
     return corrections
+
+
+def unrecorded_changes(original: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """The content fields on both sides whose change yields no correction, sorted: lists,
+    numbers, yes/no values and nulls (only text is compared), and a value that changed kind.
+    An approval says so, so that no edit is dropped silently."""
+    return sorted(_unrecorded(original, current, ""))
+
+
+def _unrecorded(original: dict[str, Any], current: dict[str, Any], prefix: str) -> list[str]:
+    found: list[str] = []
+    for key, now in current.items():
+        if key not in original:
+            continue  # a field one side lacks is not an edit of a value
+        field, before = f"{prefix}{key}", original[key]
+        if isinstance(now, dict) and isinstance(before, dict):
+            found.extend(_unrecorded(before, now, f"{field}."))
+        elif not (isinstance(now, str) and isinstance(before, str)) and _unequal(before, now):
+            found.append(field)
+    return found
+
+
+def _unequal(before: object, now: object) -> bool:
+    """Values that differ, a number and a yes/no of the same worth too (`1` and `true`)."""
+    return type(before) is not type(now) or before != now
 
 
 # Who decided, the decision and a rejection's note (kept when a rejected item is moved back to
@@ -525,8 +558,10 @@ def flatten_strings(content: dict[str, Any], prefix: str = "") -> dict[str, str]
 
 
 def _differs(before: str, now: str) -> bool:
-    return _normalise(before) != _normalise(now)
+    return normalised(before) != normalised(now)
 
 
-def _normalise(value: str) -> str:
+def normalised(value: str) -> str:
+    """A value as curators read it: `\n` line endings, no trailing white space (a Markdown
+    body ends with its newline; an editor may add CRLF endings or a blank line)."""
     return value.replace("\r\n", "\n").replace("\r", "\n").rstrip()

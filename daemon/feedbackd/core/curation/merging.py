@@ -3,10 +3,12 @@
 Two machines that each recorded feedback must end with the same files, whatever order their
 commits meet in. So every merge here is a pure, symmetric function of the three versions:
 
-- `feedback.json`: both sides' entries by `id`, oldest first (by `createdAt`, then `id`),
-  keeping the newest `feedback.max_entries`.
+- `feedback.json`: both sides' entries by `id`, oldest first (by `createdAt`; entries of the
+  same time in the order the sides hold them, see `_in_order`), keeping the newest
+  `feedback.max_entries`.
 - `*.jsonl` (decision ledgers, ratings, memory): both sides' lines keyed by `id` (or
-  `transaction_id`), sorted by time (`at`, `createdAt` or `timestamp`), then key.
+  `transaction_id`), sorted by time (`at`, `createdAt` or `timestamp`), lines of the same time
+  in the order the sides hold them.
 - generated prompt snippets (`prompt/feedback.md`, `prompt/skills/*.md`): either side will do,
   because feedbackd regenerates them from the merged feedback after every pull; picking one
   keeps a rebase from stopping on text nobody wrote by hand.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -131,13 +134,42 @@ def _merge(base: list[Record], ours: list[Record], theirs: list[Record]) -> list
     candidates: dict[str, dict[str, Record]] = {}
     for record in (*ours, *theirs):
         candidates.setdefault(record.key, {})[record.text] = record
-    chosen = [
-        kept
+    chosen = {
+        key: kept
         for key, versions in candidates.items()
         if (kept := _choose(versions, base_texts.get(key), key in on_both, is_derived_id(key)))
         is not None
-    ]
-    return sorted(chosen, key=lambda record: (record.moment, record.key, record.text))
+    }
+    return _in_order(chosen, ours, theirs)
+
+
+def _in_order(chosen: dict[str, Record], ours: list[Record], theirs: list[Record]) -> list[Record]:
+    """The chosen records oldest first, and those of one time in the order the sides hold
+    them: the entries of one pass share a millisecond, and their order is the order they were
+    decided in (the snippet shows the newest ones), never their random ids. The sides are
+    merged as sorted lists are: the older head first, the smaller key between heads of one time,
+    and then the rest of that side's run of the same time, so two clones' passes stay apart.
+    Nothing depends on which side is ours, so every machine gets the same file."""
+    sides = [deque(r.key for r in side if r.key in chosen) for side in (ours, theirs)]
+    placed: dict[str, None] = {}  # an ordered set
+
+    def head(side: deque[str]) -> str | None:
+        while side and side[0] in placed:
+            side.popleft()
+        return side[0] if side else None
+
+    while heads := {key: side for side in sides if (key := head(side)) is not None}:
+        key = min(heads, key=lambda k: (chosen[k].moment, k))
+        placed[key] = None
+        if len(heads) == 1 and len([s for s in sides if s]) == 2:
+            continue  # both sides' head is this record: choose again
+        run, moment = heads[key], chosen[key].moment
+        others = {head(side) for side in sides if side is not run}
+        while (after := head(run)) is not None and chosen[after].moment == moment:
+            if after in others:
+                break  # the other side holds it next too: its place is chosen anew
+            placed[after] = None
+    return sorted((chosen[key] for key in placed), key=lambda record: record.moment)
 
 
 def _choose(

@@ -10,6 +10,7 @@ from typing import Any
 from feedbackd.core.commitmsg import LogEntry, entry_body
 from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry
+from feedbackd.core.curation.items import normalised
 
 EXAMPLES_HEADING = "## Learn from past corrections"
 REJECTIONS_HEADING = "## Things to avoid (from past curator rejections)"
@@ -65,7 +66,9 @@ def _render_examples(chosen: Sequence[FeedbackEntry], settings: PromptSettings) 
             else (f"Example {number}:")
         )
         original, corrected = shorten_pair(
-            entry.original or "", entry.corrected or "", settings.max_example_chars
+            normalised(entry.original or ""),
+            normalised(entry.corrected or ""),
+            settings.max_example_chars,
         )
         blocks.append(f"{label}\nOriginal: {original}\nCorrected: {corrected}\n")
     return f"{EXAMPLES_HEADING}\n" + "\n".join(blocks)

@@ -171,7 +171,9 @@ def task_text(data: bytes, file: Path | None) -> str:
         fmt = FORMATS.get(file.suffix.lower())
         if fmt is None or (fmt == "md" and text.split("\n", 1)[0].rstrip() != "---"):
             return text
-        return item_text(parse_item(data, file.suffix, _id_or_stand_in(file.stem)))
+        # A task is no draft: the id it writes need not be its file's name.
+        task = parse_item(data, file.suffix, _id_or_stand_in(file.stem), own_id=True)
+        return item_text(task)
     except ItemError as error:
         raise InvalidItem(f"{name}: {error.message}", hint=error.hint) from None
 

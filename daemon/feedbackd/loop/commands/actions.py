@@ -115,6 +115,16 @@ def _decided_at(agent: AgentPaths, item_id: str) -> str:
     return f" on {record.at[:10]} at {record.at[11:16]} UTC"
 
 
+def readable(runtime: Runtime, source: Path) -> None:
+    """Refuse a draft that cannot be read, naming its file as the daemon, `status` and
+    `doctor` name it (relative to the workspace: the HTTP answer shows no path of the disk)."""
+    try:
+        read_item(source)
+    except FeedbackdError as error:
+        where = runtime.workspace.relative(source)
+        raise type(error)(f"{where}: {error.message}", hint=error.hint) from None
+
+
 def move_target(runtime: Runtime, source: Path, folder: Path) -> Path:
     """Where source goes in folder; refused before anything is changed when it cannot go: a
     folder that is a symbolic link out of `_data/` is ignored, as the daemon ignores it."""
@@ -158,7 +168,7 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
     agent = existing_agent(runtime, agent_id)
     source = find_queued(runtime, agent, item_id)
     target = move_target(runtime, source, agent.approved)
-    read_item(source)  # refuse an unreadable draft before moving anything
+    readable(runtime, source)  # refuse an unreadable draft before moving anything
     with _undone_unless_recorded(runtime, agent, item_id, source, target):
         if edits:
             # The draft as first seen must be on record before it is edited: a draft nobody
@@ -198,7 +208,7 @@ def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report
     agent = existing_agent(runtime, agent_id)
     source = find_queued(runtime, agent, item_id)
     target = move_target(runtime, source, agent.rejected)  # before the notes change the draft
-    read_item(source)
+    readable(runtime, source)
     with _undone_unless_recorded(runtime, agent, item_id, source, target):
         set_rejection_feedback(source, notes)
         move_item(runtime, source, target)

@@ -15,7 +15,13 @@ from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.ratings.memory import MemoryRecord
 from feedbackd.core.ratings.ratings import parse_rating_file, stored_fields
 from feedbackd.core.ratings.soul import parse_soul
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import (
+    DECISION_FOLDERS,
+    ITEM_FOLDERS,
+    ITEM_SUFFIXES,
+    AgentPaths,
+    other_format,
+)
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo, damage_in
@@ -82,6 +88,8 @@ def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callabl
             continue
         for path in _items_in(directory):
             yield path, _item_check(path)
+        for path, (message, hint) in _others_in(directory, folder):
+            yield path, _refused(message, hint)
     yield from _decided_twice(agent)
     if runtime.git_enabled:
         yield agent.decisions, _ledger_lines_lost(runtime, agent)
@@ -209,6 +217,24 @@ def _items_in(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if p.suffix in ITEM_SUFFIXES and p.name[0] != ".")
+
+
+def _others_in(folder: Path, name: str) -> list[tuple[Path, tuple[str, str]]]:
+    """The plain files of an item folder that are of another format (a draft saved as .txt),
+    each with what is wrong with it and how to fix it, as the daemon explains them."""
+    found = []
+    for path in sorted(folder.iterdir()):
+        wrong = other_format(path.name, name)
+        if wrong is not None and path.is_file() and not path.is_symlink():
+            found.append((path, wrong))
+    return found
+
+
+def _refused(message: str, hint: str) -> Callable[[], None]:
+    def check() -> None:
+        raise FeedbackdError(message, hint=hint)
+
+    return check
 
 
 def _in_both_folders(item_id: str) -> Callable[[], None]:

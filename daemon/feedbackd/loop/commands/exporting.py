@@ -12,35 +12,52 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from feedbackd.core.curation import exports
 from feedbackd.core.curation.exports import ExportRow, Tally
+from feedbackd.core.curation.exportsets import (
+    TRAIN,
+    VALIDATION,
+    ExportOptions,
+    Kept,
+    deduplicated,
+    split_records,
+)
 from feedbackd.core.errors import NotFound, UsageError, WorkspaceError
 from feedbackd.core.wording import closest
 from feedbackd.edges.files import agent_ids, atomic_write_chunks, atomic_write_text
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.loop.commands.queries import commit_by
 from feedbackd.loop.commits.repo import open_repo
-from feedbackd.loop.curation.exportreader import export_rows, folder_at, read_standing
+from feedbackd.loop.curation.exportreader import (
+    SOUL,
+    export_rows,
+    folder_at,
+    read_standing,
+    soul_at,
+)
 from feedbackd.loop.workspace.itemfiles import refuse_outside_agent
 from feedbackd.loop.workspace.runtime import Runtime
 
 _SHOWN_AGENTS = 20  # an unknown agent's error lists this many of the known ones
+PLAIN = ExportOptions()  # every row, in one file, as the format takes it
 
 
 @dataclass(frozen=True)
 class Export:
     """One export, checked: the agent's folder at `commit` (None for either: nothing to
-    export, as before the agent existed)."""
+    export, as before the agent existed), and the system message of its conversations."""
 
     runtime: Runtime
     agent: str
     format: str
     commit: str | None
     folder: str | None
+    options: ExportOptions = PLAIN
+    system: str | None = None
 
     def rows(self) -> Iterator[ExportRow]:
         """The rows, by decision time then item id, read as they are needed."""
@@ -51,18 +68,58 @@ class Export:
                 return
             standing = read_standing(repo, self.agent, self.commit, self.folder)
             template = self.runtime.settings.export.input_template
-            yield from export_rows(repo, standing, template)
+            yield from export_rows(repo, standing, template, self.options.with_snippet)
 
-    def text(self, tally: Tally | None = None) -> Iterator[str]:
-        """The format's text, a piece at a time (counted into `tally` as it goes)."""
-        rows = self.rows() if tally is None else (tally.add(row) for row in self.rows())
-        return exports.export_text(self.format, rows)
+    def records(self, counts: Counts) -> Iterator[Kept]:
+        """The format's records, each with its item and INPUT, counted into `counts`."""
+        shape = exports.RECORDS[self.format]
+        keep_rejections = self.format != "dspy" or self.options.include_rejections
+        for row in self.rows():
+            counts.tally.add(row)
+            if row.decision == "rejected" and not keep_rejections:
+                counts.left_out += 1
+                continue
+            value = shape(row, self.system)
+            if value is not None:
+                yield row.item, row.input, value
+
+    def parts(self, counts: Counts) -> dict[str, Iterable[dict[str, Any]]]:
+        """The records of each split (`train` alone without --split), deduplicated with
+        --dedup; streamed as they are read unless one of them needs them all."""
+        options = self.options
+        if not options.dedup and options.split is None:
+            return {TRAIN: (value for _, _, value in self.records(counts))}
+        kept = list(self.records(counts))
+        if options.dedup:
+            kept, counts.dropped = deduplicated(kept)
+        split = split_records(kept, options.split) if options.split else {TRAIN: kept}
+        return {name: [value for _, _, value in part] for name, part in split.items()}
+
+    def text(self, counts: Counts | None = None) -> Iterator[str]:
+        """The format's text, a piece at a time (train's, for a split)."""
+        return exports.export_text(self.format, self.parts(counts or Counts())[TRAIN])
+
+
+@dataclass
+class Counts:
+    """What an export wrote: the rows read, the lines of each split, the duplicates dropped
+    and the rejections a dspy export left out."""
+
+    tally: Tally = field(default_factory=Tally)
+    lines: dict[str, int] = field(default_factory=dict)
+    dropped: int = 0
+    left_out: int = 0
 
 
 def open_export(
-    runtime: Runtime, agent_id: str, export_format: str | None, at: str | None
+    runtime: Runtime,
+    agent_id: str,
+    export_format: str | None,
+    at: str | None,
+    options: ExportOptions = PLAIN,
 ) -> Export:
-    """The export asked for, once the format, the agent and --at are known to be good."""
+    """The export asked for, once the format, the agent, --at and export.system are known to
+    be good."""
     chosen = exports.check_format(export_format)
     refuse_outside_agent(runtime, agent_id)  # a link out of the workspace is no agent
     with open_repo(runtime) as repo:
@@ -75,7 +132,10 @@ def open_export(
         folder = folder_at(repo, runtime.workspace, agent_id, commit) if commit else None
         if folder is None:
             _refuse_unknown(runtime, repo, agent_id)
-    return Export(runtime, agent_id, chosen, commit, folder)
+        system = runtime.settings.export.system
+        if system == SOUL and commit and folder:
+            system = soul_at(repo, commit, folder)
+    return Export(runtime, agent_id, chosen, commit, folder, options, system)
 
 
 def _commit_at(repo: GitRepo, at: str | None) -> str | None:
@@ -100,55 +160,86 @@ def _refuse_unknown(runtime: Runtime, repo: GitRepo, agent_id: str) -> None:
     raise NotFound(f"no agent {agent_id} in {agents}/{guess}", hint=hint)
 
 
-@dataclass(frozen=True)
-class Written:
-    """What write_export wrote: the rows counted, and the lines of the format."""
-
-    tally: Tally
-    lines: int
-
-
-def write_export(export: Export, out: Path | None, stream: BinaryIO) -> Written:
-    """The export on `stream`, or in the file `out` (replaced in one step once whole); `hf`: the
-    dataset folder `out`, with its data file (data/train-HASH.jsonl) and README.md."""
-    tally = Tally()
+def write_export(export: Export, out: Path | None, stream: BinaryIO) -> Counts:
+    """The export on `stream`, or in the file `out` (replaced in one step once whole; a split's
+    validation beside it, as NAME.validation.EXT); `hf`: the dataset folder `out`, with a data
+    file per split (data/train-HASH.jsonl) and README.md."""
+    counts = Counts()
     if export.format == "hf":
         if out is None:
             raise UsageError(
                 "--format hf writes a dataset folder: say where with --out",
                 hint=f"e.g. feedbackd export {export.agent} --format hf --out {export.agent}-data",
             )
-        _write_dataset(export, out, tally)
+        _write_dataset(export, out, counts)
     elif out is None:
-        for piece in export.text(tally):
+        if export.options.split is not None:
+            raise UsageError(
+                "--split writes two files (train, and validation beside it): say where with --out",
+                hint=f"e.g. feedbackd export {export.agent} --format {export.format}"
+                " --split time:0.9 --out train.jsonl",
+            )
+        for piece in _counted(export.format, export.parts(counts)[TRAIN], counts, TRAIN):
             stream.write(piece.encode("utf-8"))
         stream.flush()
     else:
-        _refuse_folder(out)
-        atomic_write_chunks(out, (piece.encode("utf-8") for piece in export.text(tally)))
-    return Written(tally, _lines(export.format, tally))
+        _write_files(export, out, counts)
+    return counts
 
 
-def _write_dataset(export: Export, out: Path, tally: Tally) -> None:
+def _counted(
+    export_format: str, records: Iterable[dict[str, Any]], counts: Counts, split: str
+) -> Iterator[str]:
+    """The format's text of `records`, counting its lines into `counts`."""
+    counts.lines[split] = 0
+
+    def each() -> Iterator[dict[str, Any]]:
+        for value in records:
+            counts.lines[split] += 1
+            yield value
+
+    return exports.export_text(export_format, each())
+
+
+def validation_file(out: Path) -> Path:
+    """Where a split's validation goes beside `out`: train.jsonl → train.validation.jsonl."""
+    return out.with_name(f"{out.stem}.validation{out.suffix or '.jsonl'}")
+
+
+def _write_files(export: Export, out: Path, counts: Counts) -> None:
+    parts = export.parts(counts)
+    targets = {TRAIN: out, VALIDATION: validation_file(out)}
+    for name in parts:
+        _refuse_folder(targets[name])
+    for name, records in parts.items():
+        text = _counted(export.format, records, counts, name)
+        atomic_write_chunks(targets[name], (piece.encode("utf-8") for piece in text))
+
+
+def _write_dataset(export: Export, out: Path, counts: Counts) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(
             f"--out {out} is a file, and --format hf writes a folder",
             hint="name a new folder (or an earlier hf export, which is replaced)",
         )
     folder = out / exports.HF_DATA_FOLDER
-    staged = folder / ".train.jsonl"
-    _refuse_folder(staged)
-    digest = hashlib.sha256()
-    atomic_write_chunks(staged, _hashed(export.text(tally), digest.update))
-    name = exports.hf_data_file(digest.hexdigest())
-    _refuse_folder(out / name)
-    os.replace(staged, out / name)
-    atomic_write_text(
-        out / "README.md", exports.dataset_card(export.agent, export.commit, tally, name)
-    )
-    # The card names the new file alone; an earlier export's data is no longer part of it.
-    for earlier in folder.glob("train*.jsonl"):
-        if earlier != out / name and earlier.is_file():
+    written: dict[str, str] = {}
+    for split, records in export.parts(counts).items():
+        staged = folder / f".{split}.jsonl"
+        _refuse_folder(staged)
+        digest = hashlib.sha256()
+        text = _counted(export.format, records, counts, split)
+        atomic_write_chunks(staged, _hashed(text, digest.update))
+        written[split] = exports.hf_data_file(digest.hexdigest(), split)
+        _refuse_folder(out / written[split])
+        os.replace(staged, out / written[split])
+    data = exports.DataFiles(written, counts.lines, counts.dropped)
+    card = exports.dataset_card(export.agent, export.commit, counts.tally, data)
+    atomic_write_text(out / "README.md", card)
+    # The card names the new files alone; an earlier export's data is no longer part of it.
+    current = {out / name for name in written.values()}
+    for earlier in [*folder.glob("train*.jsonl"), *folder.glob("validation*.jsonl")]:
+        if earlier not in current and earlier.is_file():
             earlier.unlink()
 
 
@@ -162,12 +253,3 @@ def _hashed(pieces: Iterable[str], update: Callable[[bytes], object]) -> Iterato
 def _refuse_folder(path: Path) -> None:
     if path.is_dir():
         raise UsageError(f"--out {path} is a folder", hint="name the file to write, e.g. out.jsonl")
-
-
-def _lines(export_format: str, tally: Tally) -> int:
-    """The rows the format took: sft an approved item each, dpo a corrected one each."""
-    if export_format == "openai-sft":
-        return tally.approved
-    if export_format == "openai-dpo":
-        return tally.corrected
-    return tally.decided

@@ -35,7 +35,7 @@ from feedbackd.core.timeutil import (
     since_start,
 )
 from feedbackd.core.wording import quoted
-from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths, other_format
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import (
     NotAPlainFile,
@@ -342,7 +342,30 @@ def queue(runtime: Runtime, agent_id: str) -> list[dict[str, Any]]:
     agent = existing_agent(runtime, agent_id)
     paths = _item_files(runtime, agent, "queue")
     from_git = _first_versions_in_git(runtime, agent, paths)
-    return [_draft_json(runtime, agent, path, from_git.get(path.name)) for path in paths]
+    drafts = [_draft_json(runtime, agent, path, from_git.get(path.name)) for path in paths]
+    return drafts + _other_files(runtime, agent)
+
+
+def _other_files(runtime: Runtime, agent: AgentPaths) -> list[dict[str, Any]]:
+    """The files of another format in queue/ (a draft saved as .txt), listed as a draft that
+    cannot be read is: the panel shows the curator why it waits for ever."""
+    directory = agent.queue
+    if not directory.is_dir() or not is_inside(runtime.workspace, directory):
+        return []
+    with os.scandir(directory) as listing:
+        found = sorted(
+            (entry.name, wrong)
+            for entry in listing
+            if (wrong := other_format(entry.name, "queue")) is not None
+            and entry.is_file(follow_symlinks=False)
+        )
+    return [_unread(name, message) for name, (message, _) in found]
+
+
+def _unread(name: str, message: str) -> dict[str, Any]:
+    """A file of another format as the queue lists a draft that cannot be read."""
+    stem, dot, suffix = name.rpartition(".")
+    return {"id": stem if dot else name, "format": suffix if dot else "", "error": message}
 
 
 def _first_versions_in_git(

@@ -17,7 +17,7 @@ from feedbackd.core.people import Person
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.loop.workspace.runtime import Runtime, choose_author
+from feedbackd.loop.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
 
@@ -76,7 +76,8 @@ def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest
             body=request.body,
             trailers=request.trailers,
         )
-        author = request.author or choose_author(None, runtime, repo.user_identity())
+        # feedbackd's own act when the request names nobody: a curator's names the curator.
+        author = request.author or runtime.committer
         paths = relative_paths(runtime, request.paths)
         within = runtime.workspace.relative(request.within) if request.within else None
         sha = repo.commit_paths(paths, message, author, within)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import errno
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from feedbackd.core.curation import agentplan, decisions
 from feedbackd.core.curation.agentplan import AgentPlan, BadFile, Step
 from feedbackd.core.curation.decisions import DecisionRecord
 from feedbackd.core.curation.feedback import FeedbackEntry
-from feedbackd.core.curation.forgetting import find_entry, forgotten_line
+from feedbackd.core.curation.forgetting import already_forgotten, find_entry, forgotten_line
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
 from feedbackd.core.wording import counted, noun
@@ -57,8 +57,10 @@ from feedbackd.loop.workspace import problems
 from feedbackd.loop.workspace.agentfiles import append_record, read_forgotten_text, read_ledger
 from feedbackd.loop.workspace.problems import Problem
 from feedbackd.loop.workspace.runtime import Runtime, choose_author
+from feedbackd.loop.workspace.told import FileKey, file_key
 
 log = logging.getLogger("feedbackd")
+Lines = Collection[str]  # lines of the log
 
 # Times a pass reads its folder again because HEAD moved under it before it gives up (the
 # daemon then tries again later, as after any other failure).
@@ -163,7 +165,8 @@ class AgentPass:
         self.saw_links = scan.links
         now = (self.runtime.clock or utcnow)()
         plan = agentplan.plan_agent(view, self.runtime.settings, now, random_chars)
-        self._tell([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
+        found = ([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
+        self._tell(*found, whole=self.reader.only_items is None, anew=plan.decision_warnings)
         self.report.decision_warnings += plan.decision_warnings
         self.report.problems += [_still_changing(path, at) for path, at in scan.settling]
         if scan.left_waiting:
@@ -183,7 +186,8 @@ class AgentPass:
         settings = self.runtime.settings
         step = agentplan.plan_record(self.agent, entry, feedback, snippet, settings, author)
         if step is None:
-            self._tell([], ["the same entry is already recorded; nothing changed"])
+            same = "the same entry is already recorded; nothing changed"
+            self._tell([], [same], anew=[same])
             return self.report
         on_disk = [path for path in self.agent.feedback_files if path.exists()]
         uncommitted = uncommitted_files(self.repo, self.agent, self.rel)
@@ -198,12 +202,16 @@ class AgentPass:
         listed in forgotten.jsonl so that nothing brings it back; its decision stays."""
         feedback = self._usable_feedback()
         entry = find_entry(feedback, entry_id)
-        if entry is None:
-            raise NotFound(
-                f"no entry {entry_id} in {self.rel(self.agent.feedback)}",
-                hint=f"`feedbackd recent {self.agent.agent_id} --json` lists the entries' ids",
-            )
         listed = read_forgotten_text(self.agent.forgotten)
+        if entry is None:
+            hint = f"`feedbackd recent {self.agent.agent_id} --json` lists the entries' ids"
+            forgotten = already_forgotten(listed, entry_id)
+            if forgotten is not None:  # a second forget: say what the first one did
+                raise NotFound(
+                    f"{entry_id} was already forgotten{forgotten}",
+                    hint="nothing left to do: it is no lesson any more, and its decision stays",
+                )
+            raise NotFound(f"no entry {entry_id} in {self.rel(self.agent.feedback)}", hint=hint)
         line = forgotten_line(entry, utcnow(), reason, str(author))
         text = (listed if listed.endswith("\n") or not listed else listed + "\n") + line + "\n"
         snippet, settings = current_snippet(self.agent), self.runtime.settings
@@ -319,7 +327,7 @@ class AgentPass:
                 self.agent.agent_id,
                 commit.summary,
                 commit.paths,
-                commit.author or self.reader.workspace_user(),
+                commit.author or self.runtime.committer,  # none: feedbackd's act (draft, sync)
                 item=commit.item,
                 body=commit.body,
                 trailers=commit.trailers,
@@ -393,32 +401,70 @@ class AgentPass:
             self.agent.agent_id,
             commitmsg.interrupted_summary([record.item for record in records]),
             paths,
-            _curator_of(last) or self.reader.workspace_user(),
+            _curator_of(last) or choose_author(None, self.runtime, self.reader.workspace_user()),
             item=last.item,
             trailers=commitmsg.interrupted_trailers(last.item, last.fields),
             within=self.agent.root,
         )
 
     # --- telling ------------------------------------------------------------------------------
-    def _tell(self, bad_files: Sequence[BadFile], warnings: Sequence[str]) -> None:
-        """Report what waits (explained beside each file) and what the pass warns about."""
-        settle_ms = self.runtime.settings.daemon.settle_ms
-        for bad in bad_files:
-            if bad.settles:
-                problem = problems.judge(bad.path, bad.error, settle_ms)
-                if problem.settled:
-                    log.warning("%s: %s", self.rel(bad.path), bad.error.message)
-            else:
-                problems.explain(bad.path, bad.error)
-                problem = Problem(bad.path, bad.error.message, bad.error.hint, True, 0.0)
-                log.error("%s: %s; decisions wait", self.rel(bad.path), bad.error.message)
-            self.report.problems.append(problem)
-        for warning in warnings:
-            self.report.warnings.append(warning)
-            log.warning("%s", warning)
+    def _tell(
+        self, bad: Sequence[BadFile], warnings: Sequence[str], whole: bool = False, anew: Lines = ()
+    ) -> None:
+        """Report what waits and what the pass warns about (`tell`)."""
+        tell(self.runtime, self.agent.agent_id, self.report, bad, warnings, whole=whole, anew=anew)
 
     def rel(self, path: Path) -> str:
         return self.runtime.workspace.relative(path)
+
+
+def tell(
+    runtime: Runtime,
+    agent_id: str,
+    report: Report,
+    bad_files: Sequence[BadFile],
+    warnings: Sequence[str],
+    *,
+    whole: bool = False,
+    anew: Collection[str] = (),
+) -> None:
+    """Report what waits (explained beside each file) and what a pass warns about. The log
+    says what is wrong with a file once per change of it (loop/workspace/told.py); the warnings
+    in `anew` (about what was just done) each time. `whole`: these are all of the agent's
+    problems (a pass over its whole folder)."""
+    settle_ms = runtime.settings.daemon.settle_ms
+    said: list[tuple[str, FileKey]] = []
+    errors: set[str] = set()
+    for bad in bad_files:
+        line = f"{runtime.workspace.relative(bad.path)}: {bad.error.message}"
+        if bad.settles:
+            problem = problems.judge(bad.path, bad.error, settle_ms)
+        else:
+            problems.explain(bad.path, bad.error)
+            problem = Problem(bad.path, bad.error.message, bad.error.hint, True, 0.0)
+            line += "; decisions wait"
+            errors.add(line)
+        if problem.settled:
+            said.append((line, file_key(bad.path)))
+        report.problems.append(problem)
+    report.warnings += warnings
+    said += [(warning, None) for warning in warnings if warning not in anew]
+    new = runtime.told.news(agent_id, said, whole=whole)
+    _log_lines([line for line, _ in said if line not in warnings], warnings, new, anew, errors)
+
+
+def _log_lines(
+    files: Sequence[str],
+    warnings: Sequence[str],
+    new: Collection[str],
+    anew: Collection[str],
+    errors: Collection[str],
+) -> None:
+    """Log what is wrong with files, then the warnings: those `new` (loop/workspace/told.py)
+    or told `anew` each time; `errors` are what keeps decisions waiting."""
+    for line in [*files, *warnings]:
+        if line in new or line in anew:
+            log.log(logging.ERROR if line in errors else logging.WARNING, "%s", line)
 
 
 def _still_changing(path: Path, look_again_at: float) -> Problem:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from feedbackd.core.curation import agentplan, decisions, items
-from feedbackd.core.curation.agentplan import AgentView, BadFile, ItemFile, ReadItem
+from feedbackd.core.curation.agentplan import KEEP_FILE, AgentView, BadFile, ItemFile, ReadItem
 from feedbackd.core.curation.decisions import DecisionRecord, State, new_record
 from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.curation.forgetting import forgotten_identities
@@ -28,7 +28,13 @@ from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspace import (
+    DECISION_FOLDERS,
+    ITEM_FOLDERS,
+    ITEM_SUFFIXES,
+    AgentPaths,
+    other_format,
+)
 from feedbackd.edges.files import FileState, child_path, file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.randomness import random_chars
@@ -183,7 +189,7 @@ class AgentReader:
             entries = sorted(listing, key=_NAME)
         problems.clear_listed_orphans(directory, (entry.name for entry in entries))
         for entry in entries:
-            if entry.name.startswith(".") or not entry.name.endswith(ITEM_SUFFIXES):
+            if not _item_name(entry, directory, folder, scan):
                 continue
             stem, path = entry.name[: entry.name.rindex(".")], child_path(directory, entry.name)
             if not (_plain_file(entry) or self._usable(entry, path, scan)):
@@ -456,12 +462,18 @@ def uncommitted_files(
 ) -> frozenset[Path]:
     """The agent's feedback.json, decisions.jsonl and snippet that HEAD lacks (without git:
     those not on disk). One that is on disk but not in HEAD was left by a pass killed before
-    its commit."""
+    its commit. With them, the `.gitkeep` of approved/ and rejected/ when those folders are
+    missing beside a queue/ (a new agent made with `mkdir -p _data/agents/NEW/queue`)."""
     files = agent.feedback_files
+    keeps = frozenset(
+        agent.folder(folder) / KEEP_FILE
+        for folder in DECISION_FOLDERS
+        if agent.queue.is_dir() and not os.path.lexists(agent.folder(folder))
+    )
     if repo is None:
-        return frozenset(path for path in files if not path.exists())
+        return keeps | {path for path in files if not path.exists()}
     at_head = repo.file_ids_at_head([rel(path) for path in files])
-    return frozenset(path for path in files if at_head[rel(path)] is None)
+    return keeps | {path for path in files if at_head[rel(path)] is None}
 
 
 def current_snippet(agent: AgentPaths) -> str | None:
@@ -524,6 +536,19 @@ def _item_or_none(data: bytes | None, item_file: ItemFile) -> items.Item | None:
         return items.parse_item(data, item_file.path.suffix, item_file.item_id)
     except FeedbackdError:
         return None
+
+
+def _item_name(entry: os.DirEntry[str], directory: Path, folder: str, scan: Scan) -> bool:
+    """True for an entry named as an item. A plain file of another format (a draft saved as
+    `qi-307.txt`) is a problem, explained beside it once settled, as an unreadable draft is."""
+    if not entry.name.startswith(".") and entry.name.endswith(ITEM_SUFFIXES):
+        return True
+    wrong = other_format(entry.name, folder)
+    if wrong is not None and _plain_file(entry):
+        message, hint = wrong
+        path = child_path(directory, entry.name)
+        scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
+    return False
 
 
 def _bad_name(stem: str) -> tuple[str, str]:

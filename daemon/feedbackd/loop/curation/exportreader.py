@@ -18,6 +18,7 @@ site's items come from its queue file, as the commit held it, else as the decisi
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -33,7 +34,7 @@ from feedbackd.core.curation.feedback import Identity
 from feedbackd.core.curation.forgetting import forgotten_identities
 from feedbackd.core.curation.items import Item, parse_item
 from feedbackd.core.curation.webhouse import parse_queue
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, UsageError
 from feedbackd.core.workspace import DECISION_FOLDERS, Workspace
 from feedbackd.edges.git.history import History
 from feedbackd.edges.git.repo import GitRepo, history_of
@@ -123,10 +124,34 @@ def decision_commits(
     return commits, read
 
 
-def export_rows(repo: GitRepo, standing: Standing, template: str) -> Iterator[ExportRow]:
+SOUL = "soul"  # export.system's word for the agent's persona
+
+
+def soul_at(repo: GitRepo, commit: str, folder: str) -> str:
+    """The persona of the agent's SOUL.md as `commit` held it: its name and description, up to
+    the first skill; a usage error when it has none that reads."""
+    data = repo.file_at(commit, f"{folder}/SOUL.md")
+    try:
+        text = data.decode("utf-8") if data is not None else ""
+    except UnicodeDecodeError:
+        text = ""
+    persona = re.split(r"^## ", text.replace("\r\n", "\n"), maxsplit=1, flags=re.M)[0].strip()
+    if not persona:
+        what = "has no SOUL.md" if data is None else "has a SOUL.md with no persona that reads"
+        raise UsageError(
+            f"export.system is soul, and {folder} {what} at {commit[:12]}",
+            hint="commit a SOUL.md (# Name, then a description), or set export.system to a text",
+        )
+    return persona
+
+
+def export_rows(
+    repo: GitRepo, standing: Standing, template: str, with_snippet: bool = False
+) -> Iterator[ExportRow]:
     """The rows, by decision time then item id; a decided item whose file the history no
-    longer holds is left out, with a warning."""
-    reader = _Reader(repo, standing)
+    longer holds is left out, with a warning. `with_snippet`: each with the lessons the agent
+    read when it drafted (prompt/feedback.md as the commit before its draft's held it)."""
+    reader = _Reader(repo, standing, with_snippet)
     for start in range(0, len(standing.decided), CHUNK):
         for source in reader.sources(standing.decided[start : start + CHUNK]):
             yield exports.export_row(standing.agent, source, standing.forgotten, template)
@@ -143,9 +168,10 @@ def export_rows(repo: GitRepo, standing: Standing, template: str) -> Iterator[Ex
 class _Reader:
     """The files of decided items, a chunk at a time."""
 
-    def __init__(self, repo: GitRepo, standing: Standing) -> None:
+    def __init__(self, repo: GitRepo, standing: Standing, with_snippet: bool = False) -> None:
         self.history = history_of(repo)
         self.standing = standing
+        self.with_snippet = with_snippet
         self.agents = str(PurePosixPath(standing.folder).parent)  # the agents' folder
         self.queues = _QueueFiles(self.history)
         self.missing: list[str] = []
@@ -156,10 +182,12 @@ class _Reader:
         names: list[str | None] = []
         for decided in chunk:
             names += [self._decided_name(decided), self._draft_name(decided)]
+            names.append(self._snippet_name(decided) if self.with_snippet else None)
         answers = self.history.blobs([name for name in names if name is not None])
         for index, decided in enumerate(chunk):
-            data = next(answers) if names[2 * index] else None
-            draft = next(answers) if names[2 * index + 1] else None
+            data, draft, snippet = (
+                next(answers) if name else None for name in names[3 * index : 3 * index + 3]
+            )
             item = self._item(decided, data)
             if item is None:
                 self.missing.append(decided.item)
@@ -168,7 +196,8 @@ class _Reader:
             if first is None and item.original is None:
                 first = self._added_draft(decided)
             commit = self.standing.commits.of(decided)
-            yield RowSource(decided, item, first, commit.sha if commit else None)
+            lessons = snippet.decode("utf-8", errors="replace") if snippet else None
+            yield RowSource(decided, item, first, commit.sha if commit else None, lessons)
 
     def _added_draft(self, decided: Decided) -> Item | None:
         """The draft as the oldest commit that added it to queue/ has it, for an item whose
@@ -178,14 +207,32 @@ class _Reader:
         if _decision_file(decided) is None:
             return None
         if self.adds is None:
-            queues = [f"{self.agents}/{name}/queue" for name in self.standing.commits.names]
-            self.adds = self.history.first_adds(self.standing.commit, queues)
+            self.adds = self.history.first_adds(self.standing.commit, self._queues())
         file_name = PurePosixPath(decided.file or "").name
         for agent in self.standing.commits.names:
             path = f"{self.agents}/{agent}/queue/{file_name}"
             if path in self.adds:
                 return _parsed(self.history.blob(f"{self.adds[path]}:{path}"), decided)
         return None
+
+    def _snippet_name(self, decided: Decided) -> str | None:
+        """prompt/feedback.md as the agent read it when it drafted: before the commit that
+        added its draft to queue/, else (a queue file's item) before its first decision."""
+        where, first = _decision_file(decided), self.standing.commits.first(decided.item)
+        if first is None:
+            return None
+        before = f"{first.sha}^"
+        if where is not None:
+            if self.adds is None:
+                self.adds = self.history.first_adds(self.standing.commit, self._queues())
+            for agent in self.standing.commits.names:
+                added = self.adds.get(f"{self.agents}/{agent}/queue/{where[1]}")
+                if added is not None:
+                    return f"{added}^:{self.agents}/{agent}/prompt/feedback.md"
+        return f"{before}:{self.agents}/{first.agent}/prompt/feedback.md"
+
+    def _queues(self) -> list[str]:
+        return [f"{self.agents}/{name}/queue" for name in self.standing.commits.names]
 
     def _decided_name(self, decided: Decided) -> str | None:
         """The object that holds the decided file: as the commit holds it, else (a file

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
+from feedbackd.core.ids import is_valid_id
+from feedbackd.core.people import agent_person
 from feedbackd.core.ratings.priceledger import parse_price_ledger
 from feedbackd.core.ratings.ratings import (
     MAX_INBOX_CHARS,
@@ -29,6 +31,7 @@ from feedbackd.core.timeutil import parse_duration
 from feedbackd.core.wording import counted
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
+from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.ratingstore import Progress, RatingStore
 from feedbackd.loop.commits.ledgers import appended_since_head, commit_uncommitted
@@ -87,6 +90,68 @@ def apply_rules(runtime: Runtime, repo: GitRepo | None, events: Sequence[Event])
     ]
 
 
+def _rules_for_changed(
+    runtime: Runtime, repo: GitRepo | None, changed: Sequence[str]
+) -> list[Event]:
+    """Run the rules once for each skill whose rating files are among `changed` (paths as git
+    names them). Machines that cut after the same pull make one change (its id says what it
+    is), which the next sync keeps once."""
+    workspace = runtime.workspace
+    rated = set()
+    for path in changed:
+        under = workspace.root / path
+        if under.is_relative_to(workspace.agents_dir):
+            relative = under.relative_to(workspace.agents_dir)
+            if _is_rating_log(relative) and all(map(is_valid_id, relative.parts[:3])):
+                rated.add((relative.parts[0], relative.parts[2]))
+    now = utcnow()
+    return [
+        change
+        for agent, skill in sorted(rated)
+        for change in rules_hook(runtime, repo, agent, skill, now)
+    ]
+
+
+RULES_SEEN = "rules-seen"  # in .feedbackd/: the commit whose ratings the rules have seen
+
+
+def rules_for_arrived(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
+    """Run the rules for the skills whose ratings came in since the last full pass by any way
+    but a submit here: feedbackd's own sync (the pass after its pull), a user's `git pull` or
+    merge. Buyers rate on machines of their own, so a price cut may be called for only once
+    their ratings meet. The commit the rules last caught up with is kept in `.feedbackd/`; a
+    workspace that has none yet starts from HEAD. Running the rules twice for one rating
+    changes nothing the second time, so a rating submitted here and seen again is harmless."""
+    if repo is None:
+        return []
+    head = _head(runtime, repo)
+    marker = runtime.workspace.state_dir / RULES_SEEN
+    seen = _read_marker(marker)
+    if head is None or seen == head:
+        return []
+    events: list[Event] = []
+    if seen is not None and repo.rev(seen) is not None:  # gone after a gc: start again
+        events = _rules_for_changed(runtime, repo, repo.listings.paths_changed(seen, head))
+    try:  # not durable: a marker lost to a crash only makes the next pass start from HEAD
+        atomic_write_text(marker, (_head(runtime, repo) or head) + "\n", durable=False)
+    except OSError as error:  # a full disk: the rules run again next time, which is harmless
+        log.debug("cannot write %s: %s", marker, error)
+    return events
+
+
+def _head(runtime: Runtime, repo: GitRepo) -> str | None:
+    """HEAD's commit from git's own files where they say (no process started), else git's."""
+    return head_commit(runtime.workspace.root / ".git") or repo.head()
+
+
+def _read_marker(path: Path) -> str | None:
+    try:
+        text = read_file_bytes(path).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{40,64}", text) else None
+
+
 def record_rating(
     runtime: Runtime,
     repo: GitRepo | None,
@@ -112,7 +177,7 @@ def record_rating(
         memory = write_rental_memories(runtime.workspace, rating, now, earlier)
         for path in also:
             path.unlink(missing_ok=True)
-        change = _rating_request(rating, [stored, *memory, *also])
+        change = _rating_request(runtime, rating, [stored, *memory, *also])
         event = commit_change(runtime, repo, change)
     event = event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
     if warning is None:
@@ -121,13 +186,15 @@ def record_rating(
     return replace(event, warnings=(warning,))
 
 
-def _rating_request(rating: Rating, paths: Sequence[Path]) -> CommitRequest:
-    """The commit of one rating: its line, the buyer's memory and whatever else it holds."""
+def _rating_request(runtime: Runtime, rating: Rating, paths: Sequence[Path]) -> CommitRequest:
+    """The commit of one rating: its line, the buyer's memory and whatever else it holds;
+    authored by the buyer, whose act it is."""
     return CommitRequest(
         "rating",
         rating.provider_agent,
         _summary(rating),
         list(paths),
+        author=agent_person(rating.requester_agent, runtime.committer),
         skill=rating.skill_id,
         body=_body(rating),
         trailers=[(TRANSACTION_KEY, rating.transaction_id)],
@@ -266,7 +333,7 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     pending = {log: appended_since_head(repo, workspace, log) for log in logs}
 
     def completed(appended: dict[Path, list[str]]) -> CommitRequest:
-        return _completed_request(workspace.agents_dir, appended)
+        return _completed_request(runtime, appended)
 
     event = commit_uncommitted(runtime, repo, pending, completed)
     rated = [event] if event else []
@@ -279,10 +346,11 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     return [*rated, *after]
 
 
-def _completed_request(agents_dir: Path, appended: dict[Path, list[str]]) -> CommitRequest:
+def _completed_request(runtime: Runtime, appended: dict[Path, list[str]]) -> CommitRequest:
     """The commit of what a killed command appended: shaped as the rating commit it never made
-    (the provider in its subject, the transaction in its trailers), so `log` and a reader of
-    the history cannot tell it from an uninterrupted one."""
+    (the provider in its subject, the transaction in its trailers, the buyer its author), so
+    `log` and a reader of the history cannot tell it from an uninterrupted one."""
+    agents_dir = runtime.workspace.agents_dir
     ratings = [
         rating
         for path, lines in appended.items()
@@ -292,7 +360,7 @@ def _completed_request(agents_dir: Path, appended: dict[Path, list[str]]) -> Com
     files = list(appended)
     if len(ratings) == 1:
         [only] = ratings
-        return _rating_request(only, files)
+        return _rating_request(runtime, only, files)
     if ratings:  # several commands killed in a row: one commit naming each transaction
         first = ratings[0]
         return CommitRequest(

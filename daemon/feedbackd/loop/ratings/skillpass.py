@@ -33,7 +33,7 @@ from feedbackd.core.commitmsg import (
     one_line,
 )
 from feedbackd.core.errors import FeedbackdError
-from feedbackd.core.ids import MEMORY_RECORD, new_id
+from feedbackd.core.ids import MEMORY_RECORD, derived_id, new_id
 from feedbackd.core.ratings.memory import (
     PATTERNS,
     PRICING_ADJUSTMENT,
@@ -256,7 +256,8 @@ class SkillPass:
         """Rewrite the skill's lessons file when its text changes; True when it did."""
         text = render_lessons(finding.lessons)
         path = self.agent.skill_prompt(self.skill)
-        if not text or read_lessons(self.agent, self.skill) == text:
+        before = read_lessons(self.agent, self.skill)
+        if not text or before == text:
             return False
         rel = self.runtime.workspace.relative(path)
         noun = "lesson" if len(finding.lessons) == 1 else "lessons"
@@ -268,8 +269,13 @@ class SkillPass:
             self._record("optimize", summary, finding.why, None, details)
             return True
         write_lessons(self.agent, self.skill, text)
+        # Its id is what the change is, as a price cut's: machines that draw the same lessons
+        # from the same ratings (each after a pull) make one record, and one commit survives.
+        record_id = derived_id(MEMORY_RECORD, "lessons", self.skill, before or "", text)
         self._remember(
-            SELF_OPTIMISATION, f"Skill {self.skill} adjusted: {what} because {finding.why}"
+            SELF_OPTIMISATION,
+            f"Skill {self.skill} adjusted: {what} because {finding.why}",
+            record_id=record_id,
         )
         body = [
             f"- why: {finding.why}",

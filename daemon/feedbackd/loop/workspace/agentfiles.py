@@ -23,6 +23,7 @@ from feedbackd.core.curation.items import (
     Item,
     ItemError,
     check_size,
+    normalised,
     parse_item,
 )
 from feedbackd.core.curation.prompts import examples
@@ -240,12 +241,17 @@ def load_feedback_for_prompt(
 ) -> list[dict[str, Any]]:
     """The agent's last `limit` correction examples as `{"original", "corrected", "field"}` dicts.
 
-    For agent runners that build their own prompt instead of reading prompt/feedback.md.
+    For agent runners that build their own prompt instead of reading prompt/feedback.md: the
+    values read as the snippet shows them (no trailing newline of a Markdown body).
     """
     root = discover_root(str(workspace) if workspace is not None else None)
     entries = read_feedback(Workspace(root).agent(agent_id).feedback)
     return [
-        {"original": entry.original, "corrected": entry.corrected, "field": entry.field}
+        {
+            "original": normalised(entry.original or ""),
+            "corrected": normalised(entry.corrected or ""),
+            "field": entry.field,
+        }
         for entry in examples(entries, limit)
     ]
 

@@ -13,14 +13,13 @@ from feedbackd.core.curation.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTI
 from feedbackd.core.curation.webhouse import DEFAULT_QUEUE_FILE
 from feedbackd.core.errors import ConfigError, WorkspaceError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person
-from feedbackd.core.workspace import STATE_DIR
+from feedbackd.core.workspace import ERROR_SUFFIX, STATE_DIR
 from feedbackd.edges.files import (
     TMP_SUFFIX,
     atomic_write_text,
     read_file_text,
 )
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.loop.workspace.problems import ERROR_SUFFIX
 
 IGNORED = [f"/{STATE_DIR}/", f"*{ERROR_SUFFIX}", f"*{TMP_SUFFIX}"]
 CONFIG_TEMPLATE = """\

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import shown_path
+from feedbackd.core.workspace import ERROR_SUFFIX
 from feedbackd.edges.files import (
     NO_SPACE,
     NO_SPACE_WORDS,
@@ -24,8 +25,6 @@ from feedbackd.edges.files import (
 )
 
 log = logging.getLogger("feedbackd")
-
-ERROR_SUFFIX = ".error"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from feedbackd.core.workspace import Workspace
 from feedbackd.edges.git.batch import KeptBatch
 from feedbackd.edges.ratingcache import RatingCache
 from feedbackd.loop.workspace.configfile import config_path, read_config
+from feedbackd.loop.workspace.told import Told
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Runtime:
     git_helpers: KeptBatch = field(default_factory=KeptBatch, compare=False, repr=False)
     # the ratings windows read so far, so that each new rating reads only what was appended
     rating_cache: RatingCache = field(default_factory=RatingCache, compare=False, repr=False)
+    # what the passes logged about files they cannot use: told once per change of the file
+    told: Told = field(default_factory=Told, compare=False, repr=False)
     # How long a write waits for another writer before it gives up, having changed nothing: for
     # the workspace's write lock, and for git's index lock that a git command holds. A command
     # waits long (a curator at a terminal sees it wait); the web server, http.write_wait_s.
