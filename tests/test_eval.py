@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from feedbackd.core.evaluation.notes import note_with, report_of, reports_in
 from tests.conftest import known_environment
 from tests.eval_kit import AGENT, FIXED, lessons_then_later, post
 from tests.workspace_kit import Site, draft
@@ -251,6 +252,27 @@ def test_an_unknown_agent_is_not_found(site: Site) -> None:
     done = site.cli("eval", "writr", "--command", BUILTIN)
     assert done.returncode == 1
     assert "not_found" in done.stderr and "writer" in done.stderr
+
+
+def test_a_note_keeps_every_agents_report_on_the_same_revision(site: Site, between: str) -> None:
+    """git keeps one note per revision; the lessons of two agents evaluated at one revision
+    keep a report each, and noting an agent again replaces only its own."""
+    other = {"agent": "seo-helper", "score": 0.5, "delta": 0.1}
+    site.git("notes", "--ref=feedbackd-eval", "add", "-m", json.dumps(other), between)
+    first = eval_json(site, "--command", BUILTIN, "--at", between, "--note")
+    again = eval_json(site, "--command", BUILTIN, "--at", between, "--note")
+    noted = reports_in(site.git("notes", "--ref=feedbackd-eval", "show", between))
+    assert noted == [other, again] and first["agent"] == again["agent"] == AGENT
+
+
+def test_a_notes_reports_are_read_up_to_what_a_user_broke() -> None:
+    assert reports_in('{"agent": "a"}\n\n{"agent": "b"}\n') == [{"agent": "a"}, {"agent": "b"}]
+    assert reports_in('{"agent": "a"}\n{"agent": ') == [{"agent": "a"}]
+    assert reports_in("not json") == [] and reports_in(None) == []
+    assert report_of(note_with('{"agent": "a", "v": 1}', {"agent": "a", "v": 2}), "a") == {
+        "agent": "a",
+        "v": 2,
+    }
 
 
 def test_note_keeps_the_report_on_rev(site: Site, between: str) -> None:

@@ -9,13 +9,13 @@ a paired bootstrap interval. `--note` keeps the report as a git note on REV.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from feedbackd.core.errors import EvalFailed, NotFound, UsageError, WorkspaceError
 from feedbackd.core.evaluation.agentio import Task
+from feedbackd.core.evaluation.notes import note_with, report_of
 from feedbackd.core.evaluation.scoring import ItemScore, paired_ci95, totals
 from feedbackd.core.ids import validate_id
 from feedbackd.edges.evaluation.revisions import (
@@ -102,12 +102,8 @@ def run_eval(runtime: Runtime, ask: EvalAsk) -> dict[str, Any]:
         ask.agent, at, against, tasks, outcomes[: len(ready)], outcomes[len(ready) :]
     )
     if ask.note:
-        add_note(
-            runtime.workspace.root,
-            at,
-            json.dumps(report, indent=2) + "\n",
-            _notes_identity(runtime),
-        )
+        root = runtime.workspace.root
+        add_note(root, at, note_with(note_of(root, at), report), _notes_identity(runtime))
     return report
 
 
@@ -213,7 +209,7 @@ def saved_eval(runtime: Runtime, agent: str) -> dict[str, Any] | None:
             return None
         root = runtime.workspace.root
         for commit in noted_commits(root)[:NOTES_READ]:
-            report = _report_of(note_of(root, commit), agent)
+            report = report_of(note_of(root, commit), agent)
             if report is None or not repo.is_ancestor(commit, head):
                 continue
             folder = folder_at(repo, runtime.workspace, agent, head)
@@ -222,11 +218,3 @@ def saved_eval(runtime: Runtime, agent: str) -> dict[str, Any] | None:
             date = commit_info(root, commit).date.strip()
             return {"commit": commit, "report": report, "date": date, "lessons_since": len(since)}
     return None
-
-
-def _report_of(text: str | None, agent: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text) if text else None
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) and value.get("agent") == agent else None
