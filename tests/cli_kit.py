@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 import click
 from click.testing import CliRunner
 
-from feedbackd.cli import launch
+from feedbackd import launch
 
 PROGRAM = [sys.executable, "-m", "feedbackd"]
 # What click names the program started as `python -m feedbackd`, in usage lines and hints.

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from feedbackd.loop.curation import agentpass
+from feedbackd.app.curation import agentpass
 from tests.workspace_kit import Site, draft
 
 AGENT = "writer"

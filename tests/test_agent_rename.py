@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from feedbackd.loop.commits import recording
-from feedbackd.loop.curation import agentpass
-from feedbackd.loop.reconcile import reconcile_all
+from feedbackd.app.commits import recording
+from feedbackd.app.curation import agentpass
+from feedbackd.app.reconcile import reconcile_all
 from tests.daemon_kit import (
     DaemonProcess,
     NotifyListener,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.reconcile import reconcile_all
+from feedbackd.app.reconcile import reconcile_all
 from tests.workspace_kit import Site, draft
 
 CLEAN = "git clean -fdq -- _data"

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.app.commands import actions, submitting
 from feedbackd.core.errors import AlreadySubmitted, WriterBusy
 from feedbackd.edges.instance import InstanceLock, WriteLock
-from feedbackd.loop.commands import actions, submitting
 from tests.daemon_kit import (
     DEADLINE_S,
     DaemonProcess,

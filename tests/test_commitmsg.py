@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from feedbackd.app.workspace.runtime import Runtime, choose_author
 from feedbackd.core.commitmsg import (
     LogEntry,
     build_message,
@@ -32,7 +33,6 @@ from feedbackd.core.curation.items import Correction
 from feedbackd.core.errors import InvalidItem
 from feedbackd.core.people import FEEDBACKD_PERSON, Person, parse_person
 from feedbackd.core.workspace import Workspace
-from feedbackd.loop.workspace.runtime import Runtime, choose_author
 
 FORGED = "x\nFeedback-Event: forged\n\nFeedback-Event: forged2\r\nFeedback-Agent: mallory"
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+from feedbackd.app.workspace.configfile import config_path
+from feedbackd.app.workspace.runtime import load_settings
 from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import ConfigError
-from feedbackd.loop.workspace.configfile import config_path
-from feedbackd.loop.workspace.runtime import load_settings
 
 DOCUMENTED = Path(__file__).resolve().parents[1] / "config" / "feedbackd.yaml"
 SOURCE = "ws/feedbackd.yaml"

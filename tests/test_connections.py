@@ -1,4 +1,4 @@
-"""The cap on open connections and the request and send timeouts (cli/web/connections.py), in
+"""The cap on open connections and the request and send timeouts (web/connections.py), in
 process with a small cap and short timeouts: which connection is closed, when, and when a new one
 is refused. tests/test_slow_clients.py checks the real server under 1,100 slow clients."""
 
@@ -16,8 +16,8 @@ import uvicorn
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
-from feedbackd.cli.web.connections import Connections
-from feedbackd.cli.web.guard import Receive, Scope, Send
+from feedbackd.web.connections import Connections
+from feedbackd.web.guard import Receive, Scope, Send
 from tests.daemon_kit import wait_for
 from tests.web_kit import InThread, uvicorn_in_thread
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.app.reconcile import reconcile_all
 from feedbackd.edges.git.native import OPEN_PACKS_AT_MOST
-from feedbackd.loop.reconcile import reconcile_all
 from tests.daemon_kit import (
     DaemonProcess,
     NotifyListener,

@@ -15,16 +15,16 @@ from types import FrameType
 
 import pytest
 
+from feedbackd.app.daemon import daemon as daemon_module
+from feedbackd.app.daemon.agentbook import EVERY_AGENT, RATINGS, AgentBook, backoff
+from feedbackd.app.daemon.daemon import Daemon, Dirty
+from feedbackd.app.daemon.timers import CatchUp, Heartbeat
+from feedbackd.app.daemon.wakeup import Wakeup, signals_handled
+from feedbackd.app.report import Report
+from feedbackd.app.workspace.problems import Problem
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
-from feedbackd.loop.daemon import daemon as daemon_module
-from feedbackd.loop.daemon.agentbook import EVERY_AGENT, RATINGS, AgentBook, backoff
-from feedbackd.loop.daemon.daemon import Daemon, Dirty
-from feedbackd.loop.daemon.timers import CatchUp, Heartbeat
-from feedbackd.loop.daemon.wakeup import Wakeup, signals_handled
-from feedbackd.loop.report import Report
-from feedbackd.loop.workspace.problems import Problem
 from tests.workspace_kit import Site, draft
 
 

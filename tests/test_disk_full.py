@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.app.daemon.statusfile import read_status, write_status
+from feedbackd.app.reconcile import reconcile_all
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.edges.git.userindex import LAGGING_MARK
-from feedbackd.loop.daemon.statusfile import read_status, write_status
-from feedbackd.loop.reconcile import reconcile_all
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
 from tests.web_kit import serving
 from tests.workspace_kit import Site, draft

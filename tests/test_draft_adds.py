@@ -1,4 +1,4 @@
-"""The drafts' commits kept in `.feedbackd/draft-adds` (DraftAdds, loop/curation/draftmemory.py):
+"""The drafts' commits kept in `.feedbackd/draft-adds` (DraftAdds, app/curation/draftmemory.py):
 an approval of a draft remembered as git first had it is diffed against the commit that last
 added the draft, known without a walk of history per pass. Whatever HEAD went through (the
 daemon's decisions, a user's commit, a reset, a pull, a merge, a draft re-added), the kept answer
@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.curation.draftmemory import ADDS_FILE, DraftAdds
 from feedbackd.edges.git.adds import LINE_MAX, in_folders
 from feedbackd.edges.git.repo import history_of
-from feedbackd.loop.commits.repo import open_repo
-from feedbackd.loop.curation.draftmemory import ADDS_FILE, DraftAdds
 from tests.conftest import git
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.app.curation import agentpass
+from feedbackd.app.curation.draftmemory import remember_drafts
+from feedbackd.app.reconcile import reconcile_all
 from feedbackd.core.curation import agentplan
-from feedbackd.loop.curation import agentpass
-from feedbackd.loop.curation.draftmemory import remember_drafts
-from feedbackd.loop.reconcile import reconcile_all
 from tests.daemon_kit import decided
 from tests.workspace_kit import Site, draft
 

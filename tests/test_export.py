@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from feedbackd.app.commands.exporting import open_export, write_export
 from feedbackd.core.config import Settings
 from feedbackd.core.curation.exports import (
     DecisionCommits,
@@ -27,7 +28,6 @@ from feedbackd.core.curation.exports import (
 )
 from feedbackd.core.curation.exportsets import ExportOptions
 from feedbackd.edges.git.repo import GitRepo, history_of
-from feedbackd.loop.commands.exporting import open_export, write_export
 from tests.conftest import known_environment
 from tests.web_kit import Server
 from tests.webhouse_kit import WebhouseAdmin

@@ -3,8 +3,8 @@ the last minute, with the wait until the oldest of them is a minute old."""
 
 from __future__ import annotations
 
-from feedbackd.cli.web import attempts
-from feedbackd.cli.web.attempts import FailedAttempts
+from feedbackd.web import attempts
+from feedbackd.web.attempts import FailedAttempts
 
 
 class Clock:

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from feedbackd.app.workspace.agentfiles import read_feedback, write_feedback
 from feedbackd.core.curation.feedback import (
     FeedbackEntry,
     check_record,
@@ -31,7 +32,6 @@ from feedbackd.core.curation.feedbackjson import (
 )
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback
 from feedbackd.edges.randomness import random_chars
-from feedbackd.loop.workspace.agentfiles import read_feedback, write_feedback
 
 NOW = datetime(2026, 4, 8, 10, 0, 0, 123000, tzinfo=UTC)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.reconcile import reconcile_all
+from feedbackd.app.reconcile import reconcile_all
 from tests.cli_kit import PROGRAM
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.web_kit import serving

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from feedbackd.app.workspace.agentfiles import read_item, set_rejection_feedback
 from feedbackd.core.curation.items import (
     MAX_ITEM_BYTES,
     Correction,
@@ -21,7 +22,6 @@ from feedbackd.core.curation.items import (
     unrecorded_changes,
 )
 from feedbackd.core.errors import InvalidItem, NotFound
-from feedbackd.loop.workspace.agentfiles import read_item, set_rejection_feedback
 
 JSON_ITEM = """{
   "id": "qi-123",

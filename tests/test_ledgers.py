@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.edges.files import file_state
-from feedbackd.edges.git.repo import GitRepo
-from feedbackd.loop.commits.ledgers import (
+from feedbackd.app.commits.ledgers import (
     COMMITTED_FILE,
     CommittedLedgers,
     appended_since_head,
     commit_uncommitted,
     not_in_head,
 )
-from feedbackd.loop.commits.recording import CommitRequest
-from feedbackd.loop.commits.repo import open_repo
-from feedbackd.loop.workspace.runtime import Runtime
+from feedbackd.app.commits.recording import CommitRequest
+from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.workspace.runtime import Runtime
+from feedbackd.edges.files import file_state
+from feedbackd.edges.git.repo import GitRepo
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft
 

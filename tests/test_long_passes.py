@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from feedbackd.app.curation import agentpass
+from feedbackd.app.curation.agentpass import RUN_STEPS
 from feedbackd.edges.git import commit as commit_module
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.loop.curation import agentpass
-from feedbackd.loop.curation.agentpass import RUN_STEPS
 from tests.conftest import git
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, decided, ledger, wait_for
 from tests.git_kit import counting_git

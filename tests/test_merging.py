@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from feedbackd.app.workspace.init import init_workspace
 from feedbackd.cli.merge_driver import main
 from feedbackd.core.config import parse_settings
 from feedbackd.core.curation.merging import (
@@ -23,7 +24,6 @@ from feedbackd.core.curation.merging import (
 )
 from feedbackd.core.errors import MergeRefused
 from feedbackd.core.feedbackcap import written_max_entries
-from feedbackd.loop.workspace.init import init_workspace
 from tests.cli_kit import run_cli
 from tests.conftest import git
 
@@ -457,7 +457,7 @@ def test_the_driver_merges_without_importing_pydantic(tmp_path: Path) -> None:
     legacy = json.dumps([{"original": "a", "corrected": "b"}]).encode()
     files = versions(tmp_path, b"", legacy, doc(entry(1)))
     script = (
-        "import sys; from feedbackd.cli.launch import main; "
+        "import sys; from feedbackd.launch import main; "
         "code = main(sys.argv[1:]); "
         "assert not [m for m in sys.modules if m.startswith(('pydantic', 'typer'))], 'imported'; "
         "sys.exit(code)"

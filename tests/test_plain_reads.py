@@ -20,7 +20,7 @@ READS = frozenset({"read_text", "read_bytes", "open"})
 NOT_WORKSPACE_FILES = {
     "edges/files.py": {"open"},
     "edges/hostnames.py": {"read_text"},
-    "cli/web/panel.py": {"read_text"},
+    "web/panel.py": {"read_text"},
 }
 
 

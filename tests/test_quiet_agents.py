@@ -1,5 +1,5 @@
 """An idle `run --once` leaves out the agents a quiet pass left as they are
-(loop/curation/quietagents.py): whatever changed since (a decided file edited, a draft added or
+(app/curation/quietagents.py): whatever changed since (a decided file edited, a draft added or
 approved, the agent's folder at HEAD, the settings, the memory itself lost) has its agent read
 again, and the pass does what a pass over every agent does."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop import reconcile
-from feedbackd.loop.curation import quietagents
-from feedbackd.loop.curation.agentpass import AgentPass
-from feedbackd.loop.report import Report
+from feedbackd.app import reconcile
+from feedbackd.app.curation import quietagents
+from feedbackd.app.curation.agentpass import AgentPass
+from feedbackd.app.report import Report
 from tests.workspace_kit import Site, draft
 
 

@@ -166,10 +166,10 @@ def test_inbox_files_are_ingested_and_removed_a_bad_one_stays(site: Site) -> Non
 
 
 def test_an_interrupted_rating_is_committed_by_the_next_pass_as_a_rating(site: Site) -> None:
+    from feedbackd.app.workspace.agentfiles import write_rental_memories
     from feedbackd.core.ratings.ratings import parse_rating
     from feedbackd.edges.clock import utcnow
     from feedbackd.edges.ratingstore import RatingStore
-    from feedbackd.loop.workspace.agentfiles import write_rental_memories
 
     # What a `feedback submit` killed between its writes and its commit leaves behind: the
     # provider's rating line and the buyer's memory (buyer1 sorts before the provider).

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.workspace.runtime import Runtime
+from feedbackd.app.workspace.runtime import Runtime
 from tests.cli_kit import run_process
 from tests.daemon_kit import DaemonProcess, NotifyListener, committed, status_json, wait_for
 from tests.workspace_kit import Site, draft

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.commands import queries
+from feedbackd.app.commands import queries
 from tests.cli_kit import run_cli, run_process
 from tests.conftest import git
 from tests.git_kit import counting_git

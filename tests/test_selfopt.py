@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
+from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.ratings.optimize import rules_hook, run_rules
+from feedbackd.app.ratings.publishing import publish_problems
+from feedbackd.app.ratings.skillpass import SkillChange, SkillPass
 from feedbackd.core.ratings.ratings import parse_rating
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.ratingstore import RatingStore
-from feedbackd.loop.commits.repo import open_repo
-from feedbackd.loop.ratings.optimize import rules_hook, run_rules
-from feedbackd.loop.ratings.publishing import publish_problems
-from feedbackd.loop.ratings.skillpass import SkillChange, SkillPass
 from tests.workspace_kit import Site
 
 AGENT = "heavylift-chengwen"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.app.commits.locking import write_lock
 from feedbackd.edges.instance import WAITING, WRITE_LOCK
-from feedbackd.loop.commits.locking import write_lock
 from tests.daemon_kit import wait_for
 from tests.web_kit import Answer, Server
 from tests.workspace_kit import Site, draft

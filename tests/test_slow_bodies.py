@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.cli.web.guard import Guard, Message, Receive, Scope, Send
 from feedbackd.core.websafety import parse_listen
+from feedbackd.web.guard import Guard, Message, Receive, Scope, Send
 from tests.web_kit import Client, serving
 from tests.workspace_kit import Site, draft
 

@@ -25,9 +25,9 @@ HEAVY_ELSEWHERE = (
     "bm25s",
     "datasets",
     "watchfiles",
-    "feedbackd.loop.daemon",
-    "feedbackd.loop.sync",
-    "feedbackd.cli.web",
+    "feedbackd.app.daemon",
+    "feedbackd.app.sync",
+    "feedbackd.web",
     "feedbackd.cli.stats",
     "feedbackd.cli.export",
     "feedbackd.cli.optimize",
@@ -71,8 +71,8 @@ def loaded(modules: set[str], *names: str) -> list[str]:
 def test_version_loads_neither_the_command_line_nor_its_libraries(tmp_path: Path) -> None:
     done, modules = imported_by("--version", cwd=tmp_path)
     assert done.returncode == 0 and done.stdout == "feedbackd 0.1.0\n"
-    assert "feedbackd.cli.launch" in modules  # the probe sees the imports
-    assert loaded(modules, "typer", "click", "pydantic", "rich", "feedbackd.loop") == []
+    assert "feedbackd.launch" in modules  # the probe sees the imports
+    assert loaded(modules, "typer", "click", "pydantic", "rich", "feedbackd.app") == []
     assert loaded(modules, "feedbackd.cli.app", "feedbackd.edges", "feedbackd.core.config") == []
 
 
@@ -86,19 +86,19 @@ def test_a_rating_submit_loads_only_what_it_runs(tmp_path: Path) -> None:
     done, modules = imported_by(*args, json.dumps(rating))
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["status"] == "recorded"
-    assert "feedbackd.loop.ratings.rentals" in modules  # the probe sees the command's imports
+    assert "feedbackd.app.ratings.rentals" in modules  # the probe sees the command's imports
     assert loaded(modules, "pygit2.repository")  # it commits the rating: libgit2 writes it
     assert loaded(modules, *(name for name in HEAVY_ELSEWHERE if name != "pygit2")) == []
     # nor the curation machinery that the other writing commands share
-    assert loaded(modules, "feedbackd.loop.commands.actions", "feedbackd.loop.curation") == []
-    assert loaded(modules, "feedbackd.loop.reconcile") == []
+    assert loaded(modules, "feedbackd.app.commands.actions", "feedbackd.app.curation") == []
+    assert loaded(modules, "feedbackd.app.reconcile") == []
     assert loaded(modules, "rich") == []  # JSON out and no terminal: no table, no bar
 
 
 @pytest.mark.parametrize(
     ("command", "its_own"),
     [
-        (("status",), ("feedbackd.cli.views", "feedbackd.loop.daemon", "feedbackd.loop.sync")),
+        (("status",), ("feedbackd.cli.views", "feedbackd.app.daemon", "feedbackd.app.sync")),
         (("approve", "w", "qi-1"), ("pygit2",)),
     ],
     ids=["status", "approve"],

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from feedbackd.app.daemon.statusfile import write_status
 from feedbackd.core.commitmsg import build_message
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.git.repo import GitRepo, history_of
 from feedbackd.edges.instance import InstanceLock
-from feedbackd.loop.daemon.statusfile import write_status
 from tests.conftest import git
 from tests.daemon_kit import DaemonProcess, NotifyListener, idle, status_json, wait_for
 from tests.web_kit import serving

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.edges.files import TMP_SUFFIX
-from feedbackd.edges.instance import InstanceLock
-from feedbackd.loop.daemon.statusfile import (
+from feedbackd.app.daemon.statusfile import (
     STATUS_FILE,
     LastEvent,
     PassTimes,
@@ -25,6 +23,8 @@ from feedbackd.loop.daemon.statusfile import (
     status_path,
     write_status,
 )
+from feedbackd.edges.files import TMP_SUFFIX
+from feedbackd.edges.instance import InstanceLock
 
 STARTED = datetime(2026, 4, 8, 10, 0, 0, tzinfo=UTC)
 EVENT = LastEvent(

@@ -1,4 +1,4 @@
-"""The server's stop, in process with a short grace (cli/web/stopping.py): reads still running at
+"""The server's stop, in process with a short grace (web/stopping.py): reads still running at
 the end of the grace are cut with 503 `stopping`, writes in flight are waited for and answer what
 they did, and a write that reaches the routes once the stop has begun answers 503 without running.
 tests/test_serve_stop.py checks the same with the real server, SIGTERM and git."""
@@ -18,9 +18,9 @@ import uvicorn
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse
 
-from feedbackd.cli.web.guard import Guard, Receive, Scope, Send
-from feedbackd.cli.web.stopping import GracefulServer, Stopping
 from feedbackd.core.websafety import parse_listen
+from feedbackd.web.guard import Guard, Receive, Scope, Send
+from feedbackd.web.stopping import GracefulServer, Stopping
 from tests.daemon_kit import wait_for
 from tests.web_kit import Answer, InThread, uvicorn_in_thread
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from feedbackd.cli.web.connections import Connections
-from feedbackd.cli.web.server import GRACE_S, application
-from feedbackd.cli.web.stopping import GracefulServer
+from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.websafety import ListenAddress, host_allowed, parse_listen
-from feedbackd.loop.workspace.runtime import Runtime
+from feedbackd.web.connections import Connections
+from feedbackd.web.server import GRACE_S, application
+from feedbackd.web.stopping import GracefulServer
 from tests.web_kit import Client, serving, uvicorn_in_thread
 from tests.workspace_kit import Site, draft
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.loop.daemon.once import run_once
-from feedbackd.loop.sync import Syncer, backoff_s, overlapping, problem_line, sync_status
-from feedbackd.loop.workspace.runtime import Runtime
+from feedbackd.app.daemon.once import run_once
+from feedbackd.app.sync import Syncer, backoff_s, overlapping, problem_line, sync_status
+from feedbackd.app.workspace.runtime import Runtime
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.cli.web.server import GRACE_S
 from feedbackd.core.config import HttpSettings
+from feedbackd.web.server import GRACE_S
 
 UNITS = Path(__file__).resolve().parent.parent / "systemd"
 SYSTEM_UNIT = UNITS / "feedbackd.service"

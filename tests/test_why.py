@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from feedbackd.app.commands import actions
 from feedbackd.core.commitmsg import build_message, entry_body, log_entry
 from feedbackd.core.config import PromptSettings
 from feedbackd.core.curation.feedback import FeedbackEntry, new_entry
 from feedbackd.core.curation.prompts import lesson_sources, render_snippet
 from feedbackd.edges.randomness import random_chars
-from feedbackd.loop.commands import actions
 from tests.web_kit import Server
 from tests.workspace_kit import Site, draft
 

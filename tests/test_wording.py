@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from feedbackd.cli.web import charts, learningcard
+from feedbackd.app.daemon.statusfile import Progress
 from feedbackd.core.config import OptimizerSettings
 from feedbackd.core.ratings.ratings import parse_rating
 from feedbackd.core.ratings.skillrules import QualityFinding, decide_quality
 from feedbackd.core.wording import counted, noun
-from feedbackd.loop.daemon.statusfile import Progress
+from feedbackd.web import charts, learningcard
 from tests.web_kit import serving
 from tests.workspace_kit import Site, draft
 

@@ -22,11 +22,11 @@ from typing import IO, Any
 
 import uvicorn
 
-from feedbackd.cli.web.connections import Connections
-from feedbackd.cli.web.server import GRACE_S, application, forwarding
-from feedbackd.cli.web.stopping import GracefulServer
+from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.websafety import parse_listen
-from feedbackd.loop.workspace.runtime import Runtime
+from feedbackd.web.connections import Connections
+from feedbackd.web.server import GRACE_S, application, forwarding
+from feedbackd.web.stopping import GracefulServer
 from tests.daemon_kit import CLOSE_S, must_be_marked_slow, wait_for
 
 
@@ -139,7 +139,7 @@ class Client:
 
 @contextmanager
 def serving(root: Path) -> Iterator[Client]:
-    """What `feedbackd -w ROOT serve` answers with (cli/web/server.application), served by uvicorn
+    """What `feedbackd -w ROOT serve` answers with (web/server.application), served by uvicorn
     from a thread of the test process on a free loopback port: the routes, the safety rules and
     HTTP over a real socket, without a process to start. The command itself (its refusals, its
     log, SIGTERM) and what a process of its own decides (open files, the connection cap's

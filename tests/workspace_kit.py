@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from feedbackd.loop.reconcile import Report, reconcile_all
-from feedbackd.loop.workspace.init import init_workspace
-from feedbackd.loop.workspace.runtime import Runtime
+from feedbackd.app.reconcile import Report, reconcile_all
+from feedbackd.app.workspace.init import init_workspace
+from feedbackd.app.workspace.runtime import Runtime
 from tests.cli_kit import run_cli, run_process
 
 SAVED_AGO_S = 30 * 24 * 3600  # long past daemon.settle_ms, whatever a test sets

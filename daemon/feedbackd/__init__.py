@@ -26,9 +26,9 @@ def load_feedback_for_prompt(
     # Imported when called, so `import feedbackd` stays cheap for the CLI and merge driver, and
     # only a caller that ranks loads numpy.
     if for_text is None:
-        from feedbackd.loop.workspace.agentfiles import load_feedback_for_prompt as last
+        from feedbackd.app.workspace.agentfiles import load_feedback_for_prompt as last
 
         return last(agent_id, limit, workspace)
-    from feedbackd.loop.commands.promptfor import examples_for
+    from feedbackd.app.commands.promptfor import examples_for
 
     return examples_for(agent_id, limit, workspace, for_text)

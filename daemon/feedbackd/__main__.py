@@ -1,3 +1,3 @@
-from feedbackd.cli.launch import main
+from feedbackd.launch import main
 
 raise SystemExit(main())

@@ -50,7 +50,7 @@ REVERTED, FORGOTTEN = 100, 100
 # when it was forked, before it became feedbackd; nor does either count the git it starts.)
 MEASURED = (
     "import sys\n"
-    "from feedbackd.cli.launch import main\n"
+    "from feedbackd.launch import main\n"
     "code = main(sys.argv[1:])\n"
     "with open('/proc/self/status') as status:\n"
     "    peak = next(line.split()[1] for line in status if line.startswith('VmHWM:'))\n"

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from feedbackd.loop.workspace.init import init_workspace
+from feedbackd.app.workspace.init import init_workspace
 
 TARGET_S = 0.15
 FEEDBACK_PATH = "_data/agents/writer/feedback.json"

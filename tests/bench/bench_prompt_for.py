@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from feedbackd.app.commands.promptfor import prompt_for
+from feedbackd.app.commands.queries import prompt_text
+from feedbackd.app.workspace.agentfiles import read_feedback
+from feedbackd.app.workspace.init import init_workspace
+from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.prompts import render_snippet
-from feedbackd.loop.commands.promptfor import prompt_for
-from feedbackd.loop.commands.queries import prompt_text
-from feedbackd.loop.workspace.agentfiles import read_feedback
-from feedbackd.loop.workspace.init import init_workspace
-from feedbackd.loop.workspace.runtime import Runtime
 from tests.bench.workfolder import in_work_folder
 
 TARGET_S = 0.100

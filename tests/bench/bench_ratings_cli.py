@@ -20,8 +20,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+from feedbackd.app.workspace.init import init_workspace
 from feedbackd.core.workspace import Workspace
-from feedbackd.loop.workspace.init import init_workspace
 from tests.bench import bench_ratings
 
 SKILL = next(iter(bench_ratings.SKILLS))

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from feedbackd.loop.commands.learning import agent_stats
-from feedbackd.loop.workspace.runtime import Runtime
+from feedbackd.app.commands.learning import agent_stats
+from feedbackd.app.workspace.runtime import Runtime
 from tests.bench.bench_startup import bench_env, data_block, feedbackd_command, git, timed
 from tests.bench.workfolder import in_work_folder
 

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from feedbackd.app.workspace.init import init_workspace
 from feedbackd.core.workspace import Workspace
-from feedbackd.loop.workspace.init import init_workspace
 from tests.bench import bench_ratings
 from tests.web_kit import Server, SlowClients
 

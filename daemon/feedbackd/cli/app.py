@@ -3,7 +3,7 @@
 Exit codes: 0 success, 1 refused input or failed operation, 2 bad usage, 3 internal error.
 
 Every command pays at start-up for what the process imports, so a command imports what it runs
-(the loop, and through it pydantic, git and SQLite) in its body, and the commands of the other
+(app/, and through it pydantic, git and SQLite) in its body, and the commands of the other
 command modules (ratings, stats, export...) are imported only when one of them runs or `--help`
 lists them all (`CommandLine`).
 """
@@ -33,7 +33,7 @@ from feedbackd.cli.output import (
 from feedbackd.core.errors import Aborted, UsageError
 
 if TYPE_CHECKING:
-    from feedbackd.loop.workspace.runtime import Runtime
+    from feedbackd.app.workspace.runtime import Runtime
 
 # The commands of the other command modules, each module with a `register(app)` that adds its
 # commands to a typer app, in the order `feedbackd --help` lists them (after this module's own).
@@ -148,7 +148,7 @@ def approve(
 
     An import of past decisions sets GIT_AUTHOR_DATE and GIT_COMMITTER_DATE: the decision is
     recorded and committed at that time (docs/learning.md, Importing past decisions)."""
-    from feedbackd.loop.commands import actions
+    from feedbackd.app.commands import actions
 
     runtime = GLOBALS.runtime().with_curator(curator)
     report_out(actions.approve(runtime, agent, item), as_json, runtime.workspace.root)
@@ -166,7 +166,7 @@ def reject(
     """Write the note into the item, move it to rejected/ and record the rejection.
 
     GIT_AUTHOR_DATE and GIT_COMMITTER_DATE, when set, date the decision (as for approve)."""
-    from feedbackd.loop.commands import actions
+    from feedbackd.app.commands import actions
 
     runtime = GLOBALS.runtime().with_curator(curator)
     report_out(actions.reject(runtime, agent, item, notes), as_json, runtime.workspace.root)
@@ -183,7 +183,7 @@ def record(
     curator: Annotated[str | None, typer.Option(help='Who recorded it: "Name <email>".')] = None,
 ) -> None:
     """Record one feedback entry programmatically."""
-    from feedbackd.loop.commands import actions
+    from feedbackd.app.commands import actions
 
     runtime = GLOBALS.runtime().with_curator(curator)
     entry = actions.record(runtime, agent, actions.parse_record(payload))  # warnings are logged
@@ -216,7 +216,7 @@ def forget(
             hint="`feedbackd forget AGENT ENTRY_ID` takes one lesson back;"
             " `feedbackd forget AGENT --all` wipes them all",
         )
-    from feedbackd.loop.commands import actions
+    from feedbackd.app.commands import actions
 
     runtime = GLOBALS.runtime().with_curator(curator)
     if entry is None:
@@ -267,8 +267,8 @@ def prompt(
     if for_task is not None:
         _prompt_for(agent, for_task, at, as_json)
         return
-    from feedbackd.loop.commands.queries import prompt_text
-    from feedbackd.loop.commands.snippet import prompt_json
+    from feedbackd.app.commands.queries import prompt_text
+    from feedbackd.app.commands.snippet import prompt_json
 
     if as_json:
         print_json(prompt_json(GLOBALS.runtime(), agent, at))
@@ -283,8 +283,8 @@ def _prompt_for(agent: str, argument: str, at: str | None, as_json: bool) -> Non
             hint="--for ranks the lessons the agent has now; --at shows a past snippet as it was",
         )
     # Ranking loads numpy: only this path pays for it.
-    from feedbackd.loop.commands.promptfor import snippet_for, task_of
-    from feedbackd.loop.commands.snippet import snippet_json
+    from feedbackd.app.commands.promptfor import snippet_for, task_of
+    from feedbackd.app.commands.snippet import snippet_json
 
     runtime = GLOBALS.runtime()
     task = task_of(argument, sys.stdin.buffer.read)
@@ -333,7 +333,7 @@ def init(
     ] = False,
 ) -> None:
     """Create or update a workspace: git repo, _data/agents/, config, ignores, merge driver."""
-    from feedbackd.loop.workspace.init import init_workspace
+    from feedbackd.app.workspace.init import init_workspace
 
     root = (directory or Path(GLOBALS.workspace or ".")).absolute()
     for line in init_workspace(root, sample=sample, webhouse=webhouse):
@@ -358,14 +358,14 @@ def run(
     )
     runtime = GLOBALS.runtime()
     if once:
-        from feedbackd.loop.daemon.once import run_once
+        from feedbackd.app.daemon.once import run_once
 
         show = not (as_json or GLOBALS.quiet)
         with progress_bar("reconciling agents", show, stderr=True) as progress:
             report = run_once(runtime, progress=progress)
         report_out(report, as_json, runtime.workspace.root)
         return
-    from feedbackd.loop.daemon.service import run_daemon
+    from feedbackd.app.daemon.service import run_daemon
 
     raise typer.Exit(run_daemon(runtime))
 
@@ -379,9 +379,9 @@ def serve(
     ] = None,
 ) -> None:
     """Serve the HTTP API and the web panel (loopback only, unless a token is set)."""
-    from feedbackd.cli.web.server import serve as serve_http
-
-    raise typer.Exit(serve_http(GLOBALS.runtime(), GLOBALS.config, listen))
+    if GLOBALS.serve_http is None:  # the command line run without its launcher (launch.py)
+        raise UsageError("serve needs the HTTP face", hint="run it as `feedbackd serve`")
+    raise typer.Exit(GLOBALS.serve_http(GLOBALS.runtime(), GLOBALS.config, listen))
 
 
 @app.command()
@@ -397,9 +397,9 @@ def doctor(as_json: JsonOption = False) -> None:
 @command
 def status(as_json: JsonOption = False) -> None:
     """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
+    from feedbackd.app.commands.queries import workspace_status
+    from feedbackd.app.daemon.statusfile import in_hand
     from feedbackd.cli.views import show_status
-    from feedbackd.loop.commands.queries import workspace_status
-    from feedbackd.loop.daemon.statusfile import in_hand
 
     runtime, config_problems = _status_runtime()
     state = workspace_status(runtime, config_problems)
@@ -413,10 +413,10 @@ def _status_runtime() -> tuple[Runtime, list[str]]:
     """The runtime for `status`, which must work with a broken configuration too: that is
     when a user asks why the daemon ignored a SIGHUP. Defaults then stand in, and the broken
     file is the first problem shown."""
+    from feedbackd.app.workspace.runtime import Runtime, discover_root
     from feedbackd.core.config import Settings
     from feedbackd.core.errors import ConfigError
     from feedbackd.core.workspace import Workspace
-    from feedbackd.loop.workspace.runtime import Runtime, discover_root
 
     try:
         return GLOBALS.runtime(), []

@@ -27,11 +27,13 @@ from feedbackd.core.timeutil import git_date
 from feedbackd.edges.files import NO_SPACE
 
 if TYPE_CHECKING:
-    from feedbackd.loop.report import Report
-    from feedbackd.loop.workspace.runtime import Runtime
+    from feedbackd.app.report import Report
+    from feedbackd.app.workspace.runtime import Runtime
 
 log = logging.getLogger("feedbackd")
 F = TypeVar("F", bound=Callable[..., Any])
+# The HTTP face's server: (the workspace, --config, --listen) → the exit code
+ServeHttp = Callable[["Runtime", str | None, str | None], int]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 AgentArg = Annotated[str, typer.Argument(help="Agent id (a folder under _data/agents/).")]
@@ -52,11 +54,14 @@ class Globals:
     quiet: bool = False
     verbose: bool = False
     json: bool = False  # `feedbackd --json COMMAND`: as `COMMAND --json`
+    # `feedbackd serve` runs the HTTP face (feedbackd/web/), a room beside this one: the
+    # launcher above both hands it over, so that neither face imports the other.
+    serve_http: ServeHttp | None = None
 
     def runtime(self) -> Runtime:
         # Imported here, as a command starts: the settings behind it load pydantic, which
         # `--help` and a bad usage do without.
-        from feedbackd.loop.workspace.runtime import Runtime
+        from feedbackd.app.workspace.runtime import Runtime
 
         runtime = Runtime.open(self.workspace, self.config)
         # Past decisions imported with git's dates set are recorded at those times.

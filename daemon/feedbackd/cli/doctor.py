@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rich.markup import escape
 
+from feedbackd.app.commands.doctor import Finding, examine
+from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.cli.output import console, print_json, progress_bar
 from feedbackd.core.ids import shown_path
 from feedbackd.core.wording import counted
-from feedbackd.loop.commands.doctor import Finding, examine
-from feedbackd.loop.workspace.runtime import Runtime
 
 
 def run_doctor(runtime: Runtime, as_json: bool) -> int:

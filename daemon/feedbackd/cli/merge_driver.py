@@ -12,11 +12,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from feedbackd.app.workspace.configfile import config_path, read_config
 from feedbackd.core.curation.merging import FileKind, kind_of, merge_bytes
 from feedbackd.core.errors import FeedbackdError, MergeRefused
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, written_max_entries
 from feedbackd.edges.files import atomic_write_bytes, read_file_bytes
-from feedbackd.loop.workspace.configfile import config_path, read_config
 
 
 def run_merge_driver(

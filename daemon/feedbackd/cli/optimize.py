@@ -11,11 +11,11 @@ from typing import Annotated
 
 import typer
 
+from feedbackd.app.commits.locking import write_lock
+from feedbackd.app.ratings.optimize import optimize_all
+from feedbackd.app.ratings.skillpass import SkillChange
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import print_json
-from feedbackd.loop.commits.locking import write_lock
-from feedbackd.loop.ratings.optimize import optimize_all
-from feedbackd.loop.ratings.skillpass import SkillChange
 
 AgentOption = Annotated[str | None, typer.Argument(help="Only this agent (default: every agent).")]
 DryRunOption = Annotated[

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from feedbackd.app.commands.submitting import submit_or_queue
+from feedbackd.app.workspace.agentfiles import existing_agent, list_memory
 from feedbackd.cli.common import GLOBALS, AgentArg, JsonOption, command, group_options
 from feedbackd.cli.output import (
     FLEX,
@@ -26,13 +28,11 @@ from feedbackd.cli.output import (
 from feedbackd.core.ratings.ratings import ALLOWED
 from feedbackd.core.wording import counted
 from feedbackd.edges.files import agent_ids
-from feedbackd.loop.commands.submitting import submit_or_queue
-from feedbackd.loop.workspace.agentfiles import existing_agent, list_memory
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from feedbackd.loop.workspace.runtime import Runtime
+    from feedbackd.app.workspace.runtime import Runtime
 
 TABLE_ROWS = 20
 _SHOWN_SKILLS = 8  # the skills a line lists when none is close to a mistyped one
@@ -103,7 +103,7 @@ def list_ratings(
 ) -> None:
     """Ratings of a skill, newest first, with averages and the reputation score."""
     # The queries load the daemon's status and sync too, which a submit does without.
-    from feedbackd.loop.commands import queries
+    from feedbackd.app.commands import queries
 
     runtime = GLOBALS.runtime()
     if limit is None and not as_json:
@@ -201,7 +201,7 @@ def _closest_skill_line(runtime: Runtime, report: dict[str, Any], provider: str 
     # Imported here, as the queries are, so that a submit starts without them.
     from rich.markup import escape
 
-    from feedbackd.loop.commands.skillnames import known_skills
+    from feedbackd.app.commands.skillnames import known_skills
 
     close, skill = report["closest_skill"], report["skill_id"]
     said = f"{provider} has no skill {skill}" if provider else f"no agent has a skill {skill}"
@@ -222,7 +222,7 @@ def reputation(
     as_json: JsonOption = False,
 ) -> None:
     """A provider's reputation score (0-1), overall and per skill."""
-    from feedbackd.loop.commands import queries
+    from feedbackd.app.commands import queries
 
     runtime = GLOBALS.runtime()
     with progress_bar("indexing ratings", not as_json) as progress:

@@ -46,7 +46,7 @@ def merge_driver(
 @command
 def sync(as_json: JsonOption = False) -> None:
     """Pull (rebase) and push now; retries a sync that stopped at a conflict."""
-    from feedbackd.loop.sync import Syncer
+    from feedbackd.app.sync import Syncer
 
     runtime = GLOBALS.runtime()
     syncer = Syncer(runtime)

@@ -8,6 +8,10 @@ from collections.abc import Sequence
 from rich.markup import escape
 from rich.table import Table
 
+from feedbackd.app.commands.queries import learning_log, log_json, recent_feedback
+from feedbackd.app.daemon.statusfile import Progress
+from feedbackd.app.workspace.agentfiles import existing_agent, read_feedback
+from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.cli.output import FLEX, NAME, TEXT, Column, console, fitted_table, print_json
 from feedbackd.core.commitmsg import LogEntry, decider
 from feedbackd.core.config import PromptSettings
@@ -15,10 +19,6 @@ from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.feedbackjson import EntryType
 from feedbackd.core.curation.prompts import rejections, snippet_lessons
 from feedbackd.core.wording import counted
-from feedbackd.loop.commands.queries import learning_log, log_json, recent_feedback
-from feedbackd.loop.daemon.statusfile import Progress
-from feedbackd.loop.workspace.agentfiles import existing_agent, read_feedback
-from feedbackd.loop.workspace.runtime import Runtime
 
 TYPE_STYLE: dict[EntryType, str] = {"correction": "green", "edit": "blue", "rejection": "red"}
 # The item and the field are names a reader copies: whole; the time goes first when it is narrow.

@@ -6,10 +6,10 @@ from typing import Any
 
 from rich.markup import escape
 
+from feedbackd.app.commands.why import why
+from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.cli.output import NAME, TEXT, Column, console, fitted_table, print_json
 from feedbackd.core.people import display_name
-from feedbackd.loop.commands.why import why
-from feedbackd.loop.workspace.runtime import Runtime
 
 SECTION_NAMES = {"examples": "Example", "avoid": "Avoid"}
 SHORT_COMMIT = 12  # enough for `git show`, short enough for the table

@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from feedbackd.loop.commands import actions
-from feedbackd.loop.reconcile import reconcile_all
-from feedbackd.loop.workspace.runtime import Runtime
+from feedbackd.app.commands import actions
+from feedbackd.app.reconcile import reconcile_all
+from feedbackd.app.workspace.runtime import Runtime
 
 WEEKS = 8
 _DATES = ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE")

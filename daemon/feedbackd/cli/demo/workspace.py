@@ -6,14 +6,14 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+from feedbackd.app.workspace.init import init_workspace, sample_data_dir
+from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.cli.app import main as cli_main
 from feedbackd.cli.demo import history
 from feedbackd.core.people import FEEDBACKD_PERSON
 from feedbackd.edges.files import atomic_write_text, read_file_text
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.instance import daemon_running, holder_pid
-from feedbackd.loop.workspace.init import init_workspace, sample_data_dir
-from feedbackd.loop.workspace.runtime import Runtime
 
 TRY = """
 feedbackd demo workspace: {root}

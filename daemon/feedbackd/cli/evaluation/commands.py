@@ -62,11 +62,11 @@ def eval_command(
 ) -> None:
     """Would the lessons as of a revision have saved the corrections curators made after it?
     Runs the agent command on the approvals decided later, with those lessons and without."""
-    from feedbackd.loop.commands.evaluating import EvalAsk, run_eval
+    from feedbackd.app.commands.evaluating import EvalAsk, run_eval
 
     ask = EvalAsk(agent, at, against, items, examples, agent_command, jobs, not no_cache, note)
     if examples == "relevant":  # the ranking loads numpy: only this path pays for it
-        from feedbackd.loop.commands.evalrelevant import relevant_lessons
+        from feedbackd.app.commands.evalrelevant import relevant_lessons
 
         ask = dataclasses.replace(ask, rank=relevant_lessons)
     report = run_eval(GLOBALS.runtime(), ask)
@@ -117,7 +117,7 @@ def bisect_command(
 ) -> None:
     """Find the decision that made the lessons worse, scoring each revision on the approvals
     decided after --bad; never touches the work tree or a `git bisect` of yours."""
-    from feedbackd.loop.commands.bisecting import run_bisect
+    from feedbackd.app.commands.bisecting import run_bisect
 
     report = run_bisect(GLOBALS.runtime(), agent, good, bad, items, agent_command)
     if as_json:

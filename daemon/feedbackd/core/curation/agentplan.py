@@ -2,7 +2,7 @@
 
 A pass reads one agent folder (its item files in queue/, approved/ and rejected/, the decision
 ledger, feedback.json, the snippet) and asks `plan_agent` what that calls for. The answer is a
-Plan that the loop applies in order: ledger lines for items moved back to queue/ and a commit of
+Plan that app/ applies in order: ledger lines for items moved back to queue/ and a commit of
 the new drafts (with a new agent's empty feedback files, so that no decision creates them and no
 `git revert` of one deletes them); then one step per decision (feedback.json, the snippet, its
 ledger line, one commit of exactly its paths); then the snippet, when it no longer matches

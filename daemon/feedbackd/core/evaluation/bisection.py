@@ -1,7 +1,7 @@
 """The search of `feedbackd bisect` (SPEC section 14): the first candidate revision whose score
 is closer to the bad revision's than to the good one's, found by halving, so that n candidates
 cost at most ⌈log2(n + 1)⌉ evaluations besides good and bad. Pure: `score_of` evaluates one
-candidate (the loop runs the agent command for it)."""
+candidate (the application runs the agent command for it)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 When the quality rule finds a weak skill, the command gets the skill's description and price, what
 the ratings in the window say and the lessons drawn from them. It may answer one JSON object
 `{"description": "...", "reason": "..."}`; the new description then replaces the skill's one in
-SOUL.md. Pure: the loop runs the command and applies the answer.
+SOUL.md. Pure: the application runs the command and applies the answer.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ leaves a line that the next pass completes instead of changing the price a secon
 change's id says which change it is (`new_price_record`), so one cut made by several machines
 before they sync is one line. Together with git (the `Price-Old` trailer and commit time of each
 `pricing` commit) the ledger tells a skill's base price and when its price last changed, so the
-rules hold when git is disabled or a clone's history is shallow. Pure: the loop reads and appends
+rules hold when git is disabled or a clone's history is shallow. Pure: app/ reads and appends
 the file.
 """
 

@@ -1,7 +1,7 @@
 """The workspace's git repository, open for one unit of work: read files and history back,
 commit exactly the paths of one change, and reach the remote.
 
-GitRepo is the one door the loop uses; behind it each concern has its module:
+GitRepo is the one door the application (app/) uses; behind it each concern has its module:
   edges/git/paths.py   listings: what is untracked, changed, or where in HEAD
   edges/git/history.py a commit's history and files, read in bulk (`history_of(repo)`)
   edges/git/commit.py  commits that never touch what the user staged, and healing the index

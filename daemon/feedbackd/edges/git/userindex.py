@@ -218,7 +218,7 @@ class UserIndex:
 
 def _lagging(git_dir: Path, rels: list[str], error: Exception) -> None:
     # The commit exists; only the index view of these paths lags behind it. The mark has the
-    # next writer heal the index (loop/commits/locking.py), as after a writer that died.
+    # next writer heal the index (app/commits/locking.py), as after a writer that died.
     log.warning(
         "committed, but could not update the git index for %s (%s); run: git reset -q HEAD -- %s",
         ", ".join(rels),

@@ -1,0 +1,11 @@
+"""Running feedbackd as the long-running daemon (`run`; `run --once` is once.py)."""
+
+from __future__ import annotations
+
+from feedbackd.app.daemon.daemon import Daemon
+from feedbackd.app.workspace.runtime import Runtime
+
+
+def run_daemon(runtime: Runtime) -> int:
+    exit_code: int = Daemon(runtime).run()
+    return exit_code

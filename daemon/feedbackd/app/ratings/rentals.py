@@ -1,0 +1,413 @@
+"""Ratings of rented skills as commits: `feedback submit` and files dropped in the inbox.
+
+Each rating is one commit holding the provider's rating line and the requester's memory of the
+rental. A rating line written by a pass that was killed before its commit is committed by the
+next full pass (`commit_interrupted`), so nothing is lost and nothing is stored twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+from feedbackd.app.commits.ledgers import appended_since_head, commit_uncommitted
+from feedbackd.app.commits.recording import CommitRequest, Event, commit_change
+from feedbackd.app.ratings.optimize import rules_hook
+from feedbackd.app.workspace import problems
+from feedbackd.app.workspace.agentfiles import new_provider_warning, write_rental_memories
+from feedbackd.app.workspace.runtime import Runtime
+from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
+from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
+from feedbackd.core.ids import is_valid_id
+from feedbackd.core.people import agent_person
+from feedbackd.core.ratings.priceledger import parse_price_ledger
+from feedbackd.core.ratings.ratings import (
+    MAX_INBOX_CHARS,
+    Rating,
+    parse_rating,
+    parse_rating_file,
+    stored_fields,
+)
+from feedbackd.core.timeutil import parse_duration
+from feedbackd.core.wording import counted
+from feedbackd.edges.clock import utcnow
+from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
+from feedbackd.edges.git.headfile import head_commit
+from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.ratingstore import Progress, RatingStore
+
+log = logging.getLogger("feedbackd")
+
+
+def requester_for(runtime: Runtime, as_agent: str | None) -> str | None:
+    return as_agent or runtime.settings.agent_id
+
+
+def submit(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    payload: str,
+    as_agent: str | None,
+    progress: Progress | None = None,
+) -> tuple[Event, list[Event]]:
+    """Validate, store and commit one rating (`feedbackd feedback submit`), then apply the
+    provider's rules; returns the rating's event and the changes the rules made. `progress`
+    follows the indexing of the ratings (all of them after a fresh clone)."""
+    now = utcnow()
+    rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=now)
+    event = record_rating(runtime, repo, rating, now, progress=progress)
+    return event, apply_rules(runtime, repo, [event])
+
+
+def queue_in_inbox(runtime: Runtime, payload: str, as_agent: str | None) -> Path:
+    """Check one rating as `submit` does and leave it in the rating inbox, where the daemon's
+    next pass records it; for a workspace the daemon holds longer than a command may wait."""
+    rating = parse_rating(payload, requester=requester_for(runtime, as_agent), now=utcnow())
+    store = RatingStore(runtime.workspace, cache=runtime.rating_cache)
+    where = runtime.workspace.inbox_ratings / f"{rating.transaction_id}.json"
+    if store.has_transaction(rating.transaction_id) or where.exists():
+        raise AlreadySubmitted(
+            f"transaction {rating.transaction_id} was already rated (or waits in "
+            f"{runtime.workspace.relative(where.parent)}/)",
+            hint="each rental is rated once; a new rental has a new transaction_id",
+        )
+    # The rating as it would be stored (its time and requester fixed now), one file of its own.
+    atomic_write_text(where, rating.model_dump_json(exclude_none=True))
+    return where
+
+
+def apply_rules(runtime: Runtime, repo: GitRepo | None, events: Sequence[Event]) -> list[Event]:
+    """Run the self-optimisation rules once for each skill that was just rated."""
+    rated = sorted({(e.agent, e.skill) for e in events if e.event == "rating" and e.skill})
+    now = utcnow()
+    return [
+        change for agent, skill in rated for change in rules_hook(runtime, repo, agent, skill, now)
+    ]
+
+
+def _rules_for_changed(
+    runtime: Runtime, repo: GitRepo | None, changed: Sequence[str]
+) -> list[Event]:
+    """Run the rules once for each skill whose rating files are among `changed` (paths as git
+    names them). Machines that cut after the same pull make one change (its id says what it
+    is), which the next sync keeps once."""
+    workspace = runtime.workspace
+    rated = set()
+    for path in changed:
+        under = workspace.root / path
+        if under.is_relative_to(workspace.agents_dir):
+            relative = under.relative_to(workspace.agents_dir)
+            if _is_rating_log(relative) and all(map(is_valid_id, relative.parts[:3])):
+                rated.add((relative.parts[0], relative.parts[2]))
+    now = utcnow()
+    return [
+        change
+        for agent, skill in sorted(rated)
+        for change in rules_hook(runtime, repo, agent, skill, now)
+    ]
+
+
+RULES_SEEN = "rules-seen"  # in .feedbackd/: the commit whose ratings the rules have seen
+
+
+def rules_for_arrived(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
+    """Run the rules for the skills whose ratings came in since the last full pass by any way
+    but a submit here: feedbackd's own sync (the pass after its pull), a user's `git pull` or
+    merge. Buyers rate on machines of their own, so a price cut may be called for only once
+    their ratings meet. The commit the rules last caught up with is kept in `.feedbackd/`; a
+    workspace that has none yet starts from HEAD. Running the rules twice for one rating
+    changes nothing the second time, so a rating submitted here and seen again is harmless."""
+    if repo is None:
+        return []
+    head = _head(runtime, repo)
+    marker = runtime.workspace.state_dir / RULES_SEEN
+    seen = _read_marker(marker)
+    if head is None or seen == head:
+        return []
+    events: list[Event] = []
+    if seen is not None and repo.rev(seen) is not None:  # gone after a gc: start again
+        events = _rules_for_changed(runtime, repo, repo.listings.paths_changed(seen, head))
+    try:  # not durable: a marker lost to a crash only makes the next pass start from HEAD
+        atomic_write_text(marker, (_head(runtime, repo) or head) + "\n", durable=False)
+    except OSError as error:  # a full disk: the rules run again next time, which is harmless
+        log.debug("cannot write %s: %s", marker, error)
+    return events
+
+
+def _head(runtime: Runtime, repo: GitRepo) -> str | None:
+    """HEAD's commit from git's own files where they say (no process started), else git's."""
+    return head_commit(runtime.workspace.root / ".git") or repo.head()
+
+
+def _read_marker(path: Path) -> str | None:
+    try:
+        text = read_file_bytes(path).decode("ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if re.fullmatch(r"[0-9a-f]{40,64}", text) else None
+
+
+def record_rating(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    rating: Rating,
+    now: datetime,
+    also: Sequence[Path] = (),
+    *,
+    progress: Progress | None = None,
+) -> Event:
+    """Append the rating, write the requester's memory, commit both (plus `also`)."""
+    store = RatingStore(runtime.workspace, progress=progress, cache=runtime.rating_cache)
+    # The requester's profile of the provider sums up its recent rentals (the ratings window):
+    # a busy provider has a million ratings, and reading them all would make each submit slow.
+    window = parse_duration(runtime.settings.ratings.window)
+    earlier = store.ratings(
+        rating.provider_agent, since=now - window, requester=rating.requester_agent
+    )
+    warning = new_provider_warning(runtime, rating.provider_agent)  # before its folder exists
+    with repo.holding_on_top() if repo is not None else nullcontext():
+        # From here to the commit nothing of the user's git runs: a reset in between would
+        # undo the stored line after the inbox file that held the rating is gone.
+        stored = store.append(rating)
+        memory = write_rental_memories(runtime.workspace, rating, now, earlier)
+        for path in also:
+            path.unlink(missing_ok=True)
+        change = _rating_request(runtime, rating, [stored, *memory, *also])
+        event = commit_change(runtime, repo, change)
+    event = event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
+    if warning is None:
+        return event
+    log.warning("%s", warning)
+    return replace(event, warnings=(warning,))
+
+
+def _rating_request(runtime: Runtime, rating: Rating, paths: Sequence[Path]) -> CommitRequest:
+    """The commit of one rating: its line, the buyer's memory and whatever else it holds;
+    authored by the buyer, whose act it is."""
+    return CommitRequest(
+        "rating",
+        rating.provider_agent,
+        _summary(rating),
+        list(paths),
+        author=agent_person(rating.requester_agent, runtime.committer),
+        skill=rating.skill_id,
+        body=_body(rating),
+        trailers=[(TRANSACTION_KEY, rating.transaction_id)],
+    )
+
+
+def _summary(rating: Rating) -> str:
+    return (
+        f"{rating.rating}/5 {rating.result_quality} from {rating.requester_agent}"
+        f" ({rating.cost_value_ratio})"
+    )
+
+
+# The buyer in a rating commit's summary (_summary): a requester_agent is an id, with no space.
+_BUYER = re.compile(r"[0-9]+/5 \S+ from (\S+) \(")
+
+
+def buyer_named(summary: str) -> str | None:
+    """Who rated, read back from a rating commit's summary (the learning history shows it);
+    None when the summary is not one _summary wrote."""
+    found = _BUYER.match(summary)
+    return found.group(1) if found else None
+
+
+def _body(rating: Rating) -> list[str]:
+    lines = [f"- would reuse: {'yes' if rating.would_reuse else 'no'}"]
+    if rating.quality_details:
+        lines.append(f'- details: "{one_line(rating.quality_details)}"')
+    return lines
+
+
+# --- the inbox --------------------------------------------------------------------------------
+def ingest_inbox(
+    runtime: Runtime, repo: GitRepo | None, keep_going: Callable[[], bool] | None = None
+) -> tuple[list[Event], list[problems.Problem]]:
+    """Record every rating file in `_data/inbox/ratings/`, removing each once committed.
+    keep_going is asked before each file: the daemon stops between two files for a command
+    waiting for the workspace (the files left are read by its next pass)."""
+    folder = runtime.workspace.inbox_ratings
+    events: list[Event] = []
+    found: list[problems.Problem] = []
+    if not folder.is_dir():
+        return events, found
+    problems.clear_orphans(folder)
+    for path in sorted(folder.glob("*.json")):
+        if keep_going is not None and not keep_going():
+            break
+        try:
+            ratings = _read_inbox_file(runtime, path)
+        except FeedbackdError as error:
+            found.append(problems.judge(path, error, runtime.settings.daemon.settle_ms))
+            continue
+        problems.clear(path)
+        events.extend(_ingest(runtime, repo, path, ratings))
+    events.extend(apply_rules(runtime, repo, events))
+    return events, found
+
+
+def _read_inbox_file(runtime: Runtime, path: Path) -> list[Rating]:
+    """The ratings of one inbox file. A folder, a pipe, a loop of links or a link leading out
+    of the workspace is refused like a bad file (explained beside it, never opened to wait)."""
+    if path.is_symlink() and path.exists() and not is_inside(runtime.workspace, path):
+        raise InvalidFeedback(
+            "symbolic link leads outside the workspace; ignored",
+            hint="copy the rating file into the inbox instead of linking to it",
+        )
+    try:
+        data = read_file_bytes(path, limit=MAX_INBOX_CHARS)
+    except OSError as exc:
+        raise InvalidFeedback(
+            f"the file cannot be read: {exc.strerror or exc}",
+            hint="drop ratings here as plain, readable .json files",
+        ) from None
+    if len(data) > MAX_INBOX_CHARS:
+        raise InvalidFeedback(
+            f"the file is over the {MAX_INBOX_CHARS} byte limit",
+            hint="split the ratings over several files",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidFeedback(f"not UTF-8 (byte {exc.start})", hint="save it as UTF-8") from None
+    return parse_rating_file(text, requester=runtime.settings.agent_id, now=utcnow())
+
+
+def _ingest(
+    runtime: Runtime, repo: GitRepo | None, path: Path, ratings: list[Rating]
+) -> list[Event]:
+    events = []
+    store = RatingStore(runtime.workspace)
+    fresh = [r for r in ratings if not store.has_transaction(r.transaction_id)]
+    if len(fresh) < len(ratings):
+        stored = counted(len(ratings) - len(fresh), "rating")
+        log.info("%s: %s already stored", path.name, stored)
+    for number, rating in enumerate(fresh, start=1):
+        last = number == len(fresh)
+        try:
+            events.append(record_rating(runtime, repo, rating, utcnow(), [path] if last else []))
+        except AlreadySubmitted:
+            continue
+    if path.exists():  # every rating in it was stored already (a retry after a crash)
+        path.unlink()
+        first = ratings[0]
+        summary = f"{path.name} removed from the inbox, its ratings already stored"
+        change = CommitRequest(
+            "rating", first.provider_agent, summary, [path], skill=first.skill_id
+        )
+        commit_change(runtime, repo, change)  # only when git tracked the inbox file
+    return events
+
+
+# --- recovery ---------------------------------------------------------------------------------
+def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
+    """Commit rating and memory lines that a killed command appended but never committed.
+
+    Only files that grew by appending are taken: a person's own edit of such a file is theirs.
+    """
+    if repo is None or not runtime.workspace.agents_dir.is_dir():
+        return []
+    workspace = runtime.workspace
+    paths = [
+        workspace.relative(path)
+        for agent in agent_ids(workspace)
+        for path in (
+            workspace.agent(agent).ratings,
+            workspace.agent(agent).memory,
+            workspace.agent(agent).price_ledger,
+        )
+        if path.exists()
+    ]
+    if not paths:
+        return []
+    # Only these are looked at: git status over all agents reads every draft's file.
+    changed = repo.listings.changed_paths(*paths)
+    logs = [workspace.root / rel for rel in changed if _is_rental_log(rel)]
+    pending = {log: appended_since_head(repo, workspace, log) for log in logs}
+
+    def completed(appended: dict[Path, list[str]]) -> CommitRequest:
+        return _completed_request(runtime, appended)
+
+    event = commit_uncommitted(runtime, repo, pending, completed)
+    rated = [event] if event else []
+    price_ledgers = [workspace.root / rel for rel in changed if rel.endswith("/pricing.jsonl")]
+    # The killed command never ran the rules its rating calls for: they run now.
+    after = [
+        *_finish_price_changes(runtime, repo, price_ledgers),
+        *apply_rules(runtime, repo, rated),
+    ]
+    return [*rated, *after]
+
+
+def _completed_request(runtime: Runtime, appended: dict[Path, list[str]]) -> CommitRequest:
+    """The commit of what a killed command appended: shaped as the rating commit it never made
+    (the provider in its subject, the transaction in its trailers, the buyer its author), so
+    `log` and a reader of the history cannot tell it from an uninterrupted one."""
+    agents_dir = runtime.workspace.agents_dir
+    ratings = [
+        rating
+        for path, lines in appended.items()
+        if _is_rating_log(path.relative_to(agents_dir))
+        for rating in _readable_ratings(lines)
+    ]
+    files = list(appended)
+    if len(ratings) == 1:
+        [only] = ratings
+        return _rating_request(runtime, only, files)
+    if ratings:  # several commands killed in a row: one commit naming each transaction
+        first = ratings[0]
+        return CommitRequest(
+            "rating",
+            first.provider_agent,
+            f"{len(ratings)} ratings completed after an interruption",
+            files,
+            skill=first.skill_id,
+            trailers=[(TRANSACTION_KEY, r.transaction_id) for r in ratings],
+        )
+    agent = next(iter(appended)).relative_to(agents_dir).parts[0]  # memory lines alone
+    noun = "file" if len(appended) == 1 else "files"
+    summary = f"{len(appended)} {noun} completed after an interruption"
+    return CommitRequest("rating", agent, summary, files)
+
+
+def _readable_ratings(lines: Sequence[str]) -> list[Rating]:
+    """The ratings among appended lines; a line that does not read as one is left out."""
+    found = []
+    for line in lines:
+        try:
+            found.append(Rating.model_validate(stored_fields(line)))
+        except (FeedbackdError, ValueError):
+            continue
+    return found
+
+
+def _finish_price_changes(runtime: Runtime, repo: GitRepo, ledgers: list[Path]) -> list[Event]:
+    """Price changes a killed pass wrote into `pricing.jsonl` but never committed: the skill's
+    rules run again, and they complete the change first (no buyer may rate it soon)."""
+    workspace = runtime.workspace
+    events = []
+    for ledger in ledgers:
+        appended = appended_since_head(repo, workspace, ledger)
+        agent = ledger.relative_to(workspace.agents_dir).parts[0]
+        skills = {record.skill for record in parse_price_ledger("\n".join(appended))}
+        for skill in sorted(skills):
+            events += rules_hook(runtime, repo, agent, skill, utcnow())
+    return events
+
+
+def _is_rental_log(rel: str) -> bool:
+    parts = rel.split("/")
+    return rel.endswith(".jsonl") and ("ratings" in parts or "memory" in parts)
+
+
+def _is_rating_log(under_agents: Path) -> bool:
+    """`{provider}/ratings/{skill}/{YYYY-MM}.jsonl`, relative to the agents folder."""
+    parts = under_agents.parts
+    return len(parts) == 4 and parts[1] == "ratings" and parts[3].endswith(".jsonl")

@@ -1,4 +1,0 @@
-"""`feedbackd serve`: the HTTP API and the web panel, a second face of the same functions the
-command line calls (loop/commands/actions.py for writes, loop/commands/queries.py for reads): no
-logic of its own.
-"""
