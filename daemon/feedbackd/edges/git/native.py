@@ -35,6 +35,7 @@ from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git.packwrite import (
     clear_stale_keeps,
     object_id,
+    pack_count,
     packed,
     release,
     write_pack,
@@ -201,7 +202,7 @@ class NativeStore:
             return []
         if one_by_one and (
             sum(len(content) for _, content in pending) > _PACKED_AT_MOST  # a big folder's tree
-            or self._many_packs()
+            or pack_count(self._packs) >= LOOSE_FROM_PACKS
         ):
             return self._written_one_by_one(pending)
         try:
@@ -214,14 +215,6 @@ class NativeStore:
             log.debug("a commit's objects are stored one by one: %s", error)
             return self._written_one_by_one(pending)
         return []
-
-    def _many_packs(self) -> bool:
-        try:
-            with os.scandir(self._packs) as entries:
-                packs = sum(1 for entry in entries if entry.name.endswith(".pack"))
-        except OSError:
-            return False
-        return packs >= LOOSE_FROM_PACKS
 
     def _written_one_by_one(self, pending: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
         left = []

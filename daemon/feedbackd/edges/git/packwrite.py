@@ -97,6 +97,16 @@ def write_pack(pack_dir: Path, objects: Iterable[PackedObject]) -> str:
     return name
 
 
+def pack_count(pack_dir: Path) -> int:
+    """The packs in `pack_dir` (0 when there is no such folder): what git's gc.autoPackLimit
+    counts, and what upkeep.py and the choice of loose objects (native.py) look at."""
+    try:
+        with os.scandir(pack_dir) as entries:
+            return sum(1 for entry in entries if entry.name.endswith(".pack"))
+    except OSError:
+        return 0
+
+
 def release(pack_dir: Path, name: str) -> None:
     """Let git's repacks take the pack `name` (write_pack) from now on: HEAD reaches it, or
     nothing ever will."""

@@ -19,7 +19,6 @@ is tried again a moment later, not only once many more packs have come.
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import threading
 import time
@@ -27,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from feedbackd.edges.files import read_file_text
+from feedbackd.edges.git.packwrite import pack_count
 from feedbackd.edges.process import StartedProcess, pid_alive
 
 log = logging.getLogger("feedbackd")
@@ -82,13 +82,13 @@ class PackUpkeep:
         return finished
 
     def _due(self) -> bool:
-        return self._packs() >= self._start_at and time.monotonic() >= self._not_before
+        return pack_count(self._pack_dir) >= self._start_at and time.monotonic() >= self._not_before
 
     def _wait_for(self, started: StartedProcess) -> None:
         done = started.finish(_REPACK_MAX_S)
         if not done.reason:
             self._failures = 0
-            self._start_at = max(REPACK_AT, self._packs() + REPACK_EVERY)
+            self._start_at = max(REPACK_AT, pack_count(self._pack_dir) + REPACK_EVERY)
             return
         self._failures += 1
         pause = min(_RETRY_MOST_S, _RETRY_FIRST_S * 2 ** (self._failures - 1))
@@ -116,12 +116,6 @@ class PackUpkeep:
         except OSError:
             return False
         return age < _MAINTENANCE_LOCK_STALE_S
-
-    def _packs(self) -> int:
-        try:
-            return sum(1 for entry in os.scandir(self._pack_dir) if entry.name.endswith(".pack"))
-        except OSError:
-            return 0
 
     def _collect(self, timeout: float = 0) -> bool:
         """Whether the repack started last has ended (waited for up to `timeout`)."""
