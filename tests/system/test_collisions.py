@@ -25,6 +25,7 @@ pytestmark = pytest.mark.slow
 AGENT = "qa"
 SEED = int(os.environ.get("SEED", "3"))
 ROUNDS = int(os.environ.get("ROUNDS", "12"))
+NO_ROUNDS = "ROUNDS=0: the test would check nothing"
 
 
 @pytest.fixture
@@ -111,6 +112,7 @@ def _assert_head_matches_files(site: Site, seed: int, round_no: int) -> None:
 
 
 def test_reset_hard_during_a_burst_never_brings_a_dropped_decision_back(site: Site) -> None:
+    assert ROUNDS > 0, NO_ROUNDS
     rng = random.Random(SEED)
     items = [f"qi-{n}" for n in range(1, 241)]
     for item in items:
@@ -143,6 +145,7 @@ def test_reset_hard_during_a_burst_never_brings_a_dropped_decision_back(site: Si
 
 
 def test_stash_and_pop_right_after_approvals_lose_nothing_and_pop_cleanly(site: Site) -> None:
+    assert ROUNDS > 0, NO_ROUNDS
     rng = random.Random(SEED)
     items = [f"qi-{n}" for n in range(1, 121)]
     for item in items:
@@ -190,6 +193,7 @@ def _rating(number: int) -> dict[str, object]:
 def test_reset_hard_during_a_burst_of_ratings_loses_none(site: Site) -> None:
     """A rating file leaves the inbox only in the commit that stores it: a `git reset --hard`
     between storing and committing must not throw the rating away with the inbox file."""
+    assert ROUNDS > 0, NO_ROUNDS
     rng = random.Random(SEED)
     inbox = site.data / "inbox" / "ratings"
     listener = NotifyListener(site.root.parent)

@@ -472,6 +472,7 @@ def test_set_description_reads_back_and_keeps_everything_else(
     skill_id = data.draw(st.sampled_from(ids))
     before = parse_soul(text)
     after = parse_soul(set_description(text, skill_id, "Fresh  description\nof the skill."))
+    assert skill_id in [skill.skill_id for skill in before.skills]
     for old_skill, new_skill in zip(before.skills, after.skills, strict=True):
         if old_skill.skill_id == skill_id:
             assert new_skill.description == "Fresh description of the skill."
