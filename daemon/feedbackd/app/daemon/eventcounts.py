@@ -27,7 +27,7 @@ from feedbackd.edges.git.repo import history_of
 log = logging.getLogger("feedbackd")
 
 
-class Recorded:
+class EventCounts:
     """The events recorded in the workspace since `start`, by type, and the last one."""
 
     def __init__(self) -> None:
