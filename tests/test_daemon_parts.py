@@ -22,7 +22,7 @@ from feedbackd.app.daemon.timers import CatchUp, Heartbeat
 from feedbackd.app.daemon.wakeup import Wakeup, signals_handled
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.problems import Problem
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from tests.workspace_kit import Site, draft

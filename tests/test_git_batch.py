@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.people import FEEDBACKD_PERSON
-from feedbackd.core.workspace import ITEM_FOLDERS
+from feedbackd.core.workspacepaths import ITEM_FOLDERS
 from feedbackd.edges.git import tree as tree_module
 from feedbackd.edges.git.batch import GitBatch, GitBatchKeeper, GitObject, KeptObjects
 from feedbackd.edges.git.headfile import head_commit

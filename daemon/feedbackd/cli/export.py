@@ -2,7 +2,7 @@
 [--at REV|DATE] [--out PATH] [--split time:SHARE|hash:SHARE] [--dedup] [--with-snippet]
 [--include-rejections]`.
 
-`cli/app.py` imports this module and calls `register` when `export` runs (or `--help` lists
+`cli/main.py` imports this module and calls `register` when `export` runs (or `--help` lists
 every command).
 """
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from feedbackd.app.commands.queries import commit_by
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.curation.exportreader import (
     SOUL,
     export_rows,

@@ -28,8 +28,8 @@ from feedbackd.app.commits.ledgers import (
     commit_uncommitted,
     not_in_head,
 )
+from feedbackd.app.commits.openrepo import open_repo_for_writing
 from feedbackd.app.commits.recording import CommitRequest
-from feedbackd.app.commits.repo import open_repo_for_writing
 from feedbackd.app.curation import agentrename
 from feedbackd.app.curation.agentread import (
     AgentReader,
@@ -53,7 +53,7 @@ from feedbackd.core.curation.forgetting import already_forgotten, find_entry, fo
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
 from feedbackd.core.wording import counted, noun
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import Undo, atomic_write_text, file_state
 from feedbackd.edges.git.repo import GitRepo, HeadMoved, HeldIndexLock

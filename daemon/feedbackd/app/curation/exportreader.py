@@ -33,9 +33,9 @@ from feedbackd.core.curation.exports import (
 from feedbackd.core.curation.feedback import Identity
 from feedbackd.core.curation.forgetting import forgotten_identities
 from feedbackd.core.curation.items import Item, parse_item
-from feedbackd.core.curation.webhouse import parse_queue
+from feedbackd.core.curation.webhouseitems import parse_queue
 from feedbackd.core.errors import FeedbackdError, UsageError
-from feedbackd.core.workspace import DECISION_FOLDERS, Workspace
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, Workspace
 from feedbackd.edges.git.history import History
 from feedbackd.edges.git.repo import GitRepo, history_of
 

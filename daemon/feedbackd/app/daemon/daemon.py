@@ -28,7 +28,7 @@ from types import FrameType
 from feedbackd.app.commits.ledgers import CommittedLedgers
 from feedbackd.app.commits.locking import clean_leftovers, clear_stale_git_locks, write_lock
 from feedbackd.app.curation.draftmemory import DraftAdds
-from feedbackd.app.curation.webhouse import queue_file, with_queue_agents
+from feedbackd.app.curation.webhousequeue import queue_file, with_queue_agents
 from feedbackd.app.daemon.agentstates import (
     EVERY_AGENT,
     GIT_INDEX,
@@ -51,8 +51,8 @@ from feedbackd.app.reconcile import (
     reconcile_ratings,
     shared_lookups,
 )
+from feedbackd.app.remotesync import Syncer, problem_line
 from feedbackd.app.report import Report
-from feedbackd.app.sync import Syncer, problem_line
 from feedbackd.app.workspace.configfile import SettingsFile
 from feedbackd.app.workspace.problems import out_of_space
 from feedbackd.app.workspace.runtime import Runtime

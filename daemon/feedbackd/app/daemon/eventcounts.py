@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.commits.recording import Event
-from feedbackd.app.commits.repo import open_repo
 from feedbackd.app.daemon.statusfile import LastEvent
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import FeedbackdError, GitError

@@ -13,7 +13,7 @@ from feedbackd.app.workspace.told import Told
 from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import WorkspaceError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person, parse_person
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.git.batch import GitBatchKeeper
 from feedbackd.edges.ratingcache import RatingCache
 

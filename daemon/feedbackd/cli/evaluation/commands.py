@@ -2,7 +2,7 @@
 recent|relevant] [--command CMD] [--jobs N] [--no-cache] [--note] [--json]` and `feedbackd
 bisect AGENT --good REV --bad REV [--items N] [--command CMD] [--json]`.
 
-`cli/app.py` imports this module and calls `register` when one of them runs (or `--help`
+`cli/main.py` imports this module and calls `register` when one of them runs (or `--help`
 lists every command).
 """
 

@@ -416,7 +416,7 @@ def _status_runtime() -> tuple[Runtime, list[str]]:
     from feedbackd.app.workspace.runtime import Runtime, discover_root
     from feedbackd.core.config import Settings
     from feedbackd.core.errors import ConfigError
-    from feedbackd.core.workspace import Workspace
+    from feedbackd.core.workspacepaths import Workspace
 
     try:
         return GLOBALS.runtime(), []
