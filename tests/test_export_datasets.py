@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from feedbackd.app.commands.exporting import open_export, write_export
-from feedbackd.core.curation.exportsets import ExportOptions, parse_split
+from feedbackd.app.commands.exportwrite import open_export, write_export
+from feedbackd.core.curation.exportsplits import ExportOptions, parse_split
 from tests.conftest import known_environment
 from tests.test_export import AGENT, a_month, decide, hf_data, lines, load_with_datasets
 from tests.workspace_kit import Site, draft

@@ -21,13 +21,13 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from feedbackd.app.commands import actions, exporting, learningstats, queries, submitting
+from feedbackd.app.commands import actions, exportwrite, learningstats, queries, submitting
 from feedbackd.app.commands import lessonsources as lessons
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.agentfiles import existing_agent
 from feedbackd.app.workspace.configfile import config_path
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.curation.exports import STREAMED
+from feedbackd.core.curation.exportrows import STREAMED
 from feedbackd.core.curation.feedback import check_record
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback, UsageError
 from feedbackd.core.ids import validate_id
@@ -303,7 +303,7 @@ def _export(site: Site) -> Callable[[Request], Any]:
         site.exports += 1
         try:
             opened = await work(
-                lambda: exporting.open_export(
+                lambda: exportwrite.open_export(
                     runtime, agent_id, query.get("format"), query.get("at")
                 )
             )
