@@ -45,8 +45,8 @@ ELSEWHERE = {
     "sync": "feedbackd.cli.sync",
     "export": "feedbackd.cli.export",
     "stats": "feedbackd.cli.stats",
-    "eval": "feedbackd.cli.evaluation.commands",
-    "bisect": "feedbackd.cli.evaluation.commands",
+    "eval": "feedbackd.cli.evaluation",
+    "bisect": "feedbackd.cli.evaluation",
     "feedback": "feedbackd.cli.ratings",
 }
 
