@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.app.daemon.once import run_once
-from feedbackd.app.sync import Syncer, backoff_s, overlapping, problem_line, sync_status
+from feedbackd.app.daemon.runonce import run_once
+from feedbackd.app.remotesync import Syncer, backoff_s, overlapping, problem_line, sync_status
 from feedbackd.app.workspace.runtime import Runtime
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft

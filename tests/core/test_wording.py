@@ -13,7 +13,7 @@ import pytest
 
 from feedbackd.app.daemon.statusfile import Progress
 from feedbackd.core.config import OptimizerSettings
-from feedbackd.core.ratings.ratings import parse_rating
+from feedbackd.core.ratings.records import parse_rating
 from feedbackd.core.ratings.skillrules import QualityFinding, decide_quality
 from feedbackd.core.wording import counted, noun
 from feedbackd.web import charts, learningcard

@@ -17,20 +17,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import CommittedLedgers
-from feedbackd.app.commits.repo import open_repo, open_repo_for_writing
+from feedbackd.app.commits.openrepo import open_repo, open_repo_for_writing
 from feedbackd.app.curation.agentpass import AgentPass
 from feedbackd.app.curation.agentread import Lookups
 from feedbackd.app.curation.decidedfiles import ChangedDecisions
 from feedbackd.app.curation.draftmemory import DraftAdds, FirstVersions
 from feedbackd.app.curation.quietagents import QuietAgents
-from feedbackd.app.curation.webhouse import with_queue_agents
+from feedbackd.app.curation.webhousequeue import with_queue_agents
 from feedbackd.app.ratings import rentals
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.decisionwarnings import DECISION_EVENTS, remember
 from feedbackd.app.workspace.problems import DISK_FULL_RETRY_S, Problem, out_of_space
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import GitError, WorkspaceError
-from feedbackd.core.workspace import DECISION_FOLDERS
+from feedbackd.core.workspacepaths import DECISION_FOLDERS
 from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX, agent_ids
 from feedbackd.edges.git.repo import GitRepo
 

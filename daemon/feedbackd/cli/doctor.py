@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.markup import escape
 
-from feedbackd.app.commands.doctor import Finding, examine
+from feedbackd.app.commands.diagnosis import Finding, examine
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.cli.output import console, print_json, progress_bar
 from feedbackd.core.ids import shown_path

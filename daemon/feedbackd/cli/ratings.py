@@ -25,7 +25,7 @@ from feedbackd.cli.output import (
     print_json,
     progress_bar,
 )
-from feedbackd.core.ratings.ratings import ALLOWED
+from feedbackd.core.ratings.records import ALLOWED
 from feedbackd.core.wording import counted
 from feedbackd.edges.files import agent_ids
 

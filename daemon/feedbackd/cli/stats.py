@@ -9,10 +9,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from feedbackd.app.commands.learning import agent_stats
+from feedbackd.app.commands.learningstats import agent_stats
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import console, print_json
-from feedbackd.core.curation.learning import check_period
+from feedbackd.core.curation.learningcurve import check_period
 from feedbackd.core.wording import duration_text
 
 AgentOption = Annotated[

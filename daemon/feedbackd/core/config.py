@@ -187,7 +187,7 @@ class WebhouseSettings(BaseModel):
 
 
 # What `feedbackd export` asks for, when an item has no prompt, brief or task of its own. Its
-# fields: {id}, {agent}, {collection}, {slug}; core/curation/exports.py fills them.
+# fields: {id}, {agent}, {collection}, {slug}; core/curation/exportrows.py fills them.
 EXPORT_TEMPLATE_FIELDS = ("id", "agent", "collection", "slug")
 
 

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.jsontext import dumps_json
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 
 TMP_SUFFIX = ".feedbackd-tmp"
 

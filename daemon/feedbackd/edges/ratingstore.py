@@ -33,11 +33,11 @@ from typing import Any
 from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError
 from feedbackd.core.ids import is_valid_id, validate_id
-from feedbackd.core.ratings.ratings import Rating, is_canonical_time, rating_line, stored_fields
+from feedbackd.core.ratings.records import Rating, is_canonical_time, rating_line, stored_fields
 from feedbackd.core.ratings.reputation import Point, Tally, merge, report_from_tallies, tally
 from feedbackd.core.ratings.storedratings import NewestFirst, RatingRows, StoredRating
 from feedbackd.core.timeutil import iso_ms, unix_ms
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.files import agent_ids, append_line, is_inside
 from feedbackd.edges.monthfiles import (
     Appended,

@@ -1,7 +1,7 @@
 """`feedbackd stats`: is the agent learning? Decisions made through the real pipeline over
 several weeks (the clock moved: the pass's own time and git's commit dates), a reverted decision
 and a forgotten lesson left out, the periods and their sums, the kept tables and draft times
-that keep a large history fast, and the counting itself (core/curation/learning.py)."""
+that keep a large history fast, and the counting itself (core/curation/learningcurve.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from feedbackd.core.curation import learning
+from feedbackd.core.curation import learningcurve
 from feedbackd.core.curation.decisions import DecisionRecord, State
 from feedbackd.core.curation.forgetting import forgotten_identities
 from feedbackd.core.errors import UsageError
@@ -33,7 +33,7 @@ def stats_json(site: Site, *args: str) -> dict[str, Any]:
 
 def row(**values: Any) -> dict[str, Any]:
     """A period's (or the total's) sums: those not given are 0."""
-    return {key: values.get(key, 0) for key in learning.STAT_KEYS}
+    return {key: values.get(key, 0) for key in learningcurve.STAT_KEYS}
 
 
 @pytest.fixture
@@ -240,12 +240,12 @@ def seconds(moment: datetime) -> int:
 
 def test_periods_start_on_monday_and_on_the_first_of_the_month() -> None:
     sunday_night = datetime(2026, 3, 8, 23, 59, tzinfo=UTC)
-    assert learning.period_start(sunday_night, "week") == datetime(2026, 3, 2, tzinfo=UTC)
-    assert learning.period_start(sunday_night, "day") == datetime(2026, 3, 8, tzinfo=UTC)
-    december = learning.period_start(datetime(2026, 12, 31, 23, tzinfo=UTC), "month")
-    assert learning.next_start(december, "month") == datetime(2027, 1, 1, tzinfo=UTC)
+    assert learningcurve.period_start(sunday_night, "week") == datetime(2026, 3, 2, tzinfo=UTC)
+    assert learningcurve.period_start(sunday_night, "day") == datetime(2026, 3, 8, tzinfo=UTC)
+    december = learningcurve.period_start(datetime(2026, 12, 31, 23, tzinfo=UTC), "month")
+    assert learningcurve.next_start(december, "month") == datetime(2027, 1, 1, tzinfo=UTC)
     with pytest.raises(UsageError, match="day, week or month"):
-        learning.check_period("fortnight")
+        learningcurve.check_period("fortnight")
 
 
 def test_a_requeued_draft_waits_from_its_new_commit_and_a_line_counts_once() -> None:
@@ -261,15 +261,15 @@ def test_a_requeued_draft_waits_from_its_new_commit_and_a_line_counts_once() -> 
         "a": [seconds(T0), seconds(T0 + timedelta(hours=4))],
         "b": [seconds(T0 + 2 * HOUR_D)],
     }
-    table = learning.decision_table(records, drafted=drafted)
+    table = learningcurve.decision_table(records, drafted=drafted)
     assert table.at == sorted(table.at) and len(table.at) == 3
     assert table.waited == [None, 2 * HOUR, 3 * HOUR]  # b, then a twice
-    assert learning.DecisionTable.from_json(json.loads(json.dumps(table.to_json()))) == table
-    assert learning.DecisionTable.from_json({**table.to_json(), "version": 0}) is None
+    assert learningcurve.DecisionTable.from_json(json.loads(json.dumps(table.to_json()))) == table
+    assert learningcurve.DecisionTable.from_json({**table.to_json(), "version": 0}) is None
 
 
 def test_forgotten_corrections_by_entry_and_by_a_repeated_lesson() -> None:
-    forgotten = learning.parse_forgotten(
+    forgotten = learningcurve.parse_forgotten(
         "\n".join(
             [
                 json.dumps({"id": "fb-1", "type": "correction", "queueItemId": "a",
@@ -287,10 +287,10 @@ def test_forgotten_corrections_by_entry_and_by_a_repeated_lesson() -> None:
         record("b", "approved", T0 + HOUR_D, fields=["excerpt", "title"], entries=["fb-3"]),
         record("c", "rejected", T0 + 2 * HOUR_D),  # its note forgotten: still a rejection
     ]
-    table = learning.decision_table(records, forgotten)
+    table = learningcurve.decision_table(records, forgotten)
     assert table.corrections == [1, 1, 0]
     assert table.fields == ["body", "title"]
-    stats = learning.learning_stats([table], "week", T0 + 3 * HOUR_D)
+    stats = learningcurve.learning_stats([table], "week", T0 + 3 * HOUR_D)
     assert stats["total"] == row(
         decided=3, approved=2, rejected=1, corrections=2,
         unedited_rate=0.0, corrections_per_approval=1.0, median_decision_s=None,
@@ -298,32 +298,37 @@ def test_forgotten_corrections_by_entry_and_by_a_repeated_lesson() -> None:
 
 
 def test_many_agents_sum_up_period_by_period() -> None:
-    one = learning.decision_table([record("a", "approved", T0, fields=["title"])])
-    two = learning.decision_table(
+    one = learningcurve.decision_table([record("a", "approved", T0, fields=["title"])])
+    two = learningcurve.decision_table(
         [record("b", "approved", T0 + timedelta(days=8)), record("c", "rejected", T0)]
     )
-    stats = learning.learning_stats([one, two], "week", T0 + timedelta(days=9))
+    stats = learningcurve.learning_stats([one, two], "week", T0 + timedelta(days=9))
     assert [(p["start"], p["decided"], p["approved_unedited"]) for p in stats["periods"]] == [
         ("2026-03-02", 2, 0),
         ("2026-03-09", 1, 1),
     ]
-    since = learning.learning_stats([one, two], "day", T0, since=T0 + timedelta(days=8))
+    since = learningcurve.learning_stats([one, two], "day", T0, since=T0 + timedelta(days=8))
     assert since["periods"][0]["start"] == "2026-03-10" and since["total"]["decided"] == 1
 
 
 def test_periods_start_at_the_first_decision_and_are_capped() -> None:
-    table = learning.decision_table([record("a", "approved", T0)])
-    early = learning.learning_stats([table], "day", T0, since=datetime(1, 1, 1, tzinfo=UTC))
+    table = learningcurve.decision_table([record("a", "approved", T0)])
+    early = learningcurve.learning_stats([table], "day", T0, since=datetime(1, 1, 1, tzinfo=UTC))
     assert [p["start"] for p in early["periods"]] == ["2026-03-02"]
-    assert learning.learning_stats([learning.DecisionTable()], "day", T0, since=T0)["periods"] == []
-    days = learning.MAX_PERIODS
     assert (
-        len(learning.learning_stats([table], "day", T0 + timedelta(days=days - 1))["periods"])
+        learningcurve.learning_stats([learningcurve.DecisionTable()], "day", T0, since=T0)[
+            "periods"
+        ]
+        == []
+    )
+    days = learningcurve.MAX_PERIODS
+    assert (
+        len(learningcurve.learning_stats([table], "day", T0 + timedelta(days=days - 1))["periods"])
         == days
     )
     with pytest.raises(UsageError, match="3,661 periods"):
-        learning.learning_stats([table], "day", T0 + timedelta(days=days))
-    months = learning.learning_stats([table], "month", T0 + timedelta(days=days))
+        learningcurve.learning_stats([table], "day", T0 + timedelta(days=days))
+    months = learningcurve.learning_stats([table], "month", T0 + timedelta(days=days))
     assert len(months["periods"]) == 121
 
 
@@ -333,5 +338,5 @@ def test_a_forgotten_text_holding_a_line_separator_is_still_forgotten() -> None:
     entry = {"id": "fb-1", "type": "correction", "queueItemId": "a", "field": "title",
              "original": "Old", "corrected": "New\u2028line"}  # fmt: skip
     text = json.dumps(entry, ensure_ascii=False) + "\n"
-    assert learning.parse_forgotten(text).fields_by_entry == {"fb-1": "title"}
+    assert learningcurve.parse_forgotten(text).fields_by_entry == {"fb-1": "title"}
     assert len(forgotten_identities(text)) == 1

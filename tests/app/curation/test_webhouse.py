@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.curation.decisions import new_record
-from feedbackd.core.curation.webhouse import parse_queue, to_decide
+from feedbackd.core.curation.webhouseitems import parse_queue, to_decide
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.randomness import random_chars

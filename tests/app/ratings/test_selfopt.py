@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from feedbackd.app.commits.repo import open_repo
-from feedbackd.app.ratings.optimize import rules_hook, run_rules
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.ratings.publishing import publish_problems
+from feedbackd.app.ratings.selfoptimize import rules_hook, run_rules
 from feedbackd.app.ratings.skillpass import SkillChange, SkillPass
-from feedbackd.core.ratings.ratings import parse_rating
+from feedbackd.core.ratings.records import parse_rating
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.ratingstore import RatingStore

@@ -27,7 +27,7 @@ from feedbackd.core.curation.items import Item
 from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import InvalidItem
 from feedbackd.core.people import Person
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.randomness import random_chars
 
 ROOT = Path("/ws")

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from feedbackd.core.errors import InvalidFeedback
-from feedbackd.core.ratings.ratings import (
+from feedbackd.core.ratings.records import (
     ALLOWED,
     Rating,
     parse_rating,

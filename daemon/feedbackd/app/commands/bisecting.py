@@ -21,8 +21,8 @@ from feedbackd.app.commands.evalitems import (
     revision_of,
 )
 from feedbackd.app.commands.evalruns import AgentCommand, agent_command, run_tasks
-from feedbackd.app.commits.repo import open_repo
-from feedbackd.app.curation.exportreader import folder_at
+from feedbackd.app.commits.openrepo import open_repo
+from feedbackd.app.curation.exportread import folder_at
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.commitmsg import ITEM_KEY, parse_trailers
 from feedbackd.core.curation.feedback import FeedbackEntry

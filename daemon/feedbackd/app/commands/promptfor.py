@@ -39,7 +39,7 @@ from feedbackd.core.curation.relevance import (
     task_text,
 )
 from feedbackd.core.errors import FeedbackdError, InvalidItem
-from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths, Workspace
+from feedbackd.core.workspacepaths import ITEM_SUFFIXES, AgentPaths, Workspace
 from feedbackd.edges.files import read_file_bytes
 
 # Where a lesson's item is looked for, in this order: decided first, as a lesson comes from a

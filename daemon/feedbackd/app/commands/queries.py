@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from feedbackd.app.commands.skillnames import unknown_skill
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.curation.draftmemory import DraftAdds, kept_in_git
 from feedbackd.app.daemon.statusfile import describe
 from feedbackd.app.ratings.publishing import publish_problems
-from feedbackd.app.sync import problem_line, sync_status
+from feedbackd.app.remotesync import problem_line, sync_status
 from feedbackd.app.workspace.agentfiles import (
     existing_agent,
     read_feedback,
@@ -54,7 +54,7 @@ from feedbackd.core.timeutil import (
     since_start,
 )
 from feedbackd.core.wording import quoted
-from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths, other_format
+from feedbackd.core.workspacepaths import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths, other_format
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import (
     NotAPlainFile,

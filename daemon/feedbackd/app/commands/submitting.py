@@ -8,8 +8,8 @@ import logging
 from pathlib import Path
 
 from feedbackd.app.commits.locking import write_lock
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.commits.recording import Event
-from feedbackd.app.commits.repo import open_repo
 from feedbackd.app.ratings import rentals
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import Busy, FeedbackdError, WriterBusy

@@ -15,7 +15,7 @@ from pathlib import Path
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.commitmsg import build_message
 from feedbackd.core.people import Person
-from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES
+from feedbackd.core.workspacepaths import ITEM_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.git.repo import GitRepo
 

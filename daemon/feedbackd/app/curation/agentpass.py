@@ -28,8 +28,8 @@ from feedbackd.app.commits.ledgers import (
     commit_uncommitted,
     not_in_head,
 )
+from feedbackd.app.commits.openrepo import open_repo_for_writing
 from feedbackd.app.commits.recording import CommitRequest
-from feedbackd.app.commits.repo import open_repo_for_writing
 from feedbackd.app.curation import agentrename
 from feedbackd.app.curation.agentread import (
     AgentReader,
@@ -53,10 +53,10 @@ from feedbackd.core.curation.forgetting import already_forgotten, find_entry, fo
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
 from feedbackd.core.wording import counted, noun
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import Undo, atomic_write_text, file_state
-from feedbackd.edges.git.repo import GitRepo, HeadMoved, Held
+from feedbackd.edges.git.repo import GitRepo, HeadMoved, HeldIndexLock
 from feedbackd.edges.randomness import random_chars
 
 log = logging.getLogger("feedbackd")
@@ -111,7 +111,8 @@ class AgentPass:
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
-        self._held: Held | None = None  # git's index lock, while a step's commit may be made
+        # git's index lock, while a step's commit may be made
+        self._held: HeldIndexLock | None = None
         self.saw_links = False  # among the items read (quietagents.py keeps no digest then)
 
     def run(self) -> Report:
@@ -508,7 +509,7 @@ def _curator_of(record: DecisionRecord) -> Person | None:
 
 @contextmanager
 def _undone_unless_committed(
-    repo: GitRepo | None, held: Held | None, step: Step, ledger: Path
+    repo: GitRepo | None, held: HeldIndexLock | None, step: Step, ledger: Path
 ) -> Iterator[None]:
     """Around a step's writes and commit: when the commit is not made (a full disk), what the
     step wrote is taken back, so that a command that fails leaves nothing of its decision, and
@@ -524,7 +525,9 @@ def _undone_unless_committed(
             raise
 
 
-def _not_committed(repo: GitRepo | None, held: Held | None, planned_on: str | None) -> bool:
+def _not_committed(
+    repo: GitRepo | None, held: HeldIndexLock | None, planned_on: str | None
+) -> bool:
     """Whether HEAD is still the commit the step was planned on, so its commit was not made (a
     commit that moved HEAD and failed after it is kept, as a crash would leave it)."""
     if repo is None or held is None or held.head != planned_on:

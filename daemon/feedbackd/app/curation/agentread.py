@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import CommittedLedgers
-from feedbackd.app.curation import webhouse
+from feedbackd.app.curation import webhousequeue
 from feedbackd.app.curation.decidedfiles import ChangedDecisions
 from feedbackd.app.curation.decisionhistory import DecisionHistory
 from feedbackd.app.curation.draftmemory import (
@@ -42,7 +42,7 @@ from feedbackd.core.errors import FeedbackdError, InvalidItem
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
-from feedbackd.core.workspace import (
+from feedbackd.core.workspacepaths import (
     DECISION_FOLDERS,
     ITEM_FOLDERS,
     ITEM_SUFFIXES,
@@ -251,13 +251,13 @@ class AgentReader:
         )  # fmt: skip
 
     def _from_curation_queue(self, ledger: Sequence[DecisionRecord], scan: Scan) -> list[ReadItem]:
-        """A webhouse site's decided queue entries (app/curation/webhouse.py), as items to decide.
+        """A webhouse queue's decided entries (app/curation/webhousequeue.py), as items to decide.
 
         The queue file is always in HEAD: an entry the ledger names no line for (decisions.jsonl
         lost or damaged) is looked up in history and restored if decided; one whose ledger line
         says otherwise (rejected, now approved) is a new decision.
         """
-        found = webhouse.decisions_for(self.runtime, self.agent, ledger)
+        found = webhousequeue.decisions_for(self.runtime, self.agent, ledger)
         scan.problems += found.problems
         scan.warnings += found.warnings
         scan.settling += found.settling

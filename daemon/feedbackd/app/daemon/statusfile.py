@@ -237,7 +237,7 @@ def describe(state_dir: Path, *, now: datetime | None = None) -> dict[str, Any]:
     }
 
 
-def in_hand(state_dir: Path) -> Progress | None:
+def daemon_progress(state_dir: Path) -> Progress | None:
     """The running daemon's burst in hand, if any (`status` shows it as a line of its own)."""
     recorded = read_status(state_dir) if daemon_running(state_dir) else None
     value = (recorded or {}).get("progress")

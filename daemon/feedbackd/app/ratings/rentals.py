@@ -17,7 +17,7 @@ from pathlib import Path
 
 from feedbackd.app.commits.ledgers import appended_since_head, commit_uncommitted
 from feedbackd.app.commits.recording import CommitRequest, Event, commit_change
-from feedbackd.app.ratings.optimize import rules_hook
+from feedbackd.app.ratings.selfoptimize import rules_hook
 from feedbackd.app.workspace import problems
 from feedbackd.app.workspace.agentfiles import new_provider_warning, write_rental_memories
 from feedbackd.app.workspace.runtime import Runtime
@@ -26,7 +26,7 @@ from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedb
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.people import agent_person
 from feedbackd.core.ratings.priceledger import parse_price_ledger
-from feedbackd.core.ratings.ratings import (
+from feedbackd.core.ratings.records import (
     MAX_INBOX_CHARS,
     Rating,
     parse_rating,

@@ -41,11 +41,11 @@ from feedbackd.core.ratings.memory import (
     rental_memories,
 )
 from feedbackd.core.ratings.priceledger import PriceRecord, parse_price_ledger
-from feedbackd.core.ratings.ratings import Rating
+from feedbackd.core.ratings.records import Rating
 from feedbackd.core.ratings.soul import Soul, parse_soul
 from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.wording import closest
-from feedbackd.core.workspace import AgentPaths, Workspace
+from feedbackd.core.workspacepaths import AgentPaths, Workspace
 from feedbackd.edges.files import (
     NotAPlainFile,
     agent_ids,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import shown_path
-from feedbackd.core.workspace import ERROR_SUFFIX
+from feedbackd.core.workspacepaths import ERROR_SUFFIX
 from feedbackd.edges.files import (
     NO_SPACE,
     NO_SPACE_WORDS,

@@ -43,7 +43,7 @@ from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
 from feedbackd.core.wording import counted
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 
 # --- what was read ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from feedbackd.core.config import ReputationSettings
-from feedbackd.core.ratings.ratings import COST_VALUES, QUALITIES
+from feedbackd.core.ratings.records import COST_VALUES, QUALITIES
 from feedbackd.core.ratings.storedratings import AnyRating, rating_fields
 from feedbackd.core.ratings.tally import DAY_S as DAY_S
 from feedbackd.core.ratings.tally import Point as Point

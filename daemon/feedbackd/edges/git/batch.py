@@ -28,7 +28,7 @@ from typing import NamedTuple, TypeVar, cast
 
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git.headfile import resolved
-from feedbackd.edges.git.native import NativeStore, NotHere
+from feedbackd.edges.git.native import LeftToGit, NativeStore
 from feedbackd.edges.git.runner import BASE_ENV
 from feedbackd.edges.git.upkeep import PackUpkeep
 from feedbackd.edges.process import Coprocess, CoprocessGone
@@ -157,7 +157,7 @@ class GitBatch:
     def _read(self, name: str) -> GitObject | None:
         native = self._native  # open once a commit used it: then reads need no round trip
         if native is not None:
-            with contextlib.suppress(NotHere):
+            with contextlib.suppress(LeftToGit):
                 found = native.read(name)
                 return GitObject(*found) if found is not None else None
 
@@ -411,7 +411,7 @@ _KINDS = frozenset({b"blob", b"tree", b"commit", b"tag"})
 _HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-class KeptBatch:
+class GitBatchKeeper:
     """The GitBatch of a long-running program (the daemon, the web server, a command), kept
     from one unit of work to the next; its helpers end with it, or at exit."""
 

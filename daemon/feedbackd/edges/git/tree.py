@@ -18,7 +18,7 @@ from typing import NamedTuple
 from feedbackd.core.errors import GitError, RepositoryDamaged
 from feedbackd.core.people import Person
 from feedbackd.edges.git.batch import GitBatch
-from feedbackd.edges.git.native import NotHere
+from feedbackd.edges.git.native import LeftToGit
 
 TREE_MODE = b"40000"
 _TYPES = {TREE_MODE: b"tree", b"160000": b"commit"}  # every other mode is a blob's
@@ -183,7 +183,7 @@ class TreeEditor:
     def _store(self, trees: list[_NewTree]) -> list[str]:
         native = self._batch.native() if self._in_process else None
         if native is not None:
-            with contextlib.suppress(NotHere):  # git's mktree stores them, or says why
+            with contextlib.suppress(LeftToGit):  # git's mktree stores them, or says why
                 return [native.store("tree", made.body) for made in trees]
         return self._batch.store_trees([tree_listing(made.entries) for made in trees])
 

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from feedbackd.core.curation import exports
-from feedbackd.core.curation.exports import (
+from feedbackd.core.curation import exportrows
+from feedbackd.core.curation.exportrows import (
     Decided,
     DecisionCommits,
     ExportRow,
@@ -33,9 +33,9 @@ from feedbackd.core.curation.exports import (
 from feedbackd.core.curation.feedback import Identity
 from feedbackd.core.curation.forgetting import forgotten_identities
 from feedbackd.core.curation.items import Item, parse_item
-from feedbackd.core.curation.webhouse import parse_queue
+from feedbackd.core.curation.webhouseitems import parse_queue
 from feedbackd.core.errors import FeedbackdError, UsageError
-from feedbackd.core.workspace import DECISION_FOLDERS, Workspace
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, Workspace
 from feedbackd.edges.git.history import History
 from feedbackd.edges.git.repo import GitRepo, history_of
 
@@ -56,7 +56,7 @@ def folder_at(repo: GitRepo, workspace: Workspace, agent_id: str, commit: str) -
         return None
     # Only the rename commits are read: a history of many decisions is not parsed for them.
     renames = DecisionCommits(agent_id, ())
-    for sha, trailers in history.trailers(head, exports.TRAILER_KEYS, exports.RENAME_GREP):
+    for sha, trailers in history.trailers(head, exportrows.TRAILER_KEYS, exportrows.RENAME_GREP):
         renames.add(sha, trailers)
     for name in renames.names[1:]:
         old = workspace.relative(workspace.agent(name).root)
@@ -86,7 +86,7 @@ def read_standing(
     ledger = repo.file_at(commit, f"{folder}/decisions.jsonl") or b""
     text = ledger.decode("utf-8", errors="replace")
     del ledger  # a big ledger is held once, as text
-    decided = exports.standing_decisions(exports.ledger_lines(text))
+    decided = exportrows.standing_decisions(exportrows.ledger_lines(text))
     del text
     forgotten = repo.file_at(commit, f"{folder}/forgotten.jsonl") or b""
     history = history_of(repo)
@@ -116,7 +116,7 @@ def decision_commits(
     (of any agent); and how many decision commits were read."""
     commits, read = DecisionCommits(PurePosixPath(folder).name, items), 0
     walk = history_of(repo).trailers(
-        commit, exports.TRAILER_KEYS, exports.DECISION_GREP, after=after, limit=limit
+        commit, exportrows.TRAILER_KEYS, exportrows.DECISION_GREP, after=after, limit=limit
     )
     for sha, trailers in walk:
         commits.add(sha, trailers)
@@ -154,7 +154,7 @@ def export_rows(
     reader = _Reader(repo, standing, with_snippet)
     for start in range(0, len(standing.decided), CHUNK):
         for source in reader.sources(standing.decided[start : start + CHUNK]):
-            yield exports.export_row(standing.agent, source, standing.forgotten, template)
+            yield exportrows.export_row(standing.agent, source, standing.forgotten, template)
     if reader.missing:
         shown = ", ".join(reader.missing[:5]) + (", …" if len(reader.missing) > 5 else "")
         log.warning(

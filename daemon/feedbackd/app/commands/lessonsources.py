@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.workspace.agentfiles import existing_agent, read_feedback
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.commitmsg import AGENT_KEY, LogEntry, follow_renames

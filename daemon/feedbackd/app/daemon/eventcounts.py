@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
 
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.commits.recording import Event
-from feedbackd.app.commits.repo import open_repo
 from feedbackd.app.daemon.statusfile import LastEvent
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import FeedbackdError, GitError
@@ -27,7 +27,7 @@ from feedbackd.edges.git.repo import history_of
 log = logging.getLogger("feedbackd")
 
 
-class Recorded:
+class EventCounts:
     """The events recorded in the workspace since `start`, by type, and the last one."""
 
     def __init__(self) -> None:

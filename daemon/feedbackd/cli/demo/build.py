@@ -8,8 +8,8 @@ from pathlib import Path
 
 from feedbackd.app.workspace.init import init_workspace, sample_data_dir
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.cli.app import main as cli_main
-from feedbackd.cli.demo import history
+from feedbackd.cli.demo import weeks
+from feedbackd.cli.main import main as cli_main
 from feedbackd.core.people import FEEDBACKD_PERSON
 from feedbackd.edges.files import atomic_write_text, read_file_text
 from feedbackd.edges.git.repo import GitRepo
@@ -49,9 +49,9 @@ def build(root: Path) -> None:
     root.mkdir(parents=True)
     # The queued drafts wait outside until the history is played: they are this week's.
     shutil.copytree(sample_data_dir(), root / "_data", ignore=_queued)
-    start = history.history_start(datetime.now(UTC))
-    with history.git_dates():
-        history.date_git(start)
+    start = weeks.history_start(datetime.now(UTC))
+    with weeks.git_dates():
+        weeks.date_git(start)
         for line in init_workspace(root):
             print(line)
         config = root / "feedbackd.yaml"
@@ -66,7 +66,7 @@ def build(root: Path) -> None:
             repo.commit_paths(
                 [*sample, "feedbackd.yaml"], "Add the sample agents and ratings", author
             )
-        decided = history.play(Runtime.open(str(root), None), start)
+        decided = weeks.play(Runtime.open(str(root), None), start)
     print(f"eight weeks of history: {decided} decisions of two curators, from {start:%Y-%m-%d}")
     # This week's drafts stay for the daemon to find, as an agent's new drafts are: its first
     # pass commits them, and the tour decides them.

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from feedbackd.app.commits.locking import INDEX_LAGS, index_lags
-from feedbackd.app.commits.repo import open_repo
-from feedbackd.app.curation import webhouse
+from feedbackd.app.commits.openrepo import open_repo
+from feedbackd.app.curation import webhousequeue
 from feedbackd.app.curation.agentread import AgentReader, deleted_feedback
 from feedbackd.app.workspace.agentfiles import (
     read_feedback,
@@ -23,9 +23,9 @@ from feedbackd.core.curation.feedback import parse_feedback
 from feedbackd.core.errors import FeedbackdError, RepositoryDamaged
 from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.ratings.memory import MemoryRecord
-from feedbackd.core.ratings.ratings import parse_rating_file, stored_fields
+from feedbackd.core.ratings.records import parse_rating_file, stored_fields
 from feedbackd.core.ratings.soul import parse_soul
-from feedbackd.core.workspace import (
+from feedbackd.core.workspacepaths import (
     DECISION_FOLDERS,
     ITEM_FOLDERS,
     ITEM_SUFFIXES,
@@ -68,7 +68,7 @@ def examine(
         checks.append((workspace.root / ".git", _repository_whole(runtime)))
         checks.append((workspace.root / ".git" / "index", _index_behind(runtime)))
     checks += inbox_checks(runtime)
-    checks += webhouse.doctor_checks(runtime)
+    checks += webhousequeue.doctor_checks(runtime)
     for path, check in checks:
         checked += 1
         problem = _run_check(check)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.commits.recording import Event
-from feedbackd.app.commits.repo import open_repo
 from feedbackd.app.ratings.skillpass import SkillChange, SkillPass
 from feedbackd.app.workspace.agentfiles import existing_agent, read_soul
 from feedbackd.app.workspace.runtime import Runtime

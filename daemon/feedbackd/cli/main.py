@@ -45,8 +45,8 @@ ELSEWHERE = {
     "sync": "feedbackd.cli.sync",
     "export": "feedbackd.cli.export",
     "stats": "feedbackd.cli.stats",
-    "eval": "feedbackd.cli.evaluation.commands",
-    "bisect": "feedbackd.cli.evaluation.commands",
+    "eval": "feedbackd.cli.evaluation",
+    "bisect": "feedbackd.cli.evaluation",
     "feedback": "feedbackd.cli.ratings",
 }
 
@@ -358,7 +358,7 @@ def run(
     )
     runtime = GLOBALS.runtime()
     if once:
-        from feedbackd.app.daemon.once import run_once
+        from feedbackd.app.daemon.runonce import run_once
 
         show = not (as_json or GLOBALS.quiet)
         with progress_bar("reconciling agents", show, stderr=True) as progress:
@@ -398,7 +398,7 @@ def doctor(as_json: JsonOption = False) -> None:
 def status(as_json: JsonOption = False) -> None:
     """Is the daemon running? Its pid, uptime, last event, counts, pending files and problems."""
     from feedbackd.app.commands.queries import workspace_status
-    from feedbackd.app.daemon.statusfile import in_hand
+    from feedbackd.app.daemon.statusfile import daemon_progress
     from feedbackd.cli.views import show_status
 
     runtime, config_problems = _status_runtime()
@@ -406,7 +406,7 @@ def status(as_json: JsonOption = False) -> None:
     if as_json:
         print_json(state)
     else:
-        show_status(state, in_hand(runtime.workspace.state_dir))
+        show_status(state, daemon_progress(runtime.workspace.state_dir))
 
 
 def _status_runtime() -> tuple[Runtime, list[str]]:
@@ -416,7 +416,7 @@ def _status_runtime() -> tuple[Runtime, list[str]]:
     from feedbackd.app.workspace.runtime import Runtime, discover_root
     from feedbackd.core.config import Settings
     from feedbackd.core.errors import ConfigError
-    from feedbackd.core.workspace import Workspace
+    from feedbackd.core.workspacepaths import Workspace
 
     try:
         return GLOBALS.runtime(), []

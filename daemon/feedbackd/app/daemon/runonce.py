@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterator
 from feedbackd.app.commits.locking import clean_leftovers, write_lock
 from feedbackd.app.daemon.statusfile import LastEvent, add_run
 from feedbackd.app.reconcile import reconcile_all
+from feedbackd.app.remotesync import sync_once
 from feedbackd.app.report import Report
-from feedbackd.app.sync import sync_once
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import Aborted
 from feedbackd.edges.clock import utcnow

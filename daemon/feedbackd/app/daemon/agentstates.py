@@ -1,4 +1,4 @@
-"""The daemon's book on each agent (and on the rating inbox): what its last pass left for
+"""The daemon's state of each agent (and of the rating inbox): what its last pass left for
 `status`, how often it failed in a row, and when to look at it again.
 
 A pass that failed is tried again with exponential backoff (1 s, 2 s, 4 s ... at most a minute),
@@ -40,7 +40,7 @@ class AgentState:
     failures: int = 0
 
 
-class AgentBook:
+class AgentStates:
     """Per key (an agent id, RATINGS, or EVERY_AGENT for a retry of the whole listing): its state
     and the wall-clock time (time.time) at which to look again."""
 

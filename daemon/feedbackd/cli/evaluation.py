@@ -1,8 +1,9 @@
 """`feedbackd eval AGENT [--at REV|DATE] [--against REV|DATE|none] [--items N] [--examples
 recent|relevant] [--command CMD] [--jobs N] [--no-cache] [--note] [--json]` and `feedbackd
-bisect AGENT --good REV --bad REV [--items N] [--command CMD] [--json]`.
+bisect AGENT --good REV --bad REV [--items N] [--command CMD] [--json]` (SPEC section 14):
+would the lessons have helped, and which decision made them worse.
 
-`cli/app.py` imports this module and calls `register` when one of them runs (or `--help`
+`cli/main.py` imports this module and calls `register` when one of them runs (or `--help`
 lists every command).
 """
 

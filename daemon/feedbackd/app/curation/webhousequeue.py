@@ -1,8 +1,8 @@
 """A webhouse CMS site's curation queue, fed to the agent passes as items to decide.
 
-With `webhouse.queue_file` set, an agent pass also reads that file (core/curation/webhouse.py says
-what its entries mean) and hands each entry whose status says decided, and that the ledger does not
-record yet, to the planner as an item in approved/ or rejected/ would be: the same pipeline
+With `webhouse.queue_file` set, an agent pass also reads that file (core/curation/webhouseitems.py
+says what its entries mean) and hands each entry whose status says decided, and that the ledger does
+not record yet, to the planner as an item in approved/ or rejected/ would be: the same pipeline
 decides it, and its commit holds the queue file as webhouse left it beside feedback.json.
 
 feedbackd never writes the queue file. webhouse rewrites it in place, then appends to
@@ -21,12 +21,12 @@ from pathlib import Path
 
 from feedbackd.app.workspace import problems
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.curation import webhouse
+from feedbackd.core.curation import webhouseitems
 from feedbackd.core.curation.agentplan import BadFile, ItemFile, ReadItem
 from feedbackd.core.curation.decisions import DecisionRecord
-from feedbackd.core.curation.webhouse import CurationQueue
+from feedbackd.core.curation.webhouseitems import CurationQueue
 from feedbackd.core.errors import FeedbackdError, InvalidItem
-from feedbackd.core.workspace import AgentPaths
+from feedbackd.core.workspacepaths import AgentPaths
 from feedbackd.edges.files import is_inside
 from feedbackd.edges.sharedfile import read_shared
 
@@ -62,7 +62,7 @@ def decisions_for(
     if queue is None:
         return found
     found.warnings += queue.warnings_for(agent.agent_id)
-    pending = webhouse.to_decide(queue, agent.agent_id, ledger)
+    pending = webhouseitems.to_decide(queue, agent.agent_id, ledger)
     if not pending:
         return found
     settled_at = _settled_at(runtime, found.changed_at, agent.feedback)
@@ -80,7 +80,7 @@ def read_queue(runtime: Runtime, path: Path, found: QueueDecisions) -> CurationQ
     try:
         if path.is_symlink() and not is_inside(runtime.workspace, path):
             raise OSError("a symbolic link that leads outside the workspace")
-        read = read_shared(path, webhouse.MAX_QUEUE_BYTES)
+        read = read_shared(path, webhouseitems.MAX_QUEUE_BYTES)
     except OSError as error:
         unreadable = InvalidItem(
             f"the curation queue cannot be read: {error.strerror or error}",
@@ -92,7 +92,7 @@ def read_queue(runtime: Runtime, path: Path, found: QueueDecisions) -> CurationQ
         return None
     found.changed_at = read.changed_at
     try:
-        queue = webhouse.parse_queue(read.data, path)
+        queue = webhouseitems.parse_queue(read.data, path)
     except FeedbackdError as error:
         found.problems.append(BadFile(path, error))  # webhouse may be writing it: it settles
         return None

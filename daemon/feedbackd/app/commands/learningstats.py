@@ -1,5 +1,5 @@
 """`feedbackd stats`, `GET /api/agents/{id}/stats` and the `/metrics` gauge: is the agent
-learning? (SPEC section 13; the counting is core/curation/learning.py.)
+learning? (SPEC section 13; the counting is core/curation/learningcurve.py.)
 
 Where the numbers come from, so that 100,000 decisions answer in well under a second:
 - The decisions are the ledger lines HEAD holds (decisions.jsonl, with forgotten.jsonl), not a
@@ -26,11 +26,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.workspace.agentfiles import existing_agent
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.decisions import parse_ledger
-from feedbackd.core.curation.learning import (
+from feedbackd.core.curation.learningcurve import (
     NOTHING_FORGOTTEN,
     DecisionTable,
     check_period,
@@ -40,7 +40,7 @@ from feedbackd.core.curation.learning import (
 )
 from feedbackd.core.errors import GitError
 from feedbackd.core.timeutil import since_start
-from feedbackd.core.workspace import ITEM_SUFFIXES
+from feedbackd.core.workspacepaths import ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, atomic_write_bytes, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo

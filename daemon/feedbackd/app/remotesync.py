@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from feedbackd.app.commits.locking import write_lock
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.reconcile import reconcile_all
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.init import merge_driver_command

@@ -1,5 +1,5 @@
 """Decided items as training and evaluation data (`feedbackd export`): which decisions stand, the
-row of each, and the text of each format. Pure: app/curation/exportreader.py reads the history
+row of each, and the text of each format. Pure: app/curation/exportread.py reads the history
 as one commit held it and hands the decided files here, so the same commit always gives the same
 bytes (no time of the export, keys in a fixed order, rows by decision time then item id).
 

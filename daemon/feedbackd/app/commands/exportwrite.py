@@ -3,7 +3,7 @@ agent's decided items as training and evaluation data, from the history as one c
 
 open_export checks everything a user can get wrong (the format, the agent, --at) before a byte
 is written, so that a refusal is a clean error and never half an output; Export.text then
-streams the rows (core/curation/exports.py builds them, app/curation/exportreader.py reads
+streams the rows (core/curation/exportrows.py builds them, app/curation/exportread.py reads
 them), and write_export puts them on a stream, in a file or, for `hf`, in a dataset folder.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from feedbackd.app.commands.queries import commit_by
-from feedbackd.app.commits.repo import open_repo
-from feedbackd.app.curation.exportreader import (
+from feedbackd.app.commits.openrepo import open_repo
+from feedbackd.app.curation.exportread import (
     SOUL,
     export_rows,
     folder_at,
@@ -27,9 +27,9 @@ from feedbackd.app.curation.exportreader import (
 )
 from feedbackd.app.workspace.itemfiles import refuse_outside_agent
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.curation import exports
-from feedbackd.core.curation.exports import ExportRow, Tally
-from feedbackd.core.curation.exportsets import (
+from feedbackd.core.curation import exportrows
+from feedbackd.core.curation.exportrows import ExportRow, Tally
+from feedbackd.core.curation.exportsplits import (
     TRAIN,
     VALIDATION,
     ExportOptions,
@@ -72,7 +72,7 @@ class Export:
 
     def records(self, counts: Counts) -> Iterator[Kept]:
         """The format's records, each with its item and INPUT, counted into `counts`."""
-        shape = exports.RECORDS[self.format]
+        shape = exportrows.RECORDS[self.format]
         keep_rejections = self.format != "dspy" or self.options.include_rejections
         for row in self.rows():
             counts.tally.add(row)
@@ -97,7 +97,7 @@ class Export:
 
     def text(self, counts: Counts | None = None) -> Iterator[str]:
         """The format's text, a piece at a time (train's, for a split)."""
-        return exports.export_text(self.format, self.parts(counts or Counts())[TRAIN])
+        return exportrows.export_text(self.format, self.parts(counts or Counts())[TRAIN])
 
 
 @dataclass
@@ -120,7 +120,7 @@ def open_export(
 ) -> Export:
     """The export asked for, once the format, the agent, --at and export.system are known to
     be good."""
-    chosen = exports.check_format(export_format)
+    chosen = exportrows.check_format(export_format)
     refuse_outside_agent(runtime, agent_id)  # a link out of the workspace is no agent
     with open_repo(runtime) as repo:
         if repo is None:
@@ -198,7 +198,7 @@ def _counted(
             counts.lines[split] += 1
             yield value
 
-    return exports.export_text(export_format, each())
+    return exportrows.export_text(export_format, each())
 
 
 def validation_file(out: Path) -> Path:
@@ -222,7 +222,7 @@ def _write_dataset(export: Export, out: Path, counts: Counts) -> None:
             f"--out {out} is a file, and --format hf writes a folder",
             hint="name a new folder (or an earlier hf export, which is replaced)",
         )
-    folder = out / exports.HF_DATA_FOLDER
+    folder = out / exportrows.HF_DATA_FOLDER
     written: dict[str, str] = {}
     for split, records in export.parts(counts).items():
         staged = folder / f".{split}.jsonl"
@@ -230,11 +230,11 @@ def _write_dataset(export: Export, out: Path, counts: Counts) -> None:
         digest = hashlib.sha256()
         text = _counted(export.format, records, counts, split)
         atomic_write_chunks(staged, _hashed(text, digest.update))
-        written[split] = exports.hf_data_file(digest.hexdigest(), split)
+        written[split] = exportrows.hf_data_file(digest.hexdigest(), split)
         _refuse_folder(out / written[split])
         os.replace(staged, out / written[split])
-    data = exports.DataFiles(written, counts.lines, counts.dropped)
-    card = exports.dataset_card(export.agent, export.commit, counts.tally, data)
+    data = exportrows.DataFiles(written, counts.lines, counts.dropped)
+    card = exportrows.dataset_card(export.agent, export.commit, counts.tally, data)
     atomic_write_text(out / "README.md", card)
     # The card names the new files alone; an earlier export's data is no longer part of it.
     current = {out / name for name in written.values()}
