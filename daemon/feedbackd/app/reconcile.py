@@ -30,6 +30,7 @@ from feedbackd.app.workspace.decisionwarnings import DECISION_EVENTS, remember
 from feedbackd.app.workspace.problems import DISK_FULL_RETRY_S, Problem, out_of_space
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.core.wording import Progress
 from feedbackd.core.workspace import DECISION_FOLDERS
 from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX, agent_ids
 from feedbackd.edges.git.repo import GitRepo
@@ -53,7 +54,7 @@ def reconcile_all(
     agents: Sequence[str] | None = None,
     *,
     keep_going: Callable[[], bool] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     ledgers: CommittedLedgers | None = None,
     lookups: Lookups | None = None,
     written_whole: frozenset[Path] = frozenset(),
@@ -100,7 +101,7 @@ def reconcile_all(
     return report
 
 
-def _progress(progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
+def _progress(progress: Progress | None, done: int, total: int) -> None:
     if progress is not None:
         progress(done, total)
 
@@ -212,7 +213,7 @@ def shared_lookups(
 
 def _for_agent(
     on_decision: Callable[[str, int, int], None] | None, agent_id: str
-) -> Callable[[int, int], None] | None:
+) -> Progress | None:
     if on_decision is None:
         return None
     return lambda done, total: on_decision(agent_id, done, total)

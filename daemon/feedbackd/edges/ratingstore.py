@@ -37,6 +37,7 @@ from feedbackd.core.ratings.ratings import Rating, is_canonical_time, rating_lin
 from feedbackd.core.ratings.reputation import Point, Tally, merge, report_from_tallies, tally
 from feedbackd.core.ratings.storedratings import NewestFirst, RatingRows, StoredRating
 from feedbackd.core.timeutil import iso_ms, unix_ms
+from feedbackd.core.wording import Progress
 from feedbackd.core.workspace import Workspace
 from feedbackd.edges.files import agent_ids, append_line, is_inside
 from feedbackd.edges.monthfiles import (
@@ -67,7 +68,6 @@ CREATE TABLE files (
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-Progress = Callable[[int, int], None]  # (bytes read so far, bytes to read) while indexing
 Scope = tuple[str | None, str | None]  # (provider, skill) a refresh looked at; None = all
 
 
@@ -107,7 +107,7 @@ class RatingStore:
         self,
         workspace: Workspace,
         *,
-        progress: Progress | None = None,
+        progress: Progress | None = None,  # hears (bytes read, bytes to read) while indexing
         cache: RatingCache | None = None,
     ) -> None:
         self.workspace = workspace

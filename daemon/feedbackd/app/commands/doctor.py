@@ -25,6 +25,7 @@ from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.ratings.memory import MemoryRecord
 from feedbackd.core.ratings.ratings import parse_rating_file, stored_fields
 from feedbackd.core.ratings.soul import parse_soul
+from feedbackd.core.wording import Progress
 from feedbackd.core.workspace import (
     DECISION_FOLDERS,
     ITEM_FOLDERS,
@@ -47,9 +48,7 @@ class Finding:
         return {"path": self.path, "message": self.message, "hint": self.hint}
 
 
-def examine(
-    runtime: Runtime, progress: Callable[[int, int], None] | None = None
-) -> tuple[int, list[Finding]]:
+def examine(runtime: Runtime, progress: Progress | None = None) -> tuple[int, list[Finding]]:
     workspace = runtime.workspace
     checked, findings = 0, []
     if not workspace.agents_dir.is_dir():

@@ -53,7 +53,7 @@ from feedbackd.core.timeutil import (
     parse_moment_by,
     since_start,
 )
-from feedbackd.core.wording import quoted
+from feedbackd.core.wording import Progress, quoted
 from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths, other_format
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import (
@@ -66,7 +66,6 @@ from feedbackd.edges.files import (
 from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
 
-Progress = Callable[[int, int], None]
 LOG_KEYS = (
     "commit", "date", "event", "agent", "item", "skill",
     "curator", "fields", "price_old", "price_new", "reverted", "reverts",

@@ -14,8 +14,8 @@ from feedbackd.app.ratings import rentals
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import Busy, FeedbackdError, WriterBusy
 from feedbackd.core.ids import validate_id
+from feedbackd.core.wording import Progress
 from feedbackd.edges.instance import daemon_running
-from feedbackd.edges.ratingstore import Progress
 
 log = logging.getLogger("feedbackd")
 

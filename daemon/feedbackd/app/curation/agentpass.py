@@ -52,7 +52,7 @@ from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.forgetting import already_forgotten, find_entry, forgotten_line
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
-from feedbackd.core.wording import counted, noun
+from feedbackd.core.wording import Progress, counted, noun
 from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import Undo, atomic_write_text, file_state
@@ -96,7 +96,7 @@ class AgentPass:
         keep_going: Callable[[], bool] | None = None,
         lookups: Lookups | None = None,
         written_whole: frozenset[Path] = frozenset(),
-        on_decision: Callable[[int, int], None] | None = None,
+        on_decision: Progress | None = None,
         only_items: frozenset[str] | None = None,
     ) -> None:
         self.runtime = runtime

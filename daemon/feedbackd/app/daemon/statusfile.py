@@ -54,8 +54,9 @@ class LastEvent:
 
 
 @dataclass(frozen=True)
-class Progress:
-    """The decisions of the agent pass in hand: how many are done of how many it found."""
+class PassProgress:
+    """The decisions of the agent pass in hand: how many are done of how many it found (what
+    the pass's `Progress` last heard, core/wording.py), as the status file keeps it."""
 
     agent: str
     done: int
@@ -122,7 +123,7 @@ def write_status(
     pending: int = 0,
     problems: Sequence[str] = (),
     passes: PassTimes | None = None,
-    progress: Progress | None = None,
+    progress: PassProgress | None = None,
 ) -> None:
     """Replace the status file with the daemon's current state (in place on a full disk)."""
     write_in_reserved_room(
@@ -237,7 +238,7 @@ def describe(state_dir: Path, *, now: datetime | None = None) -> dict[str, Any]:
     }
 
 
-def in_hand(state_dir: Path) -> Progress | None:
+def in_hand(state_dir: Path) -> PassProgress | None:
     """The running daemon's burst in hand, if any (`status` shows it as a line of its own)."""
     recorded = read_status(state_dir) if daemon_running(state_dir) else None
     value = (recorded or {}).get("progress")
@@ -246,7 +247,7 @@ def in_hand(state_dir: Path) -> Progress | None:
     done, total = value.get("done"), value.get("total")
     if not isinstance(done, int) or not isinstance(total, int):
         return None
-    return Progress(value["agent"], done, total)
+    return PassProgress(value["agent"], done, total)
 
 
 def _uptime(started_at: object, now: datetime) -> int | None:
