@@ -34,7 +34,7 @@ from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError
 from feedbackd.core.ids import is_valid_id, validate_id
 from feedbackd.core.ratings.ratings import Rating, is_canonical_time, rating_line, stored_fields
-from feedbackd.core.ratings.reputation import Point, Tally, merge, report_from_tallies, tally
+from feedbackd.core.ratings.reputation import DecaySums, Point, merge, report_from_tallies, tally
 from feedbackd.core.ratings.storedratings import NewestFirst, RatingRows, StoredRating
 from feedbackd.core.timeutil import iso_ms, unix_ms
 from feedbackd.core.wording import Progress
@@ -89,7 +89,7 @@ class _Entry:
     size: int
     mtime_ns: int
     digest: bytes | None
-    tally: Tally
+    tally: DecaySums
 
 
 @dataclass
@@ -202,13 +202,13 @@ class RatingStore:
         settings: ReputationSettings,
         now: datetime,
         skill: str | None = None,
-    ) -> dict[str, list[Tally]]:
+    ) -> dict[str, list[DecaySums]]:
         """Per skill, one decay tally per month file, each measured no later than `now`."""
         files = self.month_files(provider, skill)
         with self._index() as db:
             _set_index_decay(db, settings.decay_days)
             entries = self._refresh(db, files, settings.decay_days, (provider, skill))
-        result: dict[str, list[Tally]] = {}
+        result: dict[str, list[DecaySums]] = {}
         cap = now.timestamp()
         for month_file, entry in entries.items():
             file_tally = entry.tally
@@ -676,7 +676,7 @@ def _holds_key(db: sqlite3.Connection, file_id: int, key: bytes) -> bool:
 def _save_entry(
     db: sqlite3.Connection,
     month_file: MonthFile,
-    values: tuple[int, int, bytes | None, Tally, bytes],
+    values: tuple[int, int, bytes | None, DecaySums, bytes],
 ) -> int:
     size, mtime_ns, digest, file_tally, keys = values
     row = db.execute(
@@ -690,8 +690,8 @@ def _save_entry(
     return int(row[0])
 
 
-def _load_tally(text: str) -> Tally:
+def _load_tally(text: str) -> DecaySums:
     data = json.loads(text)
     data["quality"] = tuple(data["quality"])
     data["cost_value"] = tuple(data["cost_value"])
-    return Tally(**data)
+    return DecaySums(**data)
