@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 from feedbackd.core import errors
+from feedbackd.core.curation.agentplan import BadFile
 
 PACKAGE = Path(__file__).resolve().parents[1] / "daemon" / "feedbackd"
 
@@ -41,3 +42,24 @@ def test_each_error_code_is_defined_by_one_class() -> None:
     codes = [cls.code for cls in classes if "code" in vars(cls)]
     assert len(codes) == len(set(codes)), codes
     assert {"feedback_already_submitted", "invalid_id", "not_found", "merge_conflict"} <= set(codes)
+
+
+def test_a_path_problem_is_told_as_an_error_is() -> None:
+    """A file that cannot be used is told in an error's words (logs, `.error` files) and as
+    `doctor --json` lists it; a bad file of a pass is one, made from the error found."""
+    problem = errors.PathProblem(Path("_data/agents/w/queue/qi-1.json"), "not JSON", "fix it")
+    error = errors.InvalidItem("not JSON", hint="fix it")
+    assert str(problem) == str(error) == "not JSON (fix it)"
+    assert str(errors.PathProblem(Path("x"), "gone", "")) == str(errors.NotFound("gone")) == "gone"
+    assert problem.to_json() == {
+        "path": "_data/agents/w/queue/qi-1.json",
+        "message": "not JSON",
+        "hint": "fix it",
+    }
+    bad = BadFile.of(problem.path, error, settles=False)
+    assert (bad.path, bad.message, bad.hint, bad.settles) == (
+        problem.path,
+        "not JSON",
+        "fix it",
+        False,
+    )

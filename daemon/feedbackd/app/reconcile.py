@@ -29,7 +29,7 @@ from feedbackd.app.report import Report
 from feedbackd.app.workspace.decisionwarnings import DECISION_EVENTS, remember
 from feedbackd.app.workspace.problems import DISK_FULL_RETRY_S, Problem, out_of_space
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.errors import GitError, WorkspaceError
+from feedbackd.core.errors import GitError, PathProblem, WorkspaceError
 from feedbackd.core.wording import Progress
 from feedbackd.core.workspace import DECISION_FOLDERS
 from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX, agent_ids
@@ -231,7 +231,8 @@ def _run(agent_pass: AgentPass, full_pass: bool, quiet: QuietAgents) -> Report:
             raise unusable from error
         log.error("%s: %s; its decisions wait", agent_pass.agent.agent_id, unusable.message)
         retry_at = time.time() + DISK_FULL_RETRY_S if out_of_space(error) else 0.0
-        problem = Problem(unusable.path, unusable.what, unusable.hint, True, retry_at)
+        where = unusable.problem
+        problem = Problem(where.path, where.message, where.hint, True, retry_at)
         return Report(problems=[problem])
     _keep_decision_warnings(agent_pass.runtime, found)
     quiet.passed(agent_pass.agent, found, agent_pass.saw_links)
@@ -256,13 +257,12 @@ def _may_write(runtime: Runtime, repo: GitRepo | None, report: Report, full_pass
 
 
 class AgentFolderUnusable(WorkspaceError):
-    """A path of an agent folder that the pass cannot read or write: `path`, and `what` is
-    wrong with it (the message names both)."""
+    """A path of an agent folder that the pass cannot read or write: `problem` says which and
+    what is wrong with it (the message names both)."""
 
     def __init__(self, where: str, what: str, *, hint: str, path: Path) -> None:
         super().__init__(f"{where}: {what}", hint=hint)
-        self.what = what
-        self.path = path
+        self.problem = PathProblem(path, what, hint)
 
 
 def _unusable(runtime: Runtime, error: OSError) -> AgentFolderUnusable:

@@ -1,9 +1,13 @@
 """One error family: every refusal carries a stable code, a message and a hint on how to fix it.
 
 The CLI maps these to `error: {code}: {message}` and exit code 1; anything else is a bug (exit 3).
+A file or folder that cannot be used is told in the same words, as a `PathProblem`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 
 class FeedbackdError(Exception):
@@ -19,7 +23,11 @@ class FeedbackdError(Exception):
             self.code = code
 
     def __str__(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        return _told(self.message, self.hint)
+
+
+def _told(message: str, hint: str) -> str:
+    return f"{message} ({hint})" if hint else message
 
 
 class InvalidItem(FeedbackdError):
@@ -60,6 +68,22 @@ class DiskFull(FeedbackdError):
 
 class GitError(FeedbackdError):
     code = "git_error"
+
+
+@dataclass(frozen=True)
+class PathProblem:
+    """A file or folder that cannot be used: where (as its finder names it), what is wrong and
+    how to fix it. What a pass explains beside a file, a pass's report and `doctor` list."""
+
+    path: Path
+    message: str
+    hint: str
+
+    def __str__(self) -> str:
+        return _told(self.message, self.hint)
+
+    def to_json(self) -> dict[str, str]:
+        return {"path": str(self.path), "message": self.message, "hint": self.hint}
 
 
 DAMAGE_HINT = (

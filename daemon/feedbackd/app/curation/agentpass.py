@@ -246,7 +246,7 @@ class AgentPass:
     def _usable_feedback(self) -> list[FeedbackEntry]:
         feedback = self.reader.feedback()
         if not isinstance(feedback, list):
-            self._tell([BadFile(self.agent.feedback, feedback, settles=False)], [])
+            self._tell([BadFile.of(self.agent.feedback, feedback, settles=False)], [])
             raise InvalidFeedback(
                 f"{self.rel(self.agent.feedback)} is corrupt; nothing was recorded",
                 hint="run `feedbackd doctor` to see the last good version in git",
@@ -436,12 +436,12 @@ def tell(
     said: list[tuple[str, FileKey]] = []
     errors: set[str] = set()
     for bad in bad_files:
-        line = f"{runtime.workspace.relative(bad.path)}: {bad.error.message}"
+        line = f"{runtime.workspace.relative(bad.path)}: {bad.message}"
         if bad.settles:
-            problem = problems.judge(bad.path, bad.error, settle_ms)
+            problem = problems.judge(bad.path, bad, settle_ms)
         else:
-            problems.explain(bad.path, bad.error)
-            problem = Problem(bad.path, bad.error.message, bad.error.hint, True, 0.0)
+            problems.explain(bad.path, bad)
+            problem = Problem(bad.path, bad.message, bad.hint, True, 0.0)
             line += "; decisions wait"
             errors.add(line)
         if problem.settled:

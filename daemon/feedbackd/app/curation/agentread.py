@@ -38,7 +38,7 @@ from feedbackd.core.curation.agentplan import KEEP_FILE, AgentView, BadFile, Ite
 from feedbackd.core.curation.decisions import DecisionRecord, State, new_record
 from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.curation.forgetting import forgotten_identities
-from feedbackd.core.errors import FeedbackdError, InvalidItem
+from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
@@ -196,7 +196,7 @@ class AgentReader:
                 continue
             if not is_valid_id(stem):
                 message, hint = _bad_name(stem)
-                scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
+                scan.problems.append(BadFile(path, message, hint))
                 continue
             yield ItemFile(folder, stem, path)
 
@@ -547,7 +547,7 @@ def _item_name(entry: os.DirEntry[str], directory: Path, folder: str, scan: Scan
     if wrong is not None and _plain_file(entry):
         message, hint = wrong
         path = child_path(directory, entry.name)
-        scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
+        scan.problems.append(BadFile(path, message, hint))
     return False
 
 
