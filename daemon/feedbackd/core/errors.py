@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 class FeedbackdError(Exception):
@@ -82,7 +83,7 @@ class PathProblem:
     def __str__(self) -> str:
         return _told(self.message, self.hint)
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         return {"path": str(self.path), "message": self.message, "hint": self.hint}
 
 

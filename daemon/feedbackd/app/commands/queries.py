@@ -76,7 +76,7 @@ def recent_feedback(runtime: Runtime, agent_id: str, limit: int) -> dict[str, An
     """`recent --json`: `{"entries": [...newest first], "total": N}`."""
     entries = _feedback_of(runtime, agent_id)
     newest = list(reversed(entries))[: max(0, limit)]
-    return {"entries": [entry.as_json() for entry in newest], "total": len(entries)}
+    return {"entries": [entry.to_json() for entry in newest], "total": len(entries)}
 
 
 def _feedback_of(runtime: Runtime, agent_id: str) -> list[FeedbackEntry]:

@@ -44,7 +44,7 @@ class LastEvent:
     agent: str
     summary: str
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "time": iso_ms(self.time),
             "event": self.event,
@@ -62,7 +62,7 @@ class PassProgress:
     done: int
     total: int
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         return {"agent": self.agent, "done": self.done, "total": self.total}
 
     def line(self) -> str:
@@ -85,7 +85,7 @@ class PassTimes:
         self.last_s = seconds
         self.longest_s = max(self.longest_s, seconds)
 
-    def to_json(self) -> dict[str, float]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "count": self.count,
             "seconds_total": round(self.seconds_total, 6),
