@@ -20,6 +20,8 @@ def _codes_set_outside_errors() -> list[str]:
             if isinstance(node, ast.Call) and any(k.arg == "code" for k in node.keywords):
                 found.append(f"{path.name}:{node.lineno} code=")
             if isinstance(node, ast.ClassDef):
+                if any(k.arg == "code" for k in node.keywords):
+                    found.append(f"{path.name}:{node.lineno} class {node.name}(code=)")
                 for statement in node.body:
                     targets = statement.targets if isinstance(statement, ast.Assign) else []
                     if any(isinstance(t, ast.Name) and t.id == "code" for t in targets):

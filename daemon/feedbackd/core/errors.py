@@ -12,9 +12,15 @@ from typing import Any
 
 
 class FeedbackdError(Exception):
-    """A refused input or failed operation that the user can act on."""
+    """A refused input or failed operation that the user can act on. Each kind of error names
+    its code where it is declared: `class NotFound(FeedbackdError, code="not_found")`."""
 
     code = "error"
+
+    def __init_subclass__(cls, code: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
 
     def __init__(self, message: str, *, hint: str = "", code: str | None = None) -> None:
         super().__init__(message)
@@ -31,44 +37,34 @@ def _told(message: str, hint: str) -> str:
     return f"{message} ({hint})" if hint else message
 
 
-class InvalidItem(FeedbackdError):
-    code = "invalid_item"
+class InvalidItem(FeedbackdError, code="invalid_item"): ...
 
 
-class InvalidFeedback(FeedbackdError):
-    code = "invalid_feedback"
+class InvalidFeedback(FeedbackdError, code="invalid_feedback"): ...
 
 
-class InvalidId(FeedbackdError):
-    code = "invalid_id"
+class InvalidId(FeedbackdError, code="invalid_id"): ...
 
 
-class InvalidMemory(FeedbackdError):
-    code = "invalid_memory"
+class InvalidMemory(FeedbackdError, code="invalid_memory"): ...
 
 
-class NotFound(FeedbackdError):
-    code = "not_found"
+class NotFound(FeedbackdError, code="not_found"): ...
 
 
-class AlreadySubmitted(FeedbackdError):
-    code = "feedback_already_submitted"
+class AlreadySubmitted(FeedbackdError, code="feedback_already_submitted"): ...
 
 
-class ConfigError(FeedbackdError):
-    code = "config_error"
+class ConfigError(FeedbackdError, code="config_error"): ...
 
 
-class WorkspaceError(FeedbackdError):
-    code = "workspace_error"
+class WorkspaceError(FeedbackdError, code="workspace_error"): ...
 
 
-class DiskFull(FeedbackdError):
-    code = "disk_full"
+class DiskFull(FeedbackdError, code="disk_full"): ...
 
 
-class GitError(FeedbackdError):
-    code = "git_error"
+class GitError(FeedbackdError, code="git_error"): ...
 
 
 @dataclass(frozen=True)
@@ -102,15 +98,12 @@ class RepositoryDamaged(GitError):
         super().__init__(message, hint=DAMAGE_HINT)
 
 
-class KeptChanging(GitError):
+class KeptChanging(GitError, code="workspace_changing"):
     """The workspace changed under a pass each time it was read (a user's commits, a pull): the
     pass is tried again shortly, and nothing was written. Not a fault."""
 
-    code = "workspace_changing"
 
-
-class Locked(FeedbackdError):
-    code = "locked"
+class Locked(FeedbackdError, code="locked"): ...
 
 
 class Busy:
@@ -134,43 +127,29 @@ class IndexHeld(GitError, Busy):
     who = "a git command holds the workspace's git index (a commit waiting for its editor?)"
 
 
-class MergeRefused(FeedbackdError):
+class MergeRefused(FeedbackdError, code="merge_conflict"):
     """The merge driver cannot merge these versions; git records a conflict instead."""
 
-    code = "merge_conflict"
 
-
-class UsageError(FeedbackdError):
+class UsageError(FeedbackdError, code="usage"):
     """Bad command-line usage (exit code 2)."""
 
-    code = "usage"
 
-
-class AlreadyDecided(FeedbackdError):
+class AlreadyDecided(FeedbackdError, code="already_decided"):
     """An item asked to be decided that a curator already moved to approved/ or rejected/."""
 
-    code = "already_decided"
 
-
-class Aborted(FeedbackdError):
+class Aborted(FeedbackdError, code="aborted"):
     """The user stopped a command at a prompt."""
 
-    code = "aborted"
 
-
-class InternalError(FeedbackdError):
+class InternalError(FeedbackdError, code="internal"):
     """A bug, reported in the error format (exit code 3); the traceback goes to the log."""
 
-    code = "internal"
 
-
-class EvalFailed(FeedbackdError):
+class EvalFailed(FeedbackdError, code="eval_failed"):
     """`eval` or `bisect`: the agent command failed on every item, so nothing was scored."""
 
-    code = "eval_failed"
 
-
-class NotWorse(FeedbackdError):
+class NotWorse(FeedbackdError, code="not_worse"):
     """`bisect`: --bad does not score below --good, so there is no decision to find."""
-
-    code = "not_worse"
