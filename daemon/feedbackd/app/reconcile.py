@@ -19,7 +19,7 @@ from pathlib import Path
 from feedbackd.app.commits.ledgers import CommittedLedgers
 from feedbackd.app.commits.repo import open_repo, open_repo_for_writing
 from feedbackd.app.curation.agentpass import AgentPass
-from feedbackd.app.curation.agentread import Lookups
+from feedbackd.app.curation.agentread import Lookups, ReadScope
 from feedbackd.app.curation.decidedfiles import ChangedDecisions
 from feedbackd.app.curation.draftmemory import DraftAdds, FirstVersions
 from feedbackd.app.curation.quietagents import QuietAgents
@@ -82,6 +82,7 @@ def reconcile_all(
     chosen = with_queue_agents(runtime, agent_ids(runtime.workspace)) if agents is None else agents
     full_pass = agents is None
     lookups = lookups or shared_lookups(runtime, chosen, full_pass)
+    scope = ReadScope(lookups, written_whole, only_items)
     with open_repo(runtime) as repo, _remembered(runtime, ledgers) as known:
         if not _may_write(runtime, repo, report, full_pass):
             return report
@@ -93,8 +94,7 @@ def reconcile_all(
                 break
             if agent_id not in quiet.left_out:
                 heard = _for_agent(on_decision, agent_id)
-                agent_pass = AgentPass(runtime, repo, agent_id, known, keep_going, lookups,
-                                       written_whole, heard, only_items=only_items)  # fmt: skip
+                agent_pass = AgentPass(runtime, repo, agent_id, known, keep_going, scope, heard)
                 report.extend(_run(agent_pass, full_pass, quiet))
             _progress(progress, done, len(chosen))
         quiet.save()
@@ -107,9 +107,13 @@ def _progress(progress: Progress | None, done: int, total: int) -> None:
 
 
 def _full_pass_start(
-    runtime: Runtime, repo: GitRepo | None, report: Report, chosen: Sequence[str],
-    ledgers: CommittedLedgers, quiet: QuietAgents,
-) -> None:  # fmt: skip
+    runtime: Runtime,
+    repo: GitRepo | None,
+    report: Report,
+    chosen: Sequence[str],
+    ledgers: CommittedLedgers,
+    quiet: QuietAgents,
+) -> None:
     """A full pass first records the ratings, then asks git ahead for the agents it reads."""
     _reconcile_ratings(runtime, repo, report)
     _read_ahead(runtime, repo, [a for a in chosen if a not in quiet.left_out], ledgers)

@@ -684,9 +684,17 @@ def _save_entry(
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, skill, month) DO UPDATE SET"
         " size = excluded.size, mtime_ns = excluded.mtime_ns, digest = excluded.digest,"
         " tally = excluded.tally, keys = excluded.keys RETURNING id",
-        (month_file.provider, month_file.skill, month_file.month, size, mtime_ns, digest,
-         json.dumps(dataclasses.asdict(file_tally)), keys),
-    ).fetchone()  # fmt: skip
+        (
+            month_file.provider,
+            month_file.skill,
+            month_file.month,
+            size,
+            mtime_ns,
+            digest,
+            json.dumps(dataclasses.asdict(file_tally)),
+            keys,
+        ),
+    ).fetchone()
     return int(row[0])
 
 

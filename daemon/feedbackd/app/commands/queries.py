@@ -67,9 +67,19 @@ from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
 
 LOG_KEYS = (
-    "commit", "date", "event", "agent", "item", "skill",
-    "curator", "fields", "price_old", "price_new", "reverted", "reverts",
-)  # fmt: skip
+    "commit",
+    "date",
+    "event",
+    "agent",
+    "item",
+    "skill",
+    "curator",
+    "fields",
+    "price_old",
+    "price_new",
+    "reverted",
+    "reverts",
+)
 
 
 def recent_feedback(runtime: Runtime, agent_id: str, limit: int) -> dict[str, Any]:
@@ -395,10 +405,14 @@ def _draft_json(
     original = item.original or first or item.content
     before, now = flatten_strings(original), flatten_strings(item.content)
     fields = [
-        {"field": name, "original": before.get(name), "current": value,
-         "changed": name in before and diff_content({name: before[name]}, {name: value}) != []}
+        {
+            "field": name,
+            "original": before.get(name),
+            "current": value,
+            "changed": name in before and diff_content({name: before[name]}, {name: value}) != [],
+        }
         for name, value in now.items()
-    ]  # fmt: skip
+    ]
     title = item.document.get("title") or now.get("title") or item.item_id
     return {"id": item.item_id, "format": item.format, "title": title, "fields": fields}
 

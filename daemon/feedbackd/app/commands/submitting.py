@@ -48,8 +48,9 @@ def submit_or_queue(
             queued = rentals.queue_in_inbox(runtime, payload, as_agent)
             log.warning(
                 "%s; the rating is queued in %s and the daemon records it once it is free",
-                error.message, runtime.workspace.relative(queued),
-            )  # fmt: skip
+                error.message,
+                runtime.workspace.relative(queued),
+            )
             return queued
         raise WriterBusy(
             f"the rating was NOT recorded: {error.message}",

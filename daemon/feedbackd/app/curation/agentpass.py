@@ -33,7 +33,7 @@ from feedbackd.app.commits.repo import open_repo_for_writing
 from feedbackd.app.curation import agentrename
 from feedbackd.app.curation.agentread import (
     AgentReader,
-    Lookups,
+    ReadScope,
     current_snippet,
     uncommitted_files,
 )
@@ -94,10 +94,8 @@ class AgentPass:
         agent_id: str,
         ledgers: CommittedLedgers,
         keep_going: Callable[[], bool] | None = None,
-        lookups: Lookups | None = None,
-        written_whole: frozenset[Path] = frozenset(),
+        scope: ReadScope | None = None,
         on_decision: Progress | None = None,
-        only_items: frozenset[str] | None = None,
     ) -> None:
         self.runtime = runtime
         self.on_decision = on_decision  # hears (decisions done, decisions found) as they go
@@ -105,9 +103,7 @@ class AgentPass:
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
-        self.reader = AgentReader(
-            runtime, repo, self.agent, lookups, written_whole, ledgers, only_items
-        )
+        self.reader = AgentReader(runtime, repo, self.agent, scope, ledgers)
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
@@ -132,11 +128,7 @@ class AgentPass:
                     # Whoever changed it (a `git stash`, `pop`) may not be done: look again soon.
                     self.report.problems.append(_still_changing(moved.path, time.time() + 0.5))
                 self.head = self.repo.settled_head() if self.repo is not None else None
-                reader = self.reader
-                self.reader = AgentReader(
-                    self.runtime, self.repo, self.agent, None, reader.written_whole,
-                    self.ledgers, reader.only_items,
-                )  # fmt: skip
+                self.reader = self.reader.again()
         raise AssertionError("unreachable: the last reading returns or raises")
 
     def _run(self) -> Report:
@@ -173,8 +165,11 @@ class AgentPass:
             waiting = counted(scan.left_waiting, "other decision")
             log.info(
                 "%s: %s %s; the daemon records them (or `feedbackd run --once` where no daemon"
-                " runs)", self.agent.agent_id, waiting, noun(scan.left_waiting, "waits", "wait"),
-            )  # fmt: skip
+                " runs)",
+                self.agent.agent_id,
+                waiting,
+                noun(scan.left_waiting, "waits", "wait"),
+            )
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))
         self._apply(plan)

@@ -128,19 +128,21 @@ def write_status(
     """Replace the status file with the daemon's current state (in place on a full disk)."""
     write_in_reserved_room(
         status_path(state_dir),
-        json_bytes({
-            "pid": pid,
-            "started_at": iso_ms(started_at),
-            "starting": starting,
-            "last_event": last_event.to_json() if last_event is not None else None,
-            "counts": dict(sorted((counts or {}).items())),
-            "pending": pending,
-            "problems": list(problems),
-            "passes": (passes or PassTimes()).to_json(),
-            "progress": progress.to_json() if progress is not None else None,
-        }),
+        json_bytes(
+            {
+                "pid": pid,
+                "started_at": iso_ms(started_at),
+                "starting": starting,
+                "last_event": last_event.to_json() if last_event is not None else None,
+                "counts": dict(sorted((counts or {}).items())),
+                "pending": pending,
+                "problems": list(problems),
+                "passes": (passes or PassTimes()).to_json(),
+                "progress": progress.to_json() if progress is not None else None,
+            }
+        ),
         _ROOM_BYTES,
-    )  # fmt: skip
+    )
 
 
 def json_bytes(value: Any) -> bytes:

@@ -35,9 +35,15 @@ DEFAULT_PERIOD = "week"
 MAX_PERIODS = 3660
 TABLE_VERSION = 1  # bumped when the columns change: older kept tables are computed again
 STAT_KEYS = (
-    "decided", "approved", "approved_unedited", "rejected", "corrections",
-    "unedited_rate", "corrections_per_approval", "median_decision_s",
-)  # fmt: skip
+    "decided",
+    "approved",
+    "approved_unedited",
+    "rejected",
+    "corrections",
+    "unedited_rate",
+    "corrections_per_approval",
+    "median_decision_s",
+)
 
 
 def check_period(by: str) -> str:
@@ -130,8 +136,12 @@ def decision_table(
     previous: dict[str, int] = {}  # item → time of its last counted decision (ms)
     for at, record in _decisions(records):
         times = (drafted or {}).get(record.item, ())
-        table.append(at, record.state == "approved", _kept_fields(record, forgotten),
-                     _waited(times, previous.get(record.item), at))  # fmt: skip
+        table.append(
+            at,
+            record.state == "approved",
+            _kept_fields(record, forgotten),
+            _waited(times, previous.get(record.item), at),
+        )
         previous[record.item] = at
     return table
 
@@ -245,11 +255,15 @@ class Tally:
         approved = self.approved
         median = statistics.median(self.waits) if self.waits else None
         values = (
-            self.decided, approved, self.unedited, self.decided - approved, self.corrections,
+            self.decided,
+            approved,
+            self.unedited,
+            self.decided - approved,
+            self.corrections,
             round(self.unedited / approved, 4) if approved else None,
             round(self.corrections / approved, 4) if approved else None,
             None if median is None else int(median + 0.5),  # whole seconds
-        )  # fmt: skip
+        )
         return dict(zip(STAT_KEYS, values, strict=True))
 
 

@@ -118,6 +118,13 @@ def _tally(
         quality[level] += weight
         cost_value[cost] += weight
     return DecaySums(
-        decay, len(rows), ref, newest, math.fsum(weights), rating, reuse,
-        tuple(quality.values()), tuple(cost_value.values()),
-    )  # fmt: skip
+        decay,
+        len(rows),
+        ref,
+        newest,
+        math.fsum(weights),
+        rating,
+        reuse,
+        tuple(quality.values()),
+        tuple(cost_value.values()),
+    )

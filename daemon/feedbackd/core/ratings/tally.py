@@ -63,9 +63,16 @@ def tally(points: Sequence[Point], decay_days: float, cap: float | None = None) 
         cost_value[p.cost_value] += w
     newest = max(p.timestamp for p in points)
     return DecaySums(
-        decay_days, len(points), ref, newest, weight, rating, reuse,
-        tuple(quality.values()), tuple(cost_value.values()),
-    )  # fmt: skip
+        decay_days,
+        len(points),
+        ref,
+        newest,
+        weight,
+        rating,
+        reuse,
+        tuple(quality.values()),
+        tuple(cost_value.values()),
+    )
 
 
 def merge(a: DecaySums, b: DecaySums) -> DecaySums:
