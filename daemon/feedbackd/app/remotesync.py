@@ -77,7 +77,7 @@ class Conflict:
     remote: str | None = None
     since: str = ""
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "paths": list(self.paths)}
 
     @classmethod
@@ -453,7 +453,7 @@ def save_memory(runtime: Runtime, memory: SyncMemory) -> None:
             "last_error": memory.last_error,
             "failures": memory.failures,
             "retry_at": _iso(memory.retry_at),
-            "conflict": memory.conflict.as_json() if memory.conflict else None,
+            "conflict": memory.conflict.to_json() if memory.conflict else None,
         },
     )
 
@@ -472,7 +472,7 @@ def describe(runtime: Runtime, memory: SyncMemory, *, pending: bool = False) -> 
         "failures": memory.failures,
         "retry_at": _iso(memory.retry_at),
         "pending_push": pending,
-        "conflict": conflict.as_json() if conflict else None,
+        "conflict": conflict.to_json() if conflict else None,
     }
 
 

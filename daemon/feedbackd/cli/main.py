@@ -187,7 +187,7 @@ def record(
 
     runtime = GLOBALS.runtime().with_curator(curator)
     entry = actions.record(runtime, agent, actions.parse_record(payload))  # warnings are logged
-    print_json(entry.as_json())
+    print_json(entry.to_json())
 
 
 @app.command()

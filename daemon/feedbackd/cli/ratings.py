@@ -81,11 +81,11 @@ def submit(
         print_json({"status": "queued", "file": runtime.workspace.relative(done)})
         return
     event, changes = done
-    changed = [c.as_json() for c in changes]
+    changed = [c.to_json() for c in changes]
     print_json(
         {
             "status": "recorded",
-            **event.as_json(),
+            **event.to_json(),
             "changes": changed,
             "warnings": list(event.warnings),
         }

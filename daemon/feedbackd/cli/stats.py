@@ -52,8 +52,8 @@ def show_stats(report: dict[str, Any]) -> None:
     out = console()
     who = report["agent"] or "every agent"
     if not report["total"]["decided"]:
-        out.print(escape(f"No decisions of {who} in that time." if report["periods"] else
-                         f"No decisions of {who} yet."))  # fmt: skip
+        when = "in that time" if report["periods"] else "yet"
+        out.print(escape(f"No decisions of {who} {when}."))
         return
     table = Table(title=escape(f"Is {who} learning? (by {report['by']})"), box=None)
     table.add_column(report["by"])

@@ -1,14 +1,27 @@
-"""JSON text as feedbackd writes and accepts it: pure functions, no files."""
+"""JSON text as feedbackd writes and accepts it: pure functions, no files.
+
+A value that a command prints, the API answers or a file keeps as a JSON object says itself one
+way: a dataclass (or, for a file's entries checked against the contract, a pydantic model) with
+`to_json()`, the object as `json.dumps` writes it, and `from_json` where it is read back: the
+`ToJson` protocol.
+"""
 
 from __future__ import annotations
 
 import difflib
 import json
 from collections.abc import Collection
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from feedbackd.core.errors import InvalidFeedback
 from feedbackd.core.wording import quoted
+
+
+@runtime_checkable
+class ToJson(Protocol):
+    """A value that says itself as a JSON object: its keys and values, ready for `json.dumps`."""
+
+    def to_json(self) -> dict[str, Any]: ...
 
 
 def dumps_json(value: Any) -> str:

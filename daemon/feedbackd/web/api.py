@@ -119,7 +119,7 @@ def _shown(text: str) -> str:
 def report_json(report: Report, root: Path) -> dict[str, Any]:
     """What `approve --json` and `reject --json` print."""
     return {
-        "events": [event.as_json() for event in report.events],
+        "events": [event.to_json() for event in report.events],
         "problems": [problem.line(root) for problem in report.problems],
         "warnings": report.warnings,
     }
@@ -157,7 +157,7 @@ def _webhouse_routes(site: Site) -> list[Route]:
         runtime = await work(site.runtime)
         await work(lambda: existing_agent(runtime, agent))
         entry = await work(lambda: actions.record(runtime, agent, data))
-        return JSONResponse(entry.as_json())
+        return JSONResponse(entry.to_json())
 
     path = "/api/cms/agents/{agent}/feedback"
     return [Route(path, recent, methods=["GET"]), Route(path, record, methods=["POST"])]

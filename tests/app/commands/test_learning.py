@@ -340,3 +340,20 @@ def test_a_forgotten_text_holding_a_line_separator_is_still_forgotten() -> None:
     text = json.dumps(entry, ensure_ascii=False) + "\n"
     assert learningcurve.parse_forgotten(text).fields_by_entry == {"fb-1": "title"}
     assert len(forgotten_identities(text)) == 1
+
+
+def test_one_decision_at_a_time_and_a_table_of_them_tally_alike() -> None:
+    """An export counts its rows one by one, `stats` a table's columns at once: the same
+    decisions make the same tally (a rejection's fields are not counted either way)."""
+    decisions = [(True, ["title"], 5.0), (False, ["title"], None), (True, [], 2.0)]
+    decisions += [(True, ["title", "body"], None), (False, [], 9.0)]
+    one_by_one, table = learningcurve.Tally(), learningcurve.DecisionTable()
+    for at, (approved, fields, waited) in enumerate(decisions):
+        one_by_one.add(approved, fields, waited)
+        table.append(at, approved, fields if approved else [], waited)
+    at_once = learningcurve.Tally()
+    at_once.add_rows(table, 0, len(decisions))
+    assert one_by_one == at_once
+    assert (at_once.decided, at_once.approved, at_once.rejected) == (5, 3, 2)
+    assert (at_once.unedited, at_once.corrected, at_once.corrections) == (1, 2, 3)
+    assert at_once.fields == {"title": 2, "body": 1} and at_once.waits == [5.0, 2.0, 9.0]

@@ -151,7 +151,7 @@ def _first_bad(runtime: Runtime, repo: GitRepo, agent: str, commit: str) -> dict
 
 
 def _entry_json(entry: FeedbackEntry) -> dict[str, Any]:
-    return entry.as_json()
+    return entry.to_json()
 
 
 def _todo(agent: str, first: dict[str, Any] | None) -> list[str]:

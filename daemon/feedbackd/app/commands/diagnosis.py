@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from feedbackd.app.commits.locking import INDEX_LAGS, index_lags
@@ -20,11 +19,12 @@ from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.agentplan import ItemFile, to_decide
 from feedbackd.core.curation.decisions import parse_record
 from feedbackd.core.curation.feedback import parse_feedback
-from feedbackd.core.errors import FeedbackdError, RepositoryDamaged
+from feedbackd.core.errors import FeedbackdError, PathProblem, RepositoryDamaged
 from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.ratings.memory import MemoryRecord
 from feedbackd.core.ratings.records import parse_rating_file, stored_fields
 from feedbackd.core.ratings.soul import parse_soul
+from feedbackd.core.wording import Progress
 from feedbackd.core.workspacepaths import (
     DECISION_FOLDERS,
     ITEM_FOLDERS,
@@ -37,32 +37,22 @@ from feedbackd.edges.files import agent_ids, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo, damage_in
 
 
-@dataclass(frozen=True)
-class Finding:
-    path: str
-    message: str
-    hint: str
-
-    def as_json(self) -> dict[str, str]:
-        return {"path": self.path, "message": self.message, "hint": self.hint}
-
-
-def examine(
-    runtime: Runtime, progress: Callable[[int, int], None] | None = None
-) -> tuple[int, list[Finding]]:
+def examine(runtime: Runtime, progress: Progress | None = None) -> tuple[int, list[PathProblem]]:
+    """How many files were checked, and the problems found (each path relative to the
+    workspace, as a user names it)."""
     workspace = runtime.workspace
     checked, findings = 0, []
     if not workspace.agents_dir.is_dir():
         hint = "run `feedbackd init` in the workspace"
-        return 0, [Finding(str(workspace.agents_dir), "missing agents folder", hint)]
+        return 0, [PathProblem(workspace.agents_dir, "missing agents folder", hint)]
     if runtime.git_enabled and not GitRepo.is_repo(workspace.root):
         hint = "run `feedbackd init` there, or set git.enabled: false"
-        findings.append(Finding(".", "the workspace is not a git repository", hint))
+        findings.append(PathProblem(Path("."), "the workspace is not a git repository", hint))
     for entry in sorted(workspace.agents_dir.iterdir()):
         if entry.is_dir() and not is_valid_id(entry.name):
             message = f"folder name {shown_name(entry.name)} is not a valid agent id"
             hint = f"rename the folder: an agent id has {ID_RULE}"
-            findings.append(Finding(workspace.relative(entry), message, hint))
+            findings.append(PathProblem(Path(workspace.relative(entry)), message, hint))
     checks = [c for a in agent_ids(workspace) for c in _checks(runtime, workspace.agent(a))]
     if runtime.git_enabled and GitRepo.is_repo(workspace.root):
         checks.append((workspace.root / ".git", _repository_whole(runtime)))
@@ -73,7 +63,7 @@ def examine(
         checked += 1
         problem = _run_check(check)
         if problem is not None:
-            findings.append(Finding(workspace.relative(path), *problem))
+            findings.append(PathProblem(Path(workspace.relative(path)), *problem))
         if progress is not None:
             progress(checked, len(checks))
     return checked, findings

@@ -28,7 +28,7 @@ from feedbackd.app.curation.exportread import (
 from feedbackd.app.workspace.itemfiles import refuse_outside_agent
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation import exportrows
-from feedbackd.core.curation.exportrows import ExportRow, Tally
+from feedbackd.core.curation.exportrows import ExportRow
 from feedbackd.core.curation.exportsplits import (
     TRAIN,
     VALIDATION,
@@ -37,6 +37,7 @@ from feedbackd.core.curation.exportsplits import (
     deduplicated,
     split_records,
 )
+from feedbackd.core.curation.learningcurve import Tally
 from feedbackd.core.errors import NotFound, UsageError, WorkspaceError
 from feedbackd.core.wording import closest
 from feedbackd.edges.files import agent_ids, atomic_write_chunks, atomic_write_text
@@ -75,7 +76,7 @@ class Export:
         shape = exportrows.RECORDS[self.format]
         keep_rejections = self.format != "dspy" or self.options.include_rejections
         for row in self.rows():
-            counts.tally.add(row)
+            exportrows.count_row(counts.tally, row)
             if row.decision == "rejected" and not keep_rejections:
                 counts.left_out += 1
                 continue

@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.commitmsg import build_message
@@ -36,7 +37,7 @@ class Event:
     # typo); logged when it happens, answered by the command or route that asked for it.
     warnings: tuple[str, ...] = ()
 
-    def as_json(self) -> dict[str, str | None]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "event": self.event,
             "agent": self.agent,

@@ -33,7 +33,7 @@ from feedbackd.app.commits.recording import CommitRequest
 from feedbackd.app.curation import agentrename
 from feedbackd.app.curation.agentread import (
     AgentReader,
-    Lookups,
+    ReadScope,
     current_snippet,
     uncommitted_files,
 )
@@ -52,7 +52,7 @@ from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.forgetting import already_forgotten, find_entry, forgotten_line
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
-from feedbackd.core.wording import counted, noun
+from feedbackd.core.wording import Progress, counted, noun
 from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import Undo, atomic_write_text, file_state
@@ -94,10 +94,8 @@ class AgentPass:
         agent_id: str,
         ledgers: CommittedLedgers,
         keep_going: Callable[[], bool] | None = None,
-        lookups: Lookups | None = None,
-        written_whole: frozenset[Path] = frozenset(),
-        on_decision: Callable[[int, int], None] | None = None,
-        only_items: frozenset[str] | None = None,
+        scope: ReadScope | None = None,
+        on_decision: Progress | None = None,
     ) -> None:
         self.runtime = runtime
         self.on_decision = on_decision  # hears (decisions done, decisions found) as they go
@@ -105,9 +103,7 @@ class AgentPass:
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
-        self.reader = AgentReader(
-            runtime, repo, self.agent, lookups, written_whole, ledgers, only_items
-        )
+        self.reader = AgentReader(runtime, repo, self.agent, scope, ledgers)
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
@@ -133,11 +129,7 @@ class AgentPass:
                     # Whoever changed it (a `git stash`, `pop`) may not be done: look again soon.
                     self.report.problems.append(_still_changing(moved.path, time.time() + 0.5))
                 self.head = self.repo.settled_head() if self.repo is not None else None
-                reader = self.reader
-                self.reader = AgentReader(
-                    self.runtime, self.repo, self.agent, None, reader.written_whole,
-                    self.ledgers, reader.only_items,
-                )  # fmt: skip
+                self.reader = self.reader.again()
         raise AssertionError("unreachable: the last reading returns or raises")
 
     def _run(self) -> Report:
@@ -174,8 +166,11 @@ class AgentPass:
             waiting = counted(scan.left_waiting, "other decision")
             log.info(
                 "%s: %s %s; the daemon records them (or `feedbackd run --once` where no daemon"
-                " runs)", self.agent.agent_id, waiting, noun(scan.left_waiting, "waits", "wait"),
-            )  # fmt: skip
+                " runs)",
+                self.agent.agent_id,
+                waiting,
+                noun(scan.left_waiting, "waits", "wait"),
+            )
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))
         self._apply(plan)
@@ -247,7 +242,7 @@ class AgentPass:
     def _usable_feedback(self) -> list[FeedbackEntry]:
         feedback = self.reader.feedback()
         if not isinstance(feedback, list):
-            self._tell([BadFile(self.agent.feedback, feedback, settles=False)], [])
+            self._tell([BadFile.of(self.agent.feedback, feedback, settles=False)], [])
             raise InvalidFeedback(
                 f"{self.rel(self.agent.feedback)} is corrupt; nothing was recorded",
                 hint="run `feedbackd doctor` to see the last good version in git",
@@ -437,12 +432,12 @@ def tell(
     said: list[tuple[str, FileKey]] = []
     errors: set[str] = set()
     for bad in bad_files:
-        line = f"{runtime.workspace.relative(bad.path)}: {bad.error.message}"
+        line = f"{runtime.workspace.relative(bad.path)}: {bad.message}"
         if bad.settles:
-            problem = problems.judge(bad.path, bad.error, settle_ms)
+            problem = problems.judge(bad.path, bad, settle_ms)
         else:
-            problems.explain(bad.path, bad.error)
-            problem = Problem(bad.path, bad.error.message, bad.error.hint, True, 0.0)
+            problems.explain(bad.path, bad)
+            problem = Problem(bad.path, bad.message, bad.hint, True, 0.0)
             line += "; decisions wait"
             errors.add(line)
         if problem.settled:

@@ -86,7 +86,7 @@ def read_queue(runtime: Runtime, path: Path, found: QueueDecisions) -> CurationQ
             f"the curation queue cannot be read: {error.strerror or error}",
             hint="make webhouse.queue_file name webhouse's curation-queue.json, a plain file",
         )
-        found.problems.append(BadFile(path, unreadable))
+        found.problems.append(BadFile.of(path, unreadable))
         return None
     if read is None:
         return None
@@ -94,7 +94,7 @@ def read_queue(runtime: Runtime, path: Path, found: QueueDecisions) -> CurationQ
     try:
         queue = webhouseitems.parse_queue(read.data, path)
     except FeedbackdError as error:
-        found.problems.append(BadFile(path, error))  # webhouse may be writing it: it settles
+        found.problems.append(BadFile.of(path, error))  # webhouse may be writing it: it settles
         return None
     problems.clear(path)
     return queue
@@ -128,9 +128,9 @@ def with_queue_agents(runtime: Runtime, agents: list[str]) -> list[str]:
 def _tell(runtime: Runtime, bad_files: list[BadFile]) -> None:
     """Explain a queue that cannot be read beside it, once it stayed so for settle_ms."""
     for bad in bad_files:
-        problem = problems.judge(bad.path, bad.error, runtime.settings.daemon.settle_ms)
+        problem = problems.judge(bad.path, bad, runtime.settings.daemon.settle_ms)
         if problem.settled:
-            log.warning("%s: %s", runtime.workspace.relative(bad.path), bad.error.message)
+            log.warning("%s: %s", runtime.workspace.relative(bad.path), bad.message)
 
 
 def _make_agent_folder(runtime: Runtime, agent_id: str) -> None:
@@ -157,8 +157,8 @@ def doctor_checks(runtime: Runtime) -> list[tuple[Path, Callable[[], None]]]:
     def check() -> None:
         found = QueueDecisions()
         queue = read_queue(runtime, path, found)
-        if found.problems:
-            raise found.problems[0].error
+        if found.problems:  # doctor tells a failed check's message and hint
+            raise InvalidItem(found.problems[0].message, hint=found.problems[0].hint)
         skipped = queue.skipped if queue is not None else ()
         if skipped:
             more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""

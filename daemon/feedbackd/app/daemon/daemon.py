@@ -40,7 +40,7 @@ from feedbackd.app.daemon.agentstates import (
 from feedbackd.app.daemon.eventcounts import EventCounts
 from feedbackd.app.daemon.health import RepositoryHealth
 from feedbackd.app.daemon.indexheal import IndexHealer
-from feedbackd.app.daemon.statusfile import PassTimes, Progress, write_status
+from feedbackd.app.daemon.statusfile import PassProgress, PassTimes, write_status
 from feedbackd.app.daemon.syncthread import SyncThread
 from feedbackd.app.daemon.timers import CatchUp, FullPassClock, Heartbeat
 from feedbackd.app.daemon.wakeup import Wakeup, signals_handled
@@ -146,7 +146,7 @@ class Daemon:
         self.starting = True  # until the start-up pass is over (READY=1)
         self.event_counts = EventCounts()  # what the workspace recorded since the start, by anyone
         self.pass_times = PassTimes()
-        self.progress: Progress | None = None  # the decisions of the agent pass running now
+        self.progress: PassProgress | None = None  # the decisions of the agent pass running now
         self.status_written_at = 0.0
         self.agent_states = AgentStates()
         self.index = IndexHealer(self.agent_states)  # an index behind the commits (a full disk)
@@ -388,7 +388,7 @@ class Daemon:
 
     def _decided_one(self, agent: str, done: int, total: int) -> None:
         """A burst of decisions shows in `status` as it goes, not only once it is over."""
-        self.progress = Progress(agent, done, total) if done < total else None
+        self.progress = PassProgress(agent, done, total) if done < total else None
         if time.monotonic() - self.status_written_at >= STATUS_EVERY_S:
             self._write_status()
 

@@ -16,10 +16,11 @@ from feedbackd.app.remotesync import sync_once
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import Aborted
+from feedbackd.core.wording import Progress
 from feedbackd.edges.clock import utcnow
 
 
-def run_once(runtime: Runtime, *, progress: Callable[[int, int], None] | None = None) -> Report:
+def run_once(runtime: Runtime, *, progress: Progress | None = None) -> Report:
     """Process everything pending; wait for files still being written, up to daemon.settle_ms.
 
     progress, when given, hears (agents done, agents in all) of the first pass. SIGTERM ends
@@ -39,7 +40,7 @@ def run_once(runtime: Runtime, *, progress: Callable[[int, int], None] | None = 
 
 def _passes(
     runtime: Runtime,
-    progress: Callable[[int, int], None] | None,
+    progress: Progress | None,
     keep_going: Callable[[], bool],
 ) -> Report:
     """The first pass, then passes again for files still settling, up to daemon.settle_ms."""

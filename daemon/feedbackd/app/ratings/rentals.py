@@ -34,12 +34,12 @@ from feedbackd.core.ratings.records import (
     stored_fields,
 )
 from feedbackd.core.timeutil import parse_duration
-from feedbackd.core.wording import counted
+from feedbackd.core.wording import Progress, counted
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
 from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.edges.ratingstore import Progress, RatingStore
+from feedbackd.edges.ratingstore import RatingStore
 
 log = logging.getLogger("feedbackd")
 

@@ -39,7 +39,7 @@ from feedbackd.core.curation.feedback import (
 from feedbackd.core.curation.forgetting import without_forgotten
 from feedbackd.core.curation.items import Correction, Item
 from feedbackd.core.curation.prompts import render_snippet
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, PathProblem
 from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
 from feedbackd.core.wording import counted
@@ -151,13 +151,16 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
-class BadFile:
+class BadFile(PathProblem):
     """A file the pass cannot use. An item may still be being written: it is explained beside
     it once it stayed bad for daemon.settle_ms (`settles`); a corrupt feedback.json at once."""
 
-    path: Path
-    error: FeedbackdError
     settles: bool = True
+
+    @classmethod
+    def of(cls, path: Path, error: FeedbackdError, *, settles: bool = True) -> BadFile:
+        """The file at `path`, which `error` says is bad."""
+        return cls(path, error.message, error.hint, settles)
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,7 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime, draw: Draw) -
     notes = _Notes()
     drafts, snapshots = _plan_drafts(view, now, draw, notes)
     if isinstance(view.feedback, FeedbackdError):
-        notes.problems.append(BadFile(view.agent.feedback, view.feedback, settles=False))
+        notes.problems.append(BadFile.of(view.agent.feedback, view.feedback, settles=False))
         return AgentPlan(drafts, snapshots, problems=tuple(notes.problems))
     for item_id in in_both_folders(view.files):
         notes.warnings.append(
@@ -416,7 +419,7 @@ def _plan_drafts(
 
     Snapshots come after it: a draft whose commit failed is still new on the next pass.
     """
-    notes.problems.extend(BadFile(d.file.path, d.error) for d in view.drafts if d.error)
+    notes.problems.extend(BadFile.of(d.file.path, d.error) for d in view.drafts if d.error)
     readable = [d for d in view.drafts if d.item is not None]
     new = [d.file for d in readable if d.first_version is None]
     requeued = _requeued(view.files, view.ledger, now, draw)
@@ -473,12 +476,12 @@ def _item_and_author(view: AgentView, read: ReadItem, notes: _Notes) -> tuple[It
     """The item read and who decides it; None when it must wait (a problem says why)."""
     if read.item is None:
         if read.error is not None:
-            notes.problems.append(BadFile(read.file.path, read.error))
+            notes.problems.append(BadFile.of(read.file.path, read.error))
         return None
     try:
         return read.item, _author(read.item, view.author)
     except FeedbackdError as error:
-        notes.problems.append(BadFile(read.file.path, error))
+        notes.problems.append(BadFile.of(read.file.path, error))
         return None
 
 

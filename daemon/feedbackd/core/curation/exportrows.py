@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from string import Formatter
 from typing import Any, Literal
 
@@ -25,6 +25,7 @@ from feedbackd.core.commitmsg import AGENT_KEY, EVENT_KEY, ITEM_KEY, RENAMED_FRO
 from feedbackd.core.curation.decisions import parse_record
 from feedbackd.core.curation.feedback import Identity
 from feedbackd.core.curation.items import Correction, Item, diff_content
+from feedbackd.core.curation.learningcurve import Tally
 from feedbackd.core.errors import UsageError
 from feedbackd.core.timeutil import canonical_iso_ms
 from feedbackd.core.wording import quoted
@@ -466,26 +467,9 @@ def export_text(export_format: str, records: Iterable[dict[str, Any]]) -> Iterat
 
 
 # --- the Hugging Face dataset card --------------------------------------------------------------
-@dataclass
-class Tally:
-    """The rows of an export, counted as they go by."""
-
-    decided: int = 0
-    approved: int = 0
-    corrected: int = 0
-    rejected: int = 0
-    fields: dict[str, int] = field(default_factory=dict)
-
-    def add(self, row: ExportRow) -> ExportRow:
-        self.decided += 1
-        if row.decision == "rejected":
-            self.rejected += 1
-            return row
-        self.approved += 1
-        self.corrected += bool(row.corrections)
-        for change in row.corrections:
-            self.fields[change.field] = self.fields.get(change.field, 0) + 1
-        return row
+def count_row(tally: Tally, row: ExportRow) -> None:
+    """An export's row into the tally its dataset card tells."""
+    tally.add(row.decision != "rejected", [change.field for change in row.corrections])
 
 
 _CORRECTION_KEYS = ("field", "original", "corrected")

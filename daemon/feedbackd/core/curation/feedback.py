@@ -46,7 +46,7 @@ class FeedbackEntry(BaseModel):
     notes: str | None = None
     createdAt: str
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
 
     def identity(self) -> Identity:
@@ -129,4 +129,4 @@ def merge_new(
 
 
 def dump_feedback(entries: Sequence[FeedbackEntry]) -> str:
-    return dumps_json([entry.as_json() for entry in entries])
+    return dumps_json([entry.to_json() for entry in entries])

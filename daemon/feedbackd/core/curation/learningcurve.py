@@ -35,9 +35,15 @@ DEFAULT_PERIOD = "week"
 MAX_PERIODS = 3660
 TABLE_VERSION = 1  # bumped when the columns change: older kept tables are computed again
 STAT_KEYS = (
-    "decided", "approved", "approved_unedited", "rejected", "corrections",
-    "unedited_rate", "corrections_per_approval", "median_decision_s",
-)  # fmt: skip
+    "decided",
+    "approved",
+    "approved_unedited",
+    "rejected",
+    "corrections",
+    "unedited_rate",
+    "corrections_per_approval",
+    "median_decision_s",
+)
 
 
 def check_period(by: str) -> str:
@@ -130,8 +136,12 @@ def decision_table(
     previous: dict[str, int] = {}  # item → time of its last counted decision (ms)
     for at, record in _decisions(records):
         times = (drafted or {}).get(record.item, ())
-        table.append(at, record.state == "approved", _kept_fields(record, forgotten),
-                     _waited(times, previous.get(record.item), at))  # fmt: skip
+        table.append(
+            at,
+            record.state == "approved",
+            _kept_fields(record, forgotten),
+            _waited(times, previous.get(record.item), at),
+        )
         previous[record.item] = at
     return table
 
@@ -198,15 +208,39 @@ def _waited(times: Sequence[int], previous: int | None, at: int) -> float | None
 # --- periods and sums -------------------------------------------------------------------------
 @dataclass
 class Tally:
-    """The sums of one period (or of all), over slices of tables."""
+    """Decisions counted: the sums of a period of `stats` (or of all), or the rows of an
+    export (its dataset card). An approval is unedited when it corrected no field; `fields`
+    counts the corrections by field, `waits` the seconds decisions waited for (those known)."""
 
     decided: int = 0
     approved: int = 0
     unedited: int = 0
     corrections: int = 0
     waits: list[float] = field(default_factory=list)
+    fields: Counter[str] = field(default_factory=Counter)
 
-    def add(self, table: DecisionTable, low: int, high: int) -> None:
+    @property
+    def rejected(self) -> int:
+        return self.decided - self.approved
+
+    @property
+    def corrected(self) -> int:
+        """The approvals that corrected a field or more."""
+        return self.approved - self.unedited
+
+    def add(self, approved: bool, fields: Sequence[str], waited: float | None = None) -> None:
+        """One decision, and the fields it corrected (a rejection corrects none)."""
+        fields = fields if approved else ()
+        self.decided += 1
+        self.approved += approved
+        self.unedited += approved and not fields
+        self.corrections += len(fields)
+        self.fields.update(fields)
+        if waited is not None:
+            self.waits.append(waited)
+
+    def add_rows(self, table: DecisionTable, low: int, high: int) -> None:
+        """Decisions low to high (excluded) of a table, a few list sums for any number."""
         if high <= low:
             return
         approved, corrections = table.approved[low:high], table.corrections[low:high]
@@ -215,16 +249,21 @@ class Tally:
         self.corrections += sum(corrections)
         self.unedited += sum(1 for a, c in zip(approved, corrections, strict=True) if a and not c)
         self.waits.extend(w for w in table.waited[low:high] if w is not None)
+        self.fields.update(table.fields[table.offsets[low] : table.offsets[high]])
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         approved = self.approved
         median = statistics.median(self.waits) if self.waits else None
         values = (
-            self.decided, approved, self.unedited, self.decided - approved, self.corrections,
+            self.decided,
+            approved,
+            self.unedited,
+            self.decided - approved,
+            self.corrections,
             round(self.unedited / approved, 4) if approved else None,
             round(self.corrections / approved, 4) if approved else None,
             None if median is None else int(median + 0.5),  # whole seconds
-        )  # fmt: skip
+        )
         return dict(zip(STAT_KEYS, values, strict=True))
 
 
@@ -264,16 +303,15 @@ def learning_stats(
         start = period_start(from_unix_ms(origin), by)
         check_span(start, from_unix_ms(last), by)
         periods = _periods(tables, cuts, start, last, by)
-    total, fields = Tally(), Counter[str]()
+    total = Tally()
     for table, cut in zip(tables, cuts, strict=True):
-        total.add(table, cut, len(table.at))
-        fields.update(table.fields[table.offsets[cut] :])
-    ranked = sorted(fields.items(), key=lambda pair: (-pair[1], pair[0]))
+        total.add_rows(table, cut, len(table.at))
+    ranked = sorted(total.fields.items(), key=lambda pair: (-pair[1], pair[0]))
     return {
         "agent": agent,
         "by": by,
         "periods": periods,
-        "total": total.as_json(),
+        "total": total.to_json(),
         "fields": dict(ranked),
     }
 
@@ -307,8 +345,8 @@ def _periods(
         tally, edge = Tally(), unix_ms(end)
         for index, table in enumerate(tables):
             high = bisect_left(table.at, edge, lows[index])
-            tally.add(table, lows[index], high)
+            tally.add_rows(table, lows[index], high)
             lows[index] = high
-        periods.append({"start": start.date().isoformat(), **tally.as_json()})
+        periods.append({"start": start.date().isoformat(), **tally.to_json()})
         start = end
     return periods

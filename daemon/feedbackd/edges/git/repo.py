@@ -475,9 +475,10 @@ def _folders(root: Path) -> tuple[Path, Path]:
     dot_git = root / ".git"
     if (dot_git / "HEAD").is_file() and (dot_git / "objects").is_dir():
         return dot_git, root
-    status, out, _ = git_in(
-        root, ["rev-parse", "--absolute-git-dir", "--show-toplevel"], executable=_executable()
-    ) if root.is_dir() else (1, b"", b"")  # fmt: skip
+    status, out = 1, b""  # no folder, no repository
+    if root.is_dir():
+        asked = ["rev-parse", "--absolute-git-dir", "--show-toplevel"]
+        status, out, _ = git_in(root, asked, executable=_executable())
     lines = os.fsdecode(out).splitlines()
     if status != 0 or len(lines) != 2 or Path(lines[1]).resolve() != root.resolve():
         raise GitError(
