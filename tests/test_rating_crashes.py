@@ -1,5 +1,5 @@
-"""A rating, and the price cut it calls for, killed at any write or git step: the next passes
-record each exactly once, as an uninterrupted submit would have.
+"""A rating, and the price cut and lessons it calls for, killed at any write or git step: the
+next passes record each exactly once, as an uninterrupted submit would have.
 
 The process is killed (a BaseException, which no handler of feedbackd takes for an error) before
 the n-th write of a file, or before or after the n-th commit; the daemon's next full passes over
@@ -7,8 +7,9 @@ the ratings (`reconcile_ratings`) may be killed too; the buyer, whose submit nev
 submits again (told it was recorded already, when it was); then one pass runs to its end.
 Whatever the steps, the workspace ends with one rating line and one rating commit (holding the
 buyer's memory of the rental), one price change (its ledger line, SOUL.md's `pricing:` line and
-its memory record, in one `pricing` commit after the rating's), nothing uncommitted, and the
-provider's reputation as the uninterrupted submit leaves it.
+its memory record, in one `pricing` commit after the rating's), the skill's lessons (the file
+and its memory record, in one `optimize` commit), nothing uncommitted, and the provider's
+reputation as the uninterrupted submit leaves it.
 """
 
 from __future__ import annotations
@@ -47,13 +48,14 @@ PAYLOAD = json.dumps(
         "provider_agent": PROVIDER,
         "skill_id": SKILL,
         "rating": 2,
-        "result_quality": "acceptable",
+        "result_quality": "poor",
+        "quality_details": "Diff was incomplete",
         "would_reuse": False,
         "cost_value_ratio": "overpriced",
         "timestamp": iso_ms(NOW - timedelta(minutes=1)),
     }
 )
-STEPS = 14  # more than a submit and its price cut take: the last kill points change nothing
+STEPS = 20  # more than a submit and its changes take: the last kill points change nothing
 
 
 class Killed(BaseException):
@@ -114,8 +116,9 @@ def attempt(action: Callable[[], object], at: int | None) -> bool:
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    """A provider priced at 20 whose skill two buyers called overpriced, committed, and the
-    ratings' full pass run once: the submitted rating is the third, which calls for a cut."""
+    """A provider priced at 20 whose skill two buyers called overpriced and poor, committed,
+    and the ratings' full pass run once: the submitted rating is the third, which calls for a
+    cut and lessons."""
     site = Site(tmp_path_factory.mktemp("rating-crashes") / "site")
     soul = site.agent(PROVIDER) / "SOUL.md"
     soul.parent.mkdir(parents=True)
@@ -169,19 +172,26 @@ def assert_recorded_once(site: Site, start: str, whole: dict[str, Any]) -> None:
     profiles = lines_with(memory / "entities.jsonl", f"profile-{TRANSACTION}")
     assert (cases, profiles) == (1, 1), "the buyer's memory of the rental"
     [price] = (agent / "pricing.jsonl").read_text().splitlines()
-    assert lines_with(agent / "memory" / "patterns.jsonl", json.loads(price)["id"]) == 1
+    patterns = agent / "memory" / "patterns.jsonl"
+    sources = [json.loads(line)["source"] for line in patterns.read_text().splitlines()]
+    assert sorted(sources) == [f"optimize:{SKILL}", f"pricing:{SKILL}"]
+    assert lines_with(patterns, json.loads(price)["id"]) == 1
+    lessons = agent / "prompt" / "skills" / f"{SKILL}.md"
+    assert "Diff was incomplete" in lessons.read_text()
     assert (agent / "SOUL.md").read_text() == SOUL.replace("pricing: 20", "pricing: 19")
     made = commits_since(site, start)
-    assert len(made) == 2, made
-    [(rated, rating_paths), (priced, price_paths)] = made
-    assert rated == f"rating({PROVIDER}/{SKILL}): 2/5 acceptable from {BUYER} (overpriced)"
+    assert len(made) == 3, made
+    [(rated, rating_paths), (priced, price_paths), (optimized, lessons_paths)] = made
+    assert rated == f"rating({PROVIDER}/{SKILL}): 2/5 poor from {BUYER} (overpriced)"
+    assert optimized == f"optimize({PROVIDER}/{SKILL}): 1 lesson from 3 low ratings"
     assert priced.startswith(f"pricing({PROVIDER}/{SKILL}): 20 → 19 ")
     rel = lambda path: path.relative_to(site.root).as_posix()  # noqa: E731
     assert {rel(month), rel(memory / "cases.jsonl"), rel(memory / "entities.jsonl")} <= set(
         rating_paths
     )
     expected = {rel(agent / name) for name in ("SOUL.md", "pricing.jsonl")}
-    assert {*expected, rel(agent / "memory" / "patterns.jsonl")} == set(price_paths)
+    assert {*expected, rel(patterns)} == set(price_paths)
+    assert {rel(lessons), rel(patterns)} == set(lessons_paths)
     assert site.git("status", "--porcelain", "--", "_data") == ""
     assert reputation(site) == whole
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from datetime import datetime
@@ -27,7 +27,7 @@ from feedbackd.core.changes import Change, Remove
 from feedbackd.core.commitmsg import TRANSACTION_KEY
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.ratings.memory import PATTERNS, memory_file, rental_memories
+from feedbackd.core.ratings.memory import PATTERNS, MemoryRecord, memory_file, rental_memories
 from feedbackd.core.ratings.plans import plan_rating, rating_commit
 from feedbackd.core.ratings.priceledger import parse_price_ledger
 from feedbackd.core.ratings.ratings import (
@@ -304,8 +304,7 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
         return []
     # Only these are looked at: git status over all agents reads every draft's file.
     changed = repo.listings.changed_paths(*paths)
-    priced = {rel.rsplit("/", 1)[0] for rel in changed if rel.endswith("/pricing.jsonl")}
-    logs = [workspace.root / rel for rel in changed if _is_rental_log(rel, priced)]
+    logs = [workspace.root / rel for rel in changed if _is_rental_log(rel)]
     # The buyer's memory a killed submit did not write yet (its lines are the rating's too).
     remembered = _complete_memories(runtime, repo, [log for log in logs if _is_rating(log)])
     logs += [path for path in remembered if path not in logs]
@@ -316,10 +315,10 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
 
     event = commit_uncommitted(runtime, repo, pending, completed)
     rated = [event] if event else []
-    price_ledgers = [workspace.root / rel for rel in changed if rel.endswith("/pricing.jsonl")]
+    skill_logs = [workspace.root / rel for rel in changed if _is_skill_log(rel)]
     # The killed command never ran the rules its rating calls for: they run now.
     after = [
-        *_finish_price_changes(runtime, repo, price_ledgers),
+        *_finish_skill_changes(runtime, repo, skill_logs),
         *apply_rules(runtime, repo, rated),
     ]
     return [*rated, *after]
@@ -397,28 +396,50 @@ def _readable_ratings(lines: Sequence[str]) -> list[Rating]:
     return found
 
 
-def _finish_price_changes(runtime: Runtime, repo: GitRepo, ledgers: list[Path]) -> list[Event]:
-    """Price changes a killed pass wrote into `pricing.jsonl` but never committed: the skill's
-    rules run again, and they complete the change first (no buyer may rate it soon)."""
+def _finish_skill_changes(runtime: Runtime, repo: GitRepo, logs: list[Path]) -> list[Event]:
+    """Self-optimisation changes a killed pass began but never committed (a line in
+    `pricing.jsonl`, a record in the `patterns` memory): the skill's rules run again, and they
+    complete the change first (no buyer may rate it soon)."""
     workspace = runtime.workspace
-    events = []
-    for ledger in ledgers:
-        appended = appended_since_head(repo, workspace, ledger)
-        agent = ledger.relative_to(workspace.agents_dir).parts[0]
-        skills = {record.skill for record in parse_price_ledger("\n".join(appended))}
-        for skill in sorted(skills):
-            events += rules_hook(runtime, repo, agent, skill, utcnow())
-    return events
+    begun = set()
+    for log_path in logs:
+        appended = appended_since_head(repo, workspace, log_path)
+        agent = log_path.relative_to(workspace.agents_dir).parts[0]
+        begun |= {(agent, skill) for skill in _skills_named(log_path, appended)}
+    now = utcnow()
+    return [
+        event
+        for agent, skill in sorted(begun)
+        for event in rules_hook(runtime, repo, agent, skill, now)
+    ]
 
 
-def _is_rental_log(rel: str, priced: Collection[str] = ()) -> bool:
-    """A rating log or a memory file. The `patterns` memory of an agent whose price change is
-    not committed yet (`priced`: the agent folders) is left to that change, whose commit holds
-    its memory record (`_finish_price_changes`)."""
+def _skills_named(log_path: Path, appended: list[str]) -> set[str]:
+    """The skills whose changes the lines appended to a price ledger or `patterns` name."""
+    if log_path.name == "pricing.jsonl":
+        return {record.skill for record in parse_price_ledger("\n".join(appended))}
+    skills = set()
+    for line in appended:
+        try:
+            subject = MemoryRecord.model_validate_json(line).subject
+        except ValueError:
+            continue  # a damaged line names nothing
+        if subject is not None and is_valid_id(subject):
+            skills.add(subject)
+    return skills
+
+
+def _is_rental_log(rel: str) -> bool:
+    """A rating log or the buyer's memory of rentals; not the `patterns` memory, which only
+    self-optimisation writes and whose commits hold it (`_finish_skill_changes`)."""
     parts = rel.split("/")
-    if rel.endswith(f"/memory/{PATTERNS}.jsonl") and rel.rsplit("/", 2)[0] in priced:
+    if _is_skill_log(rel):
         return False
     return rel.endswith(".jsonl") and ("ratings" in parts or "memory" in parts)
+
+
+def _is_skill_log(rel: str) -> bool:
+    return rel.endswith(("/pricing.jsonl", f"/memory/{PATTERNS}.jsonl"))
 
 
 def _is_rating(path: Path) -> bool:

@@ -254,31 +254,71 @@ class SkillPass:
     def _apply_lessons(self, finding: QualityFinding) -> bool:
         """Rewrite the skill's lessons file when its text changes; True when it did."""
         text = render_lessons(finding.lessons)
-        path = self.agent.skill_prompt(self.skill)
         before = read_lessons(self.agent, self.skill)
-        if not text or before == text:
+        if not text:
             return False
-        rel = self.runtime.workspace.relative(path)
-        noun = "lesson" if len(finding.lessons) == 1 else "lessons"
-        what = f"{len(finding.lessons)} {noun} in {rel} ({lessons_in_brief(finding.lessons)})"
-        ratings = "rating" if finding.low_count == 1 else "ratings"
-        summary = f"{len(finding.lessons)} {noun} from {finding.low_count} low {ratings}"
-        details = {"what": "lessons", "path": rel, "lessons": lessons_as_json(finding.lessons)}
+        if before == text:
+            self._finish_lessons(finding, text)
+            return False
+        summary, details = self._lessons_summary(finding), self._lessons_details(finding)
         if self.dry_run:
             self._record("optimize", summary, finding.why, None, details)
             return True
+        sha = self._commit_lessons(finding, text, before or "", stored=False)
+        self._record("optimize", summary, finding.why, sha, details)
+        return True
+
+    def _finish_lessons(self, finding: QualityFinding, text: str) -> None:
+        """Commit the lessons file that a pass killed before its commit wrote: its memory
+        record too (unless written already), as the uninterrupted pass would have."""
+        if self.dry_run or self.repo is None:
+            return
+        rel = self.runtime.workspace.relative(self.agent.skill_prompt(self.skill))
+        committed = self.repo.file_at_head(rel)
+        before = committed.decode("utf-8", errors="replace") if committed is not None else ""
+        if before == text:
+            return
+        log.info("%s/%s: completing an interrupted lessons change", self.agent.agent_id, self.skill)
+        self._commit_lessons(finding, text, before, stored=True)
+
+    def _commit_lessons(
+        self, finding: QualityFinding, text: str, before: str, *, stored: bool
+    ) -> str | None:
+        """The lessons file (unless `stored`), the memory of why, one `optimize` commit."""
+        path = self.agent.skill_prompt(self.skill)
+        rel = self.runtime.workspace.relative(path)
+        noun = "lesson" if len(finding.lessons) == 1 else "lessons"
+        what = f"{len(finding.lessons)} {noun} in {rel} ({lessons_in_brief(finding.lessons)})"
         # Its id is what the change is, as a price cut's: machines that draw the same lessons
         # from the same ratings (each after a pull) make one record, and one commit survives.
-        record_id = derived_id(MEMORY_RECORD, "lessons", self.skill, before or "", text)
+        record_id = derived_id(MEMORY_RECORD, "lessons", self.skill, before, text)
         why = f"Skill {self.skill} adjusted: {what} because {finding.why}"
         body = [
             f"- why: {finding.why}",
             f"- lessons: {rel}",
             *(f'- "{lesson.text}" ({lesson.count}×)' for lesson in finding.lessons),
         ]
-        sha = self._optimize(Write(path, text), self._memory(why, record_id), (summary, body))
-        self._record("optimize", summary, finding.why, sha, details)
-        return True
+        remembered = has_memory_line(self.patterns_path, record_id)
+        change = plan_optimization(
+            self.agent,
+            self.skill,
+            Write(path, text),
+            self._memory(why, record_id),
+            self.patterns_path,
+            (self._lessons_summary(finding), body),
+            stored=stored,
+            remembered=remembered,
+        )
+        return self._apply(change)
+
+    def _lessons_summary(self, finding: QualityFinding) -> str:
+        noun = "lesson" if len(finding.lessons) == 1 else "lessons"
+        ratings = "rating" if finding.low_count == 1 else "ratings"
+        return f"{len(finding.lessons)} {noun} from {finding.low_count} low {ratings}"
+
+    def _lessons_details(self, finding: QualityFinding) -> dict[str, Any]:
+        rel = self.runtime.workspace.relative(self.agent.skill_prompt(self.skill))
+        return {"what": "lessons", "path": rel, "lessons": lessons_as_json(finding.lessons)}
 
     def _ask_optimizer(self, finding: QualityFinding, ratings: Sequence[AnyRating]) -> None:
         command = self.settings.optimizer.command

@@ -154,14 +154,21 @@ def plan_optimization(
     memory: MemoryRecord,
     patterns: Path,
     message: tuple[str, Sequence[str]],
+    *,
+    stored: bool = False,
+    remembered: bool = False,
 ) -> Change:
-    """A skill's lessons file or SOUL.md rewritten, and the provider's memory of why, in one
-    `optimize` commit whose `message` is (summary, body)."""
+    """A skill's lessons file or SOUL.md rewritten (unless `stored`: a killed pass wrote it),
+    and the provider's memory of why (unless `remembered`), in one `optimize` commit whose
+    `message` is (summary, body)."""
     summary, body = message
     commit = CommitRequest(
         "optimize", agent.agent_id, summary, [written.path, patterns], skill=skill, body=body
     )
-    return Change(commit, (written, Append(patterns, memory.line())))
+    actions: list[Action] = [] if stored else [written]
+    if not remembered:
+        actions.append(Append(patterns, memory.line()))
+    return Change(commit, tuple(actions))
 
 
 def skill_memory(
