@@ -19,9 +19,9 @@ from pydantic import (
     field_validator,
 )
 
-from feedbackd.core import yamlio
 from feedbackd.core.errors import ConfigError, UsageError
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, MAX_ENTRIES_LIMIT
+from feedbackd.core.formats import yamlio
 from feedbackd.core.ids import ID_PATTERN
 from feedbackd.core.people import FEEDBACKD_PERSON
 from feedbackd.core.ratingwords import CostValue, Quality

@@ -141,6 +141,13 @@ class RatingStore:
 
     def append(self, r: Rating) -> Path:
         """Store a new rating; a transaction that was already rated is refused."""
+        self.refuse_rated(r)
+        path = self.path_for(r)
+        append_line(path, rating_line(r))
+        return path
+
+    def refuse_rated(self, r: Rating) -> None:
+        """AlreadySubmitted when the rating's transaction was rated already."""
         earlier = self.where_rated(r.transaction_id)
         if earlier is not None:
             raise AlreadySubmitted(
@@ -148,9 +155,6 @@ class RatingStore:
                 f" (in {self.workspace.relative(earlier)})",
                 hint="each rental is rated once; a new rental has a new transaction_id",
             )
-        path = self.path_for(r)
-        append_line(path, rating_line(r))
-        return path
 
     def ratings(
         self,

@@ -30,8 +30,8 @@ from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.exportrows import STREAMED
 from feedbackd.core.curation.feedback import check_record
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback, UsageError
+from feedbackd.core.formats.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.ratings.records import InvalidRating, parse_rating
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.wording import counted

@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import (
@@ -29,7 +30,7 @@ from feedbackd.app.commits.ledgers import (
     not_in_head,
 )
 from feedbackd.app.commits.openrepo import open_repo_for_writing
-from feedbackd.app.commits.recording import CommitRequest
+from feedbackd.app.commits.recording import CommitRequest, write_change
 from feedbackd.app.curation import agentrename
 from feedbackd.app.curation.agentread import (
     AgentReader,
@@ -40,7 +41,7 @@ from feedbackd.app.curation.agentread import (
 from feedbackd.app.curation.draftmemory import remember_drafts
 from feedbackd.app.report import Report
 from feedbackd.app.workspace import problems
-from feedbackd.app.workspace.agentfiles import append_record, read_forgotten_text, read_ledger
+from feedbackd.app.workspace.agentfiles import read_forgotten_text, read_ledger
 from feedbackd.app.workspace.problems import Problem
 from feedbackd.app.workspace.runtime import Runtime, choose_author
 from feedbackd.app.workspace.told import FileKey, file_key
@@ -310,26 +311,9 @@ class AgentPass:
             self._write_step(step)
 
     def _write_step(self, step: Step) -> None:
-        for write in step.writes:
-            atomic_write_text(write.path, write.text, within=self.agent.root)
-        for path in step.removes:
-            path.unlink(missing_ok=True)
-        for record in step.ledger:
-            append_record(self.agent.decisions, record)
-        commit = step.commit
-        self._commit(
-            CommitRequest(
-                commit.event,
-                self.agent.agent_id,
-                commit.summary,
-                commit.paths,
-                commit.author or self.runtime.committer,  # none: feedbackd's act (draft, sync)
-                item=commit.item,
-                body=commit.body,
-                trailers=commit.trailers,
-                within=self.agent.root,
-            )
-        )
+        write_change(step.change(self.agent.decisions), atomic_write_text)
+        # No author: feedbackd's act (a draft, a sync), in the workspace's name.
+        self._commit(replace(step.commit, author=step.commit.author or self.runtime.committer))
 
     def _commit(self, change: CommitRequest) -> None:
         # The decided files too: a pass then sees, without asking git, that they are unchanged.

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedbackd.core.jsontext import dumps_json
+from feedbackd.core.formats.jsontext import dumps_json
 from feedbackd.core.timeutil import iso_ms, parse_iso
 from feedbackd.core.wording import noun
 from feedbackd.edges.clock import utcnow

@@ -8,10 +8,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from feedbackd.core import yamlio
 from feedbackd.core.curation.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTINGS
 from feedbackd.core.curation.webhouseitems import DEFAULT_QUEUE_FILE
 from feedbackd.core.errors import ConfigError, WorkspaceError
+from feedbackd.core.formats import yamlio
 from feedbackd.core.people import FEEDBACKD_PERSON, Person
 from feedbackd.core.workspacepaths import ERROR_SUFFIX, STATE_DIR
 from feedbackd.edges.files import (

@@ -20,13 +20,13 @@ from dataclasses import dataclass
 from string import Formatter
 from typing import Any, Literal
 
-from feedbackd.core import yamlio
 from feedbackd.core.commitmsg import AGENT_KEY, EVENT_KEY, ITEM_KEY, RENAMED_FROM_KEY
 from feedbackd.core.curation.decisions import parse_record
 from feedbackd.core.curation.feedback import Identity
 from feedbackd.core.curation.items import Correction, Item, diff_content
 from feedbackd.core.curation.learningcurve import Tally
 from feedbackd.core.errors import UsageError
+from feedbackd.core.formats import yamlio
 from feedbackd.core.timeutil import canonical_iso_ms
 from feedbackd.core.wording import quoted
 

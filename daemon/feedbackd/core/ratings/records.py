@@ -29,8 +29,8 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.formats.jsontext import json_kind, load_strict_json
 from feedbackd.core.ids import ID_RULE, is_valid_id
-from feedbackd.core.jsontext import json_kind, load_strict_json
 from feedbackd.core.ratingwords import COST_VALUES as COST_VALUES
 from feedbackd.core.ratingwords import FAILED_QUALITIES as FAILED_QUALITIES
 from feedbackd.core.ratingwords import QUALITIES as QUALITIES

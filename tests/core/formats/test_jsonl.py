@@ -14,7 +14,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from feedbackd.core.curation.decisions import new_record, parse_ledger
-from feedbackd.core.jsonl import parse_jsonl
+from feedbackd.core.formats.jsonl import parse_jsonl
 from feedbackd.edges.randomness import random_chars
 
 

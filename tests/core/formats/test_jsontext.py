@@ -1,4 +1,4 @@
-"""One way for a value to say itself as JSON (core/jsontext.py): a method named `to_json`
+"""One way for a value to say itself as JSON (core/formats/jsontext.py): a method named `to_json`
 that returns the object, on every value the package prints, answers or keeps as JSON."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from feedbackd.app.daemon.statusfile import PassProgress
 from feedbackd.core.curation.learningcurve import Tally
 from feedbackd.core.errors import PathProblem
-from feedbackd.core.jsontext import ToJson
+from feedbackd.core.formats.jsontext import ToJson
 from tests.repo_kit import PACKAGE
 
 OTHER_NAMES = frozenset({"as_json", "json", "to_dict", "as_dict", "asdict", "dict"})
