@@ -5,15 +5,22 @@ Each tool runs in a worker thread (the SDK runs plain functions so): the reads a
 app/commands take files, git and the workspace's write lock as the commands do. A refusal of
 feedbackd's (a bad argument, an unknown agent, a repeated transaction, a busy workspace) is a
 tool error carrying the command line's code and message, and the server goes on serving.
+
+A host waits for the server's first answer before it offers the tools, and the SDK alone takes
+most of a second to import: what the tools run (app/commands, and numpy for lessons_for) is
+imported in a thread as the server starts, while it answers the host, as the command line
+imports a command's machinery when the command runs.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
@@ -22,12 +29,8 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import Field, ValidationError
 
 from feedbackd import __version__
-from feedbackd.app.commands import learning, queries
-from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import DiskFull, FeedbackdError, InternalError, NotFound, UsageError
 from feedbackd.edges.files import NO_SPACE
-from feedbackd.mcp import answers
-from feedbackd.mcp.answers import Answer
 from feedbackd.mcp.shapes import (
     Entry,
     Ratings,
@@ -39,9 +42,13 @@ from feedbackd.mcp.shapes import (
     Why,
 )
 
+if TYPE_CHECKING:
+    from feedbackd.app.workspace.runtime import Runtime
+    from feedbackd.mcp.answers import Answer
+
 log = logging.getLogger("feedbackd")
-Opener = Callable[[], Runtime]  # the workspace as it is now (its settings read again if changed)
-Work = Callable[[Runtime], Answer]
+Opener = Callable[[], "Runtime"]  # the workspace as it is now (settings read again if changed)
+Work = Callable[["Runtime"], "Answer"]
 F = TypeVar("F", bound=Callable[..., CallToolResult])
 
 AgentArg = Annotated[str, Field(description="Agent id (a folder under _data/agents/).")]
@@ -99,7 +106,15 @@ def build_server(opener: Opener, allow_writes: bool) -> MCPServer[Any]:
         _write_tools(server, call)
     _resources(server, opener)
     _prompts(server, opener)
+    threading.Thread(target=_machinery, name="mcp-imports", daemon=True).start()
     return server
+
+
+def _machinery() -> None:
+    """Import what the tools run, so that the first call finds it loaded (a call that comes
+    sooner waits for the import, as Python's import lock has it)."""
+    for module in ("feedbackd.mcp.answers", "feedbackd.app.commands.promptfor"):
+        importlib.import_module(module)
 
 
 @contextmanager
@@ -169,6 +184,8 @@ def _snippet_tools(server: MCPServer[Any], call: Callable[[Work], CallToolResult
     ) -> Annotated[CallToolResult, Snippet]:
         """The agent's prompt snippet with the past corrections most relevant to this task, the
         most relevant last (`feedbackd prompt AGENT --for -`). Call it before the task."""
+        from feedbackd.mcp import answers
+
         return call(lambda runtime: answers.lessons_for(runtime, agent, task, limit))
 
     @_tool(server, READS)
@@ -180,12 +197,16 @@ def _snippet_tools(server: MCPServer[Any], call: Callable[[Work], CallToolResult
         ] = None,
     ) -> Annotated[CallToolResult, Snippet]:
         """The agent's prompt snippet, its last corrections (`feedbackd prompt AGENT [--at]`)."""
+        from feedbackd.mcp import answers
+
         return call(lambda runtime: answers.snippet(runtime, agent, at))
 
     @_tool(server, READS)
     def why(agent: AgentArg) -> Annotated[CallToolResult, Why]:
         """Where each example and note of the snippet came from: its decision commit, item,
         field and curator (`feedbackd why AGENT`)."""
+        from feedbackd.mcp import answers
+
         return call(lambda runtime: answers.why(runtime, agent))
 
 
@@ -196,6 +217,8 @@ def _feedback_tools(server: MCPServer[Any], call: Callable[[Work], CallToolResul
         limit: Annotated[int, Field(description="How many entries, newest first.")] = 5,
     ) -> Annotated[CallToolResult, Recent]:
         """The agent's recent feedback entries, newest first (`feedbackd recent AGENT`)."""
+        from feedbackd.mcp import answers
+
         return call(lambda runtime: answers.recent_feedback(runtime, agent, limit))
 
     @_tool(server, READS)
@@ -206,6 +229,8 @@ def _feedback_tools(server: MCPServer[Any], call: Callable[[Work], CallToolResul
     ) -> Annotated[CallToolResult, Stats]:
         """Is the agent learning? Decisions, unedited approvals, corrections and rejections per
         period and in total (`feedbackd stats AGENT`)."""
+        from feedbackd.mcp import answers
+
         return call(lambda runtime: answers.stats(runtime, agent, by, since))
 
 
@@ -219,6 +244,8 @@ def _rating_tools(server: MCPServer[Any], call: Callable[[Work], CallToolResult]
     ) -> Annotated[CallToolResult, Ratings]:
         """A skill's ratings, newest first, with averages and the reputation score
         (`feedbackd feedback list --skill SKILL`)."""
+        from feedbackd.mcp import answers
+
         return call(lambda runtime: answers.list_ratings(runtime, skill_id, agent, since, limit))
 
     @_tool(server, READS)
@@ -228,6 +255,8 @@ def _rating_tools(server: MCPServer[Any], call: Callable[[Work], CallToolResult]
     ) -> Annotated[CallToolResult, Reputation]:
         """A provider's reputation score (0-1), overall and per skill, compatible with
         AgentBnB's registry (`feedbackd reputation AGENT`)."""
+        from feedbackd.mcp import answers
+
         return call(lambda runtime: answers.reputation(runtime, agent, skill))
 
 
@@ -246,6 +275,8 @@ def _write_tools(server: MCPServer[Any], call: Callable[[Work], CallToolResult])
     ) -> Annotated[CallToolResult, Received]:
         """Record a buyer's rating of a rental (one commit), as `POST /api/feedback` does; a
         second rating of the same transaction_id is refused (feedback_already_submitted)."""
+        from feedbackd.mcp import answers
+
         return call(lambda runtime: answers.submit_rating(runtime, rating))
 
     @_tool(server, WRITES)
@@ -259,6 +290,8 @@ def _write_tools(server: MCPServer[Any], call: Callable[[Work], CallToolResult])
         notes: Annotated[str | None, Field(description="Why (a rejection needs it).")] = None,
     ) -> Annotated[CallToolResult, Entry]:
         """Record one feedback entry and commit it (`feedbackd record AGENT --json`)."""
+        from feedbackd.mcp import answers
+
         given = {"type": type, "queueItemId": queueItemId, "field": field}
         given |= {"original": original, "corrected": corrected, "notes": notes}
         return call(lambda runtime: answers.record_feedback(runtime, agent, given))
@@ -270,13 +303,17 @@ def _resources(server: MCPServer[Any], opener: Opener) -> None:
     )
     def snippet_text(agent: str) -> str:
         """The agent's prompt snippet as it reads it (prompt/feedback.md)."""
-        text: str = _read(lambda: queries.prompt_text(opener(), agent))
+        from feedbackd.app.commands.queries import prompt_text
+
+        text: str = _read(lambda: prompt_text(opener(), agent))
         return text
 
     @server.resource("feedbackd://agents/{agent}/stats", mime_type="application/json", name="stats")
     def stats_json(agent: str) -> str:
         """Is the agent learning? `feedbackd stats AGENT --json`."""
-        report = _read(lambda: learning.agent_stats(opener(), agent))
+        from feedbackd.app.commands.learning import agent_stats
+
+        report = _read(lambda: agent_stats(opener(), agent))
         return json.dumps(report, ensure_ascii=False)
 
 
@@ -295,5 +332,7 @@ def _prompts(server: MCPServer[Any], opener: Opener) -> None:
     def learn_from_feedback(agent: str, task: str) -> list[UserMessage]:
         """The lessons curators taught the agent that fit the task (lessons_for's text), as a
         user message to put before the task."""
+        from feedbackd.mcp import answers
+
         answer = _read(lambda: answers.lessons_for(opener(), agent, task, None))
         return [UserMessage(answer.shown())]
