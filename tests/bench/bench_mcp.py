@@ -12,7 +12,9 @@ and spoken to by the SDK's own client over the process's standard input and outp
 - `--calls` calls after it, each with another task, timed from the client's call to its answer
   (the JSON-RPC round trip included): p50 and p95.
 
-Each answer's last example must be the task's own lesson. Exits 1 when a target is missed.
+Beside them, in the same run, the floors of a start-up: `python -c pass`, and a process that only
+imports the SDK's server (`import mcp.server.mcpserver`), start to exit. Each answer's last example
+must be the task's own lesson. Exits 1 when a target is missed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -44,10 +47,21 @@ async def start_ups(root: Path, count: int) -> list[float]:
     times = []
     for _ in range(count):
         started = time.perf_counter()
-        async with Client(server(root), mode="legacy") as client:
+        # The handshake of protocol versions a host speaks today (initialize), as the start.
+        async with Client(server(root), mode="legacy"):
             times.append(time.perf_counter() - started)
-            await client.send_ping()
     return times
+
+
+def floors(count: int) -> tuple[list[float], list[float]]:
+    """`python -c pass` and a process importing the SDK's server, start to exit."""
+    bare, sdk = [], []
+    for _ in range(count):
+        for code, times in (("pass", bare), ("import mcp.server.mcpserver", sdk)):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", code], check=True)
+            times.append(time.perf_counter() - started)
+    return bare, sdk
 
 
 async def calls(root: Path, tasks: list[tuple[int, str]]) -> tuple[float, list[float]]:
@@ -86,10 +100,13 @@ def run(work: Path, args: argparse.Namespace) -> bool:
     while len(tasks) < args.calls + 1:  # the 64 tasks again, in another order
         tasks += rng.sample(tasks[:64], 64)
     starts = anyio.run(start_ups, root, args.starts)
+    bare, sdk = floors(args.starts)
     first, after = anyio.run(calls, root, tasks[: args.calls + 1])
     p50, p95, start = percentile(after, 0.5), percentile(after, 0.95), statistics.median(starts)
     print(f"feedbackd mcp over stdio, lessons_for among {args.entries:,} lessons")
     print(f"{'start-up to the first answer, median of ' + str(args.starts):44}{ms(start)}")
+    print(f"{'  floor: python -c pass':44}{ms(statistics.median(bare))}")
+    print(f"{'  floor: import mcp.server.mcpserver':44}{ms(statistics.median(sdk))}")
     print(f"{'first lessons_for (reads items, builds index)':44}{ms(first)}")
     print(f"{f'{len(after)} calls after the first: p50':44}{ms(p50)}")
     print(f"{'                              p95':44}{ms(p95)}")
