@@ -5,6 +5,7 @@ the command refuses, with its code and message, while the server goes on serving
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +274,22 @@ def test_without_writes_the_write_tools_are_not_offered(built: Path) -> None:
     names, refused = run(main)
     assert names == TOOLS
     assert refused.is_error and "record_feedback" in refused.content[0].text
+
+
+def test_the_docs_show_the_host_configuration_and_a_call_of_each_tool(built: Path) -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "mcp.md").read_text(encoding="utf-8")
+    first = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    expected = {"command": "feedbackd", "args": ["-w", "/path/to/workspace", "mcp"]}
+    assert first["mcpServers"]["feedbackd"] == expected
+
+    async def main() -> Any:
+        async with in_process(built) as client:
+            return (await client.list_tools()).tools
+
+    schemas = {tool.name: tool.input_schema for tool in run(main)}
+    sections = dict(re.findall(r"\n### (\w+)[^\n]*\n(.*?)(?=\n## |\n### |\Z)", text, re.S))
+    assert set(sections) == set(schemas)
+    for name, section in sections.items():
+        asked = json.loads(section.split("```json\n", 1)[1].split("```", 1)[0])
+        assert set(asked) <= set(schemas[name]["properties"]), name
+        assert set(schemas[name].get("required", [])) <= set(asked), name

@@ -285,6 +285,7 @@ class Settings(BaseModel):
         "pricing",
         "optimizer",
         "http",
+        "mcp",
         "webhouse",
         "export",
         "eval",
