@@ -20,7 +20,7 @@ from mcp.types import CallToolResult
 
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.websafety import parse_listen
-from feedbackd.mcp.http import PATH, McpHttp
+from feedbackd.mcp.mounted import PATH, LazyMcp
 from feedbackd.mcp.opening import Opener
 from feedbackd.mcp.server import build_server
 from feedbackd.web.server import application
@@ -52,7 +52,7 @@ def served_app(root: Path) -> Any:
     launch.py mounts it, behind the guard."""
     runtime = Runtime.open(str(root), None)
     app, _ = application(
-        runtime, None, parse_listen(LISTEN, "--listen"), {PATH: McpHttp(runtime, None)}
+        runtime, None, parse_listen(LISTEN, "--listen"), {PATH: LazyMcp(runtime, None)}
     )
     return app
 

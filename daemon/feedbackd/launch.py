@@ -50,10 +50,10 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
 def _serve_http(runtime: Runtime, config: str | None, listen: str | None) -> int:
     """`feedbackd serve`: the HTTP face, imported only by this command (Starlette and uvicorn
     would slow every other command's start)."""
-    from feedbackd.mcp.http import PATH, McpHttp
+    from feedbackd.mcp.mounted import PATH, LazyMcp
     from feedbackd.web.server import serve
 
-    return serve(runtime, config, listen, {PATH: McpHttp(runtime, config)})
+    return serve(runtime, config, listen, {PATH: LazyMcp(runtime, config)})
 
 
 def _serve_mcp(runtime: Runtime, config: str | None) -> int:

@@ -1,6 +1,6 @@
 """`/mcp` on `feedbackd serve`: the MCP server over Streamable HTTP, an ASGI app that launch.py
-hands to the web face, whose guard puts SPEC section 12's rules (Host, Origin, token, the
-1 MiB body) in front of it as in front of every route.
+hands to the web face (built by the first request: mounted.py), whose guard puts SPEC section
+12's rules (Host, Origin, token, the 1 MiB body) in front of it as in front of every route.
 
 Stateless, with JSON answers: each POST is one exchange, answered as one JSON body, so no
 session outlives its request and no stream stays open (the guard has read the body whole
@@ -17,6 +17,7 @@ from typing import Any
 from mcp.server.transport_security import TransportSecuritySettings
 
 from feedbackd.app.workspace.runtime import Runtime
+from feedbackd.mcp.mounted import PATH
 from feedbackd.mcp.opening import Opener
 from feedbackd.mcp.server import build_server
 
@@ -24,7 +25,6 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-PATH = "/mcp"
 
 
 class McpHttp:
