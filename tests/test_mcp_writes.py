@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
+from feedbackd.app.commands import queries
 from feedbackd.edges.instance import WriteLock
 from tests.mcp_kit import answer, cli_json, in_process, refusal, run
 from tests.workspace_kit import Site, draft
@@ -147,3 +148,47 @@ def test_a_hundred_calls_at_once_are_each_answered_and_written_once(site: Site) 
     assert site.git("status", "--porcelain") == ""
     subjects = site.git("log", "--format=%s").splitlines()
     assert sum(subject.startswith("record(writer)") for subject in subjects) == len(notes)
+
+
+def test_an_edited_configuration_counts_at_the_next_call(site: Site) -> None:
+    for n in range(3):
+        edit = {**EDIT, "original": f"Old {n}", "corrected": f"New {n}"}
+        site.cli("record", "writer", "--json", json.dumps(edit))
+
+    async def main() -> list[Any]:
+        async with in_process(site.root) as client:
+            before = await client.call_tool("snippet", {"agent": "writer"})
+            site.configure("prompt:\n  max_examples: 1\n")
+            after = await client.call_tool("snippet", {"agent": "writer"})
+            return [before, after]
+
+    before, after = run(main)
+    assert len(answer(before)["examples"]) == 3 and len(answer(after)["examples"]) == 1
+    (out_of_range,) = calls(
+        site.root, ("lessons_for", {"agent": "writer", "task": "x", "limit": 101})
+    )
+    assert refusal(out_of_range) == ("usage", "limit 101 is out of range (give 0 to 100 examples)")
+
+
+@pytest.mark.parametrize(
+    ("raised", "said"),
+    [
+        (OSError(28, "No space left on device"), "disk_full"),
+        (OSError(5, "Input/output error"), "internal"),
+        (RuntimeError("a bug"), "internal"),
+    ],
+)
+def test_a_failure_beyond_feedbackd_refusals_is_a_tool_error_and_the_server_goes_on(
+    site: Site, monkeypatch: pytest.MonkeyPatch, raised: Exception, said: str
+) -> None:
+    def failing(*args: Any) -> Any:
+        raise raised
+
+    monkeypatch.setattr(queries, "recent_feedback", failing)
+    failed, fine = calls(
+        site.root,
+        ("recent_feedback", {"agent": "writer"}),
+        ("why", {"agent": "writer"}),
+    )
+    assert refusal(failed)[0] == said
+    assert answer(fine)["agent"] == "writer"
