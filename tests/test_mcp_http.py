@@ -110,3 +110,14 @@ def test_with_a_token_mcp_needs_it_and_answers_401_without(
     assert wrong.status_code == 401
     names, asked = listed_and_asked(app, {"Authorization": f"Bearer {TOKEN}"})
     assert "lessons_for" in names and answer(asked)["agent"] == "writer"
+
+
+def test_a_task_of_a_megabyte_is_answered_over_http(site: Site) -> None:
+    words = "typescript generics title post "
+    task = (words * (1_000_000 // len(words) + 1))[:1_000_000]
+
+    async def main() -> Any:
+        async with over_http(served_app(site.root)) as client:
+            return await client.call_tool("lessons_for", {"agent": "writer", "task": task})
+
+    assert "Typed generics" in answer(run(main))["text"]
