@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 
-from tests.mcp_kit import BASE, answer, cli_json, http_client, over_http, run, served_app
+from tests.mcp_kit import (
+    BASE,
+    answer,
+    cli_json,
+    http_client,
+    over_http,
+    refusal,
+    run,
+    served_app,
+)
 from tests.workspace_kit import Site, draft
 
 TOKEN = "t0ken-" + "x" * 40
@@ -121,3 +130,16 @@ def test_a_task_of_a_megabyte_is_answered_over_http(site: Site) -> None:
             return await client.call_tool("lessons_for", {"agent": "writer", "task": task})
 
     assert "Typed generics" in answer(run(main))["text"]
+
+
+def test_a_refusal_over_http_names_no_folder_of_the_server(site: Site) -> None:
+    app = served_app(site.root)
+    site.configure("prompt:\n  max_examples: lots\n")  # broken after the server started
+
+    async def main() -> Any:
+        async with over_http(app) as client:
+            return await client.call_tool("why", {"agent": "writer"})
+
+    code, message = refusal(run(main))
+    assert code == "config_error" and "feedbackd.yaml" in message
+    assert str(site.root) not in message and str(site.root.resolve()) not in message

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -31,9 +32,9 @@ class McpHttp:
     """The ASGI app of `/mcp`. The SDK's session manager runs in a task of the server's event
     loop, started by the first request (the server runs no lifespan) and ended with the loop."""
 
-    def __init__(self, runtime: Runtime, config: str | None) -> None:
-        opener = Opener(runtime, config, _waiting_as_http)
-        server = build_server(opener, allow_writes=runtime.settings.mcp.allow_writes is True)
+    def __init__(self, runtime: Runtime, config: str | None, opener: Opener) -> None:
+        allowed = runtime.settings.mcp.allow_writes is True
+        server = build_server(opener, allowed, _without(runtime.workspace.root, config))
         # The web face's guard checks Host and Origin against the listen address and
         # http.public_names; the SDK's own check knows loopback names alone.
         unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -67,5 +68,17 @@ class McpHttp:
             await asyncio.Event().wait()  # until the server's loop ends and cancels it
 
 
-def _waiting_as_http(runtime: Runtime) -> Runtime:
-    return runtime.waiting_at_most(runtime.settings.http.write_wait_s)
+def _without(root: Path, config: str | None) -> Callable[[str], str]:
+    """A message without the server's folders: files named relative to the workspace, the
+    `--config` file by its name (what git or the configuration loader quote names them whole)."""
+    spelled = {f"{str(folder).rstrip('/')}/": "" for folder in (root, root.resolve())}
+    if config:
+        given = Path(config).expanduser()
+        spelled |= {str(name): given.name for name in (given.absolute(), given.resolve(), given)}
+
+    def told(message: str) -> str:
+        for whole, shown in spelled.items():
+            message = message.replace(whole, shown)
+        return message
+
+    return told

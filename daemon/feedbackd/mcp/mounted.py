@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 
 from feedbackd.app.workspace.runtime import Runtime
+from feedbackd.mcp.opening import Opener
 
 if TYPE_CHECKING:
     from feedbackd.mcp.http import McpHttp, Receive, Scope, Send
@@ -25,6 +26,9 @@ class LazyMcp:
     def __init__(self, runtime: Runtime, config: str | None) -> None:
         self.runtime = runtime
         self.config = config
+        # Opened now, beside the runtime: a configuration edited before the first request is
+        # read again by that request, as by every later one.
+        self.opener = Opener(runtime, config, waiting_as_http)
         self._app: McpHttp | None = None
         self._building = asyncio.Lock()
 
@@ -40,4 +44,9 @@ class LazyMcp:
     def _build(self) -> McpHttp:
         from feedbackd.mcp.http import McpHttp
 
-        return McpHttp(self.runtime, self.config)
+        return McpHttp(self.runtime, self.config, self.opener)
+
+
+def waiting_as_http(runtime: Runtime) -> Runtime:
+    """A write over HTTP waits for the workspace lock as long as the HTTP API's do."""
+    return runtime.waiting_at_most(runtime.settings.http.write_wait_s)

@@ -94,11 +94,14 @@ def _arguments_problem(tool: str, error: ValidationError) -> str:
     return f"{tool}: " + "; ".join(problems)
 
 
-def build_server(opener: Opener, allow_writes: bool) -> MCPServer[Any]:
-    """The server of the workspace `opener` opens; the write tools only with `allow_writes`."""
+def build_server(
+    opener: Opener, allow_writes: bool, told: Callable[[str], str] = str
+) -> MCPServer[Any]:
+    """The server of the workspace `opener` opens; the write tools only with `allow_writes`.
+    `told`: a refusal's message as the client reads it (over HTTP, without the server's paths)."""
     with _root_logger_kept():
         server = FeedbackdServer("feedbackd", version=__version__, instructions=INSTRUCTIONS)
-    call = _caller(opener)
+    call = _caller(opener, told)
     _snippet_tools(server, call)
     _feedback_tools(server, call)
     _rating_tools(server, call)
@@ -130,36 +133,42 @@ def _root_logger_kept() -> Iterator[None]:
         root.setLevel(level)
 
 
-def _caller(opener: Opener) -> Callable[[Work], CallToolResult]:
+def _caller(opener: Opener, told: Callable[[str], str]) -> Callable[[Work], CallToolResult]:
     def call(work: Work) -> CallToolResult:
         try:
             answer = work(opener())
         except FeedbackdError as error:
-            return refusal(error)
+            return refusal(error, told)
         except OSError as error:
             return refusal(_os_error(error))
-        except Exception as error:  # a bug: said as the command line says it, the server goes on
+        except Exception:  # a bug: the log has its traceback; the server goes on
             log.exception("internal error in an MCP tool")
-            return refusal(InternalError(f"internal error: {error}"))
+            return refusal(InternalError(UNEXPECTED))
         text = TextContent(type="text", text=answer.shown())
         return CallToolResult(content=[text], structured_content=answer.value)
 
     return call
 
 
-def refusal(error: FeedbackdError) -> CallToolResult:
+def refusal(error: FeedbackdError, told: Callable[[str], str] = str) -> CallToolResult:
     """A tool error: `code: message` as text, `{"error", "message"}` as structured content (the
     command line's `--json` error)."""
-    shown = TextContent(type="text", text=f"{error.code}: {error}")
-    value = {"error": error.code, "message": str(error)}
+    message = told(str(error))
+    shown = TextContent(type="text", text=f"{error.code}: {message}")
+    value = {"error": error.code, "message": message}
     return CallToolResult(content=[shown], structured_content=value, is_error=True)
+
+
+# What a client is told of a failure that is no refusal: the details (a path of the server's
+# disk, a traceback) are the log's, as the HTTP API keeps them.
+UNEXPECTED = "internal error: the server failed unexpectedly; its log has the details"
 
 
 def _os_error(error: OSError) -> FeedbackdError:
     if error.errno in NO_SPACE:
         return DiskFull(f"the disk is full ({error.strerror}); nothing of this call was kept")
     log.error("MCP tool failed: %s", error)
-    return InternalError(f"internal error: {error}")
+    return InternalError(UNEXPECTED)
 
 
 def _tool(server: MCPServer[Any], annotations: ToolAnnotations) -> Callable[[F], F]:
