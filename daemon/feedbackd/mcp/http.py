@@ -18,7 +18,6 @@ from typing import Any
 from mcp.server.transport_security import TransportSecuritySettings
 
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.mcp.mounted import PATH
 from feedbackd.mcp.opening import Opener
 from feedbackd.mcp.server import build_server
 
@@ -32,14 +31,14 @@ class McpHttp:
     """The ASGI app of `/mcp`. The SDK's session manager runs in a task of the server's event
     loop, started by the first request (the server runs no lifespan) and ended with the loop."""
 
-    def __init__(self, runtime: Runtime, config: str | None, opener: Opener) -> None:
+    def __init__(self, runtime: Runtime, config: str | None, opener: Opener, path: str) -> None:
         allowed = runtime.settings.mcp.allow_writes is True
         server = build_server(opener, allowed, _without(runtime.workspace.root, config))
         # The web face's guard checks Host and Origin against the listen address and
         # http.public_names; the SDK's own check knows loopback names alone.
         unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self.app = server.streamable_http_app(
-            streamable_http_path=PATH,
+            streamable_http_path=path,
             json_response=True,
             stateless_http=True,
             transport_security=unchecked,

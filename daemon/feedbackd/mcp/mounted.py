@@ -44,7 +44,7 @@ class LazyMcp:
     def _build(self) -> McpHttp:
         from feedbackd.mcp.http import McpHttp
 
-        return McpHttp(self.runtime, self.config, self.opener)
+        return McpHttp(self.runtime, self.config, self.opener, PATH)
 
 
 def waiting_as_http(runtime: Runtime) -> Runtime:
