@@ -1,4 +1,4 @@
-"""Helpers for the tests of the git edge (tests/test_git*.py): files, messages, counts."""
+"""Helpers for the tests of the git edge (tests/edges/git/): files, messages, counts."""
 
 from __future__ import annotations
 

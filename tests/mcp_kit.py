@@ -22,7 +22,7 @@ from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.websafety import parse_listen
 from feedbackd.mcp.mounted import PATH, LazyMcp
 from feedbackd.mcp.opening import Opener
-from feedbackd.mcp.server import build_server
+from feedbackd.mcp.tools import build_server
 from feedbackd.web.server import application
 from tests.cli_kit import run_cli
 

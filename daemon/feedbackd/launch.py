@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
         from feedbackd.cli.merge_driver import main as merge_driver
 
         return merge_driver(args[1:])
-    from feedbackd.cli.app import main as command_line
     from feedbackd.cli.common import GLOBALS
+    from feedbackd.cli.main import main as command_line
     from feedbackd.cli.output import READER_GONE_EXIT, reader_gone, stop_writing
 
     GLOBALS.serve_http = _serve_http

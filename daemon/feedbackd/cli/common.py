@@ -154,7 +154,7 @@ def report_out(report: Report, as_json: bool, root: Path) -> None:
     if as_json:
         print_json(
             {
-                "events": [event.as_json() for event in report.events],
+                "events": [event.to_json() for event in report.events],
                 "problems": [problem.line(root) for problem in report.problems],
                 "warnings": report.warnings,
             }

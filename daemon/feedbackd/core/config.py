@@ -19,9 +19,9 @@ from pydantic import (
     field_validator,
 )
 
-from feedbackd.core import yamlio
 from feedbackd.core.errors import ConfigError, UsageError
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, MAX_ENTRIES_LIMIT
+from feedbackd.core.formats import yamlio
 from feedbackd.core.ids import ID_PATTERN
 from feedbackd.core.people import FEEDBACKD_PERSON
 from feedbackd.core.ratingwords import CostValue, Quality
@@ -196,7 +196,7 @@ class WebhouseSettings(BaseModel):
 
 
 # What `feedbackd export` asks for, when an item has no prompt, brief or task of its own. Its
-# fields: {id}, {agent}, {collection}, {slug}; core/curation/exports.py fills them.
+# fields: {id}, {agent}, {collection}, {slug}; core/curation/exportrows.py fills them.
 EXPORT_TEMPLATE_FIELDS = ("id", "agent", "collection", "slug")
 
 

@@ -19,7 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.mcp.opening import Opener
-from feedbackd.mcp.server import build_server
+from feedbackd.mcp.tools import build_server
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -8,7 +8,7 @@ import anyio
 
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.mcp.opening import Opener
-from feedbackd.mcp.server import build_server
+from feedbackd.mcp.tools import build_server
 
 
 def serve_stdio(runtime: Runtime, config: str | None) -> int:

@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from feedbackd.app.commands import learning, queries
+from feedbackd.app.commands import learningstats, queries
 from feedbackd.app.daemon.statusfile import pass_times
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.config import HttpSettings
@@ -219,7 +219,7 @@ def build_app(
         runtime = await api.work(site.runtime)
         state = await api.work(lambda: queries.workspace_status(runtime, []))
         passes = await api.work(lambda: pass_times(runtime.workspace.state_dir))
-        ratios = await api.work(lambda: learning.unedited_ratios(runtime))
+        ratios = await api.work(lambda: learningstats.unedited_ratios(runtime))
         lines = [*status_lines(state), *pass_lines(passes), *learning_lines(ratios)]
         text = "\n".join([*lines, *counter.lines()]) + "\n"
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -1,0 +1,91 @@
+"""The Makefile's entry points, as `make -n` plans them on a machine without a virtualenv."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.repo_kit import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+def planned(target: str, venv: Path) -> list[str]:
+    """The commands `make TARGET` would run with its virtualenv at `venv` (not there yet)."""
+    done = subprocess.run(
+        # (under `make check` itself, make would add "Entering directory" lines)
+        ["make", "-n", "--no-print-directory", target, f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def installs(commands: list[str]) -> list[str]:
+    return [command for command in commands if "pip install" in command and "-e" in command]
+
+
+def test_make_run_installs_feedbackd_alone_not_the_dev_tools(tmp_path: Path) -> None:
+    """Starting the demo needs feedbackd's own dependencies, not pytest, mypy or ruff."""
+    (install,) = installs(planned("run", tmp_path / "venv"))
+    assert "[dev]" not in install
+    assert any("feedbackd.cli.demo" in command for command in planned("run", tmp_path / "venv"))
+
+
+def test_make_test_installs_the_dev_tools(tmp_path: Path) -> None:
+    assert any("[dev]" in command for command in installs(planned("test", tmp_path / "venv")))
+
+
+def pytest_runs(commands: list[str]) -> list[str]:
+    """The commands that run pytest, itself or under coverage."""
+    return [
+        command
+        for command in commands
+        if Path(command.split()[0]).name == "pytest" or " -m pytest " in command
+    ]
+
+
+def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path) -> None:
+    commands = planned("test", tmp_path / "venv")
+    (run,) = pytest_runs(commands)
+    assert "coverage run -m pytest" in run and "-n " in run and "slow" not in run
+    combine = next(at for at, command in enumerate(commands) if "coverage combine" in command)
+    report = next(at for at, command in enumerate(commands) if "coverage report" in command)
+    assert commands.index(run) < combine < report
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["coverage"]
+    assert settings["report"]["fail_under"] == 90
+    assert "subprocess" in settings["run"]["patch"] and settings["run"]["parallel"]
+    for step in ("ruff check", "ruff format --check", "lint-imports", "mypy", "chromium"):
+        assert any(step in command for command in commands), step
+
+
+def test_make_check_leaves_out_the_slow_ring_and_coverage(tmp_path: Path) -> None:
+    commands = planned("check", tmp_path / "venv")
+    (run,) = pytest_runs(commands)
+    assert '-m "not slow"' in run and "-n " in run
+    assert not any(Path(command.split()[0]).name == "coverage" for command in commands)
+    for step in ("ruff check", "ruff format --check", "lint-imports", "mypy"):
+        assert any(step in command for command in commands), step
+
+
+def test_the_workers_the_docs_name_are_the_makefiles() -> None:
+    """`WORKERS ?= N` is the one number; the Makefile's header, the README and the
+    architecture notes say it in words."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    (count,) = re.findall(r"(?m)^WORKERS \?= (\d+)$", makefile)
+    word = {"2": "two", "3": "three", "4": "four"}[count]
+    header = makefile.split("\nPYTHON ?=")[0]
+    for name, text in [
+        ("Makefile", header),
+        ("README.md", (ROOT / "README.md").read_text(encoding="utf-8")),
+        ("docs/architecture.md", (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")),
+    ]:
+        said = set(re.findall(r"on (\w+)\s+workers", text))
+        assert said == {word}, f"{name} says the tests run on {said}, WORKERS is {count}"
