@@ -386,6 +386,16 @@ def serve(
 
 @app.command()
 @command
+def mcp() -> None:
+    """Serve the Model Context Protocol over standard input and output, as MCP hosts start a
+    server: agents ask for lessons and ratings with tools (docs/mcp.md)."""
+    if GLOBALS.serve_mcp is None:  # the command line run without its launcher (launch.py)
+        raise UsageError("mcp needs the MCP face", hint="run it as `feedbackd mcp`")
+    raise typer.Exit(GLOBALS.serve_mcp(GLOBALS.runtime(), GLOBALS.config))
+
+
+@app.command()
+@command
 def doctor(as_json: JsonOption = False) -> None:
     """Validate every file of the workspace; exit 1 if a problem is found."""
     from feedbackd.cli.doctor import run_doctor

@@ -169,6 +169,15 @@ class HttpSettings(BaseModel):
         return value
 
 
+class McpSettings(BaseModel):
+    """`feedbackd mcp` and `/mcp` on `feedbackd serve` (SPEC section 16)."""
+
+    model_config = _STRICT
+    # Whether the write tools (submit_rating, record_feedback) are offered. Unset: over standard
+    # input and output (a host that started the server is its user) yes, over HTTP no.
+    allow_writes: bool | None = None
+
+
 class WebhouseSettings(BaseModel):
     """A webhouse CMS site: its curation queue is one JSON file its admin app rewrites."""
 
@@ -238,6 +247,7 @@ class Settings(BaseModel):
     pricing: PricingSettings = Field(default_factory=PricingSettings)
     optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     webhouse: WebhouseSettings = Field(default_factory=WebhouseSettings)
     export: ExportSettings = Field(default_factory=ExportSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
@@ -275,6 +285,7 @@ class Settings(BaseModel):
         "pricing",
         "optimizer",
         "http",
+        "mcp",
         "webhouse",
         "export",
         "eval",
