@@ -11,7 +11,7 @@ often their verdict is the one that was decided.
 
 The two coefficients are computed here, in plain Python, rather than by the `krippendorff`
 package: the core takes no numpy, and `agreement` stays as quick to start as the other
-commands. tests/core/reviews/test_agreement.py checks α against that package's value.
+commands. tests/core/reviews/test_agreementfigures.py checks α against that package's value.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from feedbackd.core.people import Person
-from feedbackd.core.reviews.agreement import agreement, cohen_kappa, nominal_alpha
+from feedbackd.core.reviews.agreementfigures import agreement, cohen_kappa, nominal_alpha
 from feedbackd.core.reviews.reviewlog import ReviewRecord, Verdict
 
 NOW = datetime(2026, 4, 8, 10, 0, tzinfo=UTC)
