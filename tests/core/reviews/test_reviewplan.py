@@ -58,10 +58,17 @@ def review(who: Person, verdict: str, version: Any, minutes: int = 0, tag: int =
     return new_review("qi-1", who, verdict, version, at, lambda a, n: chars)  # type: ignore[arg-type]
 
 
-def plan(who: Person, verdict: str, version: Any, earlier: list[ReviewRecord], required: int = 2):  # type: ignore[no-untyped-def]
+def plan(  # type: ignore[no-untyped-def]
+    who: Person,
+    verdict: str,
+    version: Any,
+    earlier: list[ReviewRecord],
+    required: int = 2,
+    unfinished: frozenset[str] = frozenset(),
+):
     act = ReviewAct("writer", "qi-1", who, verdict, version)  # type: ignore[arg-type]
     later = NOW + timedelta(hours=1)
-    return plan_review(act, earlier, required, PATHS, FIRST, dispute_text, later, draw)
+    return plan_review(act, earlier, required, PATHS, FIRST, dispute_text, later, draw, unfinished)
 
 
 def message(request: Any) -> str:
@@ -171,6 +178,38 @@ def test_a_settled_dispute_names_its_adjudicator_and_the_reviewers() -> None:
     ]
 
 
+# A pass killed after the review's line, before its commit ----------------------------------
+
+
+def test_an_unfinished_review_is_finished_not_refused_nor_written_twice() -> None:
+    mine = review(ADA, "approve", {"title": "Mine"})
+    result = plan(ADA, "approve", {"title": "Mine "}, [mine], unfinished=frozenset({mine.id}))
+    assert isinstance(result, Recorded) and result.review == mine
+    assert not any(isinstance(action, Append) for action in result.change.actions)
+    assert result.change.commit.summary == "qi-1 by Ada (1 of 2)"
+
+
+def test_an_unfinished_review_moved_another_way_is_refused() -> None:
+    mine = review(ADA, "approve", {"title": "Mine"})
+    changed = plan(ADA, "approve", {"title": "Other"}, [mine], unfinished=frozenset({mine.id}))
+    assert isinstance(changed, Refused)
+    assert isinstance(plan(ADA, "reject", "no", [mine], unfinished=frozenset({mine.id})), Refused)
+
+
+def test_a_committed_review_moved_again_the_same_way_is_refused() -> None:
+    mine = review(ADA, "approve", {"title": "Mine"})
+    assert isinstance(plan(ADA, "approve", {"title": "Mine"}, [mine]), Refused)
+
+
+def test_an_unfinished_deciding_review_decides_once() -> None:
+    first, last = review(ADA, "reject", "no"), review(BO, "reject", "nah", 1, tag=1)
+    result = plan(BO, "reject", "nah", [first, last], unfinished=frozenset({last.id}))
+    assert isinstance(result, Deciding) and result.line is None
+    assert isinstance(result.result, Agreed) and result.result.reviewers == (ADA, BO)
+    other = plan(BO, "approve", {"title": "A"}, [review(ADA, "reject", "no"), last])
+    assert isinstance(other, Refused)
+
+
 # Any order of reviews ------------------------------------------------------------------------
 
 CURATORS = [ADA, BO, CY, Person("Di", "di@example.org")]
@@ -208,12 +247,13 @@ def test_each_curator_counts_once_and_agreement_means_the_same_verdict(
         assert len(curators) >= required
 
 
-@given(st.lists(REVIEW, min_size=1, max_size=8), st.integers(2, 4))
+@given(st.lists(REVIEW, min_size=1, max_size=8), st.integers(2, 4), st.lists(st.booleans()))
 def test_reviews_played_one_by_one_refuse_a_repeat_and_end_as_a_whole_set_does(
-    raw: list[tuple[Person, Any, int]], required: int
+    raw: list[tuple[Person, Any, int]], required: int, kills: list[bool]
 ) -> None:
-    """A pass takes reviews one at a time; what it records read back gives the same outcome as
-    the set of reviews that were taken, and nothing is decided before the N-th curator."""
+    """A pass takes reviews one at a time, some killed after the review's line and before its
+    commit (the next pass plans it again): what it records read back gives the same outcome as
+    the set of reviews that were taken, each once, and nothing is decided before the N-th."""
     log: list[ReviewRecord] = []
     for step, (who, version, _) in enumerate(raw):
         verdict = "approve" if isinstance(version, dict) else "reject"
@@ -224,6 +264,15 @@ def test_reviews_played_one_by_one_refuse_a_repeat_and_end_as_a_whole_set_does(
             assert who.email in {r.curator.email for r in log}
             continue
         log.append(result.review)
+        if step < len(kills) and kills[step]:  # killed: the next pass finds the line unfinished
+            unfinished = frozenset({result.review.id})
+            again = plan_review(
+                act, log, required, PATHS, FIRST, dispute_text, at, draw, unfinished
+            )
+            assert not isinstance(again, Refused) and again.review == result.review
+            lines = again.change.actions if isinstance(again, Recorded) else [again.line]
+            assert not any(isinstance(line, Append) for line in lines)
+            result = again
         recorded = read_reviews("\n".join(r.line() for r in log))
         if isinstance(result, Recorded):
             assert len(log) < required

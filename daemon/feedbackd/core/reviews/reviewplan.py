@@ -154,7 +154,7 @@ class Deciding:
 
     review: ReviewRecord
     result: Agreed | Disputed
-    line: Append
+    line: Append | None  # None: the log holds it already (a killed pass's, replayed)
     change: Change | None  # the dispute's; None for an agreement
 
 
@@ -170,22 +170,38 @@ def plan_review(
     dispute_text: Callable[[list[dict[str, Any]]], str],
     now: datetime,
     draw: Draw,
+    unfinished: frozenset[str] = frozenset(),
 ) -> ReviewPlan:
     """The plan of one review. `earlier`: the item's reviews in its current round;
     `first_draft`: the draft's text as first drafted; `dispute_text`: that draft with a
-    `reviews` key of the value given, in the draft's own format."""
+    `reviews` key of the value given, in the draft's own format; `unfinished`: the ids of the
+    log's reviews that HEAD lacks (a pass killed after writing the line, before its commit).
+
+    A curator's review already in the log is refused, unless it is unfinished and this move
+    is that same review: then the rest of it is planned again, and no line is added twice."""
     mine = [r for r in earlier if r.curator.email.lower() == act.curator.email.lower()]
-    if mine:
+    if mine and not _replayed(mine[0], act, unfinished):
         return _refused(act, mine[0], paths, first_draft)
-    review = new_review(act.item, act.curator, act.verdict, act.version, now, draw)
-    result = outcome([*earlier, review], required)
-    line = Append(paths.log, review.line())
+    review = (
+        mine[0] if mine else new_review(act.item, act.curator, act.verdict, act.version, now, draw)
+    )
+    result = outcome([*earlier] if mine else [*earlier, review], required)
+    line = None if mine else Append(paths.log, review.line())
     if isinstance(result, Pending):
-        return Recorded(review, _recorded_change(act, review, result, paths, first_draft))
+        return Recorded(review, _recorded_change(act, result, paths, line, first_draft))
     if isinstance(result, Agreed):
         return Deciding(review, result, line, None)
     text = dispute_text(reviews_key(result.reviews))
     return Deciding(review, result, line, _dispute_change(act, result, paths, line, text))
+
+
+def _replayed(review: ReviewRecord, act: ReviewAct, unfinished: frozenset[str]) -> bool:
+    """The curator's review in the log is this move, written by a pass that did not finish."""
+    if review.id not in unfinished or review.verdict != act.verdict:
+        return False
+    if review.verdict == "reject":
+        return review.notes == act.version
+    return same_version(review.content or {}, act.version)
 
 
 def _refused(act: ReviewAct, mine: ReviewRecord, paths: ReviewPaths, first_draft: str) -> Refused:
@@ -203,7 +219,7 @@ def _moved_away(paths: ReviewPaths, kept: Path) -> tuple[Remove, ...]:
 
 
 def _recorded_change(
-    act: ReviewAct, review: ReviewRecord, pending: Pending, paths: ReviewPaths, first_draft: str
+    act: ReviewAct, pending: Pending, paths: ReviewPaths, line: Append | None, first_draft: str
 ) -> Change:
     number = len(pending.reviews)
     commit = CommitRequest(
@@ -216,13 +232,13 @@ def _recorded_change(
         trailers=((ITEM_KEY, act.item), (VERDICT_KEY, act.verdict)),
         within=paths.log.parent,
     )
-    actions: list[Action] = [Append(paths.log, review.line()), Write(paths.review, first_draft)]
-    actions += _moved_away(paths, paths.review)
+    actions: list[Action] = [line] if line else []
+    actions += [Write(paths.review, first_draft), *_moved_away(paths, paths.review)]
     return Change(commit, tuple(actions))
 
 
 def _dispute_change(
-    act: ReviewAct, dispute: Disputed, paths: ReviewPaths, line: Append, text: str
+    act: ReviewAct, dispute: Disputed, paths: ReviewPaths, line: Append | None, text: str
 ) -> Change:
     commit = CommitRequest(
         event="dispute",
@@ -235,7 +251,8 @@ def _dispute_change(
         trailers=((ITEM_KEY, act.item), *reviewers_trailers(dispute.reviews, co_authors=False)),
         within=paths.log.parent,
     )
-    actions: list[Action] = [line, Write(paths.disputed, text)]
+    actions: list[Action] = [line] if line else []
+    actions.append(Write(paths.disputed, text))
     actions += [Remove(path) for path in _paths(paths.moved, paths.review)]
     return Change(commit, tuple(actions))
 
