@@ -340,3 +340,48 @@ def test_settings_are_frozen() -> None:
     settings: Any = Settings()
     with pytest.raises(ValueError, match="frozen"):
         settings.prompt.max_examples = 9
+
+
+# review: how many curators review a draft (SPEC section 15) -----------------------------------
+
+
+def test_one_curator_reviews_by_default() -> None:
+    settings = parse_settings("", SOURCE)
+    assert settings.review.required == 1
+    assert settings.review.agents == {}
+    assert settings.review.required_for("content-writer") == 1
+
+
+def test_an_agent_may_need_more_curators_than_the_rest() -> None:
+    text = "review:\n  required: 2\n  agents:\n    content-writer: 3\n    seo-bot: 1\n"
+    review = parse_settings(text, SOURCE).review
+    assert review.required_for("content-writer") == 3
+    assert review.required_for("seo-bot") == 1
+    assert review.required_for("anyone-else") == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "line", "why"),
+    [
+        ("review:\n  required: 0\n", "review.required", 2, "greater than or equal to 1"),
+        ("review:\n  required: -2\n", "review.required", 2, "greater than or equal to 1"),
+        ("review:\n  required: two\n", "review.required", 2, "valid integer"),
+        ('review:\n  required: "2"\n', "review.required", 2, "valid integer"),
+        ("review:\n  required: 1.5\n", "review.required", 2, "valid integer"),
+        ("review:\n  required: true\n", "review.required", 2, "valid integer"),
+        ("review:\n  agents:\n    writer: 0\n", "review.agents.writer", 3, "1"),
+        ("review:\n  agents:\n    writer: many\n", "review.agents.writer", 3, "valid integer"),
+        ("review:\n  agents:\n    ../x: 2\n", "review.agents.../x", 3, "an agent id"),
+        ("review:\n  agents: [writer]\n", "review.agents", 2, "valid dictionary"),
+    ],
+)
+def test_bad_review_settings_name_the_line(text: str, key: str, line: int, why: str) -> None:
+    message = explain(text)
+    assert message.startswith(f"{SOURCE}, line {line}: bad value for `{key}`: "), message
+    assert why in message
+
+
+def test_a_typo_in_review_suggests_the_key() -> None:
+    message = explain("review:\n  requried: 2\n")
+    assert f"{SOURCE}, line 2: unknown key `review.requried`" in message
+    assert "did you mean `review.required`?" in message

@@ -215,6 +215,26 @@ def test_prompt_log_and_status_answer_as_the_commands(site: Site, served: Client
     assert set(status) >= {"running", "pid", "uptime_s", "last_event", "counts", "pending"}
 
 
+def test_agreement_answers_as_the_command(site: Site, served: Client) -> None:
+    reviews = site.agent("writer") / "reviews.jsonl"
+    lines = [
+        {"id": "rv-1", "item": "qi-1", "curator": "Ada <ada@example.org>", "verdict": "reject"},
+        {"id": "rv-2", "item": "qi-1", "curator": "Bo <bo@example.org>", "verdict": "reject"},
+    ]
+    text = "".join(
+        json.dumps({**line, "notes": "no", "at": f"2026-04-01T10:0{n}:00Z"}) + "\n"
+        for n, line in enumerate(lines)
+    )
+    reviews.write_text(text)
+    site.git("add", str(reviews))
+    site.git("commit", "-q", "-m", "two reviews")
+    answer = served.get("/api/agreement?agent=writer")
+    assert answer.status == 200, answer.text
+    assert answer.json() == json.loads(site.cli("agreement", "writer", "--json").stdout)
+    assert (answer.json()["items"], answer.json()["agreed"]) == (1, 1)
+    assert served.get("/api/agreement").json()["items"] == 1
+
+
 def test_metrics_count_requests_by_route_and_status(served: Client) -> None:
     served.get("/api/agents")
     served.get("/api/agents/nobody")

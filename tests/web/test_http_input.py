@@ -65,6 +65,9 @@ BAD_REQUESTS = {
     ),
     "log since banana": Bad("GET", "/api/log?since=banana", None, 400, "'banana'"),
     "log agent bad id": Bad("GET", "/api/log?agent=a%20b", None, 400, "invalid_id"),
+    "agreement since banana": Bad("GET", "/api/agreement?since=banana", None, 400, "'banana'"),
+    "agreement agent bad id": Bad("GET", "/api/agreement?agent=..%2Fx", None, 400, "invalid_id"),
+    "agreement agent unknown": Bad("GET", "/api/agreement?agent=nobody", None, 404, "not_found"),
     "rating given twice": Bad(
         "POST",
         "/api/feedback",

@@ -45,6 +45,7 @@ ELSEWHERE = {
     "sync": "feedbackd.cli.sync",
     "export": "feedbackd.cli.export",
     "stats": "feedbackd.cli.stats",
+    "agreement": "feedbackd.cli.agreement",
     "eval": "feedbackd.cli.evaluation",
     "bisect": "feedbackd.cli.evaluation",
     "feedback": "feedbackd.cli.ratings",

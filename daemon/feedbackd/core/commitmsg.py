@@ -28,9 +28,11 @@ EVENTS = (
     "pricing",
     "optimize",
     "sync",
+    "review",
+    "dispute",
 )
 # The events a curator decides; the others are a buyer's (rating) or feedbackd's own.
-CURATOR_EVENTS = ("approve", "reject", "revise", "record", "forget", "rename")
+CURATOR_EVENTS = ("approve", "reject", "revise", "record", "forget", "rename", "review", "dispute")
 LINE_LIMIT = 120
 # Body lines hold two cut values; trailer values (field lists) may run long too.
 TRAILER_LIMIT = 1000

@@ -14,6 +14,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictInt,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -231,6 +232,23 @@ class EvalSettings(BaseModel):
     jobs: int = Field(4, ge=1, le=64)
 
 
+# How many curators review a draft: at least one. Strict, so that `"2"`, `2.5` or `true` are
+# refused rather than read as a number the user did not write.
+Reviewers = Annotated[StrictInt, Field(ge=1, le=100)]
+AgentKey = Annotated[str, Field(pattern=ID_PATTERN.pattern)]
+
+
+class ReviewSettings(BaseModel):
+    """How many curators review a draft before it is decided (SPEC section 15)."""
+
+    model_config = _STRICT
+    required: Reviewers = 1
+    agents: dict[AgentKey, Reviewers] = Field(default_factory=dict)
+
+    def required_for(self, agent: str) -> int:
+        return self.agents.get(agent, self.required)
+
+
 class Settings(BaseModel):
     """The whole configuration; every key is documented in config/feedbackd.yaml."""
 
@@ -251,6 +269,7 @@ class Settings(BaseModel):
     webhouse: WebhouseSettings = Field(default_factory=WebhouseSettings)
     export: ExportSettings = Field(default_factory=ExportSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
 
     @field_validator("webhouse")
     @classmethod
@@ -289,6 +308,7 @@ class Settings(BaseModel):
         "webhouse",
         "export",
         "eval",
+        "review",
         mode="before",
     )
     @classmethod
@@ -319,8 +339,12 @@ def _explain(exc: ValidationError, tree: Any, source: str) -> ConfigError:
     error = exc.errors()[0]
     keys = [str(part) for part in error["loc"]]
     unknown = error["type"] == "extra_forbidden"
-    if keys and keys[-1] == "[key]":  # a name inside a fixed mapping such as reputation.weights
-        keys, unknown = keys[:-1], True
+    if keys and keys[-1] == "[key]":  # a name inside a mapping such as reputation.weights
+        keys = keys[:-1]
+        # A name outside a fixed set is unknown; one of free names (review.agents) is a bad value.
+        unknown = error["type"] == "literal_error"
+        if not unknown:
+            error["msg"] = f"the name {keys[-1]!r} is not an agent id"
     dotted = ".".join(keys)
     line = _line_of(tree, keys)
     where = f"{source}, line {line}" if line else source

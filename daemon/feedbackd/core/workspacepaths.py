@@ -55,6 +55,11 @@ class AgentPaths:
         return self.root / "decisions.jsonl"
 
     @property
+    def reviews(self) -> Path:
+        """The reviews of items that need several curators (review.required ≥ 2)."""
+        return self.root / "reviews.jsonl"
+
+    @property
     def forgotten(self) -> Path:
         """The lessons a curator took back (`feedbackd forget`), kept from coming back."""
         return self.root / "forgotten.jsonl"

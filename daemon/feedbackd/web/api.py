@@ -24,6 +24,7 @@ from starlette.types import Receive, Scope, Send
 from feedbackd.app.commands import actions, exportwrite, learningstats, queries, submitting
 from feedbackd.app.commands import lessonsources as lessons
 from feedbackd.app.report import Report
+from feedbackd.app.reviews import agreementread
 from feedbackd.app.workspace.agentfiles import existing_agent
 from feedbackd.app.workspace.configfile import config_path
 from feedbackd.app.workspace.runtime import Runtime
@@ -436,9 +437,19 @@ def _learning_routes(site: Site) -> list[Route]:
         runtime = await work(site.runtime)
         return JSONResponse(await work(lambda: _eval_report(runtime, agent, at, against, items)))
 
+    async def agreement(request: Request) -> Response:
+        agent, since = request.query_params.get("agent"), request.query_params.get("since")
+        if agent:
+            validate_id(agent, "agent id")
+        runtime = await work(site.runtime)
+        return JSONResponse(
+            await work(lambda: agreementread.curator_agreement(runtime, agent or None, since))
+        )
+
     return [
         Route("/api/agents/{agent}/stats", stats, methods=["GET"]),
         Route("/api/agents/{agent}/eval", evaluation, methods=["GET"]),
+        Route("/api/agreement", agreement, methods=["GET"]),
     ]
 
 

@@ -1,0 +1,54 @@
+"""A disputed draft's file (SPEC section 15): the draft as first drafted, with a top-level
+`reviews` key listing each curator's verdict, version and notes; and the check that a file
+moved out of disputed/ to settle the dispute no longer holds that key.
+
+Pure: bytes in, bytes out. JSON is written out with 2-space indentation; YAML and Markdown
+front matter get the key appended as a block, so the draft's own lines stay as they were.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from feedbackd.core.curation.items import (
+    Item,
+    ItemError,
+    decode_text,
+    parse_item,
+    split_front_matter,
+)
+from feedbackd.core.formats import yamlio
+from feedbackd.core.formats.jsontext import dumps_json
+from feedbackd.core.reviews.reviewplan import REVIEWS_KEY
+
+
+def with_reviews(first_draft: bytes, path: Path, reviews: list[dict[str, Any]]) -> str:
+    """The disputed file's text: `first_draft` (an item file named like `path`) with its
+    `reviews` key set to `reviews`."""
+    item = parse_item(first_draft, path.suffix, path.stem, path)
+    if item.format == "json":
+        return dumps_json({**item.document, REVIEWS_KEY: reviews})
+    block = yamlio.dump({REVIEWS_KEY: reviews})
+    text = decode_text(first_draft)
+    if item.format == "yaml":
+        return _joined(text, block)
+    bounds = split_front_matter(text)
+    front = _joined(text[bounds.start : bounds.end], block)
+    return text[: bounds.start] + front + text[bounds.end :]
+
+
+def _joined(text: str, block: str) -> str:
+    return text + ("" if not text or text.endswith("\n") else "\n") + block
+
+
+def reviews_left(item: Item) -> ItemError | None:
+    """The error of a file moved out of disputed/ that still holds the `reviews` key: the
+    curator who settles a dispute drops it, so no decision records the others' versions as
+    the adjudicator's."""
+    if REVIEWS_KEY not in item.document:
+        return None
+    return ItemError(
+        f"{item.item_id} still holds the `reviews` key of its dispute",
+        hint="delete the reviews key (keep the version you decide on), then move the file again",
+    )

@@ -1,0 +1,59 @@
+"""A disputed draft's file in each format, and the `reviews` key a settled dispute must drop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from feedbackd.core.curation.items import parse_item
+from feedbackd.core.reviews.disputefiles import reviews_left, with_reviews
+
+REVIEWS: list[dict[str, Any]] = [
+    {
+        "curator": "Ada <ada@example.org>",
+        "verdict": "approve",
+        "content": {"title": "A"},
+        "at": "t1",
+    },
+    {"curator": "Bo <bo@example.org>", "verdict": "reject", "notes": "No.\nToo long.", "at": "t2"},
+]
+DRAFTS = {
+    "qi-1.json": '{"contentData": {"title": "Draft"}, "slug": "s"}',
+    "qi-1.yaml": "# the writer's draft\ncontentData:\n  title: Draft\nslug: s",
+    "qi-1.md": "---\ntitle: Draft\nslug: s\n---\nThe body.\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTS))
+def test_the_first_draft_with_each_curators_review(name: str) -> None:
+    path = Path("_data/agents/w/disputed") / name
+    first = DRAFTS[name].encode()
+    text = with_reviews(first, path, REVIEWS)
+    disputed = parse_item(text.encode(), path.suffix, "qi-1", path)
+    draft = parse_item(first, path.suffix, "qi-1", path)
+    assert disputed.document == {**draft.document, "reviews": REVIEWS}
+    assert text.endswith("\n")
+
+
+def test_yaml_keeps_the_drafts_own_lines() -> None:
+    text = with_reviews(DRAFTS["qi-1.yaml"].encode(), Path("qi-1.yaml"), REVIEWS)
+    assert text.startswith(DRAFTS["qi-1.yaml"] + "\nreviews:\n")
+
+
+def test_markdown_keeps_its_body_after_the_front_matter() -> None:
+    text = with_reviews(DRAFTS["qi-1.md"].encode(), Path("qi-1.md"), REVIEWS)
+    assert text.startswith("---\ntitle: Draft\nslug: s\nreviews:\n")
+    assert text.endswith("---\nThe body.\n")
+
+
+def test_a_file_moved_out_with_its_reviews_key_is_an_error_saying_what_to_do() -> None:
+    path = Path("approved/qi-1.json")
+    kept = with_reviews(DRAFTS["qi-1.json"].encode(), path, REVIEWS)
+    error = reviews_left(parse_item(kept.encode(), ".json", "qi-1", path))
+    assert error is not None
+    assert error.message == "qi-1 still holds the `reviews` key of its dispute"
+    assert "delete the reviews key" in error.hint
+    settled = parse_item(DRAFTS["qi-1.json"].encode(), ".json", "qi-1", path)
+    assert reviews_left(settled) is None
