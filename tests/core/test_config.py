@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from feedbackd.app.workspace.configfile import config_path
 from feedbackd.app.workspace.runtime import load_settings
-from feedbackd.core.config import Settings, parse_settings
+from feedbackd.core.config import ReviewSettings, Settings, parse_settings
 from feedbackd.core.errors import ConfigError
 from tests.repo_kit import ROOT
 
@@ -352,9 +352,21 @@ def test_one_curator_reviews_by_default() -> None:
     assert settings.review.required_for("content-writer") == 1
 
 
+def test_more_than_one_curator_is_refused_until_reviews_hold_drafts() -> None:
+    """Asking for two reviews while a pass still decides on the first move would let one
+    curator's slip through unseen: the setting is refused, saying why and what to write."""
+    for text, key in [
+        ("review:\n  required: 2\n", "review.required"),
+        ("review:\n  agents:\n    content-writer: 3\n", "review.agents"),
+    ]:
+        message = explain(text)
+        assert f"bad value for `{key}`" in message, message
+        assert "keep 1" in message
+
+
 def test_an_agent_may_need_more_curators_than_the_rest() -> None:
-    text = "review:\n  required: 2\n  agents:\n    content-writer: 3\n    seo-bot: 1\n"
-    review = parse_settings(text, SOURCE).review
+    settings = {"required": 2, "agents": {"content-writer": 3, "seo-bot": 1}}
+    review = ReviewSettings.model_construct(**settings)  # type: ignore[arg-type]
     assert review.required_for("content-writer") == 3
     assert review.required_for("seo-bot") == 1
     assert review.required_for("anyone-else") == 2
