@@ -48,6 +48,7 @@ ELSEWHERE = {
     "eval": "feedbackd.cli.evaluation.commands",
     "bisect": "feedbackd.cli.evaluation.commands",
     "feedback": "feedbackd.cli.ratings",
+    "events": "feedbackd.cli.events",
 }
 
 

@@ -15,6 +15,7 @@ from feedbackd.app.commands.skillnames import unknown_skill
 from feedbackd.app.commits.repo import open_repo
 from feedbackd.app.curation.draftmemory import DraftAdds, kept_in_git
 from feedbackd.app.daemon.statusfile import describe
+from feedbackd.app.events.report import events_summary
 from feedbackd.app.ratings.publishing import publish_problems
 from feedbackd.app.sync import problem_line, sync_status
 from feedbackd.app.workspace.agentfiles import (
@@ -273,6 +274,7 @@ def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, 
             if p not in problems
         ]
     state["problems"] = problems
+    state["events"] = events_summary(runtime)  # webhooks: owed deliveries, the last error
     return state
 
 
