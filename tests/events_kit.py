@@ -19,6 +19,7 @@ SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
 class Received:
     headers: dict[str, str]
     body: bytes
+    status: int  # what the receiver answered
 
 
 class Receiver:
@@ -30,6 +31,7 @@ class Receiver:
         self.slow_s = 30.0
         self.url = ""
         self.lock = threading.Lock()
+        self.arrivals = 0  # requests begun, answered or not
 
     def bodies(self) -> list[bytes]:
         with self.lock:
@@ -39,6 +41,11 @@ class Receiver:
         with self.lock:
             return [r.headers["webhook-id"] for r in self.received]
 
+    def accepted(self) -> list[Received]:
+        """The requests it answered 2xx: the deliveries."""
+        with self.lock:
+            return [r for r in self.received if 200 <= r.status < 300]
+
 
 def _handler(receiver: Receiver) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -46,21 +53,21 @@ def _handler(receiver: Receiver) -> type[http.server.BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
             mode = receiver.mode
+            with receiver.lock:
+                receiver.arrivals += 1
             if mode == "close":
                 self.close_connection = True
                 self.connection.close()
                 return
             if mode == "slow":
                 time.sleep(receiver.slow_s)
+            status = {"ok": 200, "slow": 200, "redirect": 302}.get(mode, 500)
+            headers = {k.lower(): v for k, v in self.headers.items()}
             with receiver.lock:
-                receiver.received.append(
-                    Received({k.lower(): v for k, v in self.headers.items()}, body)
-                )
+                receiver.received.append(Received(headers, body, status))
+            self.send_response(status)
             if mode == "redirect":
-                self.send_response(302)
                 self.send_header("Location", "http://127.0.0.1:1/elsewhere")
-            else:
-                self.send_response(200 if mode in {"ok", "slow"} else 500)
             self.send_header("Content-Length", "0")
             self.end_headers()
 

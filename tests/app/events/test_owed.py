@@ -144,7 +144,10 @@ def test_events_replay_sends_a_range_again(tmp_path: Path) -> None:
         assert unknown.returncode == 1 and "not_found" in unknown.stderr
 
 
-HOOK = "events:\n  webhooks:\n    - url: {url}\n      secret_file: {secret}\n      events: [{events}]\n"
+HOOK = (
+    "events:\n  webhooks:\n    - url: {url}\n      secret_file: {secret}\n"
+    "      events: [{events}]\n"
+)
 
 
 @pytest.mark.parametrize(
