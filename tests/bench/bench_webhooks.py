@@ -83,6 +83,7 @@ def approve(root: Path, n: int) -> float:
 
 
 def measure(root: Path, first: int, samples: int) -> list[float]:
+    (root.parent / "notify.sock").unlink(missing_ok=True)  # the last round's daemon's
     daemon = RunningDaemon(root)
     try:
         return [approve(root, first + k) for k in range(samples)]
