@@ -1,6 +1,6 @@
 """Benchmark: does a webhook receiver that is down slow a decision? (SPEC section 17)
 
-Run: `python -m tests.bench.bench_webhooks [--samples 20] [--rounds 2] [--drafts 60]`.
+Run: `python -m tests.bench.bench_webhooks [--samples 10] [--rounds 6] [--drafts 60]`.
 
 Three workspaces made alike by `feedbackd init`, each with `--drafts` queued drafts of one agent
 recorded by `run --once`: one with no webhook, one whose webhook is down (nothing listens on its
@@ -8,7 +8,9 @@ port: each attempt is refused), one whose webhook hangs (a socket that takes the
 never answers, so every attempt runs to its 10 s timeout). Then, for each of `--rounds` rounds,
 each workspace in turn gets its daemon started and `--samples` approvals, one at a time: the
 draft moved from queue/ to approved/, and the time until the daemon's commit moves the branch
-(end to end, as tests/bench/bench_daemon.py measures it). Only one daemon runs at a time.
+(end to end, as tests/bench/bench_daemon.py measures it). Only one daemon runs at a time, and
+each round takes the workspaces in the other order, so that a busy machine's drift falls on
+all three alike.
 Prints the medians and the ratios to the workspace without a webhook; the target is a ratio of
 at most 1.10 for both, and the exit status is 1 when one is missed.
 """
@@ -104,8 +106,10 @@ def run(args: argparse.Namespace, work: Path) -> bool:
         build(root, args.drafts, url)
     times: dict[str, list[float]] = {name: [] for name in sites}
     for round_ in range(args.rounds):
-        for name, (root, _) in sites.items():
-            times[name] += measure(root, round_ * args.samples, args.samples)
+        # Each round in the other order (ABC, CBA, ...): a busy machine's drift falls on all.
+        order = list(sites) if round_ % 2 == 0 else list(reversed(sites))
+        for name in order:
+            times[name] += measure(sites[name][0], round_ * args.samples, args.samples)
     hung.close()
     return report(times)
 
@@ -127,8 +131,8 @@ def report(times: dict[str, list[float]]) -> bool:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--samples", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--drafts", type=int, default=0, help="default: samples × rounds")
     parser.add_argument("--keep", type=Path, default=None)
     args = parser.parse_args(argv)

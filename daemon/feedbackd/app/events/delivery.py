@@ -7,8 +7,11 @@ wait, never a decision. `feedbackd serve` never delivers.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
+import time
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +30,13 @@ log = logging.getLogger("feedbackd")
 
 LOOK_S = 2.0  # how soon a commit the daemon was not told of (a command's) is found
 ERROR_WAIT_S = 5.0  # after an unexpected failure of the thread's own work
+# After the daemon tells of a commit, the thread waits for a pause in the decisions (QUIET_S
+# without another), QUIET_MAX_S at most, before it reads the history: during a burst its git
+# processes and writes would compete with the passes' for the machine.
+QUIET_S = 0.3
+QUIET_MAX_S = 2.0
+# The thread's niceness (and its git children's, which inherit it): the passes go first.
+NICENESS = 10
 
 
 def send(runtime: Runtime, hook: WebhookSettings, event: Event) -> Answer:
@@ -124,6 +134,8 @@ class DeliveryThread:
             self._thread.join(grace_s)
 
     def _run(self) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # Linux: one thread's own priority
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICENESS)
         while not self._stop.is_set():
             wait = ERROR_WAIT_S
             try:
@@ -133,5 +145,14 @@ class DeliveryThread:
                     wait = next_wait(box[0], utcnow()) if box else LOOK_S
             except Exception:  # a bug or a full disk must not end the deliveries for good
                 log.exception("events: delivery failed; trying again in %g s", wait)
-            self._wake.wait(wait)
+            if self._wake.wait(wait):
+                self._quiet()
             self._wake.clear()
+
+    def _quiet(self) -> None:
+        """Wait until the daemon has told of no commit for QUIET_S (QUIET_MAX_S at most)."""
+        until = time.monotonic() + QUIET_MAX_S
+        while not self._stop.is_set() and time.monotonic() < until:
+            self._wake.clear()
+            if not self._wake.wait(QUIET_S):
+                return
