@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,12 +22,14 @@ _IN_PROCESS = threading.Lock()  # flock is per open file: threads of one process
 def held(path: Path) -> Iterator[None]:
     """The state at `path` is ours until the block ends."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _IN_PROCESS, open(path.with_name(path.name + ".lock"), "a+b") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    with _IN_PROCESS:
+        fd = os.open(path.with_name(path.name + ".lock"), flags, 0o644)
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+            os.close(fd)  # which lets go of the lock
 
 
 def read_state(path: Path) -> Any | None:
