@@ -7,12 +7,13 @@ import threading
 from typing import Any
 
 from feedbackd.app.events.delivery import deliver_due
-from feedbackd.app.events.owed import events_since, hooks_of, outbox_of, refresh
+from feedbackd.app.events.owed import events_since, hooks_of, outbox_of, refresh, state_path
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.config import WebhookSettings
 from feedbackd.core.errors import NotFound
 from feedbackd.core.events.outbox import HookState, Outbox
 from feedbackd.edges.clock import utcnow
+from feedbackd.edges.events.statefile import read_state
 from feedbackd.edges.instance import daemon_running
 
 SHOWN_OWED = 20  # the first owed commits a hook's report names
@@ -28,10 +29,12 @@ def events_report(runtime: Runtime) -> dict[str, Any]:
 
 def events_summary(runtime: Runtime) -> dict[str, Any]:
     """`status`'s view: the owed count and the newest error, from the state as it stands."""
-    if not hooks_of(runtime):
-        return {"owed": 0, "last_error": None}
-    with outbox_of(runtime) as box:
-        return _totals(box[0] if box else Outbox())
+    doc = read_state(state_path(runtime)) if hooks_of(runtime) else None
+    try:
+        # Read without the lock: the file is replaced whole, and `status` never waits on it.
+        return _totals(Outbox.from_json(doc) if doc is not None else Outbox())
+    except ValueError:
+        return {"owed": None, "last_error": "the events state is damaged; it is rebuilt soon"}
 
 
 def _totals(box: Outbox) -> dict[str, Any]:
