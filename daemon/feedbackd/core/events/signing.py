@@ -51,11 +51,6 @@ def parse_secret(text: str) -> bytes:
     return key
 
 
-def new_secret_text(key: bytes) -> str:
-    """A secret file's text for `key` (what `parse_secret` reads back)."""
-    return SECRET_PREFIX + base64.b64encode(key).decode("ascii")
-
-
 def signature(key: bytes, msg_id: str, timestamp: int, body: bytes) -> str:
     """The `webhook-signature` header of one attempt."""
     signed = f"{msg_id}.{timestamp}.".encode() + body
