@@ -5,8 +5,9 @@ straight to the driver, which imports only the merge and the configuration; `fee
 is answered here, before any of the command line is imported; every other command goes to the
 command line, which imports a command's machinery only when that command runs.
 
-This module sits above the faces (cli/, web/), which never import each other: it hands the
-command line the HTTP face for `feedbackd serve`.
+This module sits above the faces (cli/, web/, mcp/), which never import each other: it hands the
+command line the HTTP face for `feedbackd serve` (with the MCP face's `/mcp` mounted in it) and
+the MCP face for `feedbackd mcp`.
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
         from feedbackd.cli.merge_driver import main as merge_driver
 
         return merge_driver(args[1:])
-    from feedbackd.cli.app import main as command_line
     from feedbackd.cli.common import GLOBALS
+    from feedbackd.cli.main import main as command_line
     from feedbackd.cli.output import READER_GONE_EXIT, reader_gone, stop_writing
 
     GLOBALS.serve_http = _serve_http
+    GLOBALS.serve_mcp = _serve_mcp
     try:
         return command_line(args, prog_name)
     except BrokenPipeError as error:  # outside a command (its help): as a command stops
@@ -48,6 +50,15 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
 def _serve_http(runtime: Runtime, config: str | None, listen: str | None) -> int:
     """`feedbackd serve`: the HTTP face, imported only by this command (Starlette and uvicorn
     would slow every other command's start)."""
+    from feedbackd.mcp.mounted import PATH, LazyMcp
     from feedbackd.web.server import serve
 
-    return serve(runtime, config, listen)
+    return serve(runtime, config, listen, {PATH: LazyMcp(runtime, config)})
+
+
+def _serve_mcp(runtime: Runtime, config: str | None) -> int:
+    """`feedbackd mcp`: the MCP face over standard input and output, imported only by this
+    command (the SDK takes most of a second to import)."""
+    from feedbackd.mcp.stdio import serve_stdio
+
+    return serve_stdio(runtime, config)

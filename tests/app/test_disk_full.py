@@ -170,7 +170,7 @@ def test_commands_on_a_full_disk_say_so_and_leave_nothing_half_written(small_dis
 
 
 def test_the_ratings_index_on_a_full_disk_is_kept_and_the_error_says_so(small_disk: Path) -> None:
-    from feedbackd.core.ratings.ratings import parse_rating
+    from feedbackd.core.ratings.records import parse_rating
     from feedbackd.edges.clock import utcnow
     from feedbackd.edges.ratingstore import INDEX_NAME, RatingStore
 

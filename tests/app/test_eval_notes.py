@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.app.test_sync import CONFIG, Network, once
+from tests.app.test_remotesync import CONFIG, Network, once
 from tests.eval_kit import AGENT, lessons_then_later
 from tests.workspace_kit import Site
 

@@ -115,7 +115,7 @@ def decision_message(number: int) -> str:
 
 
 def lesson_files(entries: list[FeedbackEntry]) -> list[bytes]:
-    feedback = json.dumps([e.as_json() for e in entries], indent=2) + "\n"
+    feedback = json.dumps([e.to_json() for e in entries], indent=2) + "\n"
     snippet = render_snippet(entries, PromptSettings())
     return [
         f"M 100644 inline {FOLDER}/feedback.json\n".encode() + data_block(feedback.encode()),

@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from feedbackd.core.config import ReputationSettings
-from feedbackd.core.ratings.ratings import QUALITIES, Rating, rating_line
+from feedbackd.core.ratings.records import QUALITIES, Rating, rating_line
 from feedbackd.core.ratings.reputation import feedback_list_report, reputation_report
 from feedbackd.core.timeutil import iso_ms
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges import monthfiles
 from feedbackd.edges.ratingstore import RatingStore
 

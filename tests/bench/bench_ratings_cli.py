@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from feedbackd.app.workspace.init import init_workspace
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from tests.bench import bench_ratings
 
 SKILL = next(iter(bench_ratings.SKILLS))

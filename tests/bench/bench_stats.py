@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from feedbackd.app.commands.learning import agent_stats
+from feedbackd.app.commands.learningstats import agent_stats
 from feedbackd.app.workspace.runtime import Runtime
 from tests.bench.bench_startup import bench_env, data_block, feedbackd_command, git, timed
 from tests.bench.workfolder import in_work_folder

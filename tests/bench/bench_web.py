@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from feedbackd.app.workspace.init import init_workspace
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from tests.bench import bench_ratings
 from tests.web_kit import Server, SlowClients
 

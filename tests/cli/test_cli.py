@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.ratings.ratings import ALLOWED
+from feedbackd.core.ratings.records import ALLOWED
 from tests.cli_kit import run_cli, run_process
 from tests.conftest import git
 from tests.workspace_kit import Site, draft

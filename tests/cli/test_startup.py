@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.cli import app
+from feedbackd.cli import main
 from tests.workspace_kit import Site, draft
 
 # What only some commands need: libgit2, the web server, ranking, the export formats' libraries, the
@@ -26,7 +26,7 @@ HEAVY_ELSEWHERE = (
     "datasets",
     "watchfiles",
     "feedbackd.app.daemon",
-    "feedbackd.app.sync",
+    "feedbackd.app.remotesync",
     "feedbackd.web",
     "feedbackd.cli.stats",
     "feedbackd.cli.export",
@@ -73,7 +73,7 @@ def test_version_loads_neither_the_command_line_nor_its_libraries(tmp_path: Path
     assert done.returncode == 0 and done.stdout == "feedbackd 0.1.0\n"
     assert "feedbackd.launch" in modules  # the probe sees the imports
     assert loaded(modules, "typer", "click", "pydantic", "rich", "feedbackd.app") == []
-    assert loaded(modules, "feedbackd.cli.app", "feedbackd.edges", "feedbackd.core.config") == []
+    assert loaded(modules, "feedbackd.cli.main", "feedbackd.edges", "feedbackd.core.config") == []
 
 
 def test_a_rating_submit_loads_only_what_it_runs(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_a_rating_submit_loads_only_what_it_runs(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("command", "its_own"),
     [
-        (("status",), ("feedbackd.cli.views", "feedbackd.app.daemon", "feedbackd.app.sync")),
+        (("status",), ("feedbackd.cli.views", "feedbackd.app.daemon", "feedbackd.app.remotesync")),
         (("approve", "w", "qi-1"), ("pygit2",)),
     ],
     ids=["status", "approve"],
@@ -115,10 +115,12 @@ def test_other_commands_leave_out_the_heavy_machinery_they_do_not_use(
 
 
 def test_every_command_a_module_registers_is_named_where_it_is_looked_up() -> None:
-    """A command added to a module's register() but not to app.ELSEWHERE would be unreachable
+    """A command added to a module's register() but not to main.ELSEWHERE would be unreachable
     ("No such command"): the names the command line knows before loading a module are exactly
     those its modules register."""
     registered = {
-        name: module for module in set(app.ELSEWHERE.values()) for name in app._commands_of(module)
+        name: module
+        for module in set(main.ELSEWHERE.values())
+        for name in main._commands_of(module)
     }
-    assert registered == app.ELSEWHERE
+    assert registered == main.ELSEWHERE

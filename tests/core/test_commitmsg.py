@@ -32,7 +32,7 @@ from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.items import Correction
 from feedbackd.core.errors import InvalidItem
 from feedbackd.core.people import FEEDBACKD_PERSON, Person, parse_person
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 
 FORGED = "x\nFeedback-Event: forged\n\nFeedback-Event: forged2\r\nFeedback-Agent: mallory"
 

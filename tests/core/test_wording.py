@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from feedbackd.app.daemon.statusfile import Progress
+from feedbackd.app.daemon.statusfile import PassProgress
 from feedbackd.core.config import OptimizerSettings
-from feedbackd.core.ratings.ratings import parse_rating
+from feedbackd.core.ratings.records import parse_rating
 from feedbackd.core.ratings.skillrules import QualityFinding, decide_quality
 from feedbackd.core.wording import counted, noun
 from feedbackd.web import charts, learningcard
@@ -121,4 +121,4 @@ def test_the_panels_charts_and_the_status_line_count_in_words() -> None:
     )
     week = {"start": "2026-04-06", "unedited_rate": 1.0, "decided": 1, "rejected": 0}
     assert "per period, 1 period from 2026-04-06" in learningcard.rates_chart([week])
-    assert Progress("w", 0, 1).line() == "working: w, 0 of 1 decision"
+    assert PassProgress("w", 0, 1).line() == "working: w, 0 of 1 decision"

@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.files import (
     FileState,
     agent_ids,

@@ -15,11 +15,11 @@ import pytest
 
 from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted
-from feedbackd.core.ratings.ratings import Rating, parse_rating, rating_line
+from feedbackd.core.ratings.records import Rating, parse_rating, rating_line
 from feedbackd.core.ratings.reputation import reputation_report
 from feedbackd.core.ratings.storedratings import StoredRating, as_stored
 from feedbackd.core.timeutil import iso_ms
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges import monthfiles
 from feedbackd.edges.ratingcache import RatingCache
 from feedbackd.edges.ratingstore import INDEX_NAME, RatingStore

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from watchfiles import Change
 
-from feedbackd.core.workspace import ITEM_FOLDERS
+from feedbackd.core.workspacepaths import ITEM_FOLDERS
 from feedbackd.edges import inotify
 from feedbackd.edges.files import TMP_SUFFIX, atomic_write_text
 from feedbackd.edges.inotify import TreeWatch

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.commitmsg import EVENTS
-from tests.repo_kit import ROOT
+from tests.repo_kit import PACKAGE, ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -74,3 +74,15 @@ def test_the_readme_shows_who_decides_for_both_decisions() -> None:
     for command in ("approve", "reject"):
         [line] = [x for x in readme.splitlines() if x.startswith(f"feedbackd {command} AGENT")]
         assert '[--curator "N <e>"]' in line, line
+
+
+def test_the_architecture_page_names_every_module_and_room() -> None:
+    """docs/architecture.md answers "where is X" for every module: a module or room added
+    without a word there fails here, so the page never lags the package."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"[a-z_]+", page))
+    parts = [p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts]
+    modules = {p.stem for p in parts if not p.stem.startswith("__")}
+    rooms = {p.parent.name for p in parts if p.parent != PACKAGE}
+    assert len(modules) > 100 and {"core", "edges", "app", "cli", "web"} <= rooms
+    assert sorted((modules | rooms) - named) == []

@@ -1,9 +1,10 @@
 """The shape of the package: no two modules import each other, however indirectly; below the CLI
-imports sit at the top; functions, classes and folders stay small; the core stays pure.
+imports sit at the top; functions, classes and folders stay small; each module's name appears
+once; the core stays pure.
 
-The layers themselves (cli → loop → edges → core) are import-linter contracts in pyproject.toml,
-checked by `make test`; this adds what a layers contract cannot see: a cycle between modules of
-one layer, function-local imports included (grimp reads every import statement).
+The layers themselves (launch → cli | web → app → edges → core) are import-linter contracts in
+pyproject.toml, checked by `make test`; this adds what a layers contract cannot see: a cycle between
+modules of one layer, function-local imports included (grimp reads every import statement).
 """
 
 from __future__ import annotations
@@ -129,6 +130,29 @@ def test_the_room_check_sees_a_crowded_folder(tmp_path: Path) -> None:
     assert crowded_folders(package) == {"feedbackd/loop": ROOM_LIMIT + 1}
 
 
+def names_in_two_places(package: Path) -> dict[str, list[str]]:
+    """Module names (`__init__` and `__main__` apart) found in more than one folder."""
+    places: dict[str, list[str]] = {}
+    for module in sorted(package.rglob("*.py")):
+        if not module.stem.startswith("__"):
+            places.setdefault(module.stem, []).append(str(module.relative_to(package)))
+    return {name: found for name, found in places.items() if len(found) > 1}
+
+
+def test_each_module_name_appears_once() -> None:
+    """docs/architecture.md: "where is X" has one answer; a cli/ module is named for its command,
+    the module that does the work for what it does."""
+    assert names_in_two_places(PACKAGE) == {}
+
+
+def test_the_name_check_sees_a_name_in_two_rooms(tmp_path: Path) -> None:
+    for room in ("cli", "app"):
+        (tmp_path / room).mkdir()
+        (tmp_path / room / "__init__.py").write_text("")
+        (tmp_path / room / "sync.py").write_text("")
+    assert names_in_two_places(tmp_path) == {"sync": ["app/sync.py", "cli/sync.py"]}
+
+
 # The core holds values only (docs/architecture.md): nothing in it looks at the disk, reads the
 # clock, draws at random or asks the process's surroundings. import-linter keeps the modules
 # that do (os, time, random, secrets, …) out of it; these are the ways left: a path's own
@@ -211,3 +235,15 @@ def test_the_purity_check_sees_the_disk_the_clock_and_randomness(tmp_path: Path)
         "sample.py:7 .exists",
         "sample.py:7 open()",
     ]
+
+
+def test_no_code_of_the_package_is_kept_from_the_formatter() -> None:
+    """`# fmt: skip` (or `off`) would let a function or a table be squeezed under the limits
+    above; the formatter lays out all of it."""
+    kept = [
+        f"{path.relative_to(PACKAGE)}:{number}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if "# fmt: skip" in line or "# fmt: off" in line
+    ]
+    assert kept == []

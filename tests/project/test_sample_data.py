@@ -10,9 +10,9 @@ import pytest
 
 from feedbackd.app.workspace.agentfiles import read_item
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.ratings.ratings import parse_rating, rating_line
+from feedbackd.core.ratings.records import parse_rating, rating_line
 from feedbackd.core.ratings.soul import parse_soul
-from feedbackd.core.workspace import DECISION_FOLDERS
+from feedbackd.core.workspacepaths import DECISION_FOLDERS
 from tests.repo_kit import ROOT
 
 DATA = ROOT / "_data"

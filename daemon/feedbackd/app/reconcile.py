@@ -17,20 +17,21 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import CommittedLedgers
-from feedbackd.app.commits.repo import open_repo, open_repo_for_writing
+from feedbackd.app.commits.openrepo import open_repo, open_repo_for_writing
 from feedbackd.app.curation.agentpass import AgentPass
-from feedbackd.app.curation.agentread import Lookups
+from feedbackd.app.curation.agentread import Lookups, ReadScope
 from feedbackd.app.curation.decidedfiles import ChangedDecisions
 from feedbackd.app.curation.draftmemory import DraftAdds, FirstVersions
 from feedbackd.app.curation.quietagents import QuietAgents
-from feedbackd.app.curation.webhouse import with_queue_agents
+from feedbackd.app.curation.webhousequeue import with_queue_agents
 from feedbackd.app.ratings import rentals
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.decisionwarnings import DECISION_EVENTS, remember
 from feedbackd.app.workspace.problems import DISK_FULL_RETRY_S, Problem, out_of_space
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.errors import GitError, WorkspaceError
-from feedbackd.core.workspace import DECISION_FOLDERS
+from feedbackd.core.errors import GitError, PathProblem, WorkspaceError
+from feedbackd.core.wording import Progress
+from feedbackd.core.workspacepaths import DECISION_FOLDERS
 from feedbackd.edges.files import NO_SPACE, TMP_SUFFIX, agent_ids
 from feedbackd.edges.git.repo import GitRepo
 
@@ -53,7 +54,7 @@ def reconcile_all(
     agents: Sequence[str] | None = None,
     *,
     keep_going: Callable[[], bool] | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     ledgers: CommittedLedgers | None = None,
     lookups: Lookups | None = None,
     written_whole: frozenset[Path] = frozenset(),
@@ -81,6 +82,7 @@ def reconcile_all(
     chosen = with_queue_agents(runtime, agent_ids(runtime.workspace)) if agents is None else agents
     full_pass = agents is None
     lookups = lookups or shared_lookups(runtime, chosen, full_pass)
+    scope = ReadScope(lookups, written_whole, only_items)
     with open_repo(runtime) as repo, _remembered(runtime, ledgers) as known:
         if not _may_write(runtime, repo, report, full_pass):
             return report
@@ -92,23 +94,26 @@ def reconcile_all(
                 break
             if agent_id not in quiet.left_out:
                 heard = _for_agent(on_decision, agent_id)
-                agent_pass = AgentPass(runtime, repo, agent_id, known, keep_going, lookups,
-                                       written_whole, heard, only_items=only_items)  # fmt: skip
+                agent_pass = AgentPass(runtime, repo, agent_id, known, keep_going, scope, heard)
                 report.extend(_run(agent_pass, full_pass, quiet))
             _progress(progress, done, len(chosen))
         quiet.save()
     return report
 
 
-def _progress(progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
+def _progress(progress: Progress | None, done: int, total: int) -> None:
     if progress is not None:
         progress(done, total)
 
 
 def _full_pass_start(
-    runtime: Runtime, repo: GitRepo | None, report: Report, chosen: Sequence[str],
-    ledgers: CommittedLedgers, quiet: QuietAgents,
-) -> None:  # fmt: skip
+    runtime: Runtime,
+    repo: GitRepo | None,
+    report: Report,
+    chosen: Sequence[str],
+    ledgers: CommittedLedgers,
+    quiet: QuietAgents,
+) -> None:
     """A full pass first records the ratings, then asks git ahead for the agents it reads."""
     _reconcile_ratings(runtime, repo, report)
     _read_ahead(runtime, repo, [a for a in chosen if a not in quiet.left_out], ledgers)
@@ -212,7 +217,7 @@ def shared_lookups(
 
 def _for_agent(
     on_decision: Callable[[str, int, int], None] | None, agent_id: str
-) -> Callable[[int, int], None] | None:
+) -> Progress | None:
     if on_decision is None:
         return None
     return lambda done, total: on_decision(agent_id, done, total)
@@ -230,7 +235,8 @@ def _run(agent_pass: AgentPass, full_pass: bool, quiet: QuietAgents) -> Report:
             raise unusable from error
         log.error("%s: %s; its decisions wait", agent_pass.agent.agent_id, unusable.message)
         retry_at = time.time() + DISK_FULL_RETRY_S if out_of_space(error) else 0.0
-        problem = Problem(unusable.path, unusable.what, unusable.hint, True, retry_at)
+        where = unusable.problem
+        problem = Problem(where.path, where.message, where.hint, True, retry_at)
         return Report(problems=[problem])
     _keep_decision_warnings(agent_pass.runtime, found)
     quiet.passed(agent_pass.agent, found, agent_pass.saw_links)
@@ -255,13 +261,12 @@ def _may_write(runtime: Runtime, repo: GitRepo | None, report: Report, full_pass
 
 
 class AgentFolderUnusable(WorkspaceError):
-    """A path of an agent folder that the pass cannot read or write: `path`, and `what` is
-    wrong with it (the message names both)."""
+    """A path of an agent folder that the pass cannot read or write: `problem` says which and
+    what is wrong with it (the message names both)."""
 
     def __init__(self, where: str, what: str, *, hint: str, path: Path) -> None:
         super().__init__(f"{where}: {what}", hint=hint)
-        self.what = what
-        self.path = path
+        self.problem = PathProblem(path, what, hint)
 
 
 def _unusable(runtime: Runtime, error: OSError) -> AgentFolderUnusable:

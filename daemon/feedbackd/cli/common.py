@@ -34,6 +34,8 @@ log = logging.getLogger("feedbackd")
 F = TypeVar("F", bound=Callable[..., Any])
 # The HTTP face's server: (the workspace, --config, --listen) → the exit code
 ServeHttp = Callable[["Runtime", str | None, str | None], int]
+# The MCP face's server over standard input and output: (the workspace, --config) → the exit code
+ServeMcp = Callable[["Runtime", str | None], int]
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 AgentArg = Annotated[str, typer.Argument(help="Agent id (a folder under _data/agents/).")]
@@ -57,6 +59,7 @@ class Globals:
     # `feedbackd serve` runs the HTTP face (feedbackd/web/), a room beside this one: the
     # launcher above both hands it over, so that neither face imports the other.
     serve_http: ServeHttp | None = None
+    serve_mcp: ServeMcp | None = None  # `feedbackd mcp`: the MCP face (feedbackd/mcp/), as above
 
     def runtime(self) -> Runtime:
         # Imported here, as a command starts: the settings behind it load pydantic, which
@@ -151,7 +154,7 @@ def report_out(report: Report, as_json: bool, root: Path) -> None:
     if as_json:
         print_json(
             {
-                "events": [event.as_json() for event in report.events],
+                "events": [event.to_json() for event in report.events],
                 "problems": [problem.line(root) for problem in report.problems],
                 "warnings": report.warnings,
             }

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from feedbackd.app.events.report import events_report, replay
+from feedbackd.app.events.hookreport import events_report, replay
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import console, print_json
 

@@ -2,7 +2,7 @@
 [--at REV|DATE] [--out PATH] [--split time:SHARE|hash:SHARE] [--dedup] [--with-snippet]
 [--include-rejections]`.
 
-`cli/app.py` imports this module and calls `register` when `export` runs (or `--help` lists
+`cli/main.py` imports this module and calls `register` when `export` runs (or `--help` lists
 every command).
 """
 
@@ -16,11 +16,11 @@ import typer
 
 from feedbackd.cli.common import GLOBALS, AgentArg, command
 from feedbackd.cli.output import print_json
-from feedbackd.core.curation.exportsets import VALIDATION, ExportOptions, parse_split
+from feedbackd.core.curation.exportsplits import VALIDATION, ExportOptions, parse_split
 from feedbackd.core.wording import counted
 
 if TYPE_CHECKING:
-    from feedbackd.app.commands.exporting import Counts, Export
+    from feedbackd.app.commands.exportwrite import Counts, Export
 
 
 def register(app: typer.Typer) -> None:
@@ -107,7 +107,7 @@ def export(
     --include-rejections, rejections too); hf: a dataset folder (data/train-HASH.jsonl, TRL's
     columns among them, and a dataset card) for `datasets.load_dataset`. export.system in
     feedbackd.yaml (a text, or soul for the agent's SOUL.md) is the system message."""
-    from feedbackd.app.commands.exporting import open_export, write_export
+    from feedbackd.app.commands.exportwrite import open_export, write_export
 
     options = ExportOptions(parse_split(split), dedup, with_snippet, include_rejections)
     opened = open_export(GLOBALS.runtime(), agent, export_format, at, options)

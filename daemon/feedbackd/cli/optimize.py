@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from feedbackd.app.commits.locking import write_lock
-from feedbackd.app.ratings.optimize import optimize_all
+from feedbackd.app.ratings.selfoptimize import optimize_all
 from feedbackd.app.ratings.skillpass import SkillChange
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import print_json

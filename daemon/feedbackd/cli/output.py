@@ -14,19 +14,18 @@ import os
 import re
 import select
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.wording import Progress
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-Progress = Callable[[int, int], None]
 
 
 def console(stderr: bool = False) -> Console:

@@ -25,7 +25,7 @@ from feedbackd.cli.output import (
     print_json,
     progress_bar,
 )
-from feedbackd.core.ratings.ratings import ALLOWED
+from feedbackd.core.ratings.records import ALLOWED
 from feedbackd.core.wording import counted
 from feedbackd.edges.files import agent_ids
 
@@ -81,11 +81,11 @@ def submit(
         print_json({"status": "queued", "file": runtime.workspace.relative(done)})
         return
     event, changes = done
-    changed = [c.as_json() for c in changes]
+    changed = [c.to_json() for c in changes]
     print_json(
         {
             "status": "recorded",
-            **event.as_json(),
+            **event.to_json(),
             "changes": changed,
             "warnings": list(event.warnings),
         }

@@ -9,10 +9,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from feedbackd.app.commands.learning import agent_stats
+from feedbackd.app.commands.learningstats import agent_stats
 from feedbackd.cli.common import GLOBALS, JsonOption, command
 from feedbackd.cli.output import console, print_json
-from feedbackd.core.curation.learning import check_period
+from feedbackd.core.curation.learningcurve import check_period
 from feedbackd.core.wording import duration_text
 
 AgentOption = Annotated[
@@ -52,8 +52,8 @@ def show_stats(report: dict[str, Any]) -> None:
     out = console()
     who = report["agent"] or "every agent"
     if not report["total"]["decided"]:
-        out.print(escape(f"No decisions of {who} in that time." if report["periods"] else
-                         f"No decisions of {who} yet."))  # fmt: skip
+        when = "in that time" if report["periods"] else "yet"
+        out.print(escape(f"No decisions of {who} {when}."))
         return
     table = Table(title=escape(f"Is {who} learning? (by {report['by']})"), box=None)
     table.add_column(report["by"])

@@ -1,6 +1,6 @@
 """The command line of remote sync: `feedbackd merge-driver` (run by git) and `feedbackd sync`.
 
-`cli/app.py` imports this module and calls `register` when one of its commands runs (or
+`cli/main.py` imports this module and calls `register` when one of its commands runs (or
 `--help` lists them all).
 """
 
@@ -46,7 +46,7 @@ def merge_driver(
 @command
 def sync(as_json: JsonOption = False) -> None:
     """Pull (rebase) and push now; retries a sync that stopped at a conflict."""
-    from feedbackd.app.sync import Syncer
+    from feedbackd.app.remotesync import Syncer
 
     runtime = GLOBALS.runtime()
     syncer = Syncer(runtime)

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from feedbackd.app.commands.queries import learning_log, log_json, recent_feedback
-from feedbackd.app.daemon.statusfile import Progress
+from feedbackd.app.daemon.statusfile import PassProgress
 from feedbackd.app.workspace.agentfiles import existing_agent, read_feedback
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.cli.output import FLEX, NAME, TEXT, Column, console, fitted_table, print_json
@@ -156,7 +156,7 @@ def _daemon_line(state: dict[str, object]) -> str:
     return f"[green]running[/] ({facts})"
 
 
-def show_status(state: dict[str, object], progress: Progress | None = None) -> None:
+def show_status(state: dict[str, object], progress: PassProgress | None = None) -> None:
     out = console()
     out.print(_daemon_line(state))
     if progress is not None:

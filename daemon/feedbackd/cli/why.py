@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from feedbackd.app.commands.why import why
+from feedbackd.app.commands.lessonsources import why
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.cli.output import NAME, TEXT, Column, console, fitted_table, print_json
 from feedbackd.core.people import display_name

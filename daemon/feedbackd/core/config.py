@@ -20,10 +20,10 @@ from pydantic import (
     field_validator,
 )
 
-from feedbackd.core import yamlio
 from feedbackd.core.errors import ConfigError, UsageError
 from feedbackd.core.events.signing import EVENT_NAMES, parse_secret, url_problem
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, MAX_ENTRIES_LIMIT
+from feedbackd.core.formats import yamlio
 from feedbackd.core.ids import ID_PATTERN
 from feedbackd.core.people import FEEDBACKD_PERSON
 from feedbackd.core.ratingwords import CostValue, Quality
@@ -171,6 +171,15 @@ class HttpSettings(BaseModel):
         return value
 
 
+class McpSettings(BaseModel):
+    """`feedbackd mcp` and `/mcp` on `feedbackd serve` (SPEC section 16)."""
+
+    model_config = _STRICT
+    # Whether the write tools (submit_rating, record_feedback) are offered. Unset: over standard
+    # input and output (a host that started the server is its user) yes, over HTTP no.
+    allow_writes: bool | None = None
+
+
 class WebhouseSettings(BaseModel):
     """A webhouse CMS site: its curation queue is one JSON file its admin app rewrites."""
 
@@ -189,7 +198,7 @@ class WebhouseSettings(BaseModel):
 
 
 # What `feedbackd export` asks for, when an item has no prompt, brief or task of its own. Its
-# fields: {id}, {agent}, {collection}, {slug}; core/curation/exports.py fills them.
+# fields: {id}, {agent}, {collection}, {slug}; core/curation/exportrows.py fills them.
 EXPORT_TEMPLATE_FIELDS = ("id", "agent", "collection", "slug")
 
 
@@ -225,10 +234,20 @@ class EvalSettings(BaseModel):
 
 
 EventName = Literal[
-    "approve", "reject", "revise", "record", "rating", "pricing", "optimize", "forget",
-    "rename", "review", "dispute", "revert",
-]  # fmt: skip
-assert get_args(EventName) == EVENT_NAMES
+    "approve",
+    "reject",
+    "revise",
+    "record",
+    "rating",
+    "pricing",
+    "optimize",
+    "forget",
+    "rename",
+    "review",
+    "dispute",
+    "revert",
+]
+assert get_args(EventName) == EVENT_NAMES  # the names a hook may ask for, in one place
 # The validation context's key for a function that reads a secret file (a path as written in
 # the configuration → its text; OSError when it cannot): the core reads no disk itself.
 READ_SECRET = "read_secret"
@@ -299,6 +318,7 @@ class Settings(BaseModel):
     pricing: PricingSettings = Field(default_factory=PricingSettings)
     optimizer: OptimizerSettings = Field(default_factory=OptimizerSettings)
     http: HttpSettings = Field(default_factory=HttpSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     webhouse: WebhouseSettings = Field(default_factory=WebhouseSettings)
     export: ExportSettings = Field(default_factory=ExportSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
@@ -337,6 +357,7 @@ class Settings(BaseModel):
         "pricing",
         "optimizer",
         "http",
+        "mcp",
         "webhouse",
         "export",
         "eval",

@@ -1,15 +1,26 @@
 """One error family: every refusal carries a stable code, a message and a hint on how to fix it.
 
 The CLI maps these to `error: {code}: {message}` and exit code 1; anything else is a bug (exit 3).
+A file or folder that cannot be used is told in the same words, as a `PathProblem`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 
 class FeedbackdError(Exception):
-    """A refused input or failed operation that the user can act on."""
+    """A refused input or failed operation that the user can act on. Each kind of error names
+    its code where it is declared: `class NotFound(FeedbackdError, code="not_found")`."""
 
     code = "error"
+
+    def __init_subclass__(cls, code: str | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
 
     def __init__(self, message: str, *, hint: str = "", code: str | None = None) -> None:
         super().__init__(message)
@@ -19,47 +30,57 @@ class FeedbackdError(Exception):
             self.code = code
 
     def __str__(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        return _told(self.message, self.hint)
 
 
-class InvalidItem(FeedbackdError):
-    code = "invalid_item"
+def _told(message: str, hint: str) -> str:
+    return f"{message} ({hint})" if hint else message
 
 
-class InvalidFeedback(FeedbackdError):
-    code = "invalid_feedback"
+class InvalidItem(FeedbackdError, code="invalid_item"): ...
 
 
-class InvalidId(FeedbackdError):
-    code = "invalid_id"
+class InvalidFeedback(FeedbackdError, code="invalid_feedback"): ...
 
 
-class InvalidMemory(FeedbackdError):
-    code = "invalid_memory"
+class InvalidId(FeedbackdError, code="invalid_id"): ...
 
 
-class NotFound(FeedbackdError):
-    code = "not_found"
+class InvalidMemory(FeedbackdError, code="invalid_memory"): ...
 
 
-class AlreadySubmitted(FeedbackdError):
-    code = "feedback_already_submitted"
+class NotFound(FeedbackdError, code="not_found"): ...
 
 
-class ConfigError(FeedbackdError):
-    code = "config_error"
+class AlreadySubmitted(FeedbackdError, code="feedback_already_submitted"): ...
 
 
-class WorkspaceError(FeedbackdError):
-    code = "workspace_error"
+class ConfigError(FeedbackdError, code="config_error"): ...
 
 
-class DiskFull(FeedbackdError):
-    code = "disk_full"
+class WorkspaceError(FeedbackdError, code="workspace_error"): ...
 
 
-class GitError(FeedbackdError):
-    code = "git_error"
+class DiskFull(FeedbackdError, code="disk_full"): ...
+
+
+class GitError(FeedbackdError, code="git_error"): ...
+
+
+@dataclass(frozen=True)
+class PathProblem:
+    """A file or folder that cannot be used: where (as its finder names it), what is wrong and
+    how to fix it. What a pass explains beside a file, a pass's report and `doctor` list."""
+
+    path: Path
+    message: str
+    hint: str
+
+    def __str__(self) -> str:
+        return _told(self.message, self.hint)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "message": self.message, "hint": self.hint}
 
 
 DAMAGE_HINT = (
@@ -77,15 +98,12 @@ class RepositoryDamaged(GitError):
         super().__init__(message, hint=DAMAGE_HINT)
 
 
-class KeptChanging(GitError):
+class KeptChanging(GitError, code="workspace_changing"):
     """The workspace changed under a pass each time it was read (a user's commits, a pull): the
     pass is tried again shortly, and nothing was written. Not a fault."""
 
-    code = "workspace_changing"
 
-
-class Locked(FeedbackdError):
-    code = "locked"
+class Locked(FeedbackdError, code="locked"): ...
 
 
 class Busy:
@@ -109,43 +127,29 @@ class IndexHeld(GitError, Busy):
     who = "a git command holds the workspace's git index (a commit waiting for its editor?)"
 
 
-class MergeRefused(FeedbackdError):
+class MergeRefused(FeedbackdError, code="merge_conflict"):
     """The merge driver cannot merge these versions; git records a conflict instead."""
 
-    code = "merge_conflict"
 
-
-class UsageError(FeedbackdError):
+class UsageError(FeedbackdError, code="usage"):
     """Bad command-line usage (exit code 2)."""
 
-    code = "usage"
 
-
-class AlreadyDecided(FeedbackdError):
+class AlreadyDecided(FeedbackdError, code="already_decided"):
     """An item asked to be decided that a curator already moved to approved/ or rejected/."""
 
-    code = "already_decided"
 
-
-class Aborted(FeedbackdError):
+class Aborted(FeedbackdError, code="aborted"):
     """The user stopped a command at a prompt."""
 
-    code = "aborted"
 
-
-class InternalError(FeedbackdError):
+class InternalError(FeedbackdError, code="internal"):
     """A bug, reported in the error format (exit code 3); the traceback goes to the log."""
 
-    code = "internal"
 
-
-class EvalFailed(FeedbackdError):
+class EvalFailed(FeedbackdError, code="eval_failed"):
     """`eval` or `bisect`: the agent command failed on every item, so nothing was scored."""
 
-    code = "eval_failed"
 
-
-class NotWorse(FeedbackdError):
+class NotWorse(FeedbackdError, code="not_worse"):
     """`bisect`: --bad does not score below --good, so there is no decision to find."""
-
-    code = "not_worse"

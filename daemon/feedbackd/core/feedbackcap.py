@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from feedbackd.core import yamlio
+from feedbackd.core.formats import yamlio
 
 DEFAULT_MAX_ENTRIES = 200
 MAX_ENTRIES_LIMIT = 100_000

@@ -1,5 +1,6 @@
 """Words for people: counts as a person says them ("1 rating", "3 entries"), durations, and
-the name a mistyped one most likely meant.
+the name a mistyped one most likely meant; and `Progress`, how a long job tells its count as it
+goes, for a bar or a status line to say.
 
 A plural made by hand (`f"{n} ratings"`) reads wrong exactly when there is one; every message
 that counts goes through here instead.
@@ -8,7 +9,11 @@ that counts goes through here instead.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+# Hears how far a long job is: (done so far, to do in all), in whatever it counts (bytes read,
+# agents passed, decisions recorded).
+Progress = Callable[[int, int], None]
 
 
 def noun(count: int, singular: str, plural: str | None = None) -> str:

@@ -20,9 +20,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, BinaryIO, NamedTuple
 
+from feedbackd.core.formats.jsontext import dumps_json
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.jsontext import dumps_json
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 
 TMP_SUFFIX = ".feedbackd-tmp"
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from feedbackd.core.lru import BoundedLRU
 from feedbackd.edges.files import read_file_bytes
 
 T = TypeVar("T")
@@ -33,10 +33,11 @@ class ParsedFiles(Generic[T]):
     `max_bytes` in all (a larger file is parsed each time, and not kept)."""
 
     def __init__(self, keep: int, max_bytes: int) -> None:
-        self.keep = keep
         self.max_bytes = max_bytes
-        self._files: OrderedDict[Path, tuple[bytes, int, T]] = OrderedDict()
-        self._bytes = 0
+        # By path: the digest of the bytes parsed, how many they were, and what they parsed to.
+        self._files: BoundedLRU[Path, tuple[bytes, int, T]] = BoundedLRU(
+            max_items=keep, max_weight=max_bytes, weigh=lambda _, kept: kept[1]
+        )
         self._lock = threading.Lock()  # the web panel's threads read agent files too
 
     def read(self, path: Path, parse: Callable[[bytes], T]) -> T:
@@ -45,21 +46,13 @@ class ParsedFiles(Generic[T]):
         data = read_file_bytes(path)
         digest = hashlib.blake2b(data, digest_size=16).digest()
         with self._lock:
-            kept = self._files.get(path)
+            kept = self._files.peek(path)
             if kept is not None and kept[0] == digest:
-                self._files.move_to_end(path)
+                self._files.get(path)  # now the most recently used
                 return kept[2]
         value = parse(data)
         with self._lock:
-            self._forget(path)
+            self._files.pop(path)
             if len(data) <= self.max_bytes:
-                self._files[path] = (digest, len(data), value)
-                self._bytes += len(data)
-            while len(self._files) > self.keep or self._bytes > self.max_bytes:
-                self._forget(next(iter(self._files)))
+                self._files.put(path, (digest, len(data), value))
         return value
-
-    def _forget(self, path: Path) -> None:
-        kept = self._files.pop(path, None)
-        if kept is not None:
-            self._bytes -= kept[1]

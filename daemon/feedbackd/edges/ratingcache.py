@@ -14,11 +14,11 @@ unchanged, only the new lines are read; when it changed, the file is read whole 
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from feedbackd.core.lru import BoundedLRU
 from feedbackd.core.ratings.storedratings import RatingRows
 from feedbackd.edges.monthfiles import digest, read_appended, read_bytes
 
@@ -42,13 +42,14 @@ class RatingCache:
     """The rows of the month files read so far, oldest used first."""
 
     def __init__(self, max_rows: int = DEFAULT_MAX_ROWS) -> None:
-        self.max_rows = max_rows
-        self._files: OrderedDict[Path, _Read] = OrderedDict()
-        self._rows = 0
+        # Weighed by rows when put: the rows of a read grow only once it is taken out again.
+        self._files: BoundedLRU[Path, _Read] = BoundedLRU(
+            max_weight=max_rows, weigh=lambda _, read: len(read.rows)
+        )
 
     def rows(self, path: Path, parse: Parse) -> RatingRows:
         """The valid rows of the month file as it is now, in file order."""
-        earlier = self._forget(path)
+        earlier = self._files.pop(path)
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -57,21 +58,8 @@ class RatingCache:
             read = earlier
         else:
             read = _appended(path, stat, earlier, parse) or _whole(path, stat, parse)
-        self._files[path] = read
-        self._rows += len(read.rows)
-        self._shrink()
+        self._files.put(path, read)
         return read.rows
-
-    def _forget(self, path: Path) -> _Read | None:
-        read = self._files.pop(path, None)
-        if read is not None:
-            self._rows -= len(read.rows)
-        return read
-
-    def _shrink(self) -> None:
-        while self._rows > self.max_rows and len(self._files) > 1:
-            _, oldest = self._files.popitem(last=False)
-            self._rows -= len(oldest.rows)
 
 
 def _size_time(stat: os.stat_result) -> tuple[int, int]:

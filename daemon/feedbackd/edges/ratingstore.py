@@ -33,11 +33,12 @@ from typing import Any
 from feedbackd.core.config import ReputationSettings
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError
 from feedbackd.core.ids import is_valid_id, validate_id
-from feedbackd.core.ratings.ratings import Rating, is_canonical_time, rating_line, stored_fields
-from feedbackd.core.ratings.reputation import Point, Tally, merge, report_from_tallies, tally
+from feedbackd.core.ratings.records import Rating, is_canonical_time, rating_line, stored_fields
+from feedbackd.core.ratings.reputation import DecaySums, Point, merge, report_from_tallies, tally
 from feedbackd.core.ratings.storedratings import NewestFirst, RatingRows, StoredRating
 from feedbackd.core.timeutil import iso_ms, unix_ms
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.wording import Progress
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.files import agent_ids, append_line, is_inside
 from feedbackd.edges.monthfiles import (
     Appended,
@@ -67,7 +68,6 @@ CREATE TABLE files (
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
-Progress = Callable[[int, int], None]  # (bytes read so far, bytes to read) while indexing
 Scope = tuple[str | None, str | None]  # (provider, skill) a refresh looked at; None = all
 
 
@@ -89,7 +89,7 @@ class _Entry:
     size: int
     mtime_ns: int
     digest: bytes | None
-    tally: Tally
+    tally: DecaySums
 
 
 @dataclass
@@ -107,7 +107,7 @@ class RatingStore:
         self,
         workspace: Workspace,
         *,
-        progress: Progress | None = None,
+        progress: Progress | None = None,  # hears (bytes read, bytes to read) while indexing
         cache: RatingCache | None = None,
     ) -> None:
         self.workspace = workspace
@@ -141,6 +141,13 @@ class RatingStore:
 
     def append(self, r: Rating) -> Path:
         """Store a new rating; a transaction that was already rated is refused."""
+        self.refuse_rated(r)
+        path = self.path_for(r)
+        append_line(path, rating_line(r))
+        return path
+
+    def refuse_rated(self, r: Rating) -> None:
+        """AlreadySubmitted when the rating's transaction was rated already."""
         earlier = self.where_rated(r.transaction_id)
         if earlier is not None:
             raise AlreadySubmitted(
@@ -148,9 +155,6 @@ class RatingStore:
                 f" (in {self.workspace.relative(earlier)})",
                 hint="each rental is rated once; a new rental has a new transaction_id",
             )
-        path = self.path_for(r)
-        append_line(path, rating_line(r))
-        return path
 
     def ratings(
         self,
@@ -202,13 +206,13 @@ class RatingStore:
         settings: ReputationSettings,
         now: datetime,
         skill: str | None = None,
-    ) -> dict[str, list[Tally]]:
+    ) -> dict[str, list[DecaySums]]:
         """Per skill, one decay tally per month file, each measured no later than `now`."""
         files = self.month_files(provider, skill)
         with self._index() as db:
             _set_index_decay(db, settings.decay_days)
             entries = self._refresh(db, files, settings.decay_days, (provider, skill))
-        result: dict[str, list[Tally]] = {}
+        result: dict[str, list[DecaySums]] = {}
         cap = now.timestamp()
         for month_file, entry in entries.items():
             file_tally = entry.tally
@@ -676,7 +680,7 @@ def _holds_key(db: sqlite3.Connection, file_id: int, key: bytes) -> bool:
 def _save_entry(
     db: sqlite3.Connection,
     month_file: MonthFile,
-    values: tuple[int, int, bytes | None, Tally, bytes],
+    values: tuple[int, int, bytes | None, DecaySums, bytes],
 ) -> int:
     size, mtime_ns, digest, file_tally, keys = values
     row = db.execute(
@@ -684,14 +688,22 @@ def _save_entry(
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (provider, skill, month) DO UPDATE SET"
         " size = excluded.size, mtime_ns = excluded.mtime_ns, digest = excluded.digest,"
         " tally = excluded.tally, keys = excluded.keys RETURNING id",
-        (month_file.provider, month_file.skill, month_file.month, size, mtime_ns, digest,
-         json.dumps(dataclasses.asdict(file_tally)), keys),
-    ).fetchone()  # fmt: skip
+        (
+            month_file.provider,
+            month_file.skill,
+            month_file.month,
+            size,
+            mtime_ns,
+            digest,
+            json.dumps(dataclasses.asdict(file_tally)),
+            keys,
+        ),
+    ).fetchone()
     return int(row[0])
 
 
-def _load_tally(text: str) -> Tally:
+def _load_tally(text: str) -> DecaySums:
     data = json.loads(text)
     data["quality"] = tuple(data["quality"])
     data["cost_value"] = tuple(data["cost_value"])
-    return Tally(**data)
+    return DecaySums(**data)

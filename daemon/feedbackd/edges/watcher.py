@@ -31,7 +31,7 @@ from watchfiles import Change
 from watchfiles._rust_notify import RustNotify
 
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.workspace import is_report_or_editors
+from feedbackd.core.workspacepaths import is_report_or_editors
 from feedbackd.edges import inotify
 from feedbackd.edges.files import TMP_SUFFIX
 from feedbackd.edges.inotify import TreeWatch

@@ -21,18 +21,18 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from feedbackd.app.commands import actions, exporting, learning, queries, submitting
-from feedbackd.app.commands import why as lessons
+from feedbackd.app.commands import actions, exportwrite, learningstats, queries, submitting
+from feedbackd.app.commands import lessonsources as lessons
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.agentfiles import existing_agent
 from feedbackd.app.workspace.configfile import config_path
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.curation.exports import STREAMED
+from feedbackd.core.curation.exportrows import STREAMED
 from feedbackd.core.curation.feedback import check_record
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback, UsageError
+from feedbackd.core.formats.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import load_json_object, refuse_unknown_keys
-from feedbackd.core.ratings.ratings import InvalidRating, parse_rating
+from feedbackd.core.ratings.records import InvalidRating, parse_rating
 from feedbackd.core.timeutil import iso_ms
 from feedbackd.core.wording import counted
 from feedbackd.edges.clock import utcnow
@@ -119,7 +119,7 @@ def _shown(text: str) -> str:
 def report_json(report: Report, root: Path) -> dict[str, Any]:
     """What `approve --json` and `reject --json` print."""
     return {
-        "events": [event.as_json() for event in report.events],
+        "events": [event.to_json() for event in report.events],
         "problems": [problem.line(root) for problem in report.problems],
         "warnings": report.warnings,
     }
@@ -157,7 +157,7 @@ def _webhouse_routes(site: Site) -> list[Route]:
         runtime = await work(site.runtime)
         await work(lambda: existing_agent(runtime, agent))
         entry = await work(lambda: actions.record(runtime, agent, data))
-        return JSONResponse(entry.as_json())
+        return JSONResponse(entry.to_json())
 
     path = "/api/cms/agents/{agent}/feedback"
     return [Route(path, recent, methods=["GET"]), Route(path, record, methods=["POST"])]
@@ -303,7 +303,7 @@ def _export(site: Site) -> Callable[[Request], Any]:
         site.exports += 1
         try:
             opened = await work(
-                lambda: exporting.open_export(
+                lambda: exportwrite.open_export(
                     runtime, agent_id, query.get("format"), query.get("at")
                 )
             )
@@ -425,7 +425,9 @@ def _learning_routes(site: Site) -> list[Route]:
         agent, query = request.path_params["agent"], request.query_params
         by, since = query.get("by") or "week", query.get("since") or None
         runtime = await work(site.runtime)
-        return JSONResponse(await work(lambda: learning.agent_stats(runtime, agent, by, since)))
+        return JSONResponse(
+            await work(lambda: learningstats.agent_stats(runtime, agent, by, since))
+        )
 
     async def evaluation(request: Request) -> Response:
         agent, query = request.path_params["agent"], request.query_params

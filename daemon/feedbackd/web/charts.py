@@ -56,10 +56,12 @@ def _coords(values: Sequence[float], low: float, high: float) -> list[tuple[floa
     count = len(values)
     step = (WIDTH - 2 * PAD) / max(1, count - 1)
     return [
-        (PAD + index * step if count > 1 else WIDTH / 2,
-         HEIGHT - PAD - (min(max(v, low), high) - low) / span * (HEIGHT - 2 * PAD))
+        (
+            PAD + index * step if count > 1 else WIDTH / 2,
+            HEIGHT - PAD - (min(max(v, low), high) - low) / span * (HEIGHT - 2 * PAD),
+        )
         for index, v in enumerate(values)
-    ]  # fmt: skip
+    ]
 
 
 def _dots(coords: Sequence[tuple[float, float]]) -> str:

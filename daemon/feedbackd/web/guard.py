@@ -39,6 +39,9 @@ OPEN_PATHS = frozenset(
     {"/healthz", "/login", "/static/panel.css", "/static/favicon.svg", "/favicon.ico"}
 )
 _SECURITY_NAMES = frozenset(name for name, _ in SECURITY_HEADERS)
+# Paths that programs ask, answered 401 without the token where a browser is sent to the login
+# form: the HTTP API's (under /api/), the metrics and the MCP server's.
+PROGRAM_PATHS = frozenset({"/metrics", "/mcp"})
 
 
 class Guard:
@@ -149,7 +152,7 @@ def _with_security_headers(send: Send) -> Send:
 
 def _unauthorised(scope: Scope) -> Response:
     path = str(scope["path"])
-    if path.startswith("/api/") or path == "/metrics":
+    if path.startswith("/api/") or path in PROGRAM_PATHS:
         response = refuse(401, "unauthorized", "send Authorization: Bearer TOKEN")
         response.headers["WWW-Authenticate"] = "Bearer"
         return response

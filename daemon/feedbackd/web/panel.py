@@ -17,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from feedbackd.app.commands import learning, queries
-from feedbackd.app.commands import why as lessons
+from feedbackd.app.commands import learningstats, queries
+from feedbackd.app.commands import lessonsources as lessons
 from feedbackd.app.commands.evaluating import saved_eval
 from feedbackd.app.ratings.rentals import buyer_named
 from feedbackd.app.workspace.runtime import Runtime
@@ -157,7 +157,7 @@ def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
             for skill in summary["skills"]
         ],
         "reputation": queries.reputation(runtime, agent_id, None),
-        "learning": learning.agent_stats(runtime, agent_id, "week"),
+        "learning": learningstats.agent_stats(runtime, agent_id, "week"),
         "eval": _saved_eval_or_none(runtime, agent_id),
     }
 

@@ -12,7 +12,7 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from feedbackd.app.commands import learning, queries
+from feedbackd.app.commands import learningstats, queries
 from feedbackd.app.daemon.statusfile import pass_times
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.config import HttpSettings
@@ -43,7 +43,7 @@ from feedbackd.edges.hostnames import machine_names
 from feedbackd.web import api, panel
 from feedbackd.web.attempts import FailedAttempts
 from feedbackd.web.connections import Connections, accept_backlog, raise_open_file_limit
-from feedbackd.web.guard import Guard
+from feedbackd.web.guard import ASGIApp, Guard
 from feedbackd.web.metrics import (
     RequestCounter,
     events_lines,
@@ -59,12 +59,19 @@ GRACE_S = 10  # how long reads in flight may take to finish after SIGTERM (write
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
+def serve(
+    runtime: Runtime,
+    config: str | None,
+    listen_text: str | None,
+    mounted: Mapping[str, ASGIApp] | None = None,
+) -> int:
+    """Serve the workspace; `mounted`: other faces' ASGI apps by the path they answer (launch.py
+    hands over the MCP server's `/mcp`), behind the same guard as every route."""
     listen = parse_listen(
         listen_text or runtime.settings.http.listen,
         "--listen" if listen_text else "http.listen",
     )
-    app, stopping = application(runtime, config, listen)
+    app, stopping = application(runtime, config, listen, mounted or {})
     sock = _bind(listen)
     server = _server(app, runtime.settings.http, stopping)
     log.info("serving http://%s/ for %s", listen, runtime.workspace.root)
@@ -75,7 +82,10 @@ def serve(runtime: Runtime, config: str | None, listen_text: str | None) -> int:
 
 
 def application(
-    runtime: Runtime, config: str | None, listen: ListenAddress
+    runtime: Runtime,
+    config: str | None,
+    listen: ListenAddress,
+    mounted: Mapping[str, ASGIApp] | None = None,
 ) -> tuple[Guard, Stopping]:
     """What `serve` answers with on `listen`: the routes behind the safety rules, and the gate
     that holds back a stop for the writes in flight. A listen beyond loopback needs a token."""
@@ -88,7 +98,7 @@ def application(
     names = _public_names(runtime, listen)
     stopping = Stopping()
     site = api.Site(str(runtime.workspace.root), config)
-    return build_app(site, listen, token, stopping, names), stopping
+    return build_app(site, listen, token, stopping, names, mounted or {}), stopping
 
 
 def _server(app: Guard, http: HttpSettings, stopping: Stopping) -> GracefulServer:
@@ -206,6 +216,7 @@ def build_app(
     token: str | None,
     stopping: Stopping,
     names: frozenset[str] = frozenset(),
+    mounted: Mapping[str, ASGIApp] | None = None,
 ) -> Guard:
     counter: RequestCounter
     attempts = FailedAttempts()  # wrong tokens, shared by the login form and the bearer check
@@ -214,7 +225,7 @@ def build_app(
         runtime = await api.work(site.runtime)
         state = await api.work(lambda: queries.workspace_status(runtime, []))
         passes = await api.work(lambda: pass_times(runtime.workspace.state_dir))
-        ratios = await api.work(lambda: learning.unedited_ratios(runtime))
+        ratios = await api.work(lambda: learningstats.unedited_ratios(runtime))
         lines = [*status_lines(state), *events_lines(state), *pass_lines(passes)]
         lines += learning_lines(ratios)
         text = "\n".join([*lines, *counter.lines()]) + "\n"
@@ -229,6 +240,8 @@ def build_app(
             *api.routes(site),
             *panel.routes(site, token, attempts),
             Route("/metrics", metrics, methods=["GET"]),
+            # An ASGI app as endpoint: it answers every method of its path itself.
+            *(Route(path, face) for path, face in (mounted or {}).items()),
         ],
         exception_handlers={
             FeedbackdError: refused,

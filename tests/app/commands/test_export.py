@@ -17,16 +17,16 @@ from typing import Any
 
 import pytest
 
-from feedbackd.app.commands.exporting import open_export, write_export
+from feedbackd.app.commands.exportwrite import open_export, write_export
 from feedbackd.core.config import Settings
-from feedbackd.core.curation.exports import (
+from feedbackd.core.curation.exportrows import (
     DecisionCommits,
     export_text,
     json_text,
     ledger_lines,
     standing_decisions,
 )
-from feedbackd.core.curation.exportsets import ExportOptions
+from feedbackd.core.curation.exportsplits import ExportOptions
 from feedbackd.edges.git.repo import GitRepo, history_of
 from tests.conftest import known_environment
 from tests.web_kit import Server

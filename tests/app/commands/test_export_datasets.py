@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from feedbackd.app.commands.exporting import open_export, write_export
-from feedbackd.core.curation.exportsets import ExportOptions, parse_split
+from feedbackd.app.commands.exportwrite import open_export, write_export
+from feedbackd.core.curation.exportsplits import ExportOptions, parse_split
 from tests.app.commands.test_export import (
     AGENT,
     a_month,

@@ -385,7 +385,7 @@ def test_equal_lessons_score_equal_and_unknown_words_score_nothing() -> None:
 def test_only_the_ranking_path_loads_numpy() -> None:
     """The daemon, the command line and the web server start without numpy (or bm25s)."""
     code = (
-        "import sys, feedbackd, feedbackd.cli.app, feedbackd.web.server, "
+        "import sys, feedbackd, feedbackd.cli.main, feedbackd.web.server, "
         "feedbackd.app.daemon.service\n"
         "print(sorted(m for m in ('numpy', 'bm25s') if m in sys.modules))"
     )

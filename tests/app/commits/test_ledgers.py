@@ -17,8 +17,8 @@ from feedbackd.app.commits.ledgers import (
     commit_uncommitted,
     not_in_head,
 )
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.commits.recording import CommitRequest
-from feedbackd.app.commits.repo import open_repo
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.edges.files import file_state
 from feedbackd.edges.git.repo import GitRepo

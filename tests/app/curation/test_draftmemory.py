@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.curation.draftmemory import ADDS_FILE, DraftAdds
 from feedbackd.edges.git.adds import LINE_MAX, in_folders
 from feedbackd.edges.git.repo import history_of

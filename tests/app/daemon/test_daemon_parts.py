@@ -1,5 +1,5 @@
-"""The daemon's parts on their own: signal handlers installed and put back, the agent book's
-backoff and retries, the dirty set, the timers, one pass in this process.
+"""The daemon's parts on their own: signal handlers installed and put back, the agents' states,
+backoff and retries, what the next pass looks at, the timers, one pass in this process.
 tests/system/test_daemon.py runs the whole daemon."""
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from types import FrameType
 import pytest
 
 from feedbackd.app.daemon import daemon as daemon_module
-from feedbackd.app.daemon.agentbook import EVERY_AGENT, RATINGS, AgentBook, backoff
-from feedbackd.app.daemon.daemon import Daemon, Dirty
+from feedbackd.app.daemon.agentstates import EVERY_AGENT, RATINGS, AgentStates, backoff
+from feedbackd.app.daemon.daemon import Daemon, NextPass
 from feedbackd.app.daemon.timers import CatchUp, Heartbeat
 from feedbackd.app.daemon.wakeup import Wakeup, signals_handled
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.problems import Problem
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.notify import Notifier
 from feedbackd.edges.watcher import Changes
 from tests.workspace_kit import Site, draft
@@ -78,59 +78,59 @@ def test_a_poke_ends_the_wait_at_once_and_a_full_pipe_loses_nothing() -> None:
         wakeup.close()
 
 
-# --- the agent book -------------------------------------------------------------------------
+# --- the agents' states -----------------------------------------------------------------------
 def test_failures_back_off_exponentially_up_to_a_minute() -> None:
     assert [backoff(n) for n in range(1, 9)] == [1, 2, 4, 8, 16, 32, 60, 60]
-    book = AgentBook()
+    states = AgentStates()
     for _ in range(3):
-        book.failed("writer", "git said no")
-    assert book.state("writer").failures == 3
-    assert book.retry_at["writer"] == pytest.approx(time.time() + 4, abs=1)
-    assert book.problem_lines() == ["writer: last pass failed: git said no"]
+        states.failed("writer", "git said no")
+    assert states.state("writer").failures == 3
+    assert states.retry_at["writer"] == pytest.approx(time.time() + 4, abs=1)
+    assert states.problem_lines() == ["writer: last pass failed: git said no"]
 
 
 def test_a_pass_that_succeeds_clears_the_failure_and_the_retry() -> None:
-    book = AgentBook()
-    book.failed(RATINGS, "inbox unreadable")
-    assert book.problem_lines() == ["ratings: last pass failed: inbox unreadable"]
-    book.passed(RATINGS, Report())
-    assert book.state(RATINGS).failures == 0 and RATINGS not in book.retry_at
-    assert book.problem_lines() == []
+    states = AgentStates()
+    states.failed(RATINGS, "inbox unreadable")
+    assert states.problem_lines() == ["ratings: last pass failed: inbox unreadable"]
+    states.passed(RATINGS, Report())
+    assert states.state(RATINGS).failures == 0 and RATINGS not in states.retry_at
+    assert states.problem_lines() == []
 
 
 def test_a_file_still_settling_is_looked_at_again_once_it_has_settled() -> None:
-    book = AgentBook()
+    states = AgentStates()
     settles_at = time.time() + 2
     draft = Problem(
         Path("queue/qi-1.json"), "not valid JSON", "", settled=False, retry_at=settles_at
     )
-    book.passed("writer", Report(problems=[draft]))
-    assert book.pending() == 1
-    assert book.take_due(settles_at) == []
-    assert book.take_due(settles_at + 0.1) == ["writer"]
-    assert book.take_due(settles_at + 0.1) == []  # taken once
+    states.passed("writer", Report(problems=[draft]))
+    assert states.pending() == 1
+    assert states.take_due(settles_at) == []
+    assert states.take_due(settles_at + 0.1) == ["writer"]
+    assert states.take_due(settles_at + 0.1) == []  # taken once
 
 
 def test_agents_gone_from_disk_are_forgotten_but_the_ratings_are_kept() -> None:
-    book = AgentBook()
+    states = AgentStates()
     for key in ("old", "kept", RATINGS):
-        book.failed(key, "x")
-    book.keep_only(["kept", "new"])
-    assert sorted(book.states) == sorted(["kept", RATINGS])
-    assert "old" not in book.retry_at
-    assert book.seconds_until_due(time.time()) == pytest.approx(1, abs=0.5)
+        states.failed(key, "x")
+    states.keep_only(["kept", "new"])
+    assert sorted(states.states) == sorted(["kept", RATINGS])
+    assert "old" not in states.retry_at
+    assert states.seconds_until_due(time.time()) == pytest.approx(1, abs=0.5)
 
 
 def test_due_keys_mark_what_the_next_pass_looks_at() -> None:
-    dirty = Dirty()
-    assert not dirty
-    dirty.mark("writer")
-    dirty.mark(RATINGS)
-    assert dirty.take() == (False, True, {"writer"}) and not dirty
-    dirty.mark(EVERY_AGENT)
-    assert dirty.take() == (True, True, set())
-    dirty.add(Changes(agents=frozenset({"a"})))
-    assert dirty.take() == (False, False, {"a"})
+    next_pass = NextPass()
+    assert not next_pass
+    next_pass.mark("writer")
+    next_pass.mark(RATINGS)
+    assert next_pass.take() == (False, True, {"writer"}) and not next_pass
+    next_pass.mark(EVERY_AGENT)
+    assert next_pass.take() == (True, True, set())
+    next_pass.add(Changes(agents=frozenset({"a"})))
+    assert next_pass.take() == (False, False, {"a"})
 
 
 # --- timers ----------------------------------------------------------------------------------
@@ -167,15 +167,15 @@ def test_a_failed_listing_of_agents_retries_the_agents_it_knows_and_not_the_rati
     daemon = Daemon(site.runtime())
     try:
         daemon._pass()  # the start-up pass: the rating inbox and the one agent
-        assert sorted(daemon.book.states) == sorted([RATINGS, "writer"])
+        assert sorted(daemon.agent_states.states) == sorted([RATINGS, "writer"])
 
         def unreadable(workspace: Workspace) -> list[str]:
             raise PermissionError(13, "Permission denied", str(workspace.agents_dir))
 
         monkeypatch.setattr(daemon_module, "agent_ids", unreadable)
-        daemon.dirty.everything = True
+        daemon.next_pass.everything = True
         assert daemon._agents_on_disk() == ["writer"]
-        assert EVERY_AGENT in daemon.book.retry_at
+        assert EVERY_AGENT in daemon.agent_states.retry_at
         daemon._pass()  # does not take ":ratings" for an agent id
     finally:
         daemon.wakeup.close()
@@ -205,15 +205,15 @@ def test_a_long_start_up_asks_systemd_for_more_time_and_says_how_far(tmp_path: P
 def test_a_pass_the_workspace_kept_changing_under_is_a_warning_not_an_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    book = AgentBook()
+    states = AgentStates()
     logger = logging.getLogger("feedbackd")  # the CLI may have stopped it propagating
     logger.addHandler(caplog.handler)
     try:
         with caplog.at_level(logging.INFO, logger="feedbackd"):
-            book.failed("writer", "the folder kept changing while feedbackd read it", fault=False)
-            book.failed("other", "git said no")
+            states.failed("writer", "the folder kept changing while feedbackd read it", fault=False)
+            states.failed("other", "git said no")
     finally:
         logger.removeHandler(caplog.handler)
     levels = {record.getMessage().split(":")[0]: record.levelname for record in caplog.records}
     assert levels == {"writer": "WARNING", "other": "ERROR"}
-    assert book.retry_at["writer"] == pytest.approx(time.time() + 1, abs=1)  # still retried
+    assert states.retry_at["writer"] == pytest.approx(time.time() + 1, abs=1)  # still retried

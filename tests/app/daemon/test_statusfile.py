@@ -14,10 +14,10 @@ import pytest
 from feedbackd.app.daemon.statusfile import (
     STATUS_FILE,
     LastEvent,
+    PassProgress,
     PassTimes,
-    Progress,
+    daemon_progress,
     describe,
-    in_hand,
     pass_times,
     read_status,
     status_path,
@@ -246,8 +246,10 @@ def test_leftover_temporary_file_is_not_read(state_dir: Path) -> None:
 
 def test_a_burst_in_hand_is_shown_only_while_its_daemon_runs(state_dir: Path) -> None:
     with InstanceLock(state_dir):
-        write_status(state_dir, pid=os.getpid(), started_at=STARTED, progress=Progress("w", 3, 9))
-        assert in_hand(state_dir) == Progress("w", 3, 9)
+        write_status(
+            state_dir, pid=os.getpid(), started_at=STARTED, progress=PassProgress("w", 3, 9)
+        )
+        assert daemon_progress(state_dir) == PassProgress("w", 3, 9)
         assert set(describe(state_dir)) == STATUS_KEYS  # `status --json` keeps its keys
-    assert in_hand(state_dir) is None
-    assert Progress("w", 1200, 1600).line() == "working: w, 1,200 of 1,600 decisions"
+    assert daemon_progress(state_dir) is None
+    assert PassProgress("w", 1200, 1600).line() == "working: w, 1,200 of 1,600 decisions"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.errors import InvalidFeedback
-from feedbackd.core.ratings.ratings import parse_rating, parse_rating_file
+from feedbackd.core.ratings.records import parse_rating, parse_rating_file
 from tests.web_kit import serving
 from tests.workspace_kit import Site
 

@@ -167,7 +167,7 @@ def test_inbox_files_are_ingested_and_removed_a_bad_one_stays(site: Site) -> Non
 
 def test_an_interrupted_rating_is_committed_by_the_next_pass_as_a_rating(site: Site) -> None:
     from feedbackd.app.workspace.agentfiles import write_rental_memories
-    from feedbackd.core.ratings.ratings import parse_rating
+    from feedbackd.core.ratings.records import parse_rating
     from feedbackd.edges.clock import utcnow
     from feedbackd.edges.ratingstore import RatingStore
 
@@ -192,7 +192,7 @@ def test_an_interrupted_rating_is_committed_by_the_next_pass_as_a_rating(site: S
 
 
 def test_the_rules_run_for_a_rating_completed_after_an_interruption(site: Site) -> None:
-    from feedbackd.core.ratings.ratings import parse_rating
+    from feedbackd.core.ratings.records import parse_rating
     from feedbackd.edges.clock import utcnow
     from feedbackd.edges.ratingstore import RatingStore
 

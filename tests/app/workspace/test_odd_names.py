@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.workspace import ITEM_FOLDERS
+from feedbackd.core.workspacepaths import ITEM_FOLDERS
 from tests.cli_kit import run_cli_bytes
 from tests.daemon_kit import DaemonProcess, NotifyListener, wait_for
 from tests.workspace_kit import Site, draft, settling_in

@@ -20,14 +20,21 @@ from hypothesis import strategies as st
 
 from feedbackd.core.config import Settings
 from feedbackd.core.curation import agentplan
-from feedbackd.core.curation.agentplan import AgentPlan, AgentView, ItemFile, ReadItem, Step
+from feedbackd.core.curation.agentplan import (
+    AgentPlan,
+    AgentView,
+    BadFile,
+    ItemFile,
+    ReadItem,
+    Step,
+)
 from feedbackd.core.curation.decisions import DecisionRecord, State, latest_states, new_record
 from feedbackd.core.curation.feedback import FeedbackEntry, dump_feedback, new_entry, parse_feedback
 from feedbackd.core.curation.items import Item
 from feedbackd.core.curation.prompts import render_snippet
 from feedbackd.core.errors import InvalidItem
 from feedbackd.core.people import Person
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.randomness import random_chars
 
 ROOT = Path("/ws")
@@ -349,7 +356,7 @@ def test_what_cannot_be_read_waits_and_the_rest_goes_on() -> None:
         ("qi-1.json", True),
         ("qi-2.json", True),
     ]
-    assert "is not `Name <email>`" in p.problems[-1].error.message
+    assert "is not `Name <email>`" in p.problems[-1].message
 
 
 def test_a_corrupt_feedback_file_holds_the_decisions_but_not_the_drafts() -> None:
@@ -359,7 +366,7 @@ def test_a_corrupt_feedback_file_holds_the_decisions_but_not_the_drafts() -> Non
     p = plan(view(approved, drafts=[new], feedback=corrupt, feedback_exists=True))
     assert p.drafts is not None and p.decisions == () and p.snippet_refresh is None
     [problem] = p.problems
-    assert (problem.path, problem.error, problem.settles) == (AGENT.feedback, corrupt, False)
+    assert problem == BadFile(AGENT.feedback, corrupt.message, corrupt.hint, settles=False)
 
 
 def test_the_curator_of_the_item_decides_else_the_fallback() -> None:
@@ -371,7 +378,7 @@ def test_the_curator_of_the_item_decides_else_the_fallback() -> None:
     refused = InvalidItem("FEEDBACKD_CURATOR: 'x' is not `Name <email>`")
     p = plan(view(kim, anyone, author=refused))
     assert [s.commit.item for s in p.decisions] == ["qi-1"]
-    assert [b.error for b in p.problems] == [refused]
+    assert [(b.message, b.hint) for b in p.problems] == [(refused.message, refused.hint)]
 
 
 def test_a_stale_snippet_is_regenerated_and_a_missing_one_left_alone() -> None:

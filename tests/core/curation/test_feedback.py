@@ -83,7 +83,7 @@ def test_an_entry_and_its_fields_as_written_have_one_identity() -> None:
     """forgotten.jsonl keeps a lesson away by the identity of its fields as written there."""
     entry = correction("title", "a", "b")
     assert (
-        identity_of(entry.as_json())
+        identity_of(entry.to_json())
         == entry.identity()
         == ("qi-1", "correction", "title", "b", None)
     )
@@ -145,9 +145,9 @@ def test_legacy_shape_is_read_as_correction_with_a_stable_id(tmp_path: Path) -> 
 
 
 def test_unknown_fields_of_other_tools_are_kept() -> None:
-    text = json.dumps([{**correction("t", "a", "b").as_json(), "reviewer": "kim"}])
+    text = json.dumps([{**correction("t", "a", "b").to_json(), "reviewer": "kim"}])
     [entry] = parse_feedback(text)
-    assert entry.as_json()["reviewer"] == "kim"
+    assert entry.to_json()["reviewer"] == "kim"
 
 
 @pytest.mark.parametrize(
@@ -220,8 +220,8 @@ def test_the_plain_rules_accept_what_the_model_accepts_and_say_the_same(
         assert entry_problem(value) == (str(first["loc"][0]), first["msg"])
     else:
         assert entry_problem(value) is None
-        assert stored_shape(value) == model.as_json()
-        assert list(stored_shape(value)) == list(model.as_json())
+        assert stored_shape(value) == model.to_json()
+        assert list(stored_shape(value)) == list(model.to_json())
 
 
 def test_the_plain_rules_catch_each_kind_of_problem() -> None:

@@ -14,9 +14,9 @@ import pytest
 from feedbackd.app.workspace.agentfiles import add_memory, list_memory, write_rental_memories
 from feedbackd.core.errors import FeedbackdError, InvalidId
 from feedbackd.core.ratings.memory import CASES, ENTITIES, PATTERNS, MemoryRecord, rental_memories
-from feedbackd.core.ratings.ratings import Rating, parse_rating
+from feedbackd.core.ratings.records import Rating, parse_rating
 from feedbackd.core.timeutil import iso_ms
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from feedbackd.core.ratings.monthscan import summarise
-from feedbackd.core.ratings.ratings import Rating, parse_rating, rating_line, stored_fields
+from feedbackd.core.ratings.records import Rating, parse_rating, rating_line, stored_fields
 from feedbackd.core.ratings.tally import Point, tally
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)

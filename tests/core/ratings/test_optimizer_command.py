@@ -17,7 +17,7 @@ from feedbackd.core.ratings.optimizer_command import (
     command_context,
     parse_answer,
 )
-from feedbackd.core.ratings.ratings import Rating, parse_rating
+from feedbackd.core.ratings.records import Rating, parse_rating
 from feedbackd.core.ratings.skillrules import Lesson, QualityFinding
 
 NOW = datetime(2026, 4, 8, 12, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from feedbackd.core.config import ReputationSettings
-from feedbackd.core.ratings.ratings import Rating, parse_rating
+from feedbackd.core.ratings.records import Rating, parse_rating
 from feedbackd.core.ratings.reputation import (
     feedback_list_report,
     merge,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from feedbackd.core.config import OptimizerSettings, PricingSettings
-from feedbackd.core.ratings.ratings import Rating, parse_rating
+from feedbackd.core.ratings.records import Rating, parse_rating
 from feedbackd.core.ratings.skillrules import (
     Lesson,
     NoChange,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from feedbackd.core.ratings.ratings import Rating, parse_rating, rating_line, stored_fields
+from feedbackd.core.ratings.records import Rating, parse_rating, rating_line, stored_fields
 from feedbackd.core.ratings.skillrules import ratings_since_change
 from feedbackd.core.ratings.storedratings import RatingRows, as_stored
 from feedbackd.core.timeutil import iso_ms, unix_ms

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.people import FEEDBACKD_PERSON
-from feedbackd.core.workspace import ITEM_FOLDERS
+from feedbackd.core.workspacepaths import ITEM_FOLDERS
 from feedbackd.edges.git import tree as tree_module
-from feedbackd.edges.git.batch import GitBatch, GitObject, KeptBatch, KeptObjects
+from feedbackd.edges.git.batch import GitBatch, GitBatchKeeper, GitObject, KeptObjects
 from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.git.tree import Entry, commit_object, parse_tree, tree_id, tree_listing
@@ -131,7 +131,7 @@ def test_a_file_changed_after_it_was_stored_stays_unstaged(git_repo: Path) -> No
 def test_filters_of_gitattributes_apply_as_with_git_add(git_repo: Path) -> None:
     write(git_repo, ".gitattributes", "*.md text eol=lf\n")
     (git_repo / "a.md").write_bytes(b"line one\r\nline two\r\n")
-    with GitRepo(git_repo, kept=(kept := KeptBatch())) as repo:
+    with GitRepo(git_repo, kept=(kept := GitBatchKeeper())) as repo:
         repo.commit_paths([".gitattributes", "a.md"], message(), ADA)
     assert git(git_repo, "cat-file", "blob", "HEAD:a.md") == "line one\nline two\n"
     # Changed attributes are read again by the helpers kept from the last commit.
@@ -154,7 +154,7 @@ def test_a_commit_starts_a_handful_of_git_processes(tmp_path: Path, git_repo: Pa
         write(git_repo, f"docs/d{number:03d}/note.json", "{}\n")
     git(git_repo, "add", "-A")
     git(git_repo, "commit", "-q", "-m", "300 files")
-    kept = KeptBatch()
+    kept = GitBatchKeeper()
     env = {"GIT_PYTHON_GIT_EXECUTABLE": str(wrapper)}
     with pytest.MonkeyPatch.context() as patch:
         for key, value in env.items():
@@ -234,7 +234,7 @@ def test_a_burst_in_one_big_folder_keeps_a_bounded_number_of_parsed_entries(
 
 
 def test_a_helper_killed_under_us_is_started_again(git_repo: Path) -> None:
-    kept = KeptBatch()
+    kept = GitBatchKeeper()
     for number in range(3):
         write(git_repo, f"f{number}.json", "{}\n")
         with GitRepo(git_repo, kept=kept) as repo:
@@ -247,7 +247,7 @@ def test_a_helper_killed_under_us_is_started_again(git_repo: Path) -> None:
 
 
 def test_a_commit_follows_a_head_the_user_moved(git_repo: Path) -> None:
-    kept = KeptBatch()
+    kept = GitBatchKeeper()
     write(git_repo, "ours.json", "{}\n")
     with GitRepo(git_repo, kept=kept) as repo:
         repo.commit_paths(["ours.json"], message(), ADA)

@@ -27,7 +27,7 @@ import pytest
 
 from feedbackd.core.errors import GitError
 from feedbackd.edges.git import commit
-from feedbackd.edges.git.batch import GitBatch, KeptBatch
+from feedbackd.edges.git.batch import GitBatch, GitBatchKeeper
 from feedbackd.edges.git.commit import CommitWriter, WorkTreeChange
 from feedbackd.edges.git.native import LOOSE_FROM_PACKS, NativeStore
 from feedbackd.edges.git.packwrite import packed, release, write_pack
@@ -240,7 +240,7 @@ def _commit_all(root: Path) -> dict[int, str]:
     """COMMITS in-process commits, each of a file of its own written holding the index lock
     (as a decision is), planned again when HEAD moved; the commit of each."""
     made: dict[int, str] = {}
-    kept = KeptBatch()
+    kept = GitBatchKeeper()
     with GitRepo(root, kept=kept, lock_wait_s=20) as repo:
         assert kept.batch_for(root, root / ".git", "git").native() is not None
         for number in range(COMMITS):
@@ -405,7 +405,7 @@ def test_commits_write_packs_that_git_repacks_and_none_is_held_open(git_repo: Pa
     git's own repack rolls them up now and then, so packs never pile up towards git's
     `gc.autoPackLimit` (50); neither libgit2 nor the helpers keep the old ones open, and no
     pack is left held (`.keep`) once its commit is on the branch."""
-    kept = KeptBatch()
+    kept = GitBatchKeeper()
     opened: list[int] = []
     made: list[str] = []
     most = 0
@@ -586,7 +586,7 @@ def test_the_pack_count_stays_bounded_over_thousands_of_decisions_while_gc_races
     decisions = int(os.environ.get("FEEDBACKD_MANY_DECISIONS", "5000"))
     most, gcs = 0, []
     packs = git_repo / ".git" / "objects" / "pack"
-    kept = KeptBatch()
+    kept = GitBatchKeeper()
     with GitRepo(git_repo, kept=kept, lock_wait_s=20) as repo:
         for run in range(0, decisions, 100):
             with repo.holding(repo.settled_head(), index_once=True):

@@ -1,7 +1,7 @@
 """The remote edge on its own: a fetch that hangs is stopped at its deadline, ssh included.
 
 The syncing itself (pull, rebase, push, conflicts) is tested through the application in
-tests/app/test_sync.py.
+tests/app/test_remotesync.py.
 """
 
 from __future__ import annotations

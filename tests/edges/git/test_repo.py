@@ -1,6 +1,7 @@
 """The workspace repository: exact-path commits, the user's index untouched, history.
 
-Stale locks are tested in test_locks.py, the remote in test_remote.py and tests/app/test_sync.py.
+Stale locks are tested in test_locks.py, the remote in test_remote.py and
+tests/app/test_remotesync.py.
 """
 
 from __future__ import annotations

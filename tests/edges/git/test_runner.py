@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.core.errors import GitError, WorkspaceError
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.git.repo import GitRepo
 from feedbackd.edges.git.runner import GitRunner, git_in, rel_path
 from tests.conftest import git

@@ -44,9 +44,9 @@ from feedbackd.core.errors import (
     NotFound,
     WorkspaceError,
 )
+from feedbackd.core.formats.jsontext import load_json_object
 from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import load_json_object
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import (
     Undo,

@@ -21,8 +21,8 @@ from feedbackd.app.commands.evalitems import (
     revision_of,
 )
 from feedbackd.app.commands.evalruns import AgentCommand, agent_command, run_tasks
-from feedbackd.app.commits.repo import open_repo
-from feedbackd.app.curation.exportreader import folder_at
+from feedbackd.app.commits.openrepo import open_repo
+from feedbackd.app.curation.exportread import folder_at
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.commitmsg import ITEM_KEY, parse_trailers
 from feedbackd.core.curation.feedback import FeedbackEntry
@@ -151,7 +151,7 @@ def _first_bad(runtime: Runtime, repo: GitRepo, agent: str, commit: str) -> dict
 
 
 def _entry_json(entry: FeedbackEntry) -> dict[str, Any]:
-    return entry.as_json()
+    return entry.to_json()
 
 
 def _todo(agent: str, first: dict[str, Any] | None) -> list[str]:

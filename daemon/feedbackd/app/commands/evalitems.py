@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from feedbackd.app.curation.exportreader import (
+from feedbackd.app.curation.exportread import (
     Standing,
     decision_commits,
     export_rows,
@@ -21,7 +21,7 @@ from feedbackd.app.curation.exportreader import (
 from feedbackd.app.workspace.agentfiles import existing_agent
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.config import PromptSettings
-from feedbackd.core.curation.exports import Decided, ExportRow
+from feedbackd.core.curation.exportrows import Decided, ExportRow
 from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.curation.prompts import examples, render_snippet
 from feedbackd.core.errors import FeedbackdError, NotFound, UsageError

@@ -22,8 +22,8 @@ from feedbackd.app.commands.evalitems import (
     revision_of,
 )
 from feedbackd.app.commands.evalruns import Outcome, agent_command, run_tasks
-from feedbackd.app.commits.repo import open_repo
-from feedbackd.app.curation.exportreader import folder_at
+from feedbackd.app.commits.openrepo import open_repo
+from feedbackd.app.curation.exportread import folder_at
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import EvalFailed, NotFound, UsageError, WorkspaceError
 from feedbackd.core.evaluation.agentio import Task

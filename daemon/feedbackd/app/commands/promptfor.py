@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,8 @@ from feedbackd.core.curation.relevance import (
     task_text,
 )
 from feedbackd.core.errors import FeedbackdError, InvalidItem
-from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths, Workspace
+from feedbackd.core.lru import BoundedLRU
+from feedbackd.core.workspacepaths import ITEM_SUFFIXES, AgentPaths, Workspace
 from feedbackd.edges.files import read_file_bytes
 
 # Where a lesson's item is looked for, in this order: decided first, as a lesson comes from a
@@ -191,7 +191,7 @@ def _key_of(path: Path) -> FileKey | None:
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-_agents: OrderedDict[Path, _Kept] = OrderedDict()
+_agents: BoundedLRU[Path, _Kept] = BoundedLRU(max_items=_KEEP_AGENTS)
 _agents_lock = threading.Lock()
 
 
@@ -199,10 +199,8 @@ def _kept_for(root: Path) -> _Kept:
     with _agents_lock:
         kept = _agents.get(root)
         if kept is None:
-            kept = _agents[root] = _Kept()
-        _agents.move_to_end(root)
-        while len(_agents) > _KEEP_AGENTS:
-            _agents.popitem(last=False)
+            kept = _Kept()
+            _agents.put(root, kept)
         return kept
 
 

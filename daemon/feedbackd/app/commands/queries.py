@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from feedbackd.app.commands.skillnames import unknown_skill
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.curation.draftmemory import DraftAdds, kept_in_git
 from feedbackd.app.daemon.statusfile import describe
-from feedbackd.app.events.report import events_summary
+from feedbackd.app.events.hookreport import events_summary
 from feedbackd.app.ratings.publishing import publish_problems
-from feedbackd.app.sync import problem_line, sync_status
+from feedbackd.app.remotesync import problem_line, sync_status
 from feedbackd.app.workspace.agentfiles import (
     existing_agent,
     read_feedback,
@@ -54,8 +54,8 @@ from feedbackd.core.timeutil import (
     parse_moment_by,
     since_start,
 )
-from feedbackd.core.wording import quoted
-from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths, other_format
+from feedbackd.core.wording import Progress, quoted
+from feedbackd.core.workspacepaths import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths, other_format
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import (
     NotAPlainFile,
@@ -67,18 +67,27 @@ from feedbackd.edges.files import (
 from feedbackd.edges.git.repo import GitRepo, log_and_reverts
 from feedbackd.edges.ratingstore import RatingStore
 
-Progress = Callable[[int, int], None]
 LOG_KEYS = (
-    "commit", "date", "event", "agent", "item", "skill",
-    "curator", "fields", "price_old", "price_new", "reverted", "reverts",
-)  # fmt: skip
+    "commit",
+    "date",
+    "event",
+    "agent",
+    "item",
+    "skill",
+    "curator",
+    "fields",
+    "price_old",
+    "price_new",
+    "reverted",
+    "reverts",
+)
 
 
 def recent_feedback(runtime: Runtime, agent_id: str, limit: int) -> dict[str, Any]:
     """`recent --json`: `{"entries": [...newest first], "total": N}`."""
     entries = _feedback_of(runtime, agent_id)
     newest = list(reversed(entries))[: max(0, limit)]
-    return {"entries": [entry.as_json() for entry in newest], "total": len(entries)}
+    return {"entries": [entry.to_json() for entry in newest], "total": len(entries)}
 
 
 def _feedback_of(runtime: Runtime, agent_id: str) -> list[FeedbackEntry]:
@@ -398,10 +407,14 @@ def _draft_json(
     original = item.original or first or item.content
     before, now = flatten_strings(original), flatten_strings(item.content)
     fields = [
-        {"field": name, "original": before.get(name), "current": value,
-         "changed": name in before and diff_content({name: before[name]}, {name: value}) != []}
+        {
+            "field": name,
+            "original": before.get(name),
+            "current": value,
+            "changed": name in before and diff_content({name: before[name]}, {name: value}) != [],
+        }
         for name, value in now.items()
-    ]  # fmt: skip
+    ]
     title = item.document.get("title") or now.get("title") or item.item_id
     return {"id": item.item_id, "format": item.format, "title": title, "fields": fields}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from feedbackd.app.ratings.optimize import skills_of
+from feedbackd.app.ratings.selfoptimize import skills_of
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.wording import closest
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from feedbackd.app.commands.queries import file_of_former_names, prompt_text, snippet_at
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.workspace.agentfiles import existing_agent, read_feedback
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback

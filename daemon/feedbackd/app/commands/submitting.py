@@ -8,14 +8,14 @@ import logging
 from pathlib import Path
 
 from feedbackd.app.commits.locking import write_lock
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.commits.recording import Event
-from feedbackd.app.commits.repo import open_repo
 from feedbackd.app.ratings import rentals
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import Busy, FeedbackdError, WriterBusy
 from feedbackd.core.ids import validate_id
+from feedbackd.core.wording import Progress
 from feedbackd.edges.instance import daemon_running
-from feedbackd.edges.ratingstore import Progress
 
 log = logging.getLogger("feedbackd")
 
@@ -48,8 +48,9 @@ def submit_or_queue(
             queued = rentals.queue_in_inbox(runtime, payload, as_agent)
             log.warning(
                 "%s; the rating is queued in %s and the daemon records it once it is free",
-                error.message, runtime.workspace.relative(queued),
-            )  # fmt: skip
+                error.message,
+                runtime.workspace.relative(queued),
+            )
             return queued
         raise WriterBusy(
             f"the rating was NOT recorded: {error.message}",

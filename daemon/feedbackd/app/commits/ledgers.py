@@ -29,7 +29,7 @@ from typing import TypeVar
 
 from feedbackd.app.commits.recording import CommitRequest, Event, commit_change
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.files import FileState, atomic_write_bytes, file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 

@@ -89,8 +89,11 @@ def _heal_after(runtime: Runtime, lock: WriteLock) -> None:
         heal_git_index(runtime)
     except (FeedbackdError, OSError) as error:
         lock.keep_mark = True
-        log.error("writer %s died holding the lock; its git index is not healed: %s",
-                  lock.abandoned_by, error)  # fmt: skip
+        log.error(
+            "writer %s died holding the lock; its git index is not healed: %s",
+            lock.abandoned_by,
+            error,
+        )
 
 
 def _heal_lagging(runtime: Runtime) -> None:

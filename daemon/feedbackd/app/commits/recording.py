@@ -1,7 +1,9 @@
 """One change, one commit: the paths of the change, its message and trailers, its author.
 
-Every writer (decisions, `record`, ratings, price and description changes) commits through here,
-so subjects, trailers and authorship read the same in `git log` whoever made the change.
+Every writer (decisions, `record`, ratings, price and description changes) plans its change as
+a core/changes.py Change and applies it here (`write_change`, then `commit_change`; together
+`apply_change`), so files are written the same way and subjects, trailers and authorship read
+the same in `git log` whoever made the change.
 """
 
 from __future__ import annotations
@@ -9,17 +11,22 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from feedbackd.app.workspace.runtime import Runtime
+from feedbackd.core.changes import Append, Change, CommitRequest, Write
 from feedbackd.core.commitmsg import build_message
-from feedbackd.core.people import Person
-from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES
-from feedbackd.edges.files import TMP_SUFFIX
+from feedbackd.core.workspacepaths import ITEM_FOLDERS, ITEM_SUFFIXES
+from feedbackd.edges.files import TMP_SUFFIX, append_line, atomic_write_bytes, atomic_write_text
 from feedbackd.edges.git.repo import GitRepo
 
 log = logging.getLogger("feedbackd")
+
+
+class TextWriter(Protocol):
+    def __call__(self, path: Path, text: str, *, within: Path | None = None) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,7 @@ class Event:
     # typo); logged when it happens, answered by the command or route that asked for it.
     warnings: tuple[str, ...] = ()
 
-    def as_json(self) -> dict[str, str | None]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "event": self.event,
             "agent": self.agent,
@@ -47,21 +54,29 @@ class Event:
         }
 
 
-@dataclass(frozen=True)
-class CommitRequest:
-    """What to commit: the paths written, and what the commit message says about them."""
+__all__ = ["CommitRequest", "Event", "apply_change", "commit_change", "write_change"]
 
-    event: str
-    agent: str
-    summary: str
-    paths: Sequence[Path]
-    author: Person | None = None
-    skill: str | None = None
-    item: str | None = None
-    body: Sequence[str] = ()
-    trailers: Sequence[tuple[str, str]] = field(default_factory=tuple)
-    # The folder the change lives in (an agent's): moved away meanwhile, nothing is committed
-    within: Path | None = None
+
+def apply_change(runtime: Runtime, repo: GitRepo | None, change: Change) -> Event | None:
+    """Write the change, then commit it (see commit_change)."""
+    write_change(change)
+    return commit_change(runtime, repo, change.commit)
+
+
+def write_change(change: Change, write_text: TextWriter = atomic_write_text) -> None:
+    """The change's writes, lines and removals, in its order; nothing is made where the folder
+    it lives in (`within`) was: moved away meanwhile (FileNotFoundError). `write_text` writes
+    a whole text file atomically (the caller's own, where it names one)."""
+    within = change.commit.within
+    for action in change.actions:
+        if isinstance(action, Write) and action.exact:
+            atomic_write_bytes(action.path, action.text.encode("utf-8"), within=within)
+        elif isinstance(action, Write):
+            write_text(action.path, action.text, within=within)
+        elif isinstance(action, Append):
+            append_line(action.path, action.line, within=within)
+        else:
+            action.path.unlink(missing_ok=True)
 
 
 def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest) -> Event | None:

@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import (
@@ -28,19 +29,19 @@ from feedbackd.app.commits.ledgers import (
     commit_uncommitted,
     not_in_head,
 )
-from feedbackd.app.commits.recording import CommitRequest
-from feedbackd.app.commits.repo import open_repo_for_writing
+from feedbackd.app.commits.openrepo import open_repo_for_writing
+from feedbackd.app.commits.recording import CommitRequest, write_change
 from feedbackd.app.curation import agentrename
 from feedbackd.app.curation.agentread import (
     AgentReader,
-    Lookups,
+    ReadScope,
     current_snippet,
     uncommitted_files,
 )
 from feedbackd.app.curation.draftmemory import remember_drafts
 from feedbackd.app.report import Report
 from feedbackd.app.workspace import problems
-from feedbackd.app.workspace.agentfiles import append_record, read_forgotten_text, read_ledger
+from feedbackd.app.workspace.agentfiles import read_forgotten_text, read_ledger
 from feedbackd.app.workspace.problems import Problem
 from feedbackd.app.workspace.runtime import Runtime, choose_author
 from feedbackd.app.workspace.told import FileKey, file_key
@@ -52,11 +53,11 @@ from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.forgetting import already_forgotten, find_entry, forgotten_line
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
-from feedbackd.core.wording import counted, noun
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.core.wording import Progress, counted, noun
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import Undo, atomic_write_text, file_state
-from feedbackd.edges.git.repo import GitRepo, HeadMoved, Held
+from feedbackd.edges.git.repo import GitRepo, HeadMoved, HeldIndexLock
 from feedbackd.edges.randomness import random_chars
 
 log = logging.getLogger("feedbackd")
@@ -94,10 +95,8 @@ class AgentPass:
         agent_id: str,
         ledgers: CommittedLedgers,
         keep_going: Callable[[], bool] | None = None,
-        lookups: Lookups | None = None,
-        written_whole: frozenset[Path] = frozenset(),
-        on_decision: Callable[[int, int], None] | None = None,
-        only_items: frozenset[str] | None = None,
+        scope: ReadScope | None = None,
+        on_decision: Progress | None = None,
     ) -> None:
         self.runtime = runtime
         self.on_decision = on_decision  # hears (decisions done, decisions found) as they go
@@ -105,13 +104,12 @@ class AgentPass:
         self.ledgers = ledgers
         self.keep_going = keep_going or (lambda: True)
         self.agent = runtime.workspace.agent(agent_id)
-        self.reader = AgentReader(
-            runtime, repo, self.agent, lookups, written_whole, ledgers, only_items
-        )
+        self.reader = AgentReader(runtime, repo, self.agent, scope, ledgers)
         self.report = Report()
         # The commit the pass planned on: read before the folder, then the pass's own last one.
         self.head = repo.settled_head() if repo is not None else None
-        self._held: Held | None = None  # git's index lock, while a step's commit may be made
+        # git's index lock, while a step's commit may be made
+        self._held: HeldIndexLock | None = None
         self.saw_links = False  # among the items read (quietagents.py keeps no digest then)
 
     def run(self) -> Report:
@@ -132,11 +130,7 @@ class AgentPass:
                     # Whoever changed it (a `git stash`, `pop`) may not be done: look again soon.
                     self.report.problems.append(_still_changing(moved.path, time.time() + 0.5))
                 self.head = self.repo.settled_head() if self.repo is not None else None
-                reader = self.reader
-                self.reader = AgentReader(
-                    self.runtime, self.repo, self.agent, None, reader.written_whole,
-                    self.ledgers, reader.only_items,
-                )  # fmt: skip
+                self.reader = self.reader.again()
         raise AssertionError("unreachable: the last reading returns or raises")
 
     def _run(self) -> Report:
@@ -173,8 +167,11 @@ class AgentPass:
             waiting = counted(scan.left_waiting, "other decision")
             log.info(
                 "%s: %s %s; the daemon records them (or `feedbackd run --once` where no daemon"
-                " runs)", self.agent.agent_id, waiting, noun(scan.left_waiting, "waits", "wait"),
-            )  # fmt: skip
+                " runs)",
+                self.agent.agent_id,
+                waiting,
+                noun(scan.left_waiting, "waits", "wait"),
+            )
         if scan.restored:
             self.apply(agentplan.plan_restore(self.agent, scan.restored))
         self._apply(plan)
@@ -246,7 +243,7 @@ class AgentPass:
     def _usable_feedback(self) -> list[FeedbackEntry]:
         feedback = self.reader.feedback()
         if not isinstance(feedback, list):
-            self._tell([BadFile(self.agent.feedback, feedback, settles=False)], [])
+            self._tell([BadFile.of(self.agent.feedback, feedback, settles=False)], [])
             raise InvalidFeedback(
                 f"{self.rel(self.agent.feedback)} is corrupt; nothing was recorded",
                 hint="run `feedbackd doctor` to see the last good version in git",
@@ -314,26 +311,9 @@ class AgentPass:
             self._write_step(step)
 
     def _write_step(self, step: Step) -> None:
-        for write in step.writes:
-            atomic_write_text(write.path, write.text, within=self.agent.root)
-        for path in step.removes:
-            path.unlink(missing_ok=True)
-        for record in step.ledger:
-            append_record(self.agent.decisions, record)
-        commit = step.commit
-        self._commit(
-            CommitRequest(
-                commit.event,
-                self.agent.agent_id,
-                commit.summary,
-                commit.paths,
-                commit.author or self.runtime.committer,  # none: feedbackd's act (draft, sync)
-                item=commit.item,
-                body=commit.body,
-                trailers=commit.trailers,
-                within=self.agent.root,
-            )
-        )
+        write_change(step.change(self.agent.decisions), atomic_write_text)
+        # No author: feedbackd's act (a draft, a sync), in the workspace's name.
+        self._commit(replace(step.commit, author=step.commit.author or self.runtime.committer))
 
     def _commit(self, change: CommitRequest) -> None:
         # The decided files too: a pass then sees, without asking git, that they are unchanged.
@@ -436,12 +416,12 @@ def tell(
     said: list[tuple[str, FileKey]] = []
     errors: set[str] = set()
     for bad in bad_files:
-        line = f"{runtime.workspace.relative(bad.path)}: {bad.error.message}"
+        line = f"{runtime.workspace.relative(bad.path)}: {bad.message}"
         if bad.settles:
-            problem = problems.judge(bad.path, bad.error, settle_ms)
+            problem = problems.judge(bad.path, bad, settle_ms)
         else:
-            problems.explain(bad.path, bad.error)
-            problem = Problem(bad.path, bad.error.message, bad.error.hint, True, 0.0)
+            problems.explain(bad.path, bad)
+            problem = Problem(bad.path, bad.message, bad.hint, True, 0.0)
             line += "; decisions wait"
             errors.add(line)
         if problem.settled:
@@ -508,7 +488,7 @@ def _curator_of(record: DecisionRecord) -> Person | None:
 
 @contextmanager
 def _undone_unless_committed(
-    repo: GitRepo | None, held: Held | None, step: Step, ledger: Path
+    repo: GitRepo | None, held: HeldIndexLock | None, step: Step, ledger: Path
 ) -> Iterator[None]:
     """Around a step's writes and commit: when the commit is not made (a full disk), what the
     step wrote is taken back, so that a command that fails leaves nothing of its decision, and
@@ -524,7 +504,9 @@ def _undone_unless_committed(
             raise
 
 
-def _not_committed(repo: GitRepo | None, held: Held | None, planned_on: str | None) -> bool:
+def _not_committed(
+    repo: GitRepo | None, held: HeldIndexLock | None, planned_on: str | None
+) -> bool:
     """Whether HEAD is still the commit the step was planned on, so its commit was not made (a
     commit that moved HEAD and failed after it is kept, as a crash would leave it)."""
     if repo is None or held is None or held.head != planned_on:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import CommittedLedgers
-from feedbackd.app.curation import webhouse
+from feedbackd.app.curation import webhousequeue
 from feedbackd.app.curation.decidedfiles import ChangedDecisions
 from feedbackd.app.curation.decisionhistory import DecisionHistory
 from feedbackd.app.curation.draftmemory import (
@@ -38,11 +38,11 @@ from feedbackd.core.curation.agentplan import KEEP_FILE, AgentView, BadFile, Ite
 from feedbackd.core.curation.decisions import DecisionRecord, State, new_record
 from feedbackd.core.curation.feedback import FeedbackEntry, parse_feedback
 from feedbackd.core.curation.forgetting import forgotten_identities
-from feedbackd.core.errors import FeedbackdError, InvalidItem
+from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
-from feedbackd.core.workspace import (
+from feedbackd.core.workspacepaths import (
     DECISION_FOLDERS,
     ITEM_FOLDERS,
     ITEM_SUFFIXES,
@@ -86,6 +86,18 @@ class Lookups:
     draft_adds: DraftAdds | None = None
 
 
+@dataclass(frozen=True)
+class ReadScope:
+    """How a pass reads an agent folder: with what git was asked for the agents of the pass
+    together (`lookups`; None: the folder's own), and, for a command's pass, the files it wrote
+    in one piece (they need not settle) and its own items (the pass reads only those and leaves
+    the rest to the daemon; None: all)."""
+
+    lookups: Lookups | None = None
+    written_whole: frozenset[Path] = frozenset()
+    only_items: frozenset[str] | None = None
+
+
 class AgentReader:
     """Reads one agent folder for one pass."""
 
@@ -94,22 +106,19 @@ class AgentReader:
         runtime: Runtime,
         repo: GitRepo | None,
         agent: AgentPaths,
-        lookups: Lookups | None = None,
-        written_whole: frozenset[Path] = frozenset(),
+        scope: ReadScope | None = None,
         committed: CommittedLedgers | None = None,
-        only_items: frozenset[str] | None = None,
     ) -> None:
         self.runtime = runtime
         self.repo = repo
         self.agent = agent
-        lookups = lookups or Lookups()
+        self.scope = scope = scope or ReadScope()
+        lookups = scope.lookups or Lookups()
         # the decided files this process knows unchanged since their commit
         self.committed = committed or CommittedLedgers()
         self.first_versions = lookups.first_versions  # shared by the agents of a pass
-        # files a command of feedbackd wrote in one piece: they need not settle
-        self.written_whole = written_whole
-        # a command's own items: the pass reads only those and leaves the rest to the daemon
-        self.only_items = only_items
+        self.written_whole = scope.written_whole
+        self.only_items = scope.only_items
         # each file to decide as it was when read; None when gone
         self.read_as: dict[Path, FileState | None] = {}
         # decided files changed since their commit: shared by the agents of a pass
@@ -120,6 +129,11 @@ class AgentReader:
         self.draft_adds = lookups.draft_adds or DraftAdds(runtime)  # shared, where given
         self.deciding: set[ItemFile] = set()
         self._drafts_in_git: dict[str, bytes] | None = None
+
+    def again(self) -> AgentReader:
+        """A reader of the same folder that asks git anew (HEAD moved under this one)."""
+        scope = replace(self.scope, lookups=None)
+        return AgentReader(self.runtime, self.repo, self.agent, scope, self.committed)
 
     def read(self, ledger: Sequence[DecisionRecord]) -> tuple[AgentView, Scan]:
         """Everything the planner needs; items to decide only while feedback.json is usable."""
@@ -196,7 +210,7 @@ class AgentReader:
                 continue
             if not is_valid_id(stem):
                 message, hint = _bad_name(stem)
-                scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
+                scan.problems.append(BadFile(path, message, hint))
                 continue
             yield ItemFile(folder, stem, path)
 
@@ -232,32 +246,20 @@ class AgentReader:
         if repo is None:
             return [None] * len(files)
         history = DecisionHistory(repo, self.agent.agent_id)
+        named = [(item_file, self.rel(item_file.path)) for item_file in files]
         return [
-            self._decision_of(item_file, history)
-            if repo.file_at_head(self.rel(item_file.path)) is not None
-            else None
-            for item_file in files
+            _decision_of(item_file, history, file) if repo.file_at_head(file) is not None else None
+            for item_file, file in named
         ]
 
-    def _decision_of(self, item_file: ItemFile, history: DecisionHistory) -> DecisionRecord | None:
-        event = "approve" if item_file.folder == "approved" else "reject"
-        last = history.newest(event, item_file.item_id)
-        if last is None:
-            return None  # committed by hand (or again, after a revert): decided now
-        state: State = "approved" if event == "approve" else "rejected"
-        return new_record(
-            item_file.item_id, state, parse_iso(last.date), random_chars,
-            file=self.rel(item_file.path), curator=last.curator, fields=last.fields,
-        )  # fmt: skip
-
     def _from_curation_queue(self, ledger: Sequence[DecisionRecord], scan: Scan) -> list[ReadItem]:
-        """A webhouse site's decided queue entries (app/curation/webhouse.py), as items to decide.
+        """A webhouse queue's decided entries (app/curation/webhousequeue.py), as items to decide.
 
         The queue file is always in HEAD: an entry the ledger names no line for (decisions.jsonl
         lost or damaged) is looked up in history and restored if decided; one whose ledger line
         says otherwise (rejected, now approved) is a new decision.
         """
-        found = webhouse.decisions_for(self.runtime, self.agent, ledger)
+        found = webhousequeue.decisions_for(self.runtime, self.agent, ledger)
         scan.problems += found.problems
         scan.warnings += found.warnings
         scan.settling += found.settling
@@ -438,6 +440,24 @@ class AgentReader:
         return self.runtime.workspace.relative(path)
 
 
+def _decision_of(item_file: ItemFile, history: DecisionHistory, file: str) -> DecisionRecord | None:
+    """The ledger line of the commit that decided the item `file` (relative to the workspace)."""
+    event = "approve" if item_file.folder == "approved" else "reject"
+    last = history.newest(event, item_file.item_id)
+    if last is None:
+        return None  # committed by hand (or again, after a revert): decided now
+    state: State = "approved" if event == "approve" else "rejected"
+    return new_record(
+        item_file.item_id,
+        state,
+        parse_iso(last.date),
+        random_chars,
+        file=file,
+        curator=last.curator,
+        fields=last.fields,
+    )
+
+
 def _first_versions_alone(
     repo: GitRepo, adds: DraftAdds, queue: str, wanted: list[str]
 ) -> dict[str, bytes]:
@@ -547,7 +567,7 @@ def _item_name(entry: os.DirEntry[str], directory: Path, folder: str, scan: Scan
     if wrong is not None and _plain_file(entry):
         message, hint = wrong
         path = child_path(directory, entry.name)
-        scan.problems.append(BadFile(path, InvalidItem(message, hint=hint)))
+        scan.problems.append(BadFile(path, message, hint))
     return False
 
 

@@ -27,7 +27,7 @@ from feedbackd.core.commitmsg import (
     rename_trailers,
 )
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.workspace import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.git.repo import GitRepo
 
 log = logging.getLogger("feedbackd")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from feedbackd.app.curation.draftmemory import SETTLED_S
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.workspace import DECISION_FOLDERS, AgentPaths
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, AgentPaths
 from feedbackd.edges.files import FileState
 from feedbackd.edges.git.repo import GitRepo
 

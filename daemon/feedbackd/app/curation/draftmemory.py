@@ -21,7 +21,7 @@ from pathlib import Path
 
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation import agentplan
-from feedbackd.core.workspace import ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import (
     atomic_write_bytes,
     atomic_write_text,

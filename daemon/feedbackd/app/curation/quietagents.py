@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 
 from feedbackd.app.curation.draftmemory import IN_GIT, snapshot_path
-from feedbackd.app.curation.webhouse import queue_file
+from feedbackd.app.curation.webhousequeue import queue_file
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation import agentplan
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, AgentPaths
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_FOLDERS, AgentPaths
 from feedbackd.edges.files import (
     atomic_write_text,
     read_file_text,

@@ -1,4 +1,4 @@
-"""The long-running daemon: a start-up pass, then file events that mark agents dirty.
+"""The long-running daemon: a start-up pass, then file events that say what the next pass looks at.
 
 Events are only hints; every pass is the same reconcile as `run --once`, one agent at a time
 under the workspace write lock, so a CLI command can slip in between agents and one broken agent
@@ -9,7 +9,7 @@ sync thread pulls and pushes when `git.remote` is set (app/daemon/syncthread.py)
 network never holds up a decision. Both, and the signal handlers, wake the main thread through a
 self-pipe (app/daemon/wakeup.py), so every wait ends the moment there is work and a stop request
 is seen at once. Timers (files still settling and retries after failures in
-app/daemon/agentbook.py, the full pass and the watchdog in app/daemon/timers.py, the next sync, a
+app/daemon/agentstates.py, the full pass and the watchdog in app/daemon/timers.py, the next sync, a
 watcher restart) are the wait's timeout.
 """
 
@@ -28,19 +28,19 @@ from types import FrameType
 from feedbackd.app.commits.ledgers import CommittedLedgers
 from feedbackd.app.commits.locking import clean_leftovers, clear_stale_git_locks, write_lock
 from feedbackd.app.curation.draftmemory import DraftAdds
-from feedbackd.app.curation.webhouse import queue_file, with_queue_agents
-from feedbackd.app.daemon.agentbook import (
+from feedbackd.app.curation.webhousequeue import queue_file, with_queue_agents
+from feedbackd.app.daemon.agentstates import (
     EVERY_AGENT,
     GIT_INDEX,
     RATINGS,
     RETRY_MAX_S,
-    AgentBook,
+    AgentStates,
     name_of,
 )
+from feedbackd.app.daemon.eventcounts import EventCounts
 from feedbackd.app.daemon.health import RepositoryHealth
 from feedbackd.app.daemon.indexheal import IndexHealer
-from feedbackd.app.daemon.recorded import Recorded
-from feedbackd.app.daemon.statusfile import PassTimes, Progress, write_status
+from feedbackd.app.daemon.statusfile import PassProgress, PassTimes, write_status
 from feedbackd.app.daemon.syncthread import SyncThread
 from feedbackd.app.daemon.timers import CatchUp, FullPassClock, Heartbeat
 from feedbackd.app.daemon.wakeup import Wakeup, signals_handled
@@ -51,8 +51,8 @@ from feedbackd.app.reconcile import (
     reconcile_ratings,
     shared_lookups,
 )
+from feedbackd.app.remotesync import Syncer, problem_line
 from feedbackd.app.report import Report
-from feedbackd.app.sync import Syncer, problem_line
 from feedbackd.app.workspace.configfile import SettingsFile
 from feedbackd.app.workspace.problems import out_of_space
 from feedbackd.app.workspace.runtime import Runtime
@@ -78,7 +78,7 @@ PASS_INDEX_WAIT_S = 2.0  # how long a pass waits for a git command holding the i
 
 
 @dataclass
-class Dirty:
+class NextPass:
     """What the next pass must look at."""
 
     agents: set[str] = field(default_factory=set)
@@ -91,7 +91,7 @@ class Dirty:
         self.agents |= changes.agents
 
     def mark(self, key: str) -> None:
-        """A key of the agent book whose time to look again has come."""
+        """A key of the agents' states whose time to look again has come."""
         if key == EVERY_AGENT:
             self.everything = True
         elif key == RATINGS:
@@ -108,7 +108,7 @@ class Dirty:
         return self.everything or self.inbox or bool(self.agents)
 
 
-class GiveWay:
+class WritersFirst:
     """keep_going for one pass under the write lock: False once a command waits for the lock,
     which then goes first after the decision (or inbox file) in hand, or once the daemon is
     stopping. `gave_way` says the pass stopped for a command: it goes on right after it."""
@@ -141,15 +141,15 @@ class Daemon:
         self.config_problem: str | None = None  # a reload refused: the old settings stand
         self.wakeup = Wakeup()
         self.watching = WatcherKeeper(self.wakeup)
-        self.dirty = Dirty(everything=True)
+        self.next_pass = NextPass(everything=True)
         self.started_at = utcnow()
         self.starting = True  # until the start-up pass is over (READY=1)
-        self.recorded = Recorded()  # what the workspace recorded since the start, by anyone
+        self.event_counts = EventCounts()  # what the workspace recorded since the start, by anyone
         self.pass_times = PassTimes()
-        self.in_hand: Progress | None = None  # the decisions of the agent pass running now
+        self.progress: PassProgress | None = None  # the decisions of the agent pass running now
         self.status_written_at = 0.0
-        self.book = AgentBook()
-        self.index = IndexHealer(self.book)  # an index left behind the commits (a full disk)
+        self.agent_states = AgentStates()
+        self.index = IndexHealer(self.agent_states)  # an index behind the commits (a full disk)
         self.full_pass = FullPassClock()
         self.heartbeat = Heartbeat(self.notifier)
         self.syncer = Syncer(runtime)
@@ -189,11 +189,11 @@ class Daemon:
     def _start_up(self) -> None:
         log.info("feedbackd %d started in %s", os.getpid(), self.runtime.workspace.root)
         self.catch_up = CatchUp(self.notifier)
-        self.recorded.start(self.runtime)
+        self.event_counts.start(self.runtime)
         self._write_status()  # `status` says "starting" from now on, not the last daemon's state
         self._clean_up_after_a_crash()
         self._pass()
-        while self.dirty and not self.stop.is_set():
+        while self.next_pass and not self.stop.is_set():
             self._pass()  # what the first pass left to a command that went first
         self.catch_up = None  # only the start-up pass keeps systemd waiting
         self.starting = False
@@ -208,7 +208,7 @@ class Daemon:
         self._wait_for_work()
         if self.reload_requested:
             self._reload()
-        if self.dirty and not self.stop.is_set():
+        if self.next_pass and not self.stop.is_set():
             self._pass()
         if self.index.due and not self.stop.is_set():
             self.index.heal(self.runtime)
@@ -256,7 +256,7 @@ class Daemon:
             self.config_problem = None
             self.syncer.runtime = self.runtime  # read when the next sync starts
             self.draft_adds = DraftAdds(self.runtime)  # the data folder may have moved
-            self.dirty.everything = True  # settings change what a snippet says
+            self.next_pass.everything = True  # settings change what a snippet says
             if (self.runtime.workspace.data, queue_file(self.runtime)) != (old_data, old_queue):
                 self.watching.close()  # watch the new data folder (or queue file) instead
         self.notifier.ready()
@@ -276,7 +276,7 @@ class Daemon:
                 self.memory_to_release = False
             self.wakeup.wait(timeout)
         for changes in self.watching.drain():
-            self.dirty.add(changes)
+            self.next_pass.add(changes)
         if self.settings_file.changed():
             log.info("%s changed; reloading the configuration", self.settings_file.path.name)
             self.reload_requested = True
@@ -293,13 +293,13 @@ class Daemon:
             self.stop.set()
 
     def _next_timeout(self) -> float:
-        if self.dirty or self.reload_requested or self.index.due:
+        if self.next_pass or self.reload_requested or self.index.due:
             return 0.0
         now_wall, now = time.time(), time.monotonic()
         waits = [
             SETTINGS_LOOK_S,
             self.full_pass.seconds_until_due(now),
-            self.book.seconds_until_due(now_wall),
+            self.agent_states.seconds_until_due(now_wall),
             self.heartbeat.seconds_until_due(now),
             self.watching.seconds_until_restart(now),
             self.sync.seconds_until_due(now_wall) if self.health.damage is None else None,
@@ -308,15 +308,15 @@ class Daemon:
         return max(0.01, min(wait for wait in waits if wait is not None))
 
     def _due_timers(self) -> None:
-        for key in self.book.take_due(time.time()):
+        for key in self.agent_states.take_due(time.time()):
             if key == GIT_INDEX:
                 self.index.due = True
             else:
-                self.dirty.mark(key)
+                self.next_pass.mark(key)
         if self.full_pass.due():
-            self.dirty.everything = True
+            self.next_pass.everything = True
         if self.health.damage is not None and self.health.whole_again(self.runtime):
-            self.dirty.everything = True  # what waited while nothing was recorded
+            self.next_pass.everything = True  # what waited while nothing was recorded
 
     def _keep_going(self) -> bool:
         self.heartbeat.beat()
@@ -326,7 +326,7 @@ class Daemon:
     def _pass(self) -> None:
         started = time.monotonic()
         self.memory_to_release = True
-        everything, inbox, agents = self.dirty.take()
+        everything, inbox, agents = self.next_pass.take()
         if self.health.damage is not None:
             return  # nothing is recorded on a damaged history; a full pass follows its repair
         if everything:
@@ -335,9 +335,9 @@ class Daemon:
         else:
             chosen = sorted(agents)
         if inbox and self._keep_going():
-            give_way = GiveWay(self.runtime.workspace.state_dir, self._keep_going)
-            self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime, give_way))
-            self._after(RATINGS, give_way)
+            writers_first = WritersFirst(self.runtime.workspace.state_dir, self._keep_going)
+            self._reconcile(RATINGS, lambda: reconcile_ratings(self.runtime, writers_first))
+            self._after(RATINGS, writers_first)
         lookups = shared_lookups(self.runtime, chosen, everything, self.draft_adds)
         for done, agent in enumerate(chosen, start=1):
             if not self._keep_going() or self.health.damage is not None:
@@ -356,39 +356,39 @@ class Daemon:
             found = with_queue_agents(self.runtime, agent_ids(self.runtime.workspace))
         except OSError as error:
             log.error("cannot list %s: %s", self.runtime.workspace.agents_dir, error)
-            self.book.look_again_in(EVERY_AGENT, RETRY_MAX_S)
-            return self.book.known_agents()
-        self.book.keep_only(found)
+            self.agent_states.look_again_in(EVERY_AGENT, RETRY_MAX_S)
+            return self.agent_states.known_agents()
+        self.agent_states.keep_only(found)
         return found
 
     def _pass_agent(self, agent: str, lookups: Lookups) -> None:
         if not self.runtime.workspace.agent(agent).root.is_dir():
-            self.book.forget(agent)  # moved away or removed: nothing left to report
+            self.agent_states.forget(agent)  # moved away or removed: nothing left to report
             return
-        give_way = GiveWay(self.runtime.workspace.state_dir, self._keep_going)
+        writers_first = WritersFirst(self.runtime.workspace.state_dir, self._keep_going)
         self._reconcile(
             agent,
             lambda: reconcile_all(
                 self.runtime,
                 [agent],
-                keep_going=give_way,
+                keep_going=writers_first,
                 ledgers=self.ledgers,
                 lookups=lookups,
                 on_decision=self._decided_one,
             ),
         )
-        self.in_hand = None
-        self._after(agent, give_way)
+        self.progress = None
+        self._after(agent, writers_first)
 
-    def _after(self, key: str, give_way: GiveWay) -> None:
+    def _after(self, key: str, writers_first: WritersFirst) -> None:
         """A pass that gave way lets the waiting commands go, then goes on where it stopped."""
-        if give_way.gave_way and not self.stop.is_set():
+        if writers_first.gave_way and not self.stop.is_set():
             self._let_writers_go_first()
-            self.dirty.mark(key)
+            self.next_pass.mark(key)
 
     def _decided_one(self, agent: str, done: int, total: int) -> None:
         """A burst of decisions shows in `status` as it goes, not only once it is over."""
-        self.in_hand = Progress(agent, done, total) if done < total else None
+        self.progress = PassProgress(agent, done, total) if done < total else None
         if time.monotonic() - self.status_written_at >= STATUS_EVERY_S:
             self._write_status()
 
@@ -403,7 +403,7 @@ class Daemon:
 
     def _reconcile(self, key: str, work: Callable[[], Report]) -> None:
         """One agent (or the ratings) under the write lock; a failure is retried with backoff."""
-        state = self.book.state(key)
+        state = self.agent_states.state(key)
         try:
             with write_lock(self.runtime):
                 if state.failures and self.runtime.git_enabled:
@@ -413,23 +413,23 @@ class Daemon:
             if isinstance(error, RepositoryDamaged):
                 self.health.damaged(error.message)  # nothing more is recorded until repaired
             fault = not isinstance(error, KeptChanging)
-            self.book.failed(key, str(error), disk_full=out_of_space(error), fault=fault)
+            self.agent_states.failed(key, str(error), disk_full=out_of_space(error), fault=fault)
             return
         except OSError as error:  # feedbackd's own state (the write lock) on a full disk
             where = f"{error.filename}: " if error.filename else ""
-            self.book.failed(
+            self.agent_states.failed(
                 key, f"{where}{error.strerror or error}", disk_full=out_of_space(error)
             )
             return
         except Exception as error:  # a bug must not take the daemon (and every agent) down
             log.exception("internal error while reconciling %s", name_of(key))
-            self.book.failed(key, f"internal error: {error!r}")
+            self.agent_states.failed(key, f"internal error: {error!r}")
             return
         self._count(report)
-        self.book.passed(key, report)
+        self.agent_states.passed(key, report)
 
     def _count(self, report: Report) -> None:
-        self.recorded.add_own(report.events, utcnow())
+        self.event_counts.add_own(report.events, utcnow())
         if any(event.commit is not None for event in report.events):
             self.syncer.after_commit()  # push soon (when git.remote is set)
 
@@ -446,32 +446,32 @@ class Daemon:
     # --- reporting ----------------------------------------------------------------------------
     def _problems(self) -> list[str]:
         lines = [line for line in (self.health.problem_line(), self.config_problem) if line]
-        lines += self.book.problem_lines()
+        lines += self.agent_states.problem_lines()
         sync_problem = problem_line(self.syncer.status())
         return lines + ([sync_problem] if sync_problem else [])
 
     def _announce(self) -> None:
-        last = self.recorded.last
+        last = self.event_counts.last
         text = f"last: {last.event}({last.agent}) {last.summary}" if last else "idle"
-        recorded = sum(self.recorded.counts.values())
-        self.notifier.status(f"{recorded} recorded; {self.book.pending()} pending; {text}")
+        recorded = sum(self.event_counts.counts.values())
+        self.notifier.status(f"{recorded} recorded; {self.agent_states.pending()} pending; {text}")
 
     def _write_status(self) -> None:
         self.status_written_at = time.monotonic()
-        to_do = self.in_hand.total - self.in_hand.done if self.in_hand is not None else 0
-        self.recorded.catch_up(self.runtime)
+        to_do = self.progress.total - self.progress.done if self.progress is not None else 0
+        self.event_counts.catch_up(self.runtime)
         try:
             write_status(
                 self.runtime.workspace.state_dir,
                 pid=os.getpid(),
                 started_at=self.started_at,
                 starting=self.starting,
-                last_event=self.recorded.last,
-                counts=dict(self.recorded.counts),
-                pending=self.book.pending() + to_do,
+                last_event=self.event_counts.last,
+                counts=dict(self.event_counts.counts),
+                pending=self.agent_states.pending() + to_do,
                 problems=self._problems(),
                 passes=self.pass_times,
-                progress=self.in_hand,
+                progress=self.progress,
             )
         except OSError as error:  # a full disk must not stop the work itself
             log.error("cannot write the status file: %s", error)

@@ -6,19 +6,19 @@ is in line soon after space is freed, and not at the next change of the workspac
 from __future__ import annotations
 
 from feedbackd.app.commits.locking import INDEX_LAGS, heal_index_left_behind, index_lags
-from feedbackd.app.daemon.agentbook import GIT_INDEX, AgentBook
+from feedbackd.app.daemon.agentstates import GIT_INDEX, AgentStates
 from feedbackd.app.workspace.problems import out_of_space
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import FeedbackdError
 
 
 class IndexHealer:
-    """Whether a heal is due now (`due`); its failures are the book's, under GIT_INDEX: tried
-    again as a failed pass is (every two seconds while the disk is full), and shown in
-    `status` meanwhile."""
+    """Whether a heal is due now (`due`); its failures are kept with the agents' states, under
+    GIT_INDEX: tried again as a failed pass is (every two seconds while the disk is full), and
+    shown in `status` meanwhile."""
 
-    def __init__(self, book: AgentBook) -> None:
-        self.book = book
+    def __init__(self, states: AgentStates) -> None:
+        self.states = states
         self.due = False
 
     def after_pass(self, runtime: Runtime) -> None:
@@ -26,9 +26,9 @@ class IndexHealer:
         healed next, unless a retry is set already; one that a pass's writer healed is no
         problem any more."""
         if not index_lags(runtime):
-            self.book.forget(GIT_INDEX)
+            self.states.forget(GIT_INDEX)
             self.due = False
-        elif GIT_INDEX not in self.book.retry_at:
+        elif GIT_INDEX not in self.states.retry_at:
             self.due = True
 
     def heal(self, runtime: Runtime) -> None:
@@ -37,6 +37,6 @@ class IndexHealer:
             heal_index_left_behind(runtime)
         except (FeedbackdError, OSError) as error:
             message = f"{INDEX_LAGS}: {error}"
-            self.book.failed(GIT_INDEX, message, disk_full=out_of_space(error))
+            self.states.failed(GIT_INDEX, message, disk_full=out_of_space(error))
         else:
-            self.book.forget(GIT_INDEX)
+            self.states.forget(GIT_INDEX)

@@ -1,4 +1,4 @@
-"""Running feedbackd as the long-running daemon (`run`; `run --once` is once.py)."""
+"""Running feedbackd as the long-running daemon (`run`; `run --once` is runonce.py)."""
 
 from __future__ import annotations
 

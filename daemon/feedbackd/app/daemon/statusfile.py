@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from feedbackd.core.jsontext import dumps_json
+from feedbackd.core.formats.jsontext import dumps_json
 from feedbackd.core.timeutil import iso_ms, parse_iso
 from feedbackd.core.wording import noun
 from feedbackd.edges.clock import utcnow
@@ -44,7 +44,7 @@ class LastEvent:
     agent: str
     summary: str
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "time": iso_ms(self.time),
             "event": self.event,
@@ -54,14 +54,15 @@ class LastEvent:
 
 
 @dataclass(frozen=True)
-class Progress:
-    """The decisions of the agent pass in hand: how many are done of how many it found."""
+class PassProgress:
+    """The decisions of the agent pass in hand: how many are done of how many it found (what
+    the pass's `Progress` last heard, core/wording.py), as the status file keeps it."""
 
     agent: str
     done: int
     total: int
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, Any]:
         return {"agent": self.agent, "done": self.done, "total": self.total}
 
     def line(self) -> str:
@@ -84,7 +85,7 @@ class PassTimes:
         self.last_s = seconds
         self.longest_s = max(self.longest_s, seconds)
 
-    def to_json(self) -> dict[str, float]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "count": self.count,
             "seconds_total": round(self.seconds_total, 6),
@@ -122,24 +123,26 @@ def write_status(
     pending: int = 0,
     problems: Sequence[str] = (),
     passes: PassTimes | None = None,
-    progress: Progress | None = None,
+    progress: PassProgress | None = None,
 ) -> None:
     """Replace the status file with the daemon's current state (in place on a full disk)."""
     write_in_reserved_room(
         status_path(state_dir),
-        json_bytes({
-            "pid": pid,
-            "started_at": iso_ms(started_at),
-            "starting": starting,
-            "last_event": last_event.to_json() if last_event is not None else None,
-            "counts": dict(sorted((counts or {}).items())),
-            "pending": pending,
-            "problems": list(problems),
-            "passes": (passes or PassTimes()).to_json(),
-            "progress": progress.to_json() if progress is not None else None,
-        }),
+        json_bytes(
+            {
+                "pid": pid,
+                "started_at": iso_ms(started_at),
+                "starting": starting,
+                "last_event": last_event.to_json() if last_event is not None else None,
+                "counts": dict(sorted((counts or {}).items())),
+                "pending": pending,
+                "problems": list(problems),
+                "passes": (passes or PassTimes()).to_json(),
+                "progress": progress.to_json() if progress is not None else None,
+            }
+        ),
         _ROOM_BYTES,
-    )  # fmt: skip
+    )
 
 
 def json_bytes(value: Any) -> bytes:
@@ -237,7 +240,7 @@ def describe(state_dir: Path, *, now: datetime | None = None) -> dict[str, Any]:
     }
 
 
-def in_hand(state_dir: Path) -> Progress | None:
+def daemon_progress(state_dir: Path) -> PassProgress | None:
     """The running daemon's burst in hand, if any (`status` shows it as a line of its own)."""
     recorded = read_status(state_dir) if daemon_running(state_dir) else None
     value = (recorded or {}).get("progress")
@@ -246,7 +249,7 @@ def in_hand(state_dir: Path) -> Progress | None:
     done, total = value.get("done"), value.get("total")
     if not isinstance(done, int) or not isinstance(total, int):
         return None
-    return Progress(value["agent"], done, total)
+    return PassProgress(value["agent"], done, total)
 
 
 def _uptime(started_at: object, now: datetime) -> int | None:

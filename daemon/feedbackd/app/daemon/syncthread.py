@@ -12,7 +12,7 @@ import threading
 import time
 
 from feedbackd.app.daemon.wakeup import Wakeup
-from feedbackd.app.sync import Syncer, SyncResult
+from feedbackd.app.remotesync import Syncer, SyncResult
 
 log = logging.getLogger("feedbackd")
 

@@ -1,5 +1,5 @@
-"""The daemon's own clocks, apart from retries (app/daemon/agentbook.py), the watcher's restart and
-the next sync: the hourly full pass, the systemd watchdog ping, and the start-up pass's
+"""The daemon's own clocks, apart from retries (app/daemon/agentstates.py), the watcher's
+restart and the next sync: the hourly full pass, the systemd watchdog ping, and the start-up pass's
 reports. All on time.monotonic().
 """
 

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 
-from feedbackd.app.daemon.agentbook import RETRY_MAX_S, backoff
+from feedbackd.app.daemon.agentstates import RETRY_MAX_S, backoff
 from feedbackd.app.daemon.wakeup import Wakeup
 from feedbackd.edges.watcher import Changes, watch_agents
 

@@ -24,7 +24,7 @@ from feedbackd.core.events.outbox import Outbox
 from feedbackd.core.events.signing import parse_secret, signature
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.events.posting import Answer, post
-from feedbackd.edges.git.batch import KeptBatch
+from feedbackd.edges.git.batch import GitBatchKeeper
 
 log = logging.getLogger("feedbackd")
 
@@ -108,7 +108,7 @@ class DeliveryThread:
     @staticmethod
     def _own(runtime: Runtime) -> Runtime:
         # git's long-lived helpers serve one thread: the passes keep theirs, this its own.
-        return replace(runtime, git_helpers=KeptBatch())
+        return replace(runtime, git_helpers=GitBatchKeeper())
 
     def start(self) -> None:
         """Start delivering, if hooks are configured and it does not run already."""

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
-from feedbackd.app.commits.repo import open_repo
+from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.config import WebhookSettings
 from feedbackd.core.errors import FeedbackdError, GitError

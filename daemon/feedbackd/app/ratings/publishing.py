@@ -16,7 +16,7 @@ from pathlib import Path
 from feedbackd.app.ratings.skillcommands import last_line, log_output, run_for_skill, tail
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.timeutil import iso_ms
-from feedbackd.core.workspace import AgentPaths
+from feedbackd.core.workspacepaths import AgentPaths
 from feedbackd.edges.files import (
     atomic_write_json,
     read_file_text,

@@ -1,8 +1,10 @@
 """Ratings of rented skills as commits: `feedback submit` and files dropped in the inbox.
 
 Each rating is one commit holding the provider's rating line and the requester's memory of the
-rental. A rating line written by a pass that was killed before its commit is committed by the
-next full pass (`commit_interrupted`), so nothing is lost and nothing is stored twice.
+rental, planned by core/ratings/plans.py and applied as every change is (app/commits/
+recording.py). A rating line written by a pass that was killed before its commit is completed
+(the memory it lacks) and committed by the next full pass (`commit_interrupted`), so nothing is
+lost and nothing is stored twice.
 """
 
 from __future__ import annotations
@@ -16,17 +18,24 @@ from datetime import datetime
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import appended_since_head, commit_uncommitted
-from feedbackd.app.commits.recording import CommitRequest, Event, commit_change
-from feedbackd.app.ratings.optimize import rules_hook
+from feedbackd.app.commits.recording import (
+    CommitRequest,
+    Event,
+    apply_change,
+    write_change,
+)
+from feedbackd.app.ratings.selfoptimize import rules_hook
 from feedbackd.app.workspace import problems
-from feedbackd.app.workspace.agentfiles import new_provider_warning, write_rental_memories
+from feedbackd.app.workspace.agentfiles import has_memory_line, new_provider_warning
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
+from feedbackd.core.changes import Change, Remove
+from feedbackd.core.commitmsg import TRANSACTION_KEY
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.people import agent_person
+from feedbackd.core.ratings.memory import PATTERNS, MemoryRecord, memory_file, rental_memories
+from feedbackd.core.ratings.plans import plan_rating, rating_commit
 from feedbackd.core.ratings.priceledger import parse_price_ledger
-from feedbackd.core.ratings.ratings import (
+from feedbackd.core.ratings.records import (
     MAX_INBOX_CHARS,
     Rating,
     parse_rating,
@@ -34,12 +43,13 @@ from feedbackd.core.ratings.ratings import (
     stored_fields,
 )
 from feedbackd.core.timeutil import parse_duration
-from feedbackd.core.wording import counted
+from feedbackd.core.wording import Progress, counted
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
 from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.repo import GitRepo
-from feedbackd.edges.ratingstore import Progress, RatingStore
+from feedbackd.edges.ratingstore import RatingStore
 
 log = logging.getLogger("feedbackd")
 
@@ -161,7 +171,7 @@ def record_rating(
     *,
     progress: Progress | None = None,
 ) -> Event:
-    """Append the rating, write the requester's memory, commit both (plus `also`)."""
+    """Append the rating, write the requester's memory, commit both (plus `also`, removed)."""
     store = RatingStore(runtime.workspace, progress=progress, cache=runtime.rating_cache)
     # The requester's profile of the provider sums up its recent rentals (the ratings window):
     # a busy provider has a million ratings, and reading them all would make each submit slow.
@@ -173,57 +183,27 @@ def record_rating(
     with repo.holding_on_top() if repo is not None else nullcontext():
         # From here to the commit nothing of the user's git runs: a reset in between would
         # undo the stored line after the inbox file that held the rating is gone.
-        stored = store.append(rating)
-        memory = write_rental_memories(runtime.workspace, rating, now, earlier)
-        for path in also:
-            path.unlink(missing_ok=True)
-        change = _rating_request(runtime, rating, [stored, *memory, *also])
-        event = commit_change(runtime, repo, change)
-    event = event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
+        store.refuse_rated(rating)
+        workspace, committer = runtime.workspace, runtime.committer
+        change = plan_rating(workspace, rating, now, earlier, committer, also=also)
+        event = apply_change(runtime, repo, change)
+    summary = change.commit.summary
+    event = event or Event("rating", rating.provider_agent, summary, skill=rating.skill_id)
     if warning is None:
         return event
     log.warning("%s", warning)
     return replace(event, warnings=(warning,))
 
 
-def _rating_request(runtime: Runtime, rating: Rating, paths: Sequence[Path]) -> CommitRequest:
-    """The commit of one rating: its line, the buyer's memory and whatever else it holds;
-    authored by the buyer, whose act it is."""
-    return CommitRequest(
-        "rating",
-        rating.provider_agent,
-        _summary(rating),
-        list(paths),
-        author=agent_person(rating.requester_agent, runtime.committer),
-        skill=rating.skill_id,
-        body=_body(rating),
-        trailers=[(TRANSACTION_KEY, rating.transaction_id)],
-    )
-
-
-def _summary(rating: Rating) -> str:
-    return (
-        f"{rating.rating}/5 {rating.result_quality} from {rating.requester_agent}"
-        f" ({rating.cost_value_ratio})"
-    )
-
-
-# The buyer in a rating commit's summary (_summary): a requester_agent is an id, with no space.
+# The buyer in a rating commit's summary (plans.rating_summary): an id, with no space.
 _BUYER = re.compile(r"[0-9]+/5 \S+ from (\S+) \(")
 
 
 def buyer_named(summary: str) -> str | None:
     """Who rated, read back from a rating commit's summary (the learning history shows it);
-    None when the summary is not one _summary wrote."""
+    None when the summary is not one rating_summary wrote."""
     found = _BUYER.match(summary)
     return found.group(1) if found else None
-
-
-def _body(rating: Rating) -> list[str]:
-    lines = [f"- would reuse: {'yes' if rating.would_reuse else 'no'}"]
-    if rating.quality_details:
-        lines.append(f'- details: "{one_line(rating.quality_details)}"')
-    return lines
 
 
 # --- the inbox --------------------------------------------------------------------------------
@@ -296,13 +276,13 @@ def _ingest(
         except AlreadySubmitted:
             continue
     if path.exists():  # every rating in it was stored already (a retry after a crash)
-        path.unlink()
         first = ratings[0]
         summary = f"{path.name} removed from the inbox, its ratings already stored"
-        change = CommitRequest(
+        commit = CommitRequest(
             "rating", first.provider_agent, summary, [path], skill=first.skill_id
         )
-        commit_change(runtime, repo, change)  # only when git tracked the inbox file
+        # A commit only when git tracked the inbox file.
+        apply_change(runtime, repo, Change(commit, (Remove(path),)))
     return events
 
 
@@ -330,6 +310,9 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
     # Only these are looked at: git status over all agents reads every draft's file.
     changed = repo.listings.changed_paths(*paths)
     logs = [workspace.root / rel for rel in changed if _is_rental_log(rel)]
+    # The buyer's memory a killed submit did not write yet (its lines are the rating's too).
+    remembered = _complete_memories(runtime, repo, [log for log in logs if _is_rating(log)])
+    logs += [path for path in remembered if path not in logs]
     pending = {log: appended_since_head(repo, workspace, log) for log in logs}
 
     def completed(appended: dict[Path, list[str]]) -> CommitRequest:
@@ -337,10 +320,10 @@ def commit_interrupted(runtime: Runtime, repo: GitRepo | None) -> list[Event]:
 
     event = commit_uncommitted(runtime, repo, pending, completed)
     rated = [event] if event else []
-    price_ledgers = [workspace.root / rel for rel in changed if rel.endswith("/pricing.jsonl")]
+    skill_logs = [workspace.root / rel for rel in changed if _is_skill_log(rel)]
     # The killed command never ran the rules its rating calls for: they run now.
     after = [
-        *_finish_price_changes(runtime, repo, price_ledgers),
+        *_finish_skill_changes(runtime, repo, skill_logs),
         *apply_rules(runtime, repo, rated),
     ]
     return [*rated, *after]
@@ -360,7 +343,7 @@ def _completed_request(runtime: Runtime, appended: dict[Path, list[str]]) -> Com
     files = list(appended)
     if len(ratings) == 1:
         [only] = ratings
-        return _rating_request(runtime, only, files)
+        return rating_commit(only, files, runtime.committer)
     if ratings:  # several commands killed in a row: one commit naming each transaction
         first = ratings[0]
         return CommitRequest(
@@ -377,6 +360,36 @@ def _completed_request(runtime: Runtime, appended: dict[Path, list[str]]) -> Com
     return CommitRequest("rating", agent, summary, files)
 
 
+def _complete_memories(runtime: Runtime, repo: GitRepo, rating_logs: list[Path]) -> list[Path]:
+    """Write the memory records of the ratings appended to `rating_logs` since HEAD that a
+    killed submit did not write (each record once: its id derives from the transaction), as
+    the submit would have; the memory files written."""
+    workspace, now, committer = runtime.workspace, utcnow(), runtime.committer
+    store = RatingStore(workspace, cache=runtime.rating_cache)
+    since = now - parse_duration(runtime.settings.ratings.window)
+    written: list[Path] = []
+    for path in rating_logs:
+        for rating in _readable_ratings(appended_since_head(repo, workspace, path)):
+            buyer = rating.requester_agent
+            earlier = store.ratings(rating.provider_agent, since=since, requester=buyer)
+            remembered = _remembered(workspace, rating, now)
+            change = plan_rating(
+                workspace, rating, now, earlier, committer, stored=True, remembered=remembered
+            )
+            write_change(change)
+            written += [action.path for action in change.actions]
+    return written
+
+
+def _remembered(workspace: Workspace, rating: Rating, now: datetime) -> set[str]:
+    """The ids of the rental's memory records that the buyer's memory holds already."""
+    return {
+        record.id
+        for agent, record in rental_memories(rating, now)
+        if has_memory_line(memory_file(workspace, agent, record.category), record.id)
+    }
+
+
 def _readable_ratings(lines: Sequence[str]) -> list[Rating]:
     """The ratings among appended lines; a line that does not read as one is left out."""
     found = []
@@ -388,23 +401,54 @@ def _readable_ratings(lines: Sequence[str]) -> list[Rating]:
     return found
 
 
-def _finish_price_changes(runtime: Runtime, repo: GitRepo, ledgers: list[Path]) -> list[Event]:
-    """Price changes a killed pass wrote into `pricing.jsonl` but never committed: the skill's
-    rules run again, and they complete the change first (no buyer may rate it soon)."""
+def _finish_skill_changes(runtime: Runtime, repo: GitRepo, logs: list[Path]) -> list[Event]:
+    """Self-optimisation changes a killed pass began but never committed (a line in
+    `pricing.jsonl`, a record in the `patterns` memory): the skill's rules run again, and they
+    complete the change first (no buyer may rate it soon)."""
     workspace = runtime.workspace
-    events = []
-    for ledger in ledgers:
-        appended = appended_since_head(repo, workspace, ledger)
-        agent = ledger.relative_to(workspace.agents_dir).parts[0]
-        skills = {record.skill for record in parse_price_ledger("\n".join(appended))}
-        for skill in sorted(skills):
-            events += rules_hook(runtime, repo, agent, skill, utcnow())
-    return events
+    begun = set()
+    for log_path in logs:
+        appended = appended_since_head(repo, workspace, log_path)
+        agent = log_path.relative_to(workspace.agents_dir).parts[0]
+        begun |= {(agent, skill) for skill in _skills_named(log_path, appended)}
+    now = utcnow()
+    return [
+        event
+        for agent, skill in sorted(begun)
+        for event in rules_hook(runtime, repo, agent, skill, now)
+    ]
+
+
+def _skills_named(log_path: Path, appended: list[str]) -> set[str]:
+    """The skills whose changes the lines appended to a price ledger or `patterns` name."""
+    if log_path.name == "pricing.jsonl":
+        return {record.skill for record in parse_price_ledger("\n".join(appended))}
+    skills = set()
+    for line in appended:
+        try:
+            subject = MemoryRecord.model_validate_json(line).subject
+        except ValueError:
+            continue  # a damaged line names nothing
+        if subject is not None and is_valid_id(subject):
+            skills.add(subject)
+    return skills
 
 
 def _is_rental_log(rel: str) -> bool:
+    """A rating log or the buyer's memory of rentals; not the `patterns` memory, which only
+    self-optimisation writes and whose commits hold it (`_finish_skill_changes`)."""
     parts = rel.split("/")
+    if _is_skill_log(rel):
+        return False
     return rel.endswith(".jsonl") and ("ratings" in parts or "memory" in parts)
+
+
+def _is_skill_log(rel: str) -> bool:
+    return rel.endswith(("/pricing.jsonl", f"/memory/{PATTERNS}.jsonl"))
+
+
+def _is_rating(path: Path) -> bool:
+    return path.parent.parent.name == "ratings"
 
 
 def _is_rating_log(under_agents: Path) -> bool:

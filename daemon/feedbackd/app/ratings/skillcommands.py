@@ -15,7 +15,7 @@ from typing import Any
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.commitmsg import one_line
 from feedbackd.core.ratings.optimizer_command import Answer, UnusableAnswer, parse_answer
-from feedbackd.core.workspace import AgentPaths
+from feedbackd.core.workspacepaths import AgentPaths
 from feedbackd.edges.process import CommandResult, run_command
 
 log = logging.getLogger("feedbackd")

@@ -1,7 +1,8 @@
 """One pass of the self-optimisation rules over one skill of one provider, and what it changed.
 
 The rules are pure (core/ratings/skillrules.py); a pass reads what they need (SOUL.md, the skill's
-ratings in the window, its price history) and carries out what they decide:
+ratings in the window, its price history) and carries out what they decide, each change planned
+by core/ratings/plans.py and applied as every change is (app/commits/recording.py):
 
 - a price change appends a line to the agent's price ledger `pricing.jsonl`, edits one
   `pricing:` line in SOUL.md, writes a `patterns` memory record (0.6), makes one `pricing`
@@ -25,25 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from feedbackd.app.commits.ledgers import not_in_head
-from feedbackd.app.commits.recording import CommitRequest, Event, commit_change
+from feedbackd.app.commits.recording import Event, apply_change
 from feedbackd.app.ratings.publishing import publish_soul
 from feedbackd.app.ratings.skillcommands import ask_optimizer
 from feedbackd.app.workspace.agentfiles import (
-    append_memory,
-    append_price_record,
     has_memory_line,
     read_lessons,
     read_price_ledger,
     read_soul,
-    write_lessons,
-    write_soul,
 )
 from feedbackd.app.workspace.runtime import Runtime
+from feedbackd.core.changes import Change, Write
 from feedbackd.core.commitmsg import (
     AGENT_KEY,
     EVENT_KEY,
-    PRICE_NEW_KEY,
-    PRICE_OLD_KEY,
     SKILL_KEY,
     one_line,
 )
@@ -51,12 +47,17 @@ from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import MEMORY_RECORD, derived_id, new_id
 from feedbackd.core.ratings.memory import (
     PATTERNS,
-    PRICING_ADJUSTMENT,
     SELF_OPTIMISATION,
+    MemoryRecord,
     memory_file,
-    new_record,
 )
 from feedbackd.core.ratings.optimizer_command import SkillContext, command_context
+from feedbackd.core.ratings.plans import (
+    plan_optimization,
+    plan_price_change,
+    price_memory_id,
+    skill_memory,
+)
 from feedbackd.core.ratings.priceledger import (
     PriceRecord,
     new_price_record,
@@ -74,7 +75,7 @@ from feedbackd.core.ratings.skillrules import (
     lessons_in_brief,
     render_lessons,
 )
-from feedbackd.core.ratings.soul import format_price, set_description, set_price
+from feedbackd.core.ratings.soul import format_price, set_description
 from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.timeutil import parse_duration, parse_iso
 from feedbackd.edges.git.repo import GitRepo
@@ -201,25 +202,23 @@ class SkillPass:
         after = earlier[-1].id if earlier else None
         record = new_price_record(self.skill, old, new, decision.why, self.now, after=after)
         # The ledger line first: it is what stops a second cut if the pass dies before its commit.
-        append_price_record(self.agent, record)
-        sha = self._complete_price_change(record, text)
+        sha = self._complete_price_change(record, text, stored=False)
         self._record("pricing", decision.summary, decision.why, sha, details)
         publish_soul(self.runtime, self.agent, self.skill, self.now, (old, new))
 
-    def _complete_price_change(self, record: PriceRecord, text: str) -> str | None:
-        """SOUL.md, memory and commit of a ledger line (also for one a killed pass left)."""
-        new_text = set_price(text, self.skill, float(record.priceNew))
-        if new_text != text:
-            write_soul(self.agent, new_text)
-        memory_id = f"mem-{record.id}"
-        if not has_memory_line(self.patterns_path, memory_id):
-            self._remember(PRICING_ADJUSTMENT, record.memory_text, "pricing", memory_id)
-        return self._commit(
-            "pricing",
-            record.summary,
-            [self.agent.soul, self.agent.price_ledger, self.patterns_path],
-            [(PRICE_OLD_KEY, record.priceOld), (PRICE_NEW_KEY, record.priceNew)],
+    def _complete_price_change(self, record: PriceRecord, text: str, stored: bool) -> str | None:
+        """Ledger line (unless `stored`: one a killed pass left), SOUL.md, memory and commit."""
+        remembered = has_memory_line(self.patterns_path, price_memory_id(record))
+        change = plan_price_change(
+            self.agent,
+            self.patterns_path,
+            record,
+            text,
+            self.now,
+            stored=stored,
+            remembered=remembered,
         )
+        return self._apply(change)
 
     def _ledger(self) -> list[PriceRecord]:
         return [r for r in read_price_ledger(self.agent) if r.skill == self.skill]
@@ -241,7 +240,7 @@ class SkillPass:
         if not pending or soul is None or soul[1].skill(self.skill) is None:
             return
         log.info("%s/%s: completing an interrupted price change", self.agent.agent_id, self.skill)
-        self._complete_price_change(pending[-1], soul[0])
+        self._complete_price_change(pending[-1], soul[0], stored=True)
 
     # --- quality ------------------------------------------------------------------------------
     def _quality_rule(self, ratings: Sequence[AnyRating]) -> None:
@@ -255,36 +254,71 @@ class SkillPass:
     def _apply_lessons(self, finding: QualityFinding) -> bool:
         """Rewrite the skill's lessons file when its text changes; True when it did."""
         text = render_lessons(finding.lessons)
-        path = self.agent.skill_prompt(self.skill)
         before = read_lessons(self.agent, self.skill)
-        if not text or before == text:
+        if not text:
             return False
-        rel = self.runtime.workspace.relative(path)
-        noun = "lesson" if len(finding.lessons) == 1 else "lessons"
-        what = f"{len(finding.lessons)} {noun} in {rel} ({lessons_in_brief(finding.lessons)})"
-        ratings = "rating" if finding.low_count == 1 else "ratings"
-        summary = f"{len(finding.lessons)} {noun} from {finding.low_count} low {ratings}"
-        details = {"what": "lessons", "path": rel, "lessons": lessons_as_json(finding.lessons)}
+        if before == text:
+            self._finish_lessons(finding, text)
+            return False
+        summary, details = self._lessons_summary(finding), self._lessons_details(finding)
         if self.dry_run:
             self._record("optimize", summary, finding.why, None, details)
             return True
-        write_lessons(self.agent, self.skill, text)
+        sha = self._commit_lessons(finding, text, before or "", stored=False)
+        self._record("optimize", summary, finding.why, sha, details)
+        return True
+
+    def _finish_lessons(self, finding: QualityFinding, text: str) -> None:
+        """Commit the lessons file that a pass killed before its commit wrote: its memory
+        record too (unless written already), as the uninterrupted pass would have."""
+        if self.dry_run or self.repo is None:
+            return
+        rel = self.runtime.workspace.relative(self.agent.skill_prompt(self.skill))
+        committed = self.repo.file_at_head(rel)
+        before = committed.decode("utf-8", errors="replace") if committed is not None else ""
+        if before == text:
+            return
+        log.info("%s/%s: completing an interrupted lessons change", self.agent.agent_id, self.skill)
+        self._commit_lessons(finding, text, before, stored=True)
+
+    def _commit_lessons(
+        self, finding: QualityFinding, text: str, before: str, *, stored: bool
+    ) -> str | None:
+        """The lessons file (unless `stored`), the memory of why, one `optimize` commit."""
+        path = self.agent.skill_prompt(self.skill)
+        rel = self.runtime.workspace.relative(path)
+        noun = "lesson" if len(finding.lessons) == 1 else "lessons"
+        what = f"{len(finding.lessons)} {noun} in {rel} ({lessons_in_brief(finding.lessons)})"
         # Its id is what the change is, as a price cut's: machines that draw the same lessons
         # from the same ratings (each after a pull) make one record, and one commit survives.
-        record_id = derived_id(MEMORY_RECORD, "lessons", self.skill, before or "", text)
-        self._remember(
-            SELF_OPTIMISATION,
-            f"Skill {self.skill} adjusted: {what} because {finding.why}",
-            record_id=record_id,
-        )
+        record_id = derived_id(MEMORY_RECORD, "lessons", self.skill, before, text)
+        why = f"Skill {self.skill} adjusted: {what} because {finding.why}"
         body = [
             f"- why: {finding.why}",
             f"- lessons: {rel}",
             *(f'- "{lesson.text}" ({lesson.count}×)' for lesson in finding.lessons),
         ]
-        sha = self._commit("optimize", summary, [path, self.patterns_path], [], body)
-        self._record("optimize", summary, finding.why, sha, details)
-        return True
+        remembered = has_memory_line(self.patterns_path, record_id)
+        change = plan_optimization(
+            self.agent,
+            self.skill,
+            Write(path, text),
+            self._memory(why, record_id),
+            self.patterns_path,
+            (self._lessons_summary(finding), body),
+            stored=stored,
+            remembered=remembered,
+        )
+        return self._apply(change)
+
+    def _lessons_summary(self, finding: QualityFinding) -> str:
+        noun = "lesson" if len(finding.lessons) == 1 else "lessons"
+        ratings = "rating" if finding.low_count == 1 else "ratings"
+        return f"{len(finding.lessons)} {noun} from {finding.low_count} low {ratings}"
+
+    def _lessons_details(self, finding: QualityFinding) -> dict[str, Any]:
+        rel = self.runtime.workspace.relative(self.agent.skill_prompt(self.skill))
+        return {"what": "lessons", "path": rel, "lessons": lessons_as_json(finding.lessons)}
 
     def _ask_optimizer(self, finding: QualityFinding, ratings: Sequence[AnyRating]) -> None:
         command = self.settings.optimizer.command
@@ -310,54 +344,32 @@ class SkillPass:
         except FeedbackdError as exc:
             log.warning("optimizer.command: unusable description: %s; nothing changed", exc)
             return
-        write_soul(self.agent, new_text)
         summary = f"new description ({one_line(reason, 80)})"
-        self._remember(
-            SELF_OPTIMISATION,
-            f"Skill {self.skill} adjusted: description rewritten because {reason}",
-        )
+        why = f"Skill {self.skill} adjusted: description rewritten because {reason}"
+        memory = self._memory(why, new_id(MEMORY_RECORD, self.now, random_chars))
         body = [f"- why: {reason}", f'- description: "{old}" → "{description}"']
-        paths = [self.agent.soul, self.patterns_path]
-        sha = self._commit("optimize", summary, paths, [], body)
+        soul = Write(self.agent.soul, new_text, exact=True)
+        sha = self._optimize(soul, memory, (summary, body))
         details = {"what": "description", "description_old": old, "description_new": description}
         self._record("optimize", summary, reason, sha, details)
         publish_soul(self.runtime, self.agent, self.skill, self.now)
 
     # --- shared -------------------------------------------------------------------------------
-    def _remember(
-        self, importance: float, content: str, kind: str = "optimize", record_id: str | None = None
-    ) -> None:
-        record = new_record(
-            PATTERNS,
-            importance,
-            one_line(content, 4000),
-            subject=self.skill,
-            source=f"{kind}:{self.skill}",
-            now=self.now,
-            record_id=record_id or new_id(MEMORY_RECORD, self.now, random_chars),
-        )
-        append_memory(self.runtime.workspace, self.agent.agent_id, record)
+    def _memory(self, content: str, record_id: str) -> MemoryRecord:
+        return skill_memory(self.skill, SELF_OPTIMISATION, content, "optimize", self.now, record_id)
 
-    def _commit(
-        self,
-        event: str,
-        summary: str,
-        paths: Sequence[Path],
-        trailers: list[tuple[str, str]],
-        body: Sequence[str] = (),
+    def _optimize(
+        self, written: Write, memory: MemoryRecord, message: tuple[str, list[str]]
     ) -> str | None:
-        """One commit of the skill's change; its body says why (the memory record does too,
-        but `git log` is where a reviewer reads the history)."""
-        commit = CommitRequest(
-            event,
-            self.agent.agent_id,
-            summary,
-            paths,
-            skill=self.skill,
-            body=body,
-            trailers=trailers,
+        """One `optimize` commit of the rewritten file and the memory of why; its body says
+        why (the memory record does too, but `git log` is where a reviewer reads the history)."""
+        patterns = self.patterns_path
+        return self._apply(
+            plan_optimization(self.agent, self.skill, written, memory, patterns, message)
         )
-        done = commit_change(self.runtime, self.repo, commit)
+
+    def _apply(self, change: Change) -> str | None:
+        done = apply_change(self.runtime, self.repo, change)
         return done.commit if done is not None else None
 
     def _record(

@@ -30,8 +30,8 @@ from feedbackd.core.curation.items import (
 )
 from feedbackd.core.curation.prompts import examples
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, NotFound
+from feedbackd.core.formats.jsonl import parse_jsonl
 from feedbackd.core.ids import MEMORY_RECORD, is_valid_id, new_id
-from feedbackd.core.jsonl import parse_jsonl
 from feedbackd.core.ratings.memory import (
     ENTITIES,
     MemoryRecord,
@@ -41,11 +41,11 @@ from feedbackd.core.ratings.memory import (
     rental_memories,
 )
 from feedbackd.core.ratings.priceledger import PriceRecord, parse_price_ledger
-from feedbackd.core.ratings.ratings import Rating
+from feedbackd.core.ratings.records import Rating
 from feedbackd.core.ratings.soul import Soul, parse_soul
 from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.wording import closest
-from feedbackd.core.workspace import AgentPaths, Workspace
+from feedbackd.core.workspacepaths import AgentPaths, Workspace
 from feedbackd.edges.files import (
     NotAPlainFile,
     agent_ids,
@@ -147,11 +147,6 @@ def read_forgotten_text(path: Path) -> str:
     return read_file_bytes(path).decode("utf-8", errors="replace")
 
 
-def append_record(path: Path, record: DecisionRecord) -> None:
-    """Append a ledger line; FileNotFoundError when the agent folder was moved away."""
-    append_line(path, record.line(), within=path.parent)
-
-
 def read_soul(agent: AgentPaths) -> tuple[str, Soul] | None:
     """SOUL.md's text and meaning; None (with a warning when it is unreadable) otherwise."""
     try:
@@ -166,11 +161,6 @@ def read_soul(agent: AgentPaths) -> tuple[str, Soul] | None:
     return None
 
 
-def write_soul(agent: AgentPaths, text: str) -> None:
-    # Bytes as they are: a SOUL.md without a final newline must stay without one.
-    atomic_write_bytes(agent.soul, text.encode("utf-8"))
-
-
 def read_price_ledger(agent: AgentPaths) -> list[PriceRecord]:
     path = agent.price_ledger
     try:
@@ -180,19 +170,9 @@ def read_price_ledger(agent: AgentPaths) -> list[PriceRecord]:
     return parse_price_ledger(text, str(path))
 
 
-def append_price_record(agent: AgentPaths, record: PriceRecord) -> None:
-    append_line(agent.price_ledger, record.line())
-
-
 def read_lessons(agent: AgentPaths, skill: str) -> str | None:
     """The skill's lessons file `prompt/skills/{skill}.md`; None when there is none."""
     return _read_text(agent.skill_prompt(skill))
-
-
-def write_lessons(agent: AgentPaths, skill: str, text: str) -> Path:
-    path = agent.skill_prompt(skill)
-    atomic_write_text(path, text)
-    return path
 
 
 def read_item(path: Path) -> Item:

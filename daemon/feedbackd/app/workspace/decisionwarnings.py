@@ -15,7 +15,7 @@ import logging
 from collections.abc import Sequence
 
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.files import (
     atomic_write_json,
     read_file_text,

@@ -8,12 +8,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from feedbackd.core import yamlio
 from feedbackd.core.curation.merging import ATTRIBUTES, DRIVER_NAME, MERGE_SETTINGS
-from feedbackd.core.curation.webhouse import DEFAULT_QUEUE_FILE
+from feedbackd.core.curation.webhouseitems import DEFAULT_QUEUE_FILE
 from feedbackd.core.errors import ConfigError, WorkspaceError
+from feedbackd.core.formats import yamlio
 from feedbackd.core.people import FEEDBACKD_PERSON, Person
-from feedbackd.core.workspace import ERROR_SUFFIX, STATE_DIR
+from feedbackd.core.workspacepaths import ERROR_SUFFIX, STATE_DIR
 from feedbackd.edges.files import (
     TMP_SUFFIX,
     atomic_write_text,

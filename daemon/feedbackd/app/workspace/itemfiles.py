@@ -13,7 +13,7 @@ from pathlib import Path
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.errors import NotFound
 from feedbackd.core.ids import validate_id
-from feedbackd.core.workspace import AgentPaths, Workspace
+from feedbackd.core.workspacepaths import AgentPaths, Workspace
 from feedbackd.edges.files import is_inside, is_inside_data
 
 OUTSIDE_LINK = "symbolic link leads outside the workspace"

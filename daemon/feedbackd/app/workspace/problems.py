@@ -13,9 +13,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, PathProblem
 from feedbackd.core.ids import shown_path
-from feedbackd.core.workspace import ERROR_SUFFIX
+from feedbackd.core.workspacepaths import ERROR_SUFFIX
 from feedbackd.edges.files import (
     NO_SPACE,
     NO_SPACE_WORDS,
@@ -28,12 +28,9 @@ log = logging.getLogger("feedbackd")
 
 
 @dataclass(frozen=True)
-class Problem:
+class Problem(PathProblem):
     """A file that could not be used, and whether it has been bad long enough to report."""
 
-    path: Path
-    message: str
-    hint: str
     settled: bool
     retry_at: float  # wall-clock time when an unsettled file should be looked at again
 
@@ -70,14 +67,16 @@ def error_path(path: Path) -> Path:
     return path.with_name(path.name + ERROR_SUFFIX)
 
 
-def error_text(error: FeedbackdError) -> str:
+def error_text(error: FeedbackdError | PathProblem) -> str:
     hint = error.hint or "fix the file; feedbackd retries it automatically"
     text = f"feedbackd: {error.message}\n{hint}\n"
     # A message quoting the file may carry half of a character pair: spell it as an escape.
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def judge(path: Path, error: FeedbackdError, settle_ms: int, now: float | None = None) -> Problem:
+def judge(
+    path: Path, error: FeedbackdError | PathProblem, settle_ms: int, now: float | None = None
+) -> Problem:
     """Write `{file}.error` once the file has stayed bad for settle_ms (by modification time)."""
     now = time.time() if now is None else now
     changed = changed_at(path, now)
@@ -100,7 +99,7 @@ def changed_at(path: Path, now: float) -> float:
     return now
 
 
-def explain(path: Path, error: FeedbackdError) -> None:
+def explain(path: Path, error: FeedbackdError | PathProblem) -> None:
     """Write `{file}.error`. When it cannot be written (a file name near the 255-byte limit, a
     read-only folder) the problem is still reported and logged: the pass goes on."""
     target = error_path(path)

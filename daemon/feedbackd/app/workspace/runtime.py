@@ -13,9 +13,9 @@ from feedbackd.app.workspace.told import Told
 from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import WorkspaceError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person, parse_person
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.files import read_file_bytes
-from feedbackd.edges.git.batch import KeptBatch
+from feedbackd.edges.git.batch import GitBatchKeeper
 from feedbackd.edges.ratingcache import RatingCache
 
 
@@ -26,7 +26,7 @@ class Runtime:
     config_file: Path | None = None
     curator: str | None = None  # --curator for this command
     # git's long-lived helpers, kept from one pass (or request) to the next
-    git_helpers: KeptBatch = field(default_factory=KeptBatch, compare=False, repr=False)
+    git_helpers: GitBatchKeeper = field(default_factory=GitBatchKeeper, compare=False, repr=False)
     # the ratings windows read so far, so that each new rating reads only what was appended
     rating_cache: RatingCache = field(default_factory=RatingCache, compare=False, repr=False)
     # what the passes logged about files they cannot use: told once per change of the file

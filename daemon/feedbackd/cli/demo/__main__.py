@@ -1,5 +1,5 @@
 import sys
 
-from feedbackd.cli.demo.workspace import main
+from feedbackd.cli.demo.build import main
 
 raise SystemExit(main(sys.argv[1:]))

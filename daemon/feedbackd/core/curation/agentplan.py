@@ -18,7 +18,7 @@ already, so none is written twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from feedbackd.core import commitmsg
+from feedbackd.core.changes import Append, Change, CommitRequest, Remove, Write
 from feedbackd.core.config import Settings
 from feedbackd.core.curation import decisions, items
 from feedbackd.core.curation.decisions import DecisionRecord, State
@@ -39,11 +40,11 @@ from feedbackd.core.curation.feedback import (
 from feedbackd.core.curation.forgetting import without_forgotten
 from feedbackd.core.curation.items import Correction, Item
 from feedbackd.core.curation.prompts import render_snippet
-from feedbackd.core.errors import FeedbackdError
+from feedbackd.core.errors import FeedbackdError, PathProblem
 from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
 from feedbackd.core.wording import counted
-from feedbackd.core.workspace import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 
 # --- what was read ------------------------------------------------------------------------------
@@ -102,44 +103,36 @@ class AgentView:
 
 # --- the plan -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Write:
-    """A whole file to write (atomically): its text, or what makes the text when it is written.
-
-    A burst of decisions in one pass plans a version of feedback.json for each (200 entries,
-    tens of kilobytes): held as text, a burst of 500 would keep them all in memory at once, and
-    the allocator the high-water mark. Versions made when written are held one at a time.
-    """
-
-    path: Path
-    content: str | Callable[[], str]
-
-    @property
-    def text(self) -> str:
-        return self.content if isinstance(self.content, str) else self.content()
-
-
-@dataclass(frozen=True)
-class Commit:
-    """A commit of exactly `paths`, and what its message says."""
-
-    event: str
-    summary: str
-    paths: tuple[Path, ...]
-    author: Person | None = None  # None: the workspace's own identity
-    body: tuple[str, ...] = ()
-    trailers: tuple[tuple[str, str], ...] = ()
-    item: str | None = None
-
-
-@dataclass(frozen=True)
 class Step:
     """Write these files, remove those, append these ledger lines, then make the commit: in
-    this order."""
+    this order (`change`, what the applier takes)."""
 
-    commit: Commit
+    commit: CommitRequest
     writes: tuple[Write, ...] = ()
     ledger: tuple[DecisionRecord, ...] = ()
     removes: tuple[Path, ...] = ()  # drafts whose item is decided (see `beside_decisions`)
+
+    def change(self, ledger: Path) -> Change:
+        """The step as one change; its ledger lines go to `ledger` (the agent's decisions)."""
+        removes = tuple(Remove(path) for path in self.removes)
+        lines = tuple(Append(ledger, record.line()) for record in self.ledger)
+        return Change(self.commit, (*self.writes, *removes, *lines))
+
+
+def _commit(
+    agent: AgentPaths,
+    event: str,
+    summary: str,
+    paths: tuple[Path, ...],
+    author: Person | None = None,
+    body: tuple[str, ...] = (),
+    trailers: tuple[tuple[str, str], ...] = (),
+    item: str | None = None,
+) -> CommitRequest:
+    """A commit of exactly `paths` in the agent's folder (moved away meanwhile: none)."""
+    return CommitRequest(
+        event, agent.agent_id, summary, paths, author, None, item, body, trailers, agent.root
+    )
 
 
 @dataclass(frozen=True)
@@ -151,13 +144,16 @@ class Snapshot:
 
 
 @dataclass(frozen=True)
-class BadFile:
+class BadFile(PathProblem):
     """A file the pass cannot use. An item may still be being written: it is explained beside
     it once it stayed bad for daemon.settle_ms (`settles`); a corrupt feedback.json at once."""
 
-    path: Path
-    error: FeedbackdError
     settles: bool = True
+
+    @classmethod
+    def of(cls, path: Path, error: FeedbackdError, *, settles: bool = True) -> BadFile:
+        """The file at `path`, which `error` says is bad."""
+        return cls(path, error.message, error.hint, settles)
 
 
 @dataclass(frozen=True)
@@ -263,7 +259,7 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime, draw: Draw) -
     notes = _Notes()
     drafts, snapshots = _plan_drafts(view, now, draw, notes)
     if isinstance(view.feedback, FeedbackdError):
-        notes.problems.append(BadFile(view.agent.feedback, view.feedback, settles=False))
+        notes.problems.append(BadFile.of(view.agent.feedback, view.feedback, settles=False))
         return AgentPlan(drafts, snapshots, problems=tuple(notes.problems))
     for item_id in in_both_folders(view.files):
         notes.warnings.append(
@@ -324,7 +320,7 @@ def _plan_stale_drafts(view: AgentView, stale: dict[str, list[ItemFile]]) -> lis
         summary = f"remove queue/{name}, decided in {folders[recorded[0]]}/"
     else:
         summary = f"remove {len(recorded)} drafts already decided ({commitmsg.few_ids(recorded)})"
-    return [Step(Commit("sync", summary, drafts), removes=drafts)]
+    return [Step(_commit(view.agent, "sync", summary, drafts), removes=drafts)]
 
 
 def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step | None:
@@ -338,7 +334,7 @@ def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step
         f" ({counted(entries, 'entry', 'entries')}): to wipe the agent's lessons on purpose, run"
         f" `feedbackd forget {agent.agent_id} --all`"
     )
-    commit = Commit("sync", "restore feedback.json from history", (agent.feedback,))
+    commit = _commit(agent, "sync", "restore feedback.json from history", (agent.feedback,))
     return Step(commit, (Write(agent.feedback, view.feedback_deleted),))
 
 
@@ -360,7 +356,7 @@ def plan_feedback_files(
     empty = {agent.feedback: dump_feedback([]), agent.decisions: "", agent.prompt: ""}
     writes = tuple(Write(path, empty[path]) for path in paths if path not in on_disk)
     names = ", ".join(path.relative_to(agent.root).as_posix() for path in paths)
-    return Step(Commit("sync", f"add {names}", paths), writes)
+    return Step(_commit(agent, "sync", f"add {names}", paths), writes)
 
 
 def _plan_feedback_files(
@@ -416,7 +412,7 @@ def _plan_drafts(
 
     Snapshots come after it: a draft whose commit failed is still new on the next pass.
     """
-    notes.problems.extend(BadFile(d.file.path, d.error) for d in view.drafts if d.error)
+    notes.problems.extend(BadFile.of(d.file.path, d.error) for d in view.drafts if d.error)
     readable = [d for d in view.drafts if d.item is not None]
     new = [d.file for d in readable if d.first_version is None]
     requeued = _requeued(view.files, view.ledger, now, draw)
@@ -428,7 +424,8 @@ def _plan_drafts(
     back = {f.item_id: f.path for f in queued_drafts(view.files)}
     paths += [back[record.item] for record in requeued]  # the draft itself, in queue/ again
     summary = commitmsg.drafts_summary([f.item_id for f in new], [r.item for r in requeued])
-    return Step(Commit("draft", summary, tuple(paths)), ledger=tuple(requeued)), snapshots
+    commit = _commit(view.agent, "draft", summary, tuple(paths))
+    return Step(commit, ledger=tuple(requeued)), snapshots
 
 
 def _requeued(
@@ -473,12 +470,12 @@ def _item_and_author(view: AgentView, read: ReadItem, notes: _Notes) -> tuple[It
     """The item read and who decides it; None when it must wait (a problem says why)."""
     if read.item is None:
         if read.error is not None:
-            notes.problems.append(BadFile(read.file.path, read.error))
+            notes.problems.append(BadFile.of(read.file.path, read.error))
         return None
     try:
         return read.item, _author(read.item, view.author)
     except FeedbackdError as error:
-        notes.problems.append(BadFile(read.file.path, error))
+        notes.problems.append(BadFile.of(read.file.path, error))
         return None
 
 
@@ -651,7 +648,8 @@ def _plan_revision(
     writes, _, after = _feedback_writes(view.agent, entries, folder, settings)
     item, corrections = decision.item, decision.corrections
     summary = commitmsg.revision_summary(item.item_id, decision.state, corrections, decision.notes)
-    commit = Commit(
+    commit = _commit(
+        view.agent,
         "revise",
         summary,
         (decision.file.path, view.agent.feedback, view.agent.prompt),
@@ -688,7 +686,7 @@ def _decision_commit(
     decision: _Decision,
     added: Sequence[FeedbackEntry],
     earlier: set[tuple[str | None, str | None]],
-) -> Commit:
+) -> CommitRequest:
     """The decision's commit, telling its corrections: one an `earlier` decision of the item
     recorded already (and that this one did not add again) is named as such, not claimed. Its
     Feedback-Fields are all the decision corrected, as its ledger line's `fields` are."""
@@ -698,7 +696,8 @@ def _decision_commit(
     corrections = [correction for correction, before in told if not before]
     already = [correction.field for correction, before in told if before]
     event, summary = commitmsg.decision_summary(item.item_id, state, corrections, already)
-    return Commit(
+    return _commit(
+        agent,
         event,
         summary,
         tuple(decision_paths(agent, decision.file)),
@@ -732,7 +731,7 @@ def _plan_forgotten_again(
     summary = (
         f"drop {dropped} forgotten {'entry' if dropped == 1 else 'entries'} a merge brought back"
     )
-    commit = Commit("sync", summary, (agent.feedback, agent.prompt))
+    commit = _commit(agent, "sync", summary, (agent.feedback, agent.prompt))
     return Step(commit, tuple(writes)), _Folder(tuple(kept), True, snippet)
 
 
@@ -752,7 +751,8 @@ def plan_forget(
     text = render_snippet(kept, settings.prompt)
     if text != snippet:
         writes.append(Write(agent.prompt, text))
-    commit = Commit(
+    commit = _commit(
+        agent,
         "forget",
         entry.id,
         (agent.feedback, agent.prompt, agent.forgotten),
@@ -783,7 +783,8 @@ def plan_forget_all(
     shown += [line for entry in feedback[:_LISTED] for line in commitmsg.entry_body(entry)]
     if len(feedback) > _LISTED:
         shown.append(f"and {len(feedback) - _LISTED} more")
-    commit = Commit(
+    commit = _commit(
+        agent,
         "forget",
         f"all {counted(len(feedback), 'entry', 'entries')}",
         (agent.feedback, agent.prompt, agent.forgotten),
@@ -800,7 +801,7 @@ def plan_restore(agent: AgentPaths, records: Sequence[DecisionRecord]) -> Step:
     """Ledger lines lost from decisions.jsonl, back from their decision commits: one commit."""
     items = commitmsg.few_ids([record.item for record in records])
     summary = f"restore {counted(len(records), 'decision')} from history ({items})"
-    return Step(Commit("sync", summary, (agent.decisions,)), ledger=tuple(records))
+    return Step(_commit(agent, "sync", summary, (agent.decisions,)), ledger=tuple(records))
 
 
 def _plan_snippet_refresh(
@@ -811,7 +812,7 @@ def _plan_snippet_refresh(
     if not folder.feedback_exists and folder.snippet is None:
         return None
     text = render_snippet(folder.feedback, settings.prompt)
-    commit = Commit("sync", "regenerate prompt snippet", (agent.prompt,))
+    commit = _commit(agent, "sync", "regenerate prompt snippet", (agent.prompt,))
     if text != folder.snippet:
         return Step(commit, (Write(agent.prompt, text),))
     return Step(commit) if left_uncommitted else None
@@ -843,7 +844,8 @@ def plan_record(
     text = render_snippet(stored, settings.prompt)
     if text != snippet:
         writes.append(Write(agent.prompt, text))
-    commit = Commit(
+    commit = _commit(
+        agent,
         "record",
         commitmsg.record_summary(entry),
         (agent.feedback, agent.prompt),

@@ -18,8 +18,8 @@ from typing import Any, Literal
 from pydantic import ConfigDict, TypeAdapter
 from pydantic.dataclasses import dataclass
 
+from feedbackd.core.formats.jsonl import CACHE_KEYS_ONLY, parse_jsonl
 from feedbackd.core.ids import DECISION, Draw, new_id
-from feedbackd.core.jsonl import CACHE_KEYS_ONLY, parse_jsonl
 from feedbackd.core.timeutil import iso_ms
 
 log = logging.getLogger("feedbackd")

@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES, EntryType, read_entries
 from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.formats.jsontext import dumps_json, refuse_unknown_keys
 from feedbackd.core.ids import FEEDBACK_ENTRY, Draw, new_id, validate_id
-from feedbackd.core.jsontext import dumps_json, refuse_unknown_keys
 from feedbackd.core.timeutil import iso_ms
 
 # What makes two entries one lesson (the same decision's), in feedback.json as in the
@@ -46,7 +46,7 @@ class FeedbackEntry(BaseModel):
     notes: str | None = None
     createdAt: str
 
-    def as_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
 
     def identity(self) -> Identity:
@@ -129,4 +129,4 @@ def merge_new(
 
 
 def dump_feedback(entries: Sequence[FeedbackEntry]) -> str:
-    return dumps_json([entry.as_json() for entry in entries])
+    return dumps_json([entry.to_json() for entry in entries])

@@ -13,8 +13,8 @@ import hashlib
 from typing import Any, Literal, get_args
 
 from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.formats.jsontext import MalformedJson, half_character, load_strict_json
 from feedbackd.core.ids import is_utf8
-from feedbackd.core.jsontext import MalformedJson, half_character, load_strict_json
 
 EntryType = Literal["correction", "rejection", "edit"]
 ENTRY_TYPES: tuple[str, ...] = get_args(EntryType)

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from feedbackd.core.curation.feedback import IDENTITY_KEYS, FeedbackEntry, Identity, identity_of
-from feedbackd.core.jsonl import parse_jsonl
+from feedbackd.core.formats.jsonl import parse_jsonl
 from feedbackd.core.timeutil import iso_ms
 
 

@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from feedbackd.core import yamlio
 from feedbackd.core.curation.items import (
     BOM,
     MAX_ITEM_BYTES,
@@ -27,7 +26,8 @@ from feedbackd.core.curation.items import (
     split_front_matter,
 )
 from feedbackd.core.errors import InvalidItem
-from feedbackd.core.jsontext import dumps_json
+from feedbackd.core.formats import yamlio
+from feedbackd.core.formats.jsontext import dumps_json
 
 
 def with_rejection_feedback(data: bytes, path: Path, notes: str) -> bytes:

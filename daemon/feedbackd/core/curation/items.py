@@ -13,16 +13,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
-from feedbackd.core import yamlio
 from feedbackd.core.errors import InvalidId, InvalidItem
-from feedbackd.core.ids import validate_id
-from feedbackd.core.jsontext import (
+from feedbackd.core.formats import yamlio
+from feedbackd.core.formats.jsontext import (
     MAX_NESTING,
     MalformedJson,
     half_character,
     json_kind,
     load_strict_json,
 )
+from feedbackd.core.ids import validate_id
 from feedbackd.core.wording import quoted
 
 MAX_ITEM_BYTES = 1024 * 1024

@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 from feedbackd.core.curation.feedbackjson import read_entries, stored_shape
 from feedbackd.core.errors import FeedbackdError, MergeRefused
+from feedbackd.core.formats.jsontext import dumps_json
 from feedbackd.core.ids import is_derived_id
-from feedbackd.core.jsontext import dumps_json
 from feedbackd.core.timeutil import parse_iso
 
 FileKind = Literal["feedback", "jsonl", "generated"]

@@ -40,8 +40,8 @@ from feedbackd.core.curation.items import (
     parse_item,
 )
 from feedbackd.core.errors import FeedbackdError, InvalidItem
+from feedbackd.core.formats.jsontext import json_kind, refuse_unknown_keys
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.jsontext import json_kind, refuse_unknown_keys
 
 MAX_TASK_BYTES = MAX_ITEM_BYTES
 # The id of a draft that names none (given on standard input, or in a file whose name is no id).

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from feedbackd.core.curation.exports import render_content
+from feedbackd.core.curation.exportrows import render_content
 from feedbackd.core.curation.items import parse_item
 from feedbackd.core.errors import FeedbackdError, UsageError
 

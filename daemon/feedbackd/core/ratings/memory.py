@@ -24,12 +24,12 @@ from pydantic import (
 )
 
 from feedbackd.core.errors import InvalidMemory
+from feedbackd.core.formats.jsonl import CACHE_KEYS_ONLY
 from feedbackd.core.ids import is_valid_id, validate_id
-from feedbackd.core.jsonl import CACHE_KEYS_ONLY
-from feedbackd.core.ratings.ratings import Rating
+from feedbackd.core.ratings.records import Rating
 from feedbackd.core.ratings.storedratings import AnyRating, is_failed
 from feedbackd.core.timeutil import canonical_iso_ms, iso_ms
-from feedbackd.core.workspace import Workspace
+from feedbackd.core.workspacepaths import Workspace
 
 log = logging.getLogger(__name__)
 

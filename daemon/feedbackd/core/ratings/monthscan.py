@@ -24,7 +24,7 @@ from itertools import repeat
 from operator import itemgetter, sub, truediv
 
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.ratings.tally import DAY_S, Tally
+from feedbackd.core.ratings.tally import DAY_S, DecaySums
 from feedbackd.core.ratingwords import COST_VALUES, QUALITIES
 
 _UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -39,7 +39,7 @@ class Summary:
     """What the index keeps about a month file's ratings."""
 
     keys: bytes  # the transaction ids, 16 bytes each, sorted
-    tally: Tally
+    tally: DecaySums
 
 
 @functools.lru_cache(maxsize=512)
@@ -72,7 +72,7 @@ def summarise(
     """The month file's sorted transaction ids and decay tally (times after `cap` count as
     `cap`), or None when one of its lines is not a canonical rating of this file."""
     if not text:
-        return Summary(b"", Tally(decay_days))
+        return Summary(b"", DecaySums(decay_days))
     rows = line_pattern(provider, skill).findall(text)
     lines = text.count("\n") + (not text.endswith("\n"))
     if len(rows) != lines or not all(map(is_valid_id, set(map(_REQUESTER, rows)))):
@@ -98,7 +98,9 @@ def _sorted_keys(ids: list[str]) -> bytes | None:
     return bytes.fromhex("".join(ids).replace("-", ""))
 
 
-def _tally(rows: list[tuple[str, ...]], newest: str, seconds: list[float], decay: float) -> Tally:
+def _tally(
+    rows: list[tuple[str, ...]], newest: str, seconds: list[float], decay: float
+) -> DecaySums:
     """`reputation.tally` of the matched rows: weights summed per combination of the
     categorical fields (at most 150 of them), then folded into the tally's sums."""
     ref = max(seconds)
@@ -115,7 +117,14 @@ def _tally(rows: list[tuple[str, ...]], newest: str, seconds: list[float], decay
         reuse += weight if reused == "true" else 0.0
         quality[level] += weight
         cost_value[cost] += weight
-    return Tally(
-        decay, len(rows), ref, newest, math.fsum(weights), rating, reuse,
-        tuple(quality.values()), tuple(cost_value.values()),
-    )  # fmt: skip
+    return DecaySums(
+        decay,
+        len(rows),
+        ref,
+        newest,
+        math.fsum(weights),
+        rating,
+        reuse,
+        tuple(quality.values()),
+        tuple(cost_value.values()),
+    )

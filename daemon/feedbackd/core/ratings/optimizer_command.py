@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from feedbackd.core.commitmsg import one_line
-from feedbackd.core.jsontext import half_character
+from feedbackd.core.formats.jsontext import half_character
 from feedbackd.core.ratings.skillrules import QualityFinding, lessons_as_json
 from feedbackd.core.ratings.storedratings import AnyRating
 

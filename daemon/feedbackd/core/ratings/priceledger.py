@@ -18,8 +18,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
+from feedbackd.core.formats.jsonl import CACHE_KEYS_ONLY, parse_jsonl
 from feedbackd.core.ids import PRICE_CHANGE, derived_id
-from feedbackd.core.jsonl import CACHE_KEYS_ONLY, parse_jsonl
 from feedbackd.core.ratings.skillrules import PriceHistory
 from feedbackd.core.timeutil import iso_ms, parse_iso
 

@@ -5,7 +5,7 @@ Pure functions of ratings, settings and `now`. Each rating is worth
 `exp(−age_days/decay_days)` (ages in the future count as 0); the score is the weighted mean,
 clamped to [0, 1], or the cold-start value when there are no ratings.
 
-A `Tally` (`feedbackd.core.ratings.tally`) holds the decay-weighted sums of a set of ratings
+A `DecaySums` (`feedbackd.core.ratings.tally`) holds the decay-weighted sums of a set of ratings
 measured from that set's newest rating. Because `exp(−(now−t)/τ) =
 exp(−(now−ref)/τ)·exp(−(ref−t)/τ)`, tallies computed once (per month file, say) turn into a score
 for any later `now` without reading the ratings again.
@@ -20,11 +20,11 @@ from datetime import datetime
 from typing import Any
 
 from feedbackd.core.config import ReputationSettings
-from feedbackd.core.ratings.ratings import COST_VALUES, QUALITIES
+from feedbackd.core.ratings.records import COST_VALUES, QUALITIES
 from feedbackd.core.ratings.storedratings import AnyRating, rating_fields
 from feedbackd.core.ratings.tally import DAY_S as DAY_S
+from feedbackd.core.ratings.tally import DecaySums as DecaySums
 from feedbackd.core.ratings.tally import Point as Point
-from feedbackd.core.ratings.tally import Tally as Tally
 from feedbackd.core.ratings.tally import merge as merge
 from feedbackd.core.ratings.tally import tally as tally
 
@@ -63,7 +63,9 @@ def rating_value(r: AnyRating, settings: ReputationSettings) -> float:
     )
 
 
-def score_tallies(tallies: Iterable[Tally], settings: ReputationSettings, now: datetime) -> Score:
+def score_tallies(
+    tallies: Iterable[DecaySums], settings: ReputationSettings, now: datetime
+) -> Score:
     """The reputation of all ratings in the tallies, each tallied no later than `now`."""
     counted = [t for t in tallies if t.count]
     if not counted:
@@ -106,7 +108,7 @@ def reputation_report(
 
 def report_from_tallies(
     agent_id: str,
-    tallies: Mapping[str, Sequence[Tally]],
+    tallies: Mapping[str, Sequence[DecaySums]],
     settings: ReputationSettings,
     now: datetime,
 ) -> dict[str, Any]:

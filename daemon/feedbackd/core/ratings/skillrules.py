@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from feedbackd.core.commitmsg import one_line
 from feedbackd.core.config import OptimizerSettings, PricingSettings
-from feedbackd.core.ratings.ratings import FAILED_QUALITIES
+from feedbackd.core.ratings.records import FAILED_QUALITIES
 from feedbackd.core.ratings.soul import format_price
 from feedbackd.core.ratings.storedratings import AnyRating, is_failed
 from feedbackd.core.timeutil import ceil_ms, iso_ms, parse_duration, unix_ms

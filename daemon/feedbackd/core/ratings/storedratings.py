@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from feedbackd.core.ratings.ratings import (
+from feedbackd.core.ratings.records import (
     COST_VALUES,
     FAILED_QUALITIES,
     QUALITIES,

@@ -1,6 +1,6 @@
 """Decay tallies: the decay-weighted sums of some ratings that a reputation is made from.
 
-A `Tally` holds the decay-weighted sums of a set of ratings measured from that set's newest
+A `DecaySums` holds the decay-weighted sums of a set of ratings measured from that set's newest
 rating. Because `exp(−(now−t)/τ) = exp(−(now−ref)/τ)·exp(−(ref−t)/τ)`, tallies computed once
 (per month file, say) turn into a score for any later `now` without reading the ratings again.
 Pure arithmetic on plain values, light enough for the worker processes that read month files.
@@ -30,7 +30,7 @@ class Point(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Tally:
+class DecaySums:
     """Decay-weighted sums of some ratings, each weighted exp(−(ref − t)/decay) from `ref`."""
 
     decay_days: float
@@ -44,10 +44,10 @@ class Tally:
     cost_value: tuple[float, ...] = (0.0,) * len(COST_VALUES)
 
 
-def tally(points: Sequence[Point], decay_days: float, cap: float | None = None) -> Tally:
+def tally(points: Sequence[Point], decay_days: float, cap: float | None = None) -> DecaySums:
     """Sum points, measuring ages from the newest; times after `cap` (now) count as `cap`."""
     if not points:
-        return Tally(decay_days)
+        return DecaySums(decay_days)
     times = [p.seconds if cap is None else min(p.seconds, cap) for p in points]
     ref = max(times)
     tau = decay_days * DAY_S
@@ -62,13 +62,20 @@ def tally(points: Sequence[Point], decay_days: float, cap: float | None = None) 
         quality[p.quality] += w
         cost_value[p.cost_value] += w
     newest = max(p.timestamp for p in points)
-    return Tally(
-        decay_days, len(points), ref, newest, weight, rating, reuse,
-        tuple(quality.values()), tuple(cost_value.values()),
-    )  # fmt: skip
+    return DecaySums(
+        decay_days,
+        len(points),
+        ref,
+        newest,
+        weight,
+        rating,
+        reuse,
+        tuple(quality.values()),
+        tuple(cost_value.values()),
+    )
 
 
-def merge(a: Tally, b: Tally) -> Tally:
+def merge(a: DecaySums, b: DecaySums) -> DecaySums:
     """One tally of the ratings of both (same decay), measured from the newer reference."""
     if not b.count:
         return a
@@ -77,7 +84,7 @@ def merge(a: Tally, b: Tally) -> Tally:
     ref = max(a.ref, b.ref)
     tau = a.decay_days * DAY_S
     fa, fb = math.exp((a.ref - ref) / tau), math.exp((b.ref - ref) / tau)
-    return Tally(
+    return DecaySums(
         a.decay_days,
         a.count + b.count,
         ref,

@@ -21,14 +21,14 @@ import os
 import re
 import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple, TypeVar, cast
 
 from feedbackd.core.errors import GitError
+from feedbackd.core.lru import BoundedLRU
 from feedbackd.edges.git.headfile import resolved
-from feedbackd.edges.git.native import NativeStore, NotHere
+from feedbackd.edges.git.native import LeftToGit, NativeStore
 from feedbackd.edges.git.runner import BASE_ENV
 from feedbackd.edges.git.upkeep import PackUpkeep
 from feedbackd.edges.process import Coprocess, CoprocessGone
@@ -76,8 +76,7 @@ class KeptObjects:
     too, an absent file included. Safe to share between threads."""
 
     def __init__(self, limit_bytes: int = _KEPT_BYTES) -> None:
-        self._kept: OrderedDict[str, GitObject] = OrderedDict()
-        self._bytes = 0
+        self._kept: BoundedLRU[str, GitObject] = BoundedLRU(max_weight=limit_bytes, weigh=_size)
         self._limit = limit_bytes
         self._lock = threading.Lock()
 
@@ -88,7 +87,6 @@ class KeptObjects:
         with self._lock:
             found = self._kept.get(name)
             if found is not None:
-                self._kept.move_to_end(name)
                 return None if found is _ABSENT else found
         found = read(name)
         if found is not None and found.kind in ("tree", "commit"):
@@ -105,10 +103,7 @@ class KeptObjects:
             return
         with self._lock:
             if name not in self._kept:
-                self._kept[name] = found
-                self._bytes += _size(name, found)
-            while self._bytes > self._limit:
-                self._bytes -= _size(*self._kept.popitem(last=False))
+                self._kept.put(name, found)
 
 
 _ABSENT = GitObject("", "missing", b"")  # kept for a name that names nothing
@@ -157,7 +152,7 @@ class GitBatch:
     def _read(self, name: str) -> GitObject | None:
         native = self._native  # open once a commit used it: then reads need no round trip
         if native is not None:
-            with contextlib.suppress(NotHere):
+            with contextlib.suppress(LeftToGit):
                 found = native.read(name)
                 return GitObject(*found) if found is not None else None
 
@@ -411,7 +406,7 @@ _KINDS = frozenset({b"blob", b"tree", b"commit", b"tag"})
 _HEX = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-class KeptBatch:
+class GitBatchKeeper:
     """The GitBatch of a long-running program (the daemon, the web server, a command), kept
     from one unit of work to the next; its helpers end with it, or at exit."""
 

@@ -28,7 +28,7 @@ from feedbackd.edges.files import TMP_SUFFIX, FileState, make_folders
 from feedbackd.edges.git.batch import GitBatch, GitObject
 from feedbackd.edges.git.headfile import head_commit
 from feedbackd.edges.git.locks import UsersGit, holding_index_lock
-from feedbackd.edges.git.native import NativeStore, NotHere, RefLocked, RefMoved
+from feedbackd.edges.git.native import LeftToGit, NativeStore, RefLocked, RefMoved
 from feedbackd.edges.git.runner import (
     LOCK_HINT,
     GitRunner,
@@ -106,7 +106,7 @@ class HeadMoved(GitError):
 
 
 @dataclass
-class Held:
+class HeldIndexLock:
     """The index lock is held for one change planned on `head` (the commit it made, once made).
 
     `index_once`: the user's index follows the commits made meanwhile once, as the lock is let
@@ -151,7 +151,7 @@ class CommitWriter:
         self._committer = committer
         self._clear_index_lock = clear_index_lock
         self._lock_wait_s = lock_wait_s
-        self._held: Held | None = None
+        self._held: HeldIndexLock | None = None
         self.users_git = UsersGit(self._root, git.git_dir, min(lock_wait_s, _SETTLE_WAIT_S))
         self._index = UserIndex(git, clear_index_lock)
 
@@ -164,7 +164,7 @@ class CommitWriter:
     @contextmanager
     def holding(
         self, expected: str | object | None = _CURRENT, *, index_once: bool = False
-    ) -> Iterator[Held]:
+    ) -> Iterator[HeldIndexLock]:
         """Hold the index lock for a change planned on HEAD `expected` (by default: HEAD as it
         is once the lock is held); HeadMoved when HEAD is another commit by then. Commits made
         meanwhile go on top of it, one after the other.
@@ -193,7 +193,7 @@ class CommitWriter:
                     f" while feedbackd worked on {str(expected or 'no commit')[:12]}",
                     hint="nothing of the change was written; it is planned again",
                 )
-            self._held = Held(head, index_once and self._index_is_big())
+            self._held = HeldIndexLock(head, index_once and self._index_is_big())
             try:
                 yield self._held
             finally:
@@ -208,7 +208,7 @@ class CommitWriter:
         except OSError:
             return False
 
-    def _index_follows(self, held: Held) -> None:
+    def _index_follows(self, held: HeldIndexLock) -> None:
         """The index updates the commits of `held` left waiting, as one (index_once)."""
         waiting, held.waiting = held.waiting, None
         if waiting is not None and held.head is not None:
@@ -290,7 +290,7 @@ class CommitWriter:
 
     def _commit_on(
         self,
-        held: Held,
+        held: HeldIndexLock,
         change_of: Callable[[str | None], WorkTreeChange | None],
         rels: list[str],
         message: str,
@@ -529,7 +529,7 @@ def _stored_commit(native: NativeStore | None, batch: GitBatch, content: bytes) 
     if native is not None and b"\0" not in content:
         try:
             return native.store("commit", content)
-        except NotHere:
+        except LeftToGit:
             pass
     return batch.store_commit(content)
 
@@ -590,7 +590,7 @@ def _moved_in_process(native: NativeStore, new: str, old: str | None, reflog: st
         raise GitError(
             f"could not move HEAD to the new commit: {locked}", hint=LOCK_HINT
         ) from locked
-    except NotHere as why:
+    except LeftToGit as why:
         log.debug("HEAD is moved by git: %s", why)
         return False
     return True

@@ -26,29 +26,29 @@ FRESH_LOCK_S = 2.0
 
 Verdict = Literal["remove", "wait"]
 
+
+def _commands(names: str) -> frozenset[str]:
+    """Git's command names, given as words."""
+    return frozenset(names.split())
+
+
 # Git commands that write the index, the work tree or HEAD (`git stash` runs several of them in
 # a row, holding the index lock only now and then): feedbackd starts no change while one runs.
-CHANGING_COMMANDS = frozenset(
-    {
-        "add", "am", "apply", "checkout", "checkout-index", "cherry-pick", "clean", "commit",
-        "merge", "mv", "pull", "read-tree", "rebase", "reset", "restore", "revert", "rm",
-        "stash", "switch", "update-index", "update-ref",
-    }
-)  # fmt: skip
+CHANGING_COMMANDS = _commands(
+    "add am apply checkout checkout-index cherry-pick clean commit merge mv pull"
+    " read-tree rebase reset restore revert rm stash switch update-index update-ref"
+)
 # Git commands that never take a lock in `.git` (index.lock, HEAD.lock, a ref's lock): they only
 # read, or store objects. A running one holds none of the locks judged here, whoever started it:
 # the web server's long-lived `cat-file --batch` beside the daemon must not keep a lock a killed
 # git left from being cleared. Not among them: OPTIONAL_LOCK_COMMANDS, and every command not
 # named here (it counts, to stay safe).
-LOCK_FREE_COMMANDS = frozenset(
-    {
-        "annotate", "blame", "cat-file", "check-attr", "check-ignore", "check-ref-format",
-        "cherry", "commit-tree", "config", "count-objects", "diff-tree", "for-each-ref", "grep",
-        "hash-object", "interpret-trailers", "log", "ls-files", "ls-remote", "ls-tree",
-        "merge-base", "mktree", "name-rev", "rev-list", "rev-parse", "shortlog", "show",
-        "show-ref", "var", "verify-commit", "verify-tag", "version", "whatchanged",
-    }
-)  # fmt: skip
+LOCK_FREE_COMMANDS = _commands(
+    "annotate blame cat-file check-attr check-ignore check-ref-format cherry commit-tree"
+    " config count-objects diff-tree for-each-ref grep hash-object interpret-trailers log"
+    " ls-files ls-remote ls-tree merge-base mktree name-rev rev-list rev-parse shortlog"
+    " show show-ref var verify-commit verify-tag version whatchanged"
+)
 # Commands that refresh the index, taking its lock, when they can; not when asked to take no
 # optional lock (`git --no-optional-locks`, GIT_OPTIONAL_LOCKS=0), as feedbackd's own are.
 OPTIONAL_LOCK_COMMANDS = frozenset({"status", "diff", "describe"})

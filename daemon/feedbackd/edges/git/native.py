@@ -87,8 +87,9 @@ class RefLocked(Exception):
     """A git command holds the ref's lock file."""
 
 
-class NotHere(Exception):
-    """A case the in-process path leaves to git."""
+class LeftToGit(Exception):
+    """What libgit2 cannot do here (read, store, move HEAD): the caller runs the git CLI instead,
+    which does it or says why."""
 
 
 class NativeStore:
@@ -139,9 +140,9 @@ class NativeStore:
     def read(self, name: str) -> tuple[str, str, bytes] | None:
         """The object `name` names (a sha, `HEAD`, `sha:path`) as its id, kind and content; None
         when there is none. HEAD is read from its file each time, as `git cat-file` does.
-        NotHere when libgit2 cannot read it (a damaged object): git then says why."""
+        LeftToGit when libgit2 cannot read it (a damaged object): git then says why."""
         if not name.isascii() and not is_utf8(name):
-            raise NotHere(f"libgit2 takes names as UTF-8 only: {name!r}")
+            raise LeftToGit(f"libgit2 takes names as UTF-8 only: {name!r}")
         with self._lock:
             if name[:40] in self._pending:  # HEAD and the trees on disk name none of them
                 self._write_pending_or_leave_to_git()
@@ -154,7 +155,7 @@ class NativeStore:
             except pygit2.GitError as error:
                 if "object not found" in str(error):
                     raise RepositoryDamaged(f"cannot read {name}: {error}") from error
-                raise NotHere(f"libgit2 could not read {name}: {error}") from error
+                raise LeftToGit(f"libgit2 could not read {name}: {error}") from error
             return str(found.id), found.type_str, found.read_raw()
 
     def store_file(self, rel: str) -> str | None:
@@ -171,7 +172,7 @@ class NativeStore:
                 if content is not None:
                     return self._keep("blob", content)
                 return str(repo.create_blob_fromworkdir(rel))
-            except (pygit2.GitError, OSError, ValueError, NotHere) as error:
+            except (pygit2.GitError, OSError, ValueError, LeftToGit) as error:
                 log.debug("%s is stored through git: %s", rel, error)
                 return None
 
@@ -221,18 +222,18 @@ class NativeStore:
         for kind, content in pending:
             try:
                 self._open().odb.write(getattr(pygit2.enums.ObjectType, _KINDS[kind]), content)
-            except (pygit2.GitError, OSError, NotHere):
+            except (pygit2.GitError, OSError, LeftToGit):
                 left.append((kind, content))
         return left
 
     def _write_pending_or_leave_to_git(self) -> None:
-        """Before a read: what it may name is on disk. NotHere when that fails (git reads);
+        """Before a read: what it may name is on disk. LeftToGit when that fails (git reads);
         what is left stays, for the commit to hand to git before HEAD moves."""
         left = self._write_pending()
         for kind, content in left:
             self._keep(kind, content)
         if left:
-            raise NotHere("libgit2 could not store a commit's objects")
+            raise LeftToGit("libgit2 could not store a commit's objects")
 
     def release_packs(self) -> None:
         """Let git's repacks take the packs written since the last release: HEAD now names
@@ -250,7 +251,7 @@ class NativeStore:
         the branch must not exist yet), with `message` in the reflogs. Call write_pending first.
 
         RefMoved when it is another commit; RefLocked when a git command holds its lock;
-        NotHere for a branch that is itself a symbolic ref, or a failure git should report."""
+        LeftToGit for a branch that is itself a symbolic ref, or a failure git should report."""
         with self._lock:
             try:
                 self._compare_and_swap(pygit2.Oid(hex=new), old, message)
@@ -263,12 +264,12 @@ class NativeStore:
                     raise RefLocked(str(error)) from error
                 # Anything else (permissions, a full disk, a bad ref): `git update-ref` moves it
                 # or says why, in git's own words.
-                raise NotHere(f"libgit2 could not move HEAD: {error}") from error
+                raise LeftToGit(f"libgit2 could not move HEAD: {error}") from error
 
     def _compare_and_swap(self, new: pygit2.Oid, old: str | None, message: str) -> None:
         repo = self._open()
         if os.access(_ref_hook(repo), os.X_OK):
-            raise NotHere("a reference-transaction hook is installed")
+            raise LeftToGit("a reference-transaction hook is installed")
         head = repo.lookup_reference("HEAD")
         name = str(head.target) if head.type == pygit2.enums.ReferenceType.SYMBOLIC else "HEAD"
         if old is None:
@@ -276,7 +277,7 @@ class NativeStore:
             return
         ref = repo.lookup_reference(name)
         if ref.type != pygit2.enums.ReferenceType.DIRECT:
-            raise NotHere(f"{name} is a symbolic ref")
+            raise LeftToGit(f"{name} is a symbolic ref")
         if str(ref.target) != old:
             raise RefMoved(f"{name} is at {str(ref.target)[:12]}")
         # libgit2 compares under the ref's lock with the id read here, as `update-ref` does
@@ -284,7 +285,7 @@ class NativeStore:
 
     def _open(self) -> pygit2.Repository:
         if self._repo is None:
-            raise NotHere("the repository was closed")
+            raise LeftToGit("the repository was closed")
         return self._repo
 
     def close(self) -> None:

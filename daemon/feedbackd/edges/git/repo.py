@@ -32,11 +32,11 @@ from feedbackd.core.curation.reverts import RevertCommit, revert_commit
 from feedbackd.core.errors import GitError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person
 from feedbackd.core.timeutil import parse_iso
-from feedbackd.edges.git.batch import GitBatch, GitObject, KeptBatch, batch_header, batch_name
+from feedbackd.edges.git.batch import GitBatch, GitBatchKeeper, GitObject, batch_header, batch_name
 from feedbackd.edges.git.commit import (
     CommitWriter,
     HeadMoved,
-    Held,
+    HeldIndexLock,
     operation_in_progress,
     refuse_during_operation,
 )
@@ -56,7 +56,7 @@ from feedbackd.edges.git.runner import (
 
 log = logging.getLogger("feedbackd")
 
-__all__ = ["GitRepo", "HeadMoved", "Held", "damage_in"]
+__all__ = ["GitRepo", "HeadMoved", "HeldIndexLock", "damage_in"]
 
 _LOG_FORMAT = "%H%x00%cI%x00%an <%ae>%x00%B%x00"
 
@@ -73,7 +73,7 @@ class GitRepo:
         stale_lock_s: float = 30,
         committer: Person = FEEDBACKD_PERSON,
         lock_wait_s: float = 30,
-        kept: KeptBatch | None = None,
+        kept: GitBatchKeeper | None = None,
     ) -> None:
         self.root = Path(root)
         self.stale_lock_s = stale_lock_s
@@ -283,7 +283,7 @@ class GitRepo:
 
     def holding(
         self, expected: str | None, *, index_once: bool = False
-    ) -> AbstractContextManager[Held]:
+    ) -> AbstractContextManager[HeldIndexLock]:
         """Hold the index lock for one change planned on HEAD `expected`: write its files and
         commit them inside (see CommitWriter). HeadMoved when HEAD is another commit by then;
         `held.head` is the change's commit afterwards. `index_once`: for several changes in a
@@ -295,7 +295,7 @@ class GitRepo:
         """The git commands of someone else's (a `git stash`, `reset`, `pull`) that change it."""
         return self._commits.users_git
 
-    def holding_on_top(self) -> AbstractContextManager[Held]:
+    def holding_on_top(self) -> AbstractContextManager[HeldIndexLock]:
         """Hold the index lock for a change that goes on top of whatever HEAD is (a rating is
         appended, not planned on a HEAD): no reset or stash of the user's can fall between its
         writes and its commit."""
@@ -374,7 +374,7 @@ class GitRepo:
 
     @property
     def _objects(self) -> GitBatch:
-        """The long-lived git helpers: kept by the caller's KeptBatch, else this unit's own."""
+        """The long-lived git helpers: kept by the caller's GitBatchKeeper, else this unit's own."""
         if self._batch is None:
             where = (self._git.work_tree, self._git.git_dir, self._git.executable)
             if self._kept is not None:
@@ -475,9 +475,10 @@ def _folders(root: Path) -> tuple[Path, Path]:
     dot_git = root / ".git"
     if (dot_git / "HEAD").is_file() and (dot_git / "objects").is_dir():
         return dot_git, root
-    status, out, _ = git_in(
-        root, ["rev-parse", "--absolute-git-dir", "--show-toplevel"], executable=_executable()
-    ) if root.is_dir() else (1, b"", b"")  # fmt: skip
+    status, out = 1, b""  # no folder, no repository
+    if root.is_dir():
+        asked = ["rev-parse", "--absolute-git-dir", "--show-toplevel"]
+        status, out, _ = git_in(root, asked, executable=_executable())
     lines = os.fsdecode(out).splitlines()
     if status != 0 or len(lines) != 2 or Path(lines[1]).resolve() != root.resolve():
         raise GitError(

@@ -10,15 +10,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from feedbackd.core.errors import GitError, RepositoryDamaged
+from feedbackd.core.lru import BoundedLRU
 from feedbackd.core.people import Person
 from feedbackd.edges.git.batch import GitBatch
-from feedbackd.edges.git.native import NotHere
+from feedbackd.edges.git.native import LeftToGit
 
 TREE_MODE = b"40000"
 _TYPES = {TREE_MODE: b"tree", b"160000": b"commit"}  # every other mode is a blob's
@@ -126,8 +126,9 @@ class TreeEditor:
     def __init__(self, batch: GitBatch, *, in_process: bool = False) -> None:
         self._batch = batch
         self._in_process = in_process
-        self._parsed: OrderedDict[str, dict[bytes, Entry]] = OrderedDict()
-        self.entries_kept = 0  # in all the trees kept parsed
+        self._parsed: BoundedLRU[str, dict[bytes, Entry]] = BoundedLRU(
+            max_weight=ENTRIES_KEPT, weigh=lambda _, entries: len(entries)
+        )
 
     def entry_at(self, tree: str | None, path: tuple[bytes, ...]) -> Entry | None:
         """The entry at `path` in `tree` (None when there is none)."""
@@ -183,7 +184,7 @@ class TreeEditor:
     def _store(self, trees: list[_NewTree]) -> list[str]:
         native = self._batch.native() if self._in_process else None
         if native is not None:
-            with contextlib.suppress(NotHere):  # git's mktree stores them, or says why
+            with contextlib.suppress(LeftToGit):  # git's mktree stores them, or says why
                 return [native.store("tree", made.body) for made in trees]
         return self._batch.store_trees([tree_listing(made.entries) for made in trees])
 
@@ -225,7 +226,6 @@ class TreeEditor:
         """The entries of `tree` (read once, then kept: do not change them)."""
         entries = self._parsed.get(tree)
         if entries is not None:
-            self._parsed.move_to_end(tree)
             return entries
         found = self._batch.read(tree)
         if found is None or found.kind != "tree":
@@ -234,12 +234,11 @@ class TreeEditor:
         self._keep(tree, entries)
         return entries
 
+    @property
+    def entries_kept(self) -> int:
+        """The entries of all the trees kept parsed."""
+        return self._parsed.weight
+
     def _keep(self, tree: str, entries: dict[bytes, Entry]) -> None:
-        if tree in self._parsed:
-            self._parsed.move_to_end(tree)
-            return
-        self._parsed[tree] = entries
-        self.entries_kept += len(entries)
-        while self.entries_kept > ENTRIES_KEPT and len(self._parsed) > 1:
-            _, oldest = self._parsed.popitem(last=False)
-            self.entries_kept -= len(oldest)
+        if self._parsed.get(tree) is None:  # kept already: now the most recently used
+            self._parsed.put(tree, entries)
