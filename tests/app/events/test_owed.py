@@ -11,9 +11,9 @@ import threading
 from pathlib import Path
 
 import pytest
-from feedbackd.app.daemon.runonce import run_once
 from standardwebhooks.webhooks import Webhook
 
+from feedbackd.app.daemon.runonce import run_once
 from feedbackd.app.events.delivery import deliver_due
 from feedbackd.app.events.owed import refresh, state_path
 from feedbackd.edges.clock import utcnow
