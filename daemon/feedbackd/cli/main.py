@@ -49,6 +49,7 @@ ELSEWHERE = {
     "eval": "feedbackd.cli.evaluation",
     "bisect": "feedbackd.cli.evaluation",
     "feedback": "feedbackd.cli.ratings",
+    "events": "feedbackd.cli.events",
 }
 
 

@@ -171,6 +171,10 @@ def show_status(state: dict[str, object], progress: PassProgress | None = None) 
     if isinstance(counts, dict) and counts:
         out.print("recorded: " + ", ".join(f"{n} {event}" for event, n in sorted(counts.items())))
     out.print(f"pending: {state.get('pending', 0)}")
+    events = state.get("events")
+    if isinstance(events, dict) and (events.get("owed") or events.get("last_error")):
+        error = f"; last error: {events['last_error']}" if events.get("last_error") else ""
+        out.print(escape(f"webhooks: {events.get('owed')} owed{error}"))
     problems = state.get("problems")
     for problem in problems if isinstance(problems, list) else []:
         out.print(f"[red]problem[/]: {escape(str(problem))}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import string
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import (
@@ -21,6 +22,7 @@ from pydantic import (
 )
 
 from feedbackd.core.errors import ConfigError, UsageError
+from feedbackd.core.events.signing import EVENT_NAMES, parse_secret, url_problem
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, MAX_ENTRIES_LIMIT
 from feedbackd.core.formats import yamlio
 from feedbackd.core.ids import ID_PATTERN
@@ -276,6 +278,75 @@ class ReviewSettings(BaseModel):
         return self.agents.get(agent, self.required)
 
 
+EventName = Literal[
+    "approve",
+    "reject",
+    "revise",
+    "record",
+    "rating",
+    "pricing",
+    "optimize",
+    "forget",
+    "rename",
+    "review",
+    "dispute",
+    "revert",
+]
+assert get_args(EventName) == EVENT_NAMES  # the names a hook may ask for, in one place
+# The validation context's key for a function that reads a secret file (a path as written in
+# the configuration → its text; OSError when it cannot): the core reads no disk itself.
+READ_SECRET = "read_secret"
+
+
+class WebhookSettings(BaseModel):
+    """One receiver of events (SPEC section 17)."""
+
+    model_config = _STRICT
+    url: str = Field(min_length=1)
+    secret_file: str = Field(min_length=1)
+    events: list[EventName] | None = None  # None: every event
+    timeout_s: float = Field(10, gt=0, le=300)
+
+    @field_validator("url")
+    @classmethod
+    def _safe_url(cls, value: str) -> str:
+        problem = url_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("secret_file")
+    @classmethod
+    def _readable_secret(cls, value: str, info: ValidationInfo) -> str:
+        read = (info.context or {}).get(READ_SECRET)
+        if read is None:  # parsed without the disk (the merge driver): checked when loaded
+            return value
+        try:
+            parse_secret(read(value))
+        except OSError as error:
+            raise ValueError(f"cannot read the secret file: {error.strerror or error}") from None
+        except ValueError as error:
+            raise ValueError(f"the secret file {value}: {error}") from None
+        return value
+
+
+class EventsSettings(BaseModel):
+    model_config = _STRICT
+    webhooks: list[WebhookSettings] = Field(default_factory=list)
+    retry_hours: float = Field(24, gt=0, le=24 * 365)
+    # Which commits this clone sends: those made here (`own`), or every commit it finds (`all`,
+    # pulled ones too): with several clones, each commit is sent once, by the clone that made it.
+    deliver: Literal["own", "all"] = "own"
+
+    @field_validator("webhooks")
+    @classmethod
+    def _one_hook_per_url(cls, value: list[WebhookSettings]) -> list[WebhookSettings]:
+        urls = [hook.url for hook in value]
+        if len(set(urls)) != len(urls):
+            raise ValueError("each url once: a hook is known by its url")
+        return value
+
+
 class Settings(BaseModel):
     """The whole configuration; every key is documented in config/feedbackd.yaml."""
 
@@ -297,6 +368,7 @@ class Settings(BaseModel):
     export: ExportSettings = Field(default_factory=ExportSettings)
     eval: EvalSettings = Field(default_factory=EvalSettings)
     review: ReviewSettings = Field(default_factory=ReviewSettings)
+    events: EventsSettings = Field(default_factory=EventsSettings)
 
     @field_validator("webhouse")
     @classmethod
@@ -336,6 +408,7 @@ class Settings(BaseModel):
         "export",
         "eval",
         "review",
+        "events",
         mode="before",
     )
     @classmethod
@@ -344,7 +417,9 @@ class Settings(BaseModel):
         return {} if value is None else value
 
 
-def parse_settings(text: str, source: str) -> Settings:
+def parse_settings(
+    text: str, source: str, read_secret: Callable[[str], str] | None = None
+) -> Settings:
     try:
         tree = yamlio.load(text)
     except yamlio.YamlError as exc:
@@ -357,7 +432,8 @@ def parse_settings(text: str, source: str) -> Settings:
             hint="write `key: value` lines such as `git:`; see config/feedbackd.yaml",
         )
     try:
-        return Settings.model_validate(yamlio.to_plain(tree))
+        context = {READ_SECRET: read_secret} if read_secret is not None else None
+        return Settings.model_validate(yamlio.to_plain(tree), context=context)
     except ValidationError as exc:
         raise _explain(exc, tree, source) from None
 
@@ -394,6 +470,10 @@ def _unknown_key_hint(keys: list[str]) -> str:
 def _line_of(tree: Any, keys: list[str]) -> int | None:
     node, line = tree, None
     for key in keys:
+        if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            position, node = yamlio.item_position(node, int(key)), node[int(key)]
+            line = position[0] if position else line
+            continue
         if not isinstance(node, dict) or key not in node:
             break
         position = yamlio.key_position(node, key)

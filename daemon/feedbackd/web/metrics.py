@@ -114,6 +114,19 @@ def status_lines(state: dict[str, Any]) -> list[str]:
     return out
 
 
+def events_lines(state: dict[str, Any]) -> list[str]:
+    """Webhook deliveries owed (SPEC section 17), and whether the last attempt failed."""
+    events = state.get("events") or {}
+    return [
+        "# HELP feedbackd_webhook_deliveries_owed Events not yet delivered to the webhooks.",
+        "# TYPE feedbackd_webhook_deliveries_owed gauge",
+        f"feedbackd_webhook_deliveries_owed {int(events.get('owed') or 0)}",
+        "# HELP feedbackd_webhook_failing 1 while a webhook's last attempt failed.",
+        "# TYPE feedbackd_webhook_failing gauge",
+        f"feedbackd_webhook_failing {int(bool(events.get('last_error')))}",
+    ]
+
+
 def learning_lines(ratios: dict[str, float | None]) -> list[str]:
     """Each agent's unedited-approval rate over the last 30 days; an agent with no approval in
     that time has no sample (a rate of nothing is no rate)."""

@@ -44,7 +44,13 @@ from feedbackd.web import api, panel
 from feedbackd.web.attempts import FailedAttempts
 from feedbackd.web.connections import Connections, accept_backlog, raise_open_file_limit
 from feedbackd.web.guard import ASGIApp, Guard
-from feedbackd.web.metrics import RequestCounter, learning_lines, pass_lines, status_lines
+from feedbackd.web.metrics import (
+    RequestCounter,
+    events_lines,
+    learning_lines,
+    pass_lines,
+    status_lines,
+)
 from feedbackd.web.stopping import GracefulServer, Stopping
 
 log = logging.getLogger("feedbackd")
@@ -220,7 +226,8 @@ def build_app(
         state = await api.work(lambda: queries.workspace_status(runtime, []))
         passes = await api.work(lambda: pass_times(runtime.workspace.state_dir))
         ratios = await api.work(lambda: learningstats.unedited_ratios(runtime))
-        lines = [*status_lines(state), *pass_lines(passes), *learning_lines(ratios)]
+        lines = [*status_lines(state), *events_lines(state), *pass_lines(passes)]
+        lines += learning_lines(ratios)
         text = "\n".join([*lines, *counter.lines()]) + "\n"
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 

@@ -15,6 +15,7 @@ from feedbackd.app.commands.skillnames import unknown_skill
 from feedbackd.app.commits.openrepo import open_repo
 from feedbackd.app.curation.draftmemory import DraftAdds, kept_in_git
 from feedbackd.app.daemon.statusfile import describe
+from feedbackd.app.events.hookreport import events_summary
 from feedbackd.app.ratings.publishing import publish_problems
 from feedbackd.app.remotesync import problem_line, sync_status
 from feedbackd.app.workspace.agentfiles import (
@@ -282,6 +283,7 @@ def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, 
             if p not in problems
         ]
     state["problems"] = problems
+    state["events"] = events_summary(runtime)  # webhooks: owed deliveries, the last error
     return state
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from feedbackd.app.daemon.daemon import Daemon
+from feedbackd.app.daemon.eventful import EventfulDaemon
 from feedbackd.app.workspace.runtime import Runtime
 
 
 def run_daemon(runtime: Runtime) -> int:
-    exit_code: int = Daemon(runtime).run()
+    exit_code: int = EventfulDaemon(runtime).run()
     return exit_code

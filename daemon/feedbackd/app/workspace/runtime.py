@@ -14,6 +14,7 @@ from feedbackd.core.config import Settings, parse_settings
 from feedbackd.core.errors import WorkspaceError
 from feedbackd.core.people import FEEDBACKD_PERSON, Person, parse_person
 from feedbackd.core.workspacepaths import Workspace
+from feedbackd.edges.files import read_file_bytes
 from feedbackd.edges.git.batch import GitBatchKeeper
 from feedbackd.edges.ratingcache import RatingCache
 
@@ -92,7 +93,21 @@ def choose_author(
 def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
-    return parse_settings(read_config(path), str(path))
+    return parse_settings(read_config(path), str(path), secret_reader(path.parent))
+
+
+def secret_reader(folder: Path) -> Callable[[str], str]:
+    """Reads a webhook's secret file, named relative to the configuration file's folder."""
+
+    def read(name: str) -> str:
+        return read_secret_file(folder / Path(name).expanduser())
+
+    return read
+
+
+def read_secret_file(path: Path) -> str:
+    """A secret file's text: a few hundred bytes at most, never a whole large file."""
+    return read_file_bytes(path, limit=4096).decode("utf-8", errors="replace")
 
 
 WORKSPACE_MARK = "feedbackd.yaml"  # what makes a folder a workspace for discovery

@@ -100,6 +100,18 @@ def key_position(mapping: Any, key: str) -> tuple[int, int] | None:
     return line + 1, column + 1
 
 
+def item_position(sequence: Any, index: int) -> tuple[int, int] | None:
+    """1-based (line, column) of a list's item in a document returned by `load`, if known."""
+    lc = getattr(sequence, "lc", None)
+    if lc is None:
+        return None
+    try:
+        line, column = lc.item(index)
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return None
+    return int(line) + 1, int(column) + 1
+
+
 def to_plain(value: Any) -> Any:
     """Strip ruamel's wrappers: dicts, lists, str, int, float, bool, None; dates as ISO strings."""
     if isinstance(value, dict):

@@ -1,0 +1,1 @@
+"""The outside systems events go to and come from: a receiver's HTTP endpoint, git's log."""
