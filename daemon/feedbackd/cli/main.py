@@ -45,7 +45,7 @@ ELSEWHERE = {
     "sync": "feedbackd.cli.sync",
     "export": "feedbackd.cli.export",
     "stats": "feedbackd.cli.stats",
-    "agreement": "feedbackd.cli.agreement",
+    "agreement": "feedbackd.cli.stats",
     "eval": "feedbackd.cli.evaluation",
     "bisect": "feedbackd.cli.evaluation",
     "feedback": "feedbackd.cli.ratings",
