@@ -62,6 +62,9 @@ class CommitRequest:
     trailers: Sequence[tuple[str, str]] = field(default_factory=tuple)
     # The folder the change lives in (an agent's): moved away meanwhile, nothing is committed
     within: Path | None = None
+    # Files of `paths` the change stands on (the item a decision decides): one removed
+    # meanwhile (a `git clean`), nothing is committed, and the change is planned again
+    needed: Sequence[Path] = ()
 
 
 def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest) -> Event | None:
@@ -80,7 +83,8 @@ def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest
         author = request.author or runtime.committer
         paths = relative_paths(runtime, request.paths)
         within = runtime.workspace.relative(request.within) if request.within else None
-        sha = repo.commit_paths(paths, message, author, within)
+        needed = relative_paths(runtime, request.needed)
+        sha = repo.commit_paths(paths, message, author, within, needed)
         if sha is None:
             return None  # already committed (a fresh clone, or the user's own commit)
         _put_back_removed(runtime, repo, request)

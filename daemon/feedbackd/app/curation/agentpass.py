@@ -332,6 +332,8 @@ class AgentPass:
                 body=commit.body,
                 trailers=commit.trailers,
                 within=self.agent.root,
+                # the files it decides, checked as read: a `git clean` may yet remove one
+                needed=[p for p in commit.paths if self.reader.read_as.get(p) is not None],
             )
         )
 
