@@ -19,12 +19,13 @@ from feedbackd.app.commits.ledgers import appended_since_head, commit_uncommitte
 from feedbackd.app.commits.recording import CommitRequest, Event, commit_change
 from feedbackd.app.ratings.optimize import rules_hook
 from feedbackd.app.workspace import problems
-from feedbackd.app.workspace.agentfiles import new_provider_warning, write_rental_memories
+from feedbackd.app.workspace.agentfiles import append_memory, new_provider_warning
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.commitmsg import TRANSACTION_KEY, one_line
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import is_valid_id
 from feedbackd.core.people import agent_person
+from feedbackd.core.ratings.memory import memory_file, rental_memories
 from feedbackd.core.ratings.priceledger import parse_price_ledger
 from feedbackd.core.ratings.ratings import (
     MAX_INBOX_CHARS,
@@ -33,15 +34,18 @@ from feedbackd.core.ratings.ratings import (
     parse_rating_file,
     stored_fields,
 )
+from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.timeutil import parse_duration
 from feedbackd.core.wording import counted
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
+from feedbackd.edges.files import Undo, agent_ids, atomic_write_text, is_inside, read_file_bytes
 from feedbackd.edges.git.headfile import head_commit
-from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from feedbackd.edges.ratingstore import Progress, RatingStore
 
 log = logging.getLogger("feedbackd")
+# Times a rating is recorded when a `git clean` removed its files before the commit held them
+_RECORD_ATTEMPTS = 3
 
 
 def requester_for(runtime: Runtime, as_agent: str | None) -> str | None:
@@ -170,20 +174,70 @@ def record_rating(
         rating.provider_agent, since=now - window, requester=rating.requester_agent
     )
     warning = new_provider_warning(runtime, rating.provider_agent)  # before its folder exists
-    with repo.holding_on_top() if repo is not None else nullcontext():
-        # From here to the commit nothing of the user's git runs: a reset in between would
-        # undo the stored line after the inbox file that held the rating is gone.
-        stored = store.append(rating)
-        memory = write_rental_memories(runtime.workspace, rating, now, earlier)
-        for path in also:
-            path.unlink(missing_ok=True)
-        change = _rating_request(runtime, rating, [stored, *memory, *also])
-        event = commit_change(runtime, repo, change)
+    change, event = _recorded(runtime, repo, store, rating, now, earlier, also)
     event = event or Event("rating", rating.provider_agent, change.summary, skill=rating.skill_id)
     if warning is None:
         return event
     log.warning("%s", warning)
     return replace(event, warnings=(warning,))
+
+
+def _recorded(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    store: RatingStore,
+    rating: Rating,
+    now: datetime,
+    earlier: Sequence[AnyRating],
+    also: Sequence[Path],
+) -> tuple[CommitRequest, Event | None]:
+    """_record_once, again when what it wrote was taken back (a `git clean` ran meanwhile)."""
+    for attempt in range(1, _RECORD_ATTEMPTS + 1):
+        try:
+            return _record_once(runtime, repo, store, rating, now, earlier, also)
+        except _TakenBack:
+            if attempt == _RECORD_ATTEMPTS:
+                raise
+            log.info(
+                "%s: a file of it was removed before its commit; recorded again",
+                rating.transaction_id,
+            )
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class _TakenBack(HeadMoved):
+    """A rating's commit was not made, and what recording it wrote is taken back."""
+
+
+def _record_once(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    store: RatingStore,
+    rating: Rating,
+    now: datetime,
+    earlier: Sequence[AnyRating],
+    also: Sequence[Path],
+) -> tuple[CommitRequest, Event | None]:
+    """Append the rating and the buyer's memory, remove `also`, commit; _TakenBack when a
+    `git clean` removed one of the appended files before the commit stored it (it takes no
+    lock): the commit would have left the rating stored nowhere, its inbox file gone."""
+    memories = rental_memories(rating, now, earlier)
+    logs = [store.path_for(rating)]
+    logs += [memory_file(runtime.workspace, agent, record.category) for agent, record in memories]
+    with repo.holding_on_top() if repo is not None else nullcontext(), Undo(also, logs) as undo:
+        # From here to the commit nothing of the user's git runs but a lockless `git clean`: a
+        # reset in between would undo the stored line after the inbox file that held it is gone.
+        stored = store.append(rating)
+        memory = [append_memory(runtime.workspace, agent, record) for agent, record in memories]
+        for path in also:
+            path.unlink(missing_ok=True)
+        change = _rating_request(runtime, rating, [stored, *memory, *also])
+        try:
+            return change, commit_change(runtime, repo, replace(change, needed=[stored, *memory]))
+        except HeadMoved as moved:
+            if not undo.undo():
+                raise
+            raise _TakenBack(moved.message, hint=moved.hint) from moved
 
 
 def _rating_request(runtime: Runtime, rating: Rating, paths: Sequence[Path]) -> CommitRequest:
