@@ -210,13 +210,17 @@ class Chaos:
 
     def drop_last_decision(self) -> None:
         """`git reset --hard HEAD~1` when HEAD is a decision: that decision never happened.
-        A rating the daemon committed meanwhile is dropped with it: the user threw it away."""
+        A rating the daemon committed meanwhile is dropped with it: the user threw it away.
+
+        What the reset dropped is read up to ORIG_HEAD, where git's reset leaves the HEAD it
+        moved from: HEAD@{1} is that only until the daemon's next commit, which may come right
+        after the reset lets go of the index lock (the run then expected ratings the reset took)."""
         head = self.site.git("rev-parse", "HEAD").strip()
         if _event(self.site, head) not in DECISION_EVENTS:
             return
         self.reset_hard(f"{head}~1")
         dropped = self.site.git(
-            "log", "--format=%(trailers:key=Feedback-Transaction,valueonly)", "HEAD..HEAD@{1}"
+            "log", "--format=%(trailers:key=Feedback-Transaction,valueonly)", f"{head}~1..ORIG_HEAD"
         )
         self.ratings -= set(dropped.split())
 

@@ -113,9 +113,13 @@ A provider agent of the soak benchmark.
 {skills}"""
 
 
-def build_workspace(root: Path) -> None:
+def build_workspace(root: Path, settle_ms: int | None = None) -> None:
+    """The soak's workspace; `settle_ms` other than the default (2 s) when given."""
     root.mkdir(parents=True)
     feedbackd(root, "init", str(root))
+    if settle_ms is not None:
+        with (root / "feedbackd.yaml").open("a", encoding="utf-8") as config:
+            config.write(f"daemon:\n  settle_ms: {settle_ms}\n")
     git(root, "config", "user.name", "Ada Curator")
     git(root, "config", "user.email", "ada@example.org")
     git(root, "config", "gc.auto", "0")  # no background repacking in the middle of a wave

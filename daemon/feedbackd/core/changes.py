@@ -35,6 +35,10 @@ class CommitRequest:
     # The folder the change lives in (an agent's): moved away meanwhile, nothing is written in
     # it (its folders are not made again) and nothing is committed.
     within: Path | None = None
+    # Files of `paths` the change stands on (the item a decision decides, the lines a rating
+    # appended): one removed meanwhile (a `git clean`), nothing is committed, and the change is
+    # planned again.
+    needed: Sequence[Path] = ()
 
 
 @dataclass(frozen=True)

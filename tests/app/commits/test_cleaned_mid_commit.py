@@ -14,10 +14,14 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from feedbackd.app.curation import agentpass
+from feedbackd.app.ratings import rentals
 from feedbackd.app.reconcile import reconcile_all
+from tests.daemon_kit import committed, decided, subjects
 from tests.workspace_kit import Site, draft
 
 CLEAN = "git clean -fdq -- _data"
@@ -107,3 +111,80 @@ def test_a_draft_moved_on_during_its_commit_is_not_put_back(site: Site) -> None:
     assert (approved / "qi-1.json").exists()
     assert site.git("log", "-1", "--format=%s").startswith("approve(w)")
     assert _clean(site)
+
+
+def test_an_approval_git_clean_removes_before_its_commit_stores_it_is_not_recorded(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chaos test found it under load: a curator approved qi-1, then ran `git reset --hard
+    && git clean -fd`. The reset put the draft back in queue/ beside the approval, the pass read
+    both (the decision stands, the draft goes), and `git clean`, which takes no lock, removed
+    the approval while the pass wrote the decision. The commit then held the decision's ledger
+    line and lesson, deleted the draft, and had no approved file: the item was gone from every
+    folder, and feedback.json kept a correction of nothing. The user threw the approval away;
+    the draft stays as HEAD holds it."""
+    site.write("w", "qi-1.json", draft({"title": "First"}))
+    reconcile_all(site.runtime(), ["w"])
+    site.write("w", "qi-1.json", draft({"title": "Better"}, {"title": "First"}))
+    site.move("w", "qi-1.json", "approved")
+    site.git("reset", "--hard", "-q")  # qi-1 in queue/ again; approved/qi-1.json untracked
+    real_append = agentpass.append_record
+
+    def cleaned_meanwhile(*args: Any) -> None:
+        site.git("clean", "-fdq", "--", "_data")  # after the file was checked, before the commit
+        real_append(*args)
+
+    monkeypatch.setattr(agentpass, "append_record", cleaned_meanwhile)
+    reconcile_all(site.runtime(), ["w"])
+    monkeypatch.setattr(agentpass, "append_record", real_append)
+    reconcile_all(site.runtime(), ["w"])
+
+    assert not committed(site, "approve(w)"), subjects(site)
+    assert json.loads((site.agent("w") / "queue" / "qi-1.json").read_text())["contentData"] == {
+        "title": "First"
+    }
+    assert decided(site, "w") == []
+    assert site.feedback("w") == []
+    assert _clean(site)
+
+
+def test_a_rating_whose_new_month_file_git_clean_removes_before_its_commit_is_kept(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chaos test found it too: a user's `git clean` removed a rating's new month file
+    after the daemon appended the rating, before its commit stored it. The commit held the
+    buyer's memory lines alone, the inbox file was gone: the rating was stored nowhere. It is
+    recorded again, once, from the inbox file it came from."""
+    site.configure("agent_id: genesis-bot\ndaemon:\n  settle_ms: 0\n")
+    doc = {
+        "transaction_id": str(uuid.uuid4()),
+        "provider_agent": "w",
+        "skill_id": "summarize",
+        "requester_agent": "buyer-1",
+        "rating": 4,
+        "result_quality": "good",
+        "would_reuse": True,
+        "cost_value_ratio": "fair",
+    }
+    inbox = site.data / "inbox" / "ratings"
+    inbox.mkdir(parents=True, exist_ok=True)
+    (inbox / f"{doc['transaction_id']}.json").write_text(json.dumps(doc))
+    real_commit = rentals.commit_change
+    cleaned: list[bool] = []
+
+    def cleaned_first(*args: Any) -> Any:
+        if not cleaned:  # once: the user's command runs once
+            cleaned.append(True)
+            site.git("clean", "-fdq", "--", "_data")
+        return real_commit(*args)
+
+    monkeypatch.setattr(rentals, "commit_change", cleaned_first)
+    reconcile_all(site.runtime())
+
+    assert cleaned
+    [month_file] = (site.agent("w") / "ratings" / "summarize").glob("*.jsonl")
+    [line] = month_file.read_text().splitlines()
+    assert json.loads(line)["transaction_id"] == doc["transaction_id"]
+    assert not any(inbox.glob("*.json"))
+    assert _clean(site)
+    assert len(site.git("log", "--format=%s", "--grep=^rating(w").splitlines()) == 1

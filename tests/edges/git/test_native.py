@@ -573,17 +573,25 @@ def dead_pid() -> int:
     return ended.pid
 
 
+# Read as the module is collected: each test runs without FEEDBACKD_ variables (conftest.py).
+MANY_DECISIONS = int(os.environ.get("FEEDBACKD_MANY_DECISIONS", "2000"))
+
+
 @pytest.mark.slow
 def test_the_pack_count_stays_bounded_over_thousands_of_decisions_while_gc_races(
     git_repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """5,000 decisions, a user's `git gc` started every few hundred: git's repacks keep the
+    """2,000 decisions, a user's `git gc` started every few hundred: git's repacks keep the
     packs few (under git's own `gc.autoPackLimit`, 50, which would start a full gc from the
     user's next commit), every decision is on the branch, and git finds the repository whole.
     The decisions come in runs of 100 whose index update is one, as on a big site's burst (a
-    git process per decision would be most of this test's time, and is not what it is about)."""
+    git process per decision would be most of this test's time, and is not what it is about).
+
+    2,000 decisions start git's repack dozens of times (each time REPACK_AT packs are there),
+    the helpers afresh after every few, and up to five gcs meanwhile: each race happens many
+    times over, as in the 5,000 this test once made; FEEDBACKD_MANY_DECISIONS makes more."""
     monkeypatch.setattr(commit, "INDEX_ONCE_BYTES", 0)
-    decisions = int(os.environ.get("FEEDBACKD_MANY_DECISIONS", "5000"))
+    decisions = MANY_DECISIONS
     most, gcs = 0, []
     packs = git_repo / ".git" / "objects" / "pack"
     kept = GitBatchKeeper()

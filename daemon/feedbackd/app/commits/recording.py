@@ -95,7 +95,8 @@ def commit_change(runtime: Runtime, repo: GitRepo | None, request: CommitRequest
         author = request.author or runtime.committer
         paths = relative_paths(runtime, request.paths)
         within = runtime.workspace.relative(request.within) if request.within else None
-        sha = repo.commit_paths(paths, message, author, within)
+        needed = relative_paths(runtime, request.needed)
+        sha = repo.commit_paths(paths, message, author, within, needed)
         if sha is None:
             return None  # already committed (a fresh clone, or the user's own commit)
         _put_back_removed(runtime, repo, request)

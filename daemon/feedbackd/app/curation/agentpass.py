@@ -312,8 +312,12 @@ class AgentPass:
 
     def _write_step(self, step: Step) -> None:
         write_change(step.change(self.agent.decisions), atomic_write_text)
-        # No author: feedbackd's act (a draft, a sync), in the workspace's name.
-        self._commit(replace(step.commit, author=step.commit.author or self.runtime.committer))
+        # No author: feedbackd's act (a draft, a sync), in the workspace's name. The files it
+        # decides, checked as read: a `git clean` may yet remove one before the commit.
+        needed = [p for p in step.commit.paths if self.reader.read_as.get(p) is not None]
+        self._commit(
+            replace(step.commit, author=step.commit.author or self.runtime.committer, needed=needed)
+        )
 
     def _commit(self, change: CommitRequest) -> None:
         # The decided files too: a pass then sees, without asking git, that they are unchanged.

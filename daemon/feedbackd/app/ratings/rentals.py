@@ -22,13 +22,14 @@ from feedbackd.app.commits.recording import (
     CommitRequest,
     Event,
     apply_change,
+    commit_change,
     write_change,
 )
 from feedbackd.app.ratings.selfoptimize import rules_hook
 from feedbackd.app.workspace import problems
 from feedbackd.app.workspace.agentfiles import has_memory_line, new_provider_warning
 from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.changes import Change, Remove
+from feedbackd.core.changes import Append, Change, Remove
 from feedbackd.core.commitmsg import TRANSACTION_KEY
 from feedbackd.core.errors import AlreadySubmitted, FeedbackdError, InvalidFeedback
 from feedbackd.core.ids import is_valid_id
@@ -42,16 +43,19 @@ from feedbackd.core.ratings.records import (
     parse_rating_file,
     stored_fields,
 )
+from feedbackd.core.ratings.storedratings import AnyRating
 from feedbackd.core.timeutil import parse_duration
 from feedbackd.core.wording import Progress, counted
 from feedbackd.core.workspacepaths import Workspace
 from feedbackd.edges.clock import utcnow
-from feedbackd.edges.files import agent_ids, atomic_write_text, is_inside, read_file_bytes
+from feedbackd.edges.files import Undo, agent_ids, atomic_write_text, is_inside, read_file_bytes
 from feedbackd.edges.git.headfile import head_commit
-from feedbackd.edges.git.repo import GitRepo
+from feedbackd.edges.git.repo import GitRepo, HeadMoved
 from feedbackd.edges.ratingstore import RatingStore
 
 log = logging.getLogger("feedbackd")
+# Times a rating is recorded when a `git clean` removed its files before the commit held them
+_RECORD_ATTEMPTS = 3
 
 
 def requester_for(runtime: Runtime, as_agent: str | None) -> str | None:
@@ -180,19 +184,67 @@ def record_rating(
         rating.provider_agent, since=now - window, requester=rating.requester_agent
     )
     warning = new_provider_warning(runtime, rating.provider_agent)  # before its folder exists
-    with repo.holding_on_top() if repo is not None else nullcontext():
-        # From here to the commit nothing of the user's git runs: a reset in between would
-        # undo the stored line after the inbox file that held the rating is gone.
-        store.refuse_rated(rating)
-        workspace, committer = runtime.workspace, runtime.committer
-        change = plan_rating(workspace, rating, now, earlier, committer, also=also)
-        event = apply_change(runtime, repo, change)
+    change, event = _recorded(runtime, repo, store, rating, now, earlier, also)
     summary = change.commit.summary
     event = event or Event("rating", rating.provider_agent, summary, skill=rating.skill_id)
     if warning is None:
         return event
     log.warning("%s", warning)
     return replace(event, warnings=(warning,))
+
+
+def _recorded(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    store: RatingStore,
+    rating: Rating,
+    now: datetime,
+    earlier: Sequence[AnyRating],
+    also: Sequence[Path],
+) -> tuple[Change, Event | None]:
+    """_record_once, again when what it wrote was taken back (a `git clean` ran meanwhile)."""
+    for attempt in range(1, _RECORD_ATTEMPTS + 1):
+        try:
+            return _record_once(runtime, repo, store, rating, now, earlier, also)
+        except _TakenBack:
+            if attempt == _RECORD_ATTEMPTS:
+                raise
+            log.info(
+                "%s: a file of it was removed before its commit; recorded again",
+                rating.transaction_id,
+            )
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class _TakenBack(HeadMoved):
+    """A rating's commit was not made, and what recording it wrote is taken back."""
+
+
+def _record_once(
+    runtime: Runtime,
+    repo: GitRepo | None,
+    store: RatingStore,
+    rating: Rating,
+    now: datetime,
+    earlier: Sequence[AnyRating],
+    also: Sequence[Path],
+) -> tuple[Change, Event | None]:
+    """Append the rating and the buyer's memory, remove `also`, commit; _TakenBack when a
+    `git clean` removed one of the appended files before the commit stored it (it takes no
+    lock): the commit would have left the rating stored nowhere, its inbox file gone."""
+    change = plan_rating(runtime.workspace, rating, now, earlier, runtime.committer, also=also)
+    logs = [action.path for action in change.actions if isinstance(action, Append)]
+    with repo.holding_on_top() if repo is not None else nullcontext(), Undo(also, logs) as undo:
+        # From here to the commit nothing of the user's git runs but a lockless `git clean`: a
+        # reset in between would undo the stored line after the inbox file that held it is gone.
+        store.refuse_rated(rating)
+        write_change(change)
+        try:
+            return change, commit_change(runtime, repo, replace(change.commit, needed=logs))
+        except HeadMoved as moved:
+            if not undo.undo():
+                raise
+            raise _TakenBack(moved.message, hint=moved.hint) from moved
 
 
 # The buyer in a rating commit's summary (plans.rating_summary): an id, with no space.

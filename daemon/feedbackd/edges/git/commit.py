@@ -226,7 +226,12 @@ class CommitWriter:
         return self.head()
 
     def commit(
-        self, paths: Sequence[str], message: str, author: Person, within: str | None = None
+        self,
+        paths: Sequence[str],
+        message: str,
+        author: Person,
+        within: str | None = None,
+        needed: Sequence[str] = (),
     ) -> str | None:
         """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.
 
@@ -235,14 +240,17 @@ class CommitWriter:
         Inside `holding`, the commit goes on the held HEAD, or raises HeadMoved.
         `within`: the folder the change lives in; moved away (renamed) while the change was read,
         its files would look deleted, so nothing is committed (FileNotFoundError).
+        `needed`: those of `paths` the change stands on (the item a decision decides); one gone
+        when the change is read means nothing is committed (HeadMoved, see _all_there).
         """
         rels = list(dict.fromkeys(rel_path(path) for path in paths))
         if not rels:
             return None
         folder = self._root / rel_path(within) if within is not None else None
+        wanted = [rel_path(path) for path in needed]
 
         def change_of(tree: str | None) -> WorkTreeChange:
-            change = self._work_tree_change(rels, tree)
+            change = _all_there(self._work_tree_change(rels, tree), wanted)
             return _still_in(folder, change) if folder is not None else change
 
         return self._commit_with(change_of, rels, message, author)
@@ -498,6 +506,20 @@ def _still_in(folder: Path, change: WorkTreeChange) -> WorkTreeChange:
     every file was read, so a change read before a move is whole."""
     if not folder.is_dir():
         raise FileNotFoundError(errno.ENOENT, "moved away while its change was read", str(folder))
+    return change
+
+
+def _all_there(change: WorkTreeChange, needed: Sequence[str]) -> WorkTreeChange:
+    """The change, unless a file it stands on was gone when it was read: `git clean` takes no
+    lock, and one run by the user while a decision was written (its file checked, the commit not
+    made) removes the decided file. A commit made then would record the decision without its
+    file (and the draft it removed): it is planned again from what is there now."""
+    gone = [rel for rel in needed if change.seen.get(rel) is None]
+    if gone:
+        raise HeadMoved(
+            f"{gone[0]} was removed while it was committed (a `git clean`?)",
+            hint="nothing was committed; the change is planned again",
+        )
     return change
 
 

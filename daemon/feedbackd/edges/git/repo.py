@@ -267,15 +267,17 @@ class GitRepo:
 
     # --- committing ---------------------------------------------------------------------------
     def commit_paths(
-        self, paths: Sequence[str], message: str, author: Person, within: str | None = None
-    ) -> str | None:
+        self, paths: Sequence[str], message: str, author: Person, within: str | None = None,
+        needed: Sequence[str] = (),
+    ) -> str | None:  # fmt: skip
         """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.
 
         Returns None when none of them differ from HEAD. The user's other staged and unstaged
         changes stay as they were; the user's index entries for `paths` follow the new commit.
-        `within`: a folder that must still stand once the change is read (FileNotFoundError).
+        `within`: a folder that must still stand once the change is read (FileNotFoundError);
+        `needed`: files of `paths` that must still be there then (HeadMoved).
         """
-        return self._commits.commit(paths, message, author, within)
+        return self._commits.commit(paths, message, author, within, needed)
 
     def commit_folder_move(self, old: str, new: str, message: str, author: Person) -> str | None:
         """One pure rename of the folder `old` to `new` (see CommitWriter.move_folder)."""
