@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from feedbackd.app.curation import agentpass
+from feedbackd.app.commits import recording
 from feedbackd.app.ratings import rentals
 from feedbackd.app.reconcile import reconcile_all
 from tests.daemon_kit import committed, decided, subjects
@@ -128,15 +128,15 @@ def test_an_approval_git_clean_removes_before_its_commit_stores_it_is_not_record
     site.write("w", "qi-1.json", draft({"title": "Better"}, {"title": "First"}))
     site.move("w", "qi-1.json", "approved")
     site.git("reset", "--hard", "-q")  # qi-1 in queue/ again; approved/qi-1.json untracked
-    real_append = agentpass.append_record
+    real_append = recording.append_line
 
-    def cleaned_meanwhile(*args: Any) -> None:
+    def cleaned_meanwhile(*args: Any, **kwargs: Any) -> None:
         site.git("clean", "-fdq", "--", "_data")  # after the file was checked, before the commit
-        real_append(*args)
+        real_append(*args, **kwargs)
 
-    monkeypatch.setattr(agentpass, "append_record", cleaned_meanwhile)
+    monkeypatch.setattr(recording, "append_line", cleaned_meanwhile)
     reconcile_all(site.runtime(), ["w"])
-    monkeypatch.setattr(agentpass, "append_record", real_append)
+    monkeypatch.setattr(recording, "append_line", real_append)
     reconcile_all(site.runtime(), ["w"])
 
     assert not committed(site, "approve(w)"), subjects(site)
