@@ -20,7 +20,7 @@ WORKERS ?= 3
 # test module again (6 s). The caches go to __pycache__/, which git ignores. An editable install
 # leaves feedbackd's own modules uncompiled: they are compiled at install, so that a program
 # started outside make (an MCP host starting `feedbackd mcp`) finds them so even where
-# PYTHONDONTWRITEBYTECODE is set (half a second of each start otherwise).
+# PYTHONDONTWRITEBYTECODE is set (each start would compile them anew: a tenth of a second).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test check lint typecheck browser pytest bench clean
