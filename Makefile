@@ -17,7 +17,10 @@ DEMO := .demo
 WORKERS ?= 3
 # The tests start Python hundreds of times: without its bytecode cache each one compiles
 # feedbackd anew (a command starts in 0.45 s, not 0.3 s) and each pytest worker rewrites every
-# test module again (6 s). The caches go to __pycache__/, which git ignores.
+# test module again (6 s). The caches go to __pycache__/, which git ignores. An editable install
+# leaves feedbackd's own modules uncompiled: they are compiled at install, so that a program
+# started outside make (an MCP host starting `feedbackd mcp`) finds them so even where
+# PYTHONDONTWRITEBYTECODE is set (each start would compile them anew: a tenth of a second).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test check lint typecheck browser pytest bench clean
@@ -29,11 +32,13 @@ $(BIN)/python:
 # hypothesis, playwright) take much longer to install and only `make test` uses them.
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m compileall -q daemon/feedbackd
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m compileall -q daemon/feedbackd
 	touch $(STAMP) $(RUN_STAMP)
 
 run: $(RUN_STAMP)

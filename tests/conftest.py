@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon_kit import DaemonProcess, NotifyListener, SlowMark
+from tests.inspector_kit import start_installing
 from tests.web_kit import Client, Server, serving
 from tests.workspace_kit import Site
 
@@ -49,6 +50,14 @@ def set_known_environment(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     monkeypatch.setenv("NO_COLOR", "1")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The MCP Inspector's install (half a minute on a fresh machine) starts with the run that
+    includes its test, in the run's own process (not in each worker), while other tests run."""
+    config = session.config
+    if not hasattr(config, "workerinput") and "not slow" not in (config.option.markexpr or ""):
+        start_installing(list(config.args), config.invocation_params.dir)
 
 
 @pytest.hookimpl(tryfirst=True)

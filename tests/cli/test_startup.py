@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from feedbackd.cli import main
+from feedbackd.launch import mcp_options
 from tests.workspace_kit import Site, draft
 
 # What only some commands need: libgit2, the web server, ranking, the export formats' libraries, the
@@ -124,3 +125,58 @@ def test_every_command_a_module_registers_is_named_where_it_is_looked_up() -> No
         for name in main._commands_of(module)
     }
     assert registered == main.ELSEWHERE
+
+
+def test_mcp_as_a_host_starts_it_loads_no_command_line(tmp_path: Path) -> None:
+    """A host waits for the server's first answer: `feedbackd -w ROOT mcp` goes straight to
+    the MCP face, without typer or the commands (tests/bench/bench_mcp.py times it; the SDK
+    itself brings click, through uvicorn, and rich, for a log handler)."""
+    site = Site(tmp_path / "site")
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "feedbackd", "-w", str(site.root), "mcp"],
+        input="",  # the host closes standard input at once: the server stops
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    modules = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()}
+    assert done.returncode == 0, done.stderr
+    assert "feedbackd.mcp.stdio" in modules  # the probe sees the imports
+    assert loaded(modules, "typer", "feedbackd.cli.main", "feedbackd.cli.common") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "options"),
+    [
+        (["mcp"], {}),
+        (["-w", "ws", "mcp"], {"workspace": "ws"}),
+        (["--workspace=w", "--config=c", "mcp"], {"workspace": "w", "config": "c"}),
+        (["-q", "mcp"], {"quiet": True}),
+        (["-w", "a", "-v", "mcp", "-w", "b"], {"workspace": "b", "verbose": True}),
+        (["mcp", "--workspace", "b"], {"workspace": "b"}),
+        (["--json", "mcp"], None),  # errors as JSON: the command line's
+        (["mcp", "--help"], None),
+        (["-w", "mcp"], None),
+        (["-w", "ws", "mcp", "-q"], None),  # an option of the group after the command: a usage
+        (["recent", "mcp"], None),
+        (["--config", "-q", "mcp"], None),
+    ],
+)  # fmt: skip
+def test_only_mcp_and_its_options_go_straight_to_the_mcp_face(
+    args: list[str], options: dict[str, object] | None
+) -> None:
+    assert mcp_options(args) == options
+
+
+def test_mcp_where_no_workspace_is_says_so_as_every_command_does(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    argv = [sys.executable, "-m", "feedbackd", "-w", str(missing), "mcp"]
+    done = subprocess.run(argv, input="", capture_output=True, text=True, timeout=120)
+    told = subprocess.run(
+        [sys.executable, "-m", "feedbackd", "-w", str(missing), "recent", "someone"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == told.returncode == 1
+    assert done.stderr.startswith("error: ") and done.stderr == told.stderr

@@ -2,14 +2,13 @@
 @modelcontextprotocol/inspector --cli`, from the npm registry) starts `feedbackd mcp` on the demo
 workspace, lists its tools and calls lessons_for.
 
-The inspector is installed once into a folder of the virtual environment (a minute the first
-time); the test is skipped, saying why, where node and npx are missing or the registry cannot
-be reached."""
+The inspector is installed once into a folder of the virtual environment, in the background
+from the session's start (tests/inspector_kit.py); the test is skipped, saying why, where node
+and npx are missing or the registry cannot be reached."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,29 +17,22 @@ from typing import Any
 import pytest
 
 from feedbackd.cli import demo
+from tests.inspector_kit import INSTALLED, PACKAGE, install, missing_tools
 from tests.mcp_kit import cli_json
 
 pytestmark = pytest.mark.slow
-PACKAGE = "@modelcontextprotocol/inspector"
-INSTALLED = Path(sys.prefix) / "mcp-inspector"  # kept with the virtual environment
 TASK = "A blog post on typing an API client with TypeScript generics."
 
 
 @pytest.fixture(scope="module")
 def inspector() -> Path:
     """The folder the inspector is installed in; the test is skipped when it cannot be."""
-    missing = [tool for tool in ("node", "npx", "npm") if shutil.which(tool) is None]
+    missing = missing_tools()
     if missing:
         pytest.skip(f"the MCP Inspector needs node, npx and npm: no {', '.join(missing)} here")
-    if not (INSTALLED / "node_modules" / ".bin" / "mcp-inspector").exists():
-        INSTALLED.mkdir(exist_ok=True)
-        argv = ["npm", "install", "--prefix", str(INSTALLED), "--no-audit", "--no-fund", PACKAGE]
-        try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"npm install {PACKAGE} did not finish in 10 minutes")
-        if done.returncode != 0:
-            pytest.skip(f"npm install {PACKAGE} failed: {done.stderr.strip()[-500:]}")
+    why = install()
+    if why is not None:
+        pytest.skip(why)
     return INSTALLED
 
 
