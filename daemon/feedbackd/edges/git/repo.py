@@ -267,16 +267,18 @@ class GitRepo:
 
     # --- committing ---------------------------------------------------------------------------
     def commit_paths(
-        self, paths: Sequence[str], message: str, author: Person, within: str | None = None,
+        self,
+        paths: Sequence[str],
+        message: str,
+        author: Person,
+        within: str | None = None,
         needed: Sequence[str] = (),
-    ) -> str | None:  # fmt: skip
-        """Commit exactly `paths` (added, modified or deleted) as one commit; return its sha.
-
-        Returns None when none of them differ from HEAD. The user's other staged and unstaged
-        changes stay as they were; the user's index entries for `paths` follow the new commit.
-        `within`: a folder that must still stand once the change is read (FileNotFoundError);
-        `needed`: files of `paths` that must still be there then (HeadMoved).
-        """
+    ) -> str | None:
+        """Commit exactly `paths` (added, modified or deleted) as one commit: its sha, or None
+        when none of them differ from HEAD. The user's other changes stay as they were; the
+        user's index entries for `paths` follow the commit. `within`: a folder that must still
+        stand once the change is read (FileNotFoundError); `needed`: files of `paths` that must
+        still be there then (HeadMoved)."""
         return self._commits.commit(paths, message, author, within, needed)
 
     def commit_folder_move(self, old: str, new: str, message: str, author: Person) -> str | None:
