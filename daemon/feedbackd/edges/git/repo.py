@@ -315,8 +315,7 @@ class GitRepo:
         return self._commits.put_back(rel_path(path), within)
 
     def file_id_at_head(self, path: str) -> str | None:
-        """The object id of `path` at HEAD (None when HEAD has nothing there), without reading
-        the file's content."""
+        """The object id of `path` at HEAD (None: nothing there), its content left unread."""
         return self._commits.entry_id_at_head(path)
 
     def file_ids_at_head(self, paths: Sequence[str]) -> dict[str, str | None]:
@@ -333,8 +332,7 @@ class GitRepo:
         return operation_in_progress(self._git_dir)
 
     def refuse_during_operation(self) -> None:
-        """Raise GitError while the user is in the middle of a rebase, merge, ...: feedbackd
-        writes and commits nothing then (its --abort would throw that work away)."""
+        """GitError while the user is in a rebase, merge, ...: feedbackd commits nothing then."""
         refuse_during_operation(self._git_dir)
 
     # --- history and branches -------------------------------------------------------------------
