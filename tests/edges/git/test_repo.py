@@ -6,6 +6,7 @@ tests/app/test_remotesync.py.
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 from collections.abc import Iterator
@@ -418,6 +419,7 @@ def child_processes() -> int:
 def test_200_commits_leave_no_processes_or_file_handles_behind(git_repo: Path) -> None:
     with GitRepo(git_repo) as warm:  # let one-time imports and caches settle first
         warm.head()
+    gc.collect()  # what earlier tests in this process left to the collector goes first
     fds, children = open_fds(), child_processes()
     for round_ in range(4):
         with GitRepo(git_repo) as repo:
@@ -427,8 +429,9 @@ def test_200_commits_leave_no_processes_or_file_handles_behind(git_repo: Path) -
             repo.log()
             repo.file_at_first_add("counter.json")
     assert commit_count(git_repo) == 201
-    assert open_fds() == fds
-    assert child_processes() == children
+    # At most as many as before: one an earlier test left may close meanwhile, never one more.
+    assert open_fds() <= fds
+    assert child_processes() <= children
     assert not list((git_repo / ".git").glob("feedbackd-index-*"))
 
 

@@ -36,16 +36,19 @@ def upkeep_of(repo: Path) -> PackUpkeep:
 
 
 def zombie_children() -> list[int]:
-    """This process's children that have ended but were never waited for."""
+    """This process's git children that have ended but were never waited for (another test in
+    this process may have left a child of its own, not git, to end meanwhile)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+                name, _, rest = Path(f"/proc/{entry}/stat").read_text().partition(" (")
+                command, _, after = rest.rpartition(")")
             except OSError:
                 continue
-            if fields[0] == "Z" and int(fields[1]) == os.getpid():
-                found.append(int(entry))
+            fields = after.split()
+            if fields[0] == "Z" and int(fields[1]) == os.getpid() and command == "git":
+                found.append(int(name))
     return found
 
 
