@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from feedbackd.core.errors import ConfigError, UsageError
-from feedbackd.core.events.signing import EVENT_NAMES, parse_secret, url_problem
+from feedbackd.core.events.signing import EventName, parse_secret, url_problem
 from feedbackd.core.feedbackcap import DEFAULT_MAX_ENTRIES, MAX_ENTRIES_LIMIT
 from feedbackd.core.formats import yamlio
 from feedbackd.core.ids import ID_PATTERN
@@ -278,21 +278,6 @@ class ReviewSettings(BaseModel):
         return self.agents.get(agent, self.required)
 
 
-EventName = Literal[
-    "approve",
-    "reject",
-    "revise",
-    "record",
-    "rating",
-    "pricing",
-    "optimize",
-    "forget",
-    "rename",
-    "review",
-    "dispute",
-    "revert",
-]
-assert get_args(EventName) == EVENT_NAMES  # the names a hook may ask for, in one place
 # The validation context's key for a function that reads a secret file (a path as written in
 # the configuration → its text; OSError when it cannot): the core reads no disk itself.
 READ_SECRET = "read_secret"

@@ -9,6 +9,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 SECRET_PREFIX = "whsec_"
@@ -16,8 +17,9 @@ SECRET_PREFIX = "whsec_"
 SECRET_MIN_BYTES = 24
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
-# The events a hook may ask for (SPEC section 17); every commit of one of them is sent.
-EVENT_NAMES = (
+# The events a hook may ask for (SPEC section 17); every commit of one of them is sent. The type
+# is what the settings accept, the tuple what a commit's event is checked against.
+EventName = Literal[
     "approve",
     "reject",
     "revise",
@@ -30,7 +32,8 @@ EVENT_NAMES = (
     "review",
     "dispute",
     "revert",
-)
+]
+EVENT_NAMES: tuple[str, ...] = get_args(EventName)
 
 
 def parse_secret(text: str) -> bytes:
