@@ -21,6 +21,9 @@ ERROR_SUFFIX = ".error"  # feedbackd's explanation beside a file it cannot use
 # to, to decide it.
 DECISION_FOLDERS = ("approved", "rejected")
 ITEM_FOLDERS = ("queue", *DECISION_FOLDERS)
+# Where a draft waits when several curators review it (review.required ≥ 2, SPEC section 15):
+# review/ for the next curator's review, as first drafted; disputed/ when the reviews differ.
+REVIEW_FOLDERS = ("review", "disputed")
 STATE_DIR = ".feedbackd"
 # True where os.sep is "/" (the core imports no os): a path's text joins its parts as git does.
 _SLASHED = str(PurePath("a", "b")) == "a/b"
@@ -44,6 +47,16 @@ class AgentPaths:
     @property
     def rejected(self) -> Path:
         return self.root / "rejected"
+
+    @property
+    def review(self) -> Path:
+        """Drafts reviewed by fewer curators than required, waiting for the next one."""
+        return self.root / "review"
+
+    @property
+    def disputed(self) -> Path:
+        """Drafts whose reviews differ, waiting for a curator to settle them."""
+        return self.root / "disputed"
 
     @property
     def feedback(self) -> Path:
