@@ -388,6 +388,7 @@ def test_status_json_keys_and_problems_left_by_a_pass(site: Site) -> None:
         "running", "pid", "uptime_s", "last_event", "counts", "pending", "problems",
         "starting",  # a running daemon still in its start-up pass
         "events",  # webhooks: deliveries owed and the last error (SPEC section 17)
+        "agents",  # per agent, drafts in review/ and disputed/ (SPEC section 15)
     }  # fmt: skip
     assert state["running"] is False and state["pid"] is None and state["uptime_s"] is None
     where = bad.relative_to(site.root).as_posix()  # no path of the server's disk

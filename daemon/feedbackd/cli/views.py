@@ -156,6 +156,17 @@ def _daemon_line(state: dict[str, object]) -> str:
     return f"[green]running[/] ({facts})"
 
 
+def _waiting_lines(agents: object) -> list[str]:
+    """`waiting: lark 1 in review/, 1 disputed`, for each agent with drafts held for more
+    reviews or a dispute (review.required ≥ 2); nothing for the others."""
+    lines = []
+    for agent, counts in agents.items() if isinstance(agents, dict) else []:
+        review, disputed = counts.get("review", 0), counts.get("disputed", 0)
+        if review or disputed:
+            lines.append(f"waiting: {agent} {review} in review/, {disputed} disputed")
+    return lines
+
+
 def show_status(state: dict[str, object], progress: PassProgress | None = None) -> None:
     out = console()
     out.print(_daemon_line(state))
@@ -171,6 +182,8 @@ def show_status(state: dict[str, object], progress: PassProgress | None = None) 
     if isinstance(counts, dict) and counts:
         out.print("recorded: " + ", ".join(f"{n} {event}" for event, n in sorted(counts.items())))
     out.print(f"pending: {state.get('pending', 0)}")
+    for line in _waiting_lines(state.get("agents")):
+        out.print(escape(line))
     events = state.get("events")
     if isinstance(events, dict) and (events.get("owed") or events.get("last_error")):
         error = f"; last error: {events['last_error']}" if events.get("last_error") else ""

@@ -147,6 +147,9 @@ class HttpSettings(BaseModel):
     model_config = _STRICT
     listen: str = Field("127.0.0.1:8787", min_length=1)
     token_file: str | None = None
+    # The curators who may use the server, each with a token of their own (SPEC section 15):
+    # lines `NAME <EMAIL> TOKEN_SHA256`; read by `serve` as it starts (web/server.py).
+    users_file: str | None = None
     # The names and addresses users reach the server by, besides the listen address and loopback
     # (a Host header naming anything else is refused as DNS rebinding).
     public_names: list[str] = Field(default_factory=list)

@@ -16,6 +16,9 @@ from urllib.parse import urlsplit
 from feedbackd.core.errors import ConfigError
 
 MAX_BODY_BYTES = 1024 * 1024
+# Where the guard leaves, in a request's ASGI state, the curator its token names
+# (http.users_file): the routes and the MCP tools make every write as them.
+CURATOR_STATE = "feedbackd.curator"
 
 # The page may be framed by no one (another site's page would have a curator click Approve
 # unawares), and loads nothing but its own files; no answer is sniffed as another type, and no

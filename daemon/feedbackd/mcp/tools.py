@@ -20,6 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -30,6 +31,7 @@ from pydantic import Field, ValidationError
 
 from feedbackd import __version__
 from feedbackd.core.errors import DiskFull, FeedbackdError, InternalError, NotFound, UsageError
+from feedbackd.core.websafety import CURATOR_STATE
 from feedbackd.edges.files import NO_SPACE
 from feedbackd.mcp.shapes import (
     Entry,
@@ -50,6 +52,9 @@ log = logging.getLogger("feedbackd")
 Opener = Callable[[], "Runtime"]  # the workspace as it is now (settings read again if changed)
 Work = Callable[["Runtime"], "Answer"]
 F = TypeVar("F", bound=Callable[..., CallToolResult])
+# The curator a call over HTTP is made by (the token's, with http.users_file): a write tool
+# records as them, as every write over HTTP is.
+SIGNED_IN: ContextVar[str | None] = ContextVar("feedbackd_mcp_curator", default=None)
 
 AgentArg = Annotated[str, Field(description="Agent id (a folder under _data/agents/).")]
 TaskArg = Annotated[
@@ -77,12 +82,29 @@ class FeedbackdServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        # The tool runs in a worker thread, which takes this task's context variables along.
+        signed_in = SIGNED_IN.set(_curator_of(context))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
             if not isinstance(error.__cause__, ValidationError):
                 raise
             return refusal(UsageError(_arguments_problem(name, error.__cause__)))
+        finally:
+            SIGNED_IN.reset(signed_in)
+
+
+def _curator_of(context: Context[Any, Any] | None) -> str | None:
+    """The curator the HTTP request's token names (http.users_file; the guard put it in the
+    request's state), None over standard input and output or without a users file."""
+    try:
+        request = context.request_context.request if context is not None else None
+    except ValueError:  # a context outside a request
+        return None
+    scope = getattr(request, "scope", None)
+    state = scope.get("state") if isinstance(scope, dict) else None
+    curator = state.get(CURATOR_STATE) if isinstance(state, dict) else None
+    return curator if isinstance(curator, str) else None
 
 
 def _arguments_problem(tool: str, error: ValidationError) -> str:
@@ -136,7 +158,9 @@ def _root_logger_kept() -> Iterator[None]:
 def _caller(opener: Opener, told: Callable[[str], str]) -> Callable[[Work], CallToolResult]:
     def call(work: Work) -> CallToolResult:
         try:
-            answer = work(opener())
+            runtime = opener()
+            curator = SIGNED_IN.get()
+            answer = work(runtime if curator is None else runtime.with_curator(curator))
         except FeedbackdError as error:
             return refusal(error, told)
         except OSError as error:

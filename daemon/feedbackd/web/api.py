@@ -33,8 +33,11 @@ from feedbackd.core.curation.feedback import check_record
 from feedbackd.core.errors import Busy, FeedbackdError, InvalidFeedback, UsageError
 from feedbackd.core.formats.jsontext import load_json_object, refuse_unknown_keys
 from feedbackd.core.ids import validate_id
+from feedbackd.core.people import Person
 from feedbackd.core.ratings.records import InvalidRating, parse_rating
 from feedbackd.core.timeutil import iso_ms
+from feedbackd.core.websafety import CURATOR_STATE
+from feedbackd.core.webusers import acting_curator
 from feedbackd.core.wording import counted
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import FileState, file_state
@@ -126,6 +129,19 @@ def report_json(report: Report, root: Path) -> dict[str, Any]:
     }
 
 
+def signed_in(request: Request) -> str | None:
+    """The curator the request's token names (http.users_file), None without a users file."""
+    curator: str | None = request.scope.get("state", {}).get(CURATOR_STATE)
+    return curator
+
+
+def acting(request: Request, named: str | None) -> str | None:
+    """Who a write is made as: with a users file, the token's curator (a body naming another
+    is refused, 403); else the curator the body names, if any."""
+    curator = signed_in(request)
+    return named if curator is None else acting_curator(Person.parse(curator), named)
+
+
 def optional_string(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
@@ -155,7 +171,8 @@ def _webhouse_routes(site: Site) -> list[Route]:
     async def record(request: Request) -> Response:
         agent = request.path_params["agent"]
         data = check_record(await json_object(request))
-        runtime = await work(site.runtime)
+        curator = acting(request, None)
+        runtime = await work(lambda: site.runtime(curator))
         await work(lambda: existing_agent(runtime, agent))
         entry = await work(lambda: actions.record(runtime, agent, data))
         return JSONResponse(entry.to_json())
@@ -231,9 +248,12 @@ def _agent_routes(site: Site) -> list[Route]:
         return JSONResponse(await work(lambda: queries.agent_summary(runtime, agent_id)))
 
     async def queue(request: Request) -> Response:
+        """The drafts waiting for the curator's review: the token's (http.users_file), else the
+        one `?curator=` names, else anyone's (SPEC section 15)."""
         agent_id = request.path_params["agent"]
+        curator = acting(request, request.query_params.get("curator"))
         runtime = await work(site.runtime)
-        drafts = await work(lambda: queries.queue(runtime, agent_id))
+        drafts = await work(lambda: queries.queue(runtime, agent_id, curator))
         return JSONResponse({"agent_id": agent_id, "drafts": drafts})
 
     async def prompt(request: Request) -> Response:
@@ -387,7 +407,8 @@ async def _decide(
     """A decision on the queued item the path names, by the body's curator: what the command
     prints with --json."""
     agent, item = request.path_params["agent"], request.path_params["item"]
-    runtime = await work(lambda: site.runtime(optional_string(data, "curator")))
+    curator = acting(request, optional_string(data, "curator"))
+    runtime = await work(lambda: site.runtime(curator))
 
     def checked_decision() -> Report:
         existing_agent(runtime, agent)
@@ -474,6 +495,7 @@ def _eval_report(
 STATUS_OF_CODE = {
     "not_found": 404,
     "already_decided": 409,
+    "forbidden": 403,
     "feedback_already_submitted": 409,
     "locked": 503,
     "git_error": 500,

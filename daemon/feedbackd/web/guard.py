@@ -14,15 +14,15 @@ from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse, Response
 
 from feedbackd.core.websafety import (
+    CURATOR_STATE,
     MAX_BODY_BYTES,
     SECURITY_HEADERS,
     ListenAddress,
     bearer_token,
     host_allowed,
     origin_allowed,
-    session_value,
-    token_matches,
 )
+from feedbackd.core.webusers import Access, Caller
 from feedbackd.web.attempts import FailedAttempts
 
 Scope = MutableMapping[str, Any]
@@ -31,7 +31,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-SESSION_COOKIE = "feedbackd_session"  # holds websafety.session_value(token), never the token
+SESSION_COOKIE = "feedbackd_session"  # holds a value derived from the token, never the token
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Reachable without the token: the health check, the login form and the stylesheet and icon the
 # form shows (code and a picture, no data).
@@ -49,15 +49,14 @@ class Guard:
         self,
         app: ASGIApp,
         listen: ListenAddress,
-        token: str | None,
+        access: Access | None,
         *,
         public_names: frozenset[str] = frozenset(),
         attempts: FailedAttempts | None = None,
     ) -> None:
         self.app = app
         self.listen = listen
-        self.token = token
-        self.session = None if token is None else session_value(token)
+        self.access = Access() if access is None else access
         self.public_names = public_names
         self.attempts = FailedAttempts() if attempts is None else attempts
 
@@ -104,21 +103,31 @@ class Guard:
     def _token_refusal(self, scope: Scope, headers: Headers) -> Response | None:
         """Scripts present the token itself; the panel's browsers, the cookie login gave them.
         A wrong token counts against the client's address; a wrong cookie is no guess worth
-        counting (it is 64 hex digits, and a stale one follows every change of token)."""
-        if self.token is None or self.session is None:
+        counting (it is 64 hex digits, and a stale one follows every change of token). The
+        curator the token names (http.users_file) goes to the routes in the request's state."""
+        if not self.access.guarded:
             return None
         presented = bearer_token(headers.get("authorization"))
         if presented is None:
             cookie = cookie_parser(headers.get("cookie", "")).get(SESSION_COOKIE)
-            return None if token_matches(cookie, self.session) else _unauthorised(scope)
+            return _admitted(scope, self.access.by_cookie(cookie))
         address = client_address(scope)
         wait = self.attempts.wait_s(address)
         if wait is not None:
             return too_many_attempts(wait)
-        if token_matches(presented, self.token):
-            return None
-        self.attempts.failed(address)
+        caller = self.access.by_token(presented)
+        if caller is None:
+            self.attempts.failed(address)
+        return _admitted(scope, caller)
+
+
+def _admitted(scope: Scope, caller: Caller | None) -> Response | None:
+    """None (go on) for a known caller, whose curator the routes then read; else 401."""
+    if caller is None:
         return _unauthorised(scope)
+    if caller.curator is not None:
+        scope.setdefault("state", {})[CURATOR_STATE] = str(caller.curator)
+    return None
 
 
 def client_address(scope: Scope) -> str:

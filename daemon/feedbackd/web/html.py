@@ -12,15 +12,26 @@ def e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def page(title: str, body: str, *, agent: str | None = None, script: bool = True) -> str:
+def page(
+    title: str,
+    body: str,
+    *,
+    agent: str | None = None,
+    script: bool = True,
+    signed_in: str | None = None,
+) -> str:
     """A whole page; `script=False` for pages that need no script (the login form, whose
-    visitor may not fetch the panel's script before signing in)."""
-    curator = (
-        '<label class="curator">Curator <input id="curator" autocomplete="name"'
-        ' placeholder="Name &lt;email&gt;"></label>'
-        if agent is not None
-        else ""
-    )
+    visitor may not fetch the panel's script before signing in). `signed_in`: the curator the
+    token names (http.users_file), who decides as themselves; else an agent's page asks who
+    decides."""
+    curator = ""
+    if signed_in is not None:
+        curator = f'<span class="curator signed-in">Signed in as {e(signed_in)}</span>'
+    elif agent is not None:
+        curator = (
+            '<label class="curator">Curator <input id="curator" autocomplete="name"'
+            ' placeholder="Name &lt;email&gt;"></label>'
+        )
     loads = '<script src="/static/panel.js" defer></script>' if script else ""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'

@@ -21,20 +21,23 @@ from feedbackd.app.commands import learningstats, queries
 from feedbackd.app.commands import lessonsources as lessons
 from feedbackd.app.commands.evaluating import saved_eval
 from feedbackd.app.ratings.rentals import buyer_named
+from feedbackd.app.reviews.agreementread import curator_agreement
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.commitmsg import LogEntry, decider
 from feedbackd.core.curation.feedbackjson import ENTRY_TYPES  # each has a badge colour
 from feedbackd.core.curation.prompts import EXAMPLES_HEADING, LESSON_LINES, REJECTIONS_HEADING
 from feedbackd.core.errors import FeedbackdError, NotFound
-from feedbackd.core.websafety import session_value, token_matches
+from feedbackd.core.people import display_name
+from feedbackd.core.webusers import Access
 from feedbackd.core.wording import counted
 from feedbackd.web import charts
-from feedbackd.web.api import STATUS_OF_CODE, Site, without_workspace, work
+from feedbackd.web.api import STATUS_OF_CODE, Site, signed_in, without_workspace, work
 from feedbackd.web.attempts import FailedAttempts
 from feedbackd.web.evalcard import eval_card
 from feedbackd.web.guard import SESSION_COOKIE, client_address
 from feedbackd.web.html import e, page
 from feedbackd.web.learningcard import learning_card
+from feedbackd.web.reviewcards import agreement_card, disputed_draft, review_round
 
 RECENT = 5
 HISTORY_ROWS = 50  # the newest steps of the agent page's history
@@ -48,20 +51,22 @@ SCRIPT_PATHS = ("/api/", "/static/", "/metrics", "/healthz")
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Route]:
+def routes(site: Site, access: Access, attempts: FailedAttempts) -> list[Route]:
     async def overview(request: Request) -> Response:
         runtime = await work(site.runtime)
         agents = await work(lambda: queries.agents_overview(runtime))
         status = await work(lambda: queries.workspace_status(runtime, []))
-        return HTMLResponse(page("Agents", _overview(agents, status)))
+        curator = signed_in(request)
+        return HTMLResponse(page("Agents", _overview(agents, status), signed_in=curator))
 
     async def agent_page(request: Request) -> Response:
-        agent_id = request.path_params["agent"]
+        agent_id, curator = request.path_params["agent"], signed_in(request)
         runtime = await work(site.runtime)
-        view = await work(lambda: _agent_view(site, agent_id))
+        view = await work(lambda: _agent_view(site, agent_id, curator))
         title = view["summary"]["name"] or agent_id
         examples = runtime.settings.prompt.max_examples
-        return HTMLResponse(page(title, _agent_body(view, examples), agent=agent_id))
+        body = _agent_body(view, examples)
+        return HTMLResponse(page(title, body, agent=agent_id, signed_in=curator))
 
     async def static(request: Request) -> Response:
         return _static_file(request.path_params["name"])
@@ -74,7 +79,7 @@ def routes(site: Site, token: str | None, attempts: FailedAttempts) -> list[Rout
         Route("/agents/{agent}", _as_page(site, agent_page), methods=["GET"]),
         Route("/static/{name}", static, methods=["GET"]),
         Route("/favicon.ico", icon, methods=["GET"]),
-        *_login_routes(token, attempts),
+        *_login_routes(access, attempts),
     ]
 
 
@@ -135,8 +140,9 @@ def missing_page(request: Request) -> HTMLResponse:
 _BACK = '<p><a href="/">Back to the agents</a></p>'
 
 
-def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
-    """Everything the agent page shows, read in one worker thread."""
+def _agent_view(site: Site, agent_id: str, curator: str | None) -> dict[str, Any]:
+    """Everything the agent page shows, read in one worker thread; the queue of what waits for
+    `curator`'s review (None: for anyone's)."""
     runtime = site.runtime()
     summary = queries.agent_summary(runtime, agent_id)
     history = queries.learning_log(runtime, agent_id, None)
@@ -149,7 +155,8 @@ def _agent_view(site: Site, agent_id: str) -> dict[str, Any]:
         "recent": _recent_or_problem(runtime, agent_id),
         "snippet": queries.prompt_text(runtime, agent_id),
         "why": why,
-        "queue": queries.queue(runtime, agent_id),
+        "queue": _queue_or_problem(runtime, agent_id, curator),
+        "agreement": _agreement_or_problem(runtime, agent_id),
         "history": [queries.log_json(entry) | _history_words(entry) for entry in shown],
         "lessons": queries.skill_lessons(runtime, agent_id),
         "skills": [
@@ -169,6 +176,22 @@ def _saved_eval_or_none(runtime: Runtime, agent_id: str) -> dict[str, Any] | Non
         return saved_eval(runtime, agent_id)
     except FeedbackdError:
         return None
+
+
+def _queue_or_problem(runtime: Runtime, agent_id: str, curator: str | None) -> dict[str, Any]:
+    """The drafts waiting for the curator; a damaged reviews.jsonl (who may review what is then
+    unknown) is said on the card, and the rest of the page is shown."""
+    try:
+        return {"drafts": queries.queue(runtime, agent_id, curator), "curator": curator}
+    except FeedbackdError as error:
+        return {"drafts": [], "curator": curator, "problem": error.message}
+
+
+def _agreement_or_problem(runtime: Runtime, agent_id: str) -> dict[str, Any] | None:
+    try:
+        return curator_agreement(runtime, agent_id)
+    except FeedbackdError as error:
+        return {"problem": error.message}
 
 
 def _recent_or_problem(runtime: Any, agent_id: str) -> dict[str, Any]:
@@ -193,9 +216,9 @@ def _overview(agents: list[dict[str, Any]], status: dict[str, Any]) -> str:
     rows = "".join(_agent_row(agent) for agent in agents)
     empty = '<p class="empty">No agents yet: add a folder under _data/agents/.</p>'
     table = (
-        '<table class="agents"><thead><tr><th>agent</th><th>queued</th><th>approved</th>'
-        "<th>rejected</th><th>feedback</th><th>skills</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
+        '<table class="agents"><thead><tr><th>agent</th><th>queued</th><th>in review</th>'
+        "<th>disputed</th><th>approved</th><th>rejected</th><th>feedback</th><th>skills</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
     )
     return f"<h1>Agents</h1>{_status_line(status)}{table if agents else empty}"
 
@@ -209,7 +232,11 @@ def _agent_row(agent: dict[str, Any]) -> str:
         f'<tr><td class="agent"><a href="/agents/{e(agent["agent_id"])}">{e(name)}</a>'
         f' <span class="id">{e(agent["agent_id"])}</span></td>'
         f'<td class="n{" waiting" if agent["queued"] else ""}" data-label="queued">'
-        f'{agent["queued"]}</td><td class="n" data-label="approved">{agent["approved"]}</td>'
+        f"{agent['queued']}</td>"
+        f'<td class="n{" waiting" if agent["review"] else ""}" data-label="in review">'
+        f"{agent['review']}</td>"
+        f'<td class="n{" waiting" if agent["disputed"] else ""}" data-label="disputed">'
+        f'{agent["disputed"]}</td><td class="n" data-label="approved">{agent["approved"]}</td>'
         f'<td class="n" data-label="rejected">{agent["rejected"]}</td>'
         f'<td class="n" data-label="feedback">{e(entries)}</td>'
         f'<td class="skills" data-label="skills">{e(skills)}</td></tr>'
@@ -233,6 +260,8 @@ def _agent_body(view: dict[str, Any], max_examples: int) -> str:
         f'<span class="chip">{summary["approved"]} approved</span>'
         f'<span class="chip">{summary["rejected"]} rejected</span>'
     )
+    for key, said in (("review", "in review"), ("disputed", "disputed")):
+        counts += f'<span class="chip">{summary[key]} {said}</span>' if summary[key] else ""
     return (
         f'<nav class="crumbs"><a href="/">Agents</a> / {e(summary["agent_id"])}</nav>'
         f'<h1>{e(name)}</h1><p class="counts">{counts}</p>'
@@ -240,7 +269,8 @@ def _agent_body(view: dict[str, Any], max_examples: int) -> str:
         f'<div class="column">{_recent_card(view["recent"], summary, max_examples)}'
         f"{_snippet_card(view['snippet'], view['why'])}"
         f"{_lessons_card(view['lessons'], summary['skills'])}</div>"
-        f'<div class="column wide">{_queue_card(summary["agent_id"], view["queue"])}</div>'
+        f'<div class="column wide">{_queue_card(summary["agent_id"], view["queue"])}'
+        f"{agreement_card(view['agreement'])}</div>"
         "</div>"
         f'<div class="columns learning-row">{learning_card(view["learning"])}'
         f"{eval_card(summary['agent_id'], view['eval'])}</div>"
@@ -349,13 +379,19 @@ def _lessons_card(lessons: list[dict[str, str]], skills: list[dict[str, Any]]) -
     )
 
 
-def _queue_card(agent_id: str, drafts: list[dict[str, Any]]) -> str:
+def _queue_card(agent_id: str, queue: dict[str, Any]) -> str:
+    drafts = queue["drafts"]
     body = "".join(_draft(agent_id, draft) for draft in drafts)
-    if not body:
+    if queue.get("problem"):
+        body = f'<p class="problem">{e(queue["problem"])}</p>'
+    elif not body:
         body = '<p class="empty">Nothing waits for review.</p>'
+    hint = ""
+    if queue["curator"]:  # with http.users_file: the drafts this curator has yet to review
+        hint = f'<p class="hint">waiting for {e(display_name(queue["curator"]))}\'s review</p>'
     return (
         f'<section class="card queue"><h2>Queue <span class="count">{len(drafts)}</span></h2>'
-        f"{body}</section>"
+        f"{hint}{body}</section>"
     )
 
 
@@ -367,9 +403,12 @@ def _draft(agent_id: str, draft: dict[str, Any]) -> str:
     if "error" in draft:
         problem = f'<p class="problem">{e(draft["error"])}</p>'
         return f'<article class="draft broken">{head}{problem}</article>'
+    if draft.get("waits") == "disputed":
+        return disputed_draft(agent_id, draft, head)
     rows = "".join(_field_row(field) for field in draft["fields"])
     return (
         f'<article class="draft" data-agent="{e(agent_id)}" data-item="{e(draft["id"])}">{head}'
+        f"{review_round(draft)}"
         '<table class="fields"><thead><tr><th>field</th><th>original</th>'
         f"<th>current (edit before approving)</th></tr></thead><tbody>{rows}</tbody></table>"
         '<div class="decide"><button type="button" class="approve">Approve</button>'
@@ -471,9 +510,9 @@ def _history_words(entry: LogEntry) -> dict[str, str]:
 
 
 # --- login (only when a token is set) ---------------------------------------------------------
-def _login_routes(token: str | None, attempts: FailedAttempts) -> list[Route]:
+def _login_routes(access: Access, attempts: FailedAttempts) -> list[Route]:
     async def form(request: Request) -> Response:
-        return _login_page(_login_form(failed=False))
+        return _login_page(_login_form(access, failed=False))
 
     async def login(request: Request) -> Response:
         address = client_address(request.scope)
@@ -484,11 +523,11 @@ def _login_routes(token: str | None, attempts: FailedAttempts) -> list[Route]:
             return refusal
         posted = parse_qs((await request.body()).decode("utf-8", errors="replace"))
         value = (posted.get("token") or [""])[0]
-        if token is None or not token_matches(value, token):
+        cookie = access.cookie_for(value) if access.guarded else None
+        if cookie is None:
             attempts.failed(address)
-            return _login_page(_login_form(failed=True), status_code=401)
+            return _login_page(_login_form(access, failed=True), status_code=401)
         response = RedirectResponse("/", status_code=303)
-        cookie = session_value(token)
         response.set_cookie(SESSION_COOKIE, cookie, httponly=True, samesite="strict", path="/")
         return response
 
@@ -499,11 +538,16 @@ def _login_page(body: str, status_code: int = 200) -> HTMLResponse:
     return HTMLResponse(page("Sign in", body, script=False), status_code=status_code)
 
 
-def _login_form(*, failed: bool) -> str:
+def _login_form(access: Access, *, failed: bool) -> str:
     problem = '<p class="problem">That is not the token.</p>' if failed else ""
+    asked = (
+        "your own token (its hash is your line of http.users_file on the server)"
+        if access.users
+        else "its access token (http.token_file on the server)"
+    )
     return (
         "<h1>Sign in</h1>"
-        "<p>This feedbackd asks for its access token (http.token_file on the server).</p>"
+        f"<p>This feedbackd asks for {asked}.</p>"
         f'{problem}<form method="post" action="/login" class="login">'
         '<label>Token <input type="password" name="token" autocomplete="current-password"'
         ' required></label><button type="submit">Sign in</button></form>'

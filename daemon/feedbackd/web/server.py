@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
+import secrets
 import signal
 import socket
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,6 +39,7 @@ from feedbackd.core.websafety import (
     public_names,
     require_strong_token,
 )
+from feedbackd.core.webusers import Access, parse_users
 from feedbackd.edges.files import read_file_text
 from feedbackd.edges.hostnames import machine_names
 from feedbackd.web import api, panel
@@ -89,16 +91,17 @@ def application(
 ) -> tuple[Guard, Stopping]:
     """What `serve` answers with on `listen`: the routes behind the safety rules, and the gate
     that holds back a stop for the writes in flight. A listen beyond loopback needs a token."""
-    token = load_token(runtime)
-    if token is None and not listen.is_loopback:
+    access = load_access(runtime)
+    if not access.guarded and not listen.is_loopback:
         raise ConfigError(
             f"listening on {listen} (not a loopback address) needs a token",
-            hint=f"put one in a file named by http.token_file, or set ${TOKEN_ENV}",
+            hint=f"put one in a file named by http.token_file, or set ${TOKEN_ENV}; or name "
+            "each curator's in http.users_file",
         )
     names = _public_names(runtime, listen)
     stopping = Stopping()
     site = api.Site(str(runtime.workspace.root), config)
-    return build_app(site, listen, token, stopping, names, mounted or {}), stopping
+    return build_app(site, listen, access, stopping, names, mounted or {}), stopping
 
 
 def _server(app: Guard, http: HttpSettings, stopping: Stopping) -> GracefulServer:
@@ -149,6 +152,38 @@ def _public_names(runtime: Runtime, listen: ListenAddress) -> frozenset[str]:
     """http.public_names, and on a wildcard listen the machine's own names and addresses."""
     configured = public_names(runtime.settings.http.public_names)
     return configured | host_names(machine_names()) if listen.is_wildcard else configured
+
+
+def load_access(runtime: Runtime) -> Access:
+    """Who may use the server: the curators of http.users_file, or the holder of the shared
+    token, or (neither set) everyone. Not both: a shared token names no curator, so its holder
+    could write as anyone, which is what the users file is there to prevent."""
+    token = load_token(runtime)
+    name = runtime.settings.http.users_file
+    if name is None:
+        return Access(token=token)
+    if token is not None:
+        source = "http.token_file" if runtime.settings.http.token_file else f"${TOKEN_ENV}"
+        raise ConfigError(
+            f"http.users_file and {source} are both set: with a users file every request "
+            "names its curator by their own token",
+            hint=f"remove {source}, or give each program a line of its own in the users file",
+        )
+    path = runtime.workspace.root / Path(name).expanduser()
+    users = parse_users(_secret_text(path, "http.users_file"), f"http.users_file {path}")
+    # The panel's cookies are signed with a key of this server's: they hold no token, and a
+    # restart (a new key) signs every curator out.
+    return Access(users=users, key=secrets.token_bytes(32))
+
+
+def _secret_text(path: Path, setting: str) -> str:
+    try:
+        return read_file_text(path)
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(
+            f"{setting} {path}: cannot read it ({error})",
+            hint="create the file, readable by feedbackd",
+        ) from None
 
 
 def load_token(runtime: Runtime) -> str | None:
@@ -213,7 +248,7 @@ async def unexpected(request: Request, error: Exception) -> Response:
 def build_app(
     site: api.Site,
     listen: ListenAddress,
-    token: str | None,
+    access: Access,
     stopping: Stopping,
     names: frozenset[str] = frozenset(),
     mounted: Mapping[str, ASGIApp] | None = None,
@@ -238,7 +273,7 @@ def build_app(
     starlette = Starlette(
         routes=[
             *api.routes(site),
-            *panel.routes(site, token, attempts),
+            *panel.routes(site, access, attempts),
             Route("/metrics", metrics, methods=["GET"]),
             # An ASGI app as endpoint: it answers every method of its path itself.
             *(Route(path, face) for path, face in (mounted or {}).items()),
@@ -250,4 +285,4 @@ def build_app(
         },
     )
     counter = RequestCounter(starlette)  # the metrics route reads it when called
-    return Guard(stopping.gate(counter), listen, token, public_names=names, attempts=attempts)
+    return Guard(stopping.gate(counter), listen, access, public_names=names, attempts=attempts)

@@ -18,6 +18,7 @@ from feedbackd.app.daemon.statusfile import describe
 from feedbackd.app.events.hookreport import events_summary
 from feedbackd.app.ratings.publishing import publish_problems
 from feedbackd.app.remotesync import problem_line, sync_status
+from feedbackd.app.reviews.reviewqueue import waiting_for
 from feedbackd.app.workspace.agentfiles import (
     existing_agent,
     read_feedback,
@@ -55,7 +56,13 @@ from feedbackd.core.timeutil import (
     since_start,
 )
 from feedbackd.core.wording import Progress, quoted
-from feedbackd.core.workspacepaths import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths, other_format
+from feedbackd.core.workspacepaths import (
+    ITEM_FOLDERS,
+    ITEM_SUFFIXES,
+    REVIEW_FOLDERS,
+    AgentPaths,
+    other_format,
+)
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import (
     NotAPlainFile,
@@ -284,6 +291,10 @@ def workspace_status(runtime: Runtime, config_problems: list[str]) -> dict[str, 
         ]
     state["problems"] = problems
     state["events"] = events_summary(runtime)  # webhooks: owed deliveries, the last error
+    state["agents"] = {  # the drafts that wait for more reviews, or to be settled
+        agent_id: waiting_counts(runtime, runtime.workspace.agent(agent_id), REVIEW_FOLDERS)
+        for agent_id in agent_ids(runtime.workspace)
+    }
     return state
 
 
@@ -301,7 +312,7 @@ def agents_overview(runtime: Runtime) -> list[dict[str, Any]]:
 def agent_summary(runtime: Runtime, agent_id: str) -> dict[str, Any]:
     """One agent: its drafts by folder, feedback entries, snippet examples and skills."""
     agent = existing_agent(runtime, agent_id)
-    counts = {folder: len(_item_files(runtime, agent, folder)) for folder in ITEM_FOLDERS}
+    counts = waiting_counts(runtime, agent, ITEM_FOLDERS)
     try:
         entries: list[FeedbackEntry] | None = read_feedback(agent.feedback)
     except FeedbackdError:
@@ -313,10 +324,16 @@ def agent_summary(runtime: Runtime, agent_id: str) -> dict[str, Any]:
         "queued": counts["queue"],
         "approved": counts["approved"],
         "rejected": counts["rejected"],
+        **waiting_counts(runtime, agent, REVIEW_FOLDERS),
         "feedback_entries": None if entries is None else len(entries),
         "examples_injected": None if entries is None else _examples_injected(runtime, entries),
         "skills": [_skill_json(skill) for skill in (soul.skills if soul else ())],
     }
+
+
+def waiting_counts(runtime: Runtime, agent: AgentPaths, folders: tuple[str, ...]) -> dict[str, int]:
+    """How many items each of `folders` holds (0 for a folder that is not there)."""
+    return {folder: len(_item_files(runtime, agent, folder)) for folder in folders}
 
 
 def _examples_injected(runtime: Runtime, entries: list[FeedbackEntry]) -> int:
@@ -348,13 +365,19 @@ def _item_files(runtime: Runtime, agent: AgentPaths, folder: str) -> list[Path]:
         )
 
 
-def queue(runtime: Runtime, agent_id: str) -> list[dict[str, Any]]:
-    """Each queued draft with its text fields, original beside current (`GET .../queue`)."""
+def queue(runtime: Runtime, agent_id: str, curator: str | None = None) -> list[dict[str, Any]]:
+    """Each draft waiting for `curator` (None: for anyone) with its text fields, original
+    beside current, and where it waits (`GET .../queue`): the queued ones, then those in
+    review/ they have not reviewed, then the disputed ones (SPEC section 15)."""
     agent = existing_agent(runtime, agent_id)
     paths = _item_files(runtime, agent, "queue")
     from_git = _first_versions_in_git(runtime, agent, paths)
     drafts = [_draft_json(runtime, agent, path, from_git.get(path.name)) for path in paths]
-    return drafts + _other_files(runtime, agent)
+    waiting = {"queue": drafts + _other_files(runtime, agent)}
+    for folder in REVIEW_FOLDERS:  # as first drafted: nothing in them is an edit to show
+        found = _item_files(runtime, agent, folder)
+        waiting[folder] = [_draft_json(runtime, agent, path, None) for path in found]
+    return waiting_for(runtime, agent, waiting, curator)
 
 
 def _other_files(runtime: Runtime, agent: AgentPaths) -> list[dict[str, Any]]:

@@ -32,8 +32,13 @@ async function decide(draft, action, body) {
     });
     const answer = await response.json().catch(() => ({}));
     if (!response.ok) throw new Error(answer.message || answer.error || response.statusText);
-    const event = (answer.events || []).find((e) => e.event === action) || {};
-    const done = { approve: "approved", reject: "rejected" }[action];
+    // With several curators a move is a review, and the last one may make a dispute.
+    const said = { approve: "approved", reject: "rejected", review: "reviewed", dispute: "disputed" };
+    const events = answer.events || [];
+    const event = [action, "dispute", "review"]
+      .map((kind) => events.find((e) => e.event === kind))
+      .find(Boolean) || {};
+    const done = said[event.event] || said[action];
     result.className = "result done";
     result.textContent = event.summary ? `${done}: ${event.summary}` : done;
     setTimeout(() => window.location.reload(), 600);
@@ -45,11 +50,16 @@ async function decide(draft, action, body) {
 }
 
 document.addEventListener("click", (event) => {
-  const button = event.target.closest("button.approve, button.reject");
+  const button = event.target.closest("button.approve, button.approve-version, button.reject");
   if (!button) return;
   const draft = button.closest("article.draft");
   if (button.classList.contains("approve")) {
     decide(draft, "approve", { edits: edits(draft) });
+    return;
+  }
+  if (button.classList.contains("approve-version")) {
+    // A disputed draft settled with one curator's version: its edits, as that curator made them.
+    decide(draft, "approve", { edits: JSON.parse(button.dataset.edits) });
     return;
   }
   const note = draft.querySelector(".note textarea");
