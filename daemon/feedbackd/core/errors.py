@@ -135,6 +135,11 @@ class UsageError(FeedbackdError, code="usage"):
     """Bad command-line usage (exit code 2)."""
 
 
+class Forbidden(FeedbackdError, code="forbidden"):
+    """A request the asker may not make as the one it names (over HTTP, a curator other than
+    the one its token names: 403)."""
+
+
 class AlreadyDecided(FeedbackdError, code="already_decided"):
     """An item asked to be decided that a curator already moved to approved/ or rejected/."""
 

@@ -17,7 +17,7 @@ import hmac
 import re
 from dataclasses import dataclass
 
-from feedbackd.core.errors import ConfigError, FeedbackdError
+from feedbackd.core.errors import ConfigError, FeedbackdError, Forbidden
 from feedbackd.core.people import Person, parse_person
 from feedbackd.core.websafety import MIN_TOKEN_CHARS, session_value, token_matches
 from feedbackd.core.wording import quoted
@@ -34,7 +34,7 @@ _LINE_HINT = (
 _USER_SESSION_LABEL = b"feedbackd web panel curator session "
 
 
-class NotThisCurator(FeedbackdError, code="forbidden"):
+class NotThisCurator(Forbidden):
     """A write over HTTP that names a curator other than the one its token names (403)."""
 
 

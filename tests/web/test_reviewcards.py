@@ -1,0 +1,145 @@
+"""Reviews by several curators on the panel and the API, over real HTTP (SPEC section 15): each
+curator's queue (the token's curator, with http.users_file), a draft's round of reviews, a
+dispute's versions side by side with a button each, the counts of review/ and disputed/, and the
+agreement card. The clicks are the browser's (tests/system/test_review_panel.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from tests.reviews_kit import ADA, BO, hold_as_disputed, hold_for_review, review_line
+from tests.web_kit import serving
+from tests.workspace_kit import Site, draft
+
+ADA_TOKEN = "ada-" + "1" * 40
+BO_TOKEN = "bo-" + "2" * 40
+CY = "Cy Third <cy@example.org>"
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    """qi-1 queued; qi-2 reviewed by Ada, in review/; qi-3 disputed between Ada and Bo."""
+    site = Site(tmp_path / "ws")
+    for n in (1, 2, 3):
+        site.write("lark", f"qi-{n}.json", draft({"title": f"Release 2.{n}", "body": "Fixes."}))
+    site.reconcile()
+    hold_for_review(site, "lark", "qi-2.json", [review_line("qi-2", ADA, "approve", title="X")])
+    hold_as_disputed(
+        site,
+        "lark",
+        "qi-3.json",
+        [
+            review_line("qi-3", ADA, "approve", title="Release 2.3: faster", body="Fixes."),
+            review_line("qi-3", BO, "reject", notes="Say what changed <b>for users</b>."),
+        ],
+    )
+    users = "".join(
+        f"{who} {hashlib.sha256(token.encode()).hexdigest()}\n"
+        for who, token in ((ADA, ADA_TOKEN), (BO, BO_TOKEN))
+    )
+    (site.root / "users").write_text(users)
+    return site
+
+
+def queued(answer: dict[str, object]) -> list[tuple[str, str]]:
+    drafts = answer["drafts"]
+    assert isinstance(drafts, list)
+    return [(d["id"], d["waits"]) for d in drafts]
+
+
+def articles(page: str) -> dict[str, str]:
+    """Each draft's card on a page, by its item."""
+    found = re.findall(
+        r'<article class="draft[^"]*"[^>]*data-item="([^"]+)".*?</article>', page, re.S
+    )
+    cards = re.findall(
+        r'(<article class="draft[^"]*"[^>]*data-item="[^"]+".*?</article>)', page, re.S
+    )
+    return dict(zip(found, cards, strict=True))
+
+
+def test_each_curators_queue_is_what_waits_for_their_review(site: Site) -> None:
+    site.configure("http:\n  users_file: users\n")
+    with serving(site.root) as server:
+        ada = server.get("/api/agents/lark/queue", headers=bearer(ADA_TOKEN)).json()
+        bo = server.get("/api/agents/lark/queue", headers=bearer(BO_TOKEN)).json()
+        mixed = server.get(f"/api/agents/lark/queue?curator={quote(BO)}", headers=bearer(ADA_TOKEN))
+    assert queued(ada) == [("qi-1", "queue"), ("qi-3", "disputed")]
+    assert queued(bo) == [("qi-1", "queue"), ("qi-2", "review"), ("qi-3", "disputed")]
+    assert bo["agent_id"] == "lark" and bo["drafts"][1]["review"] == {"done": 1, "of": 1}
+    assert mixed.status == 403 and mixed.json()["error"] == "forbidden"
+
+
+def test_without_a_users_file_the_queue_is_everyones_or_the_named_curators(site: Site) -> None:
+    with serving(site.root) as server:
+        everyone = server.get("/api/agents/lark/queue").json()
+        ada = server.get(f"/api/agents/lark/queue?curator={quote(ADA)}").json()
+        bad = server.get("/api/agents/lark/queue?curator=nobody")
+    assert queued(everyone) == [("qi-1", "queue"), ("qi-2", "review"), ("qi-3", "disputed")]
+    assert queued(ada) == [("qi-1", "queue"), ("qi-3", "disputed")]
+    assert bad.status == 400 and bad.json()["error"] == "invalid_item"
+
+
+def test_the_counts_of_review_and_disputed_over_http(site: Site) -> None:
+    with serving(site.root) as server:
+        [agent] = server.get("/api/agents").json()["agents"]
+        status = server.get("/api/status").json()
+        overview = server.get("/").text
+    assert (agent["queued"], agent["review"], agent["disputed"]) == (1, 1, 1)
+    assert status["agents"] == {"lark": {"review": 1, "disputed": 1}}
+    assert '<td class="n waiting" data-label="in review">1</td>' in overview
+    assert '<td class="n waiting" data-label="disputed">1</td>' in overview
+
+
+def test_the_panel_shows_a_curator_their_drafts_and_each_version_of_a_dispute(
+    site: Site,
+) -> None:
+    site.configure("http:\n  users_file: users\n")
+    with serving(site.root) as server:
+        for_ada = server.get("/agents/lark", headers=bearer(ADA_TOKEN)).text
+        for_bo = server.get("/agents/lark", headers=bearer(BO_TOKEN)).text
+    assert list(articles(for_ada)) == ["qi-1", "qi-3"]
+    assert "Signed in as Ada Curator &lt;ada@example.org&gt;" in for_ada
+    assert 'id="curator"' not in for_ada  # who decides is the token's to say
+    cards = articles(for_bo)
+    assert list(cards) == ["qi-1", "qi-2", "qi-3"]
+    assert "Review 2 of 1" not in cards["qi-1"] and "Review 2 of 1" in cards["qi-2"]
+    assert "X" not in re.sub(r"<[^>]+>", "", cards["qi-2"])  # blind: not Ada's edit
+    dispute = cards["qi-3"]
+    assert "Disputed (approve 1, reject 1)" in dispute
+    assert dispute.count('<section class="version ') == 3  # as drafted, Ada's, Bo's
+    [edits] = re.findall(r'class="approve-version" data-edits="([^"]*)"', dispute)
+    assert json.loads(html.unescape(edits)) == {"title": "Release 2.3: faster"}
+    assert "Say what changed &lt;b&gt;for users&lt;/b&gt;." in dispute  # a note is text
+    assert 'class="reject"' in dispute
+
+
+def test_the_agreement_card_shows_the_figures_of_the_api(site: Site) -> None:
+    site.git("add", "-A")
+    site.git("commit", "-qm", "reviews")
+    with serving(site.root) as server:
+        page = server.get("/agents/lark").text
+        figures = server.get("/api/agreement?agent=lark").json()
+    assert figures["items"] == 1 and figures["disputed"] == 1
+    card = page.split('<section class="card agreement">', 1)[1].split("</section>", 1)[0]
+    assert "1 item · 0 agreed · 1 disputed (0 resolved) · verdicts agree on 0 %" in card
+    assert "Ada Curator" in card and "Bo Reviewer" in card
+
+
+def test_an_agent_no_two_curators_reviewed_shows_no_agreement_card(tmp_path: Path) -> None:
+    site = Site(tmp_path / "ws")
+    site.write("lark", "qi-1.json", draft({"title": "T"}))
+    site.reconcile()
+    with serving(site.root) as server:
+        assert "Curator agreement" not in server.get("/agents/lark").text
