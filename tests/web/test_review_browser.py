@@ -1,0 +1,170 @@
+"""Two curators on the web panel in a real browser (SPEC section 15): Playwright driving the
+distribution's headless Chromium against `feedbackd serve` with an http.users_file, each curator
+signed in with their own token in a browser context of their own, clicking what they click, then
+checking files and git.
+
+Needs Debian's `chromium`, as tests/system/test_web_panel.py does (skipped with a message
+without it, a failure under FEEDBACKD_REQUIRE_BROWSER=1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.reviews_kit import ADA, BO, hold_as_disputed, hold_for_review, review_line
+from tests.web_kit import Server
+from tests.workspace_kit import Site, draft
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+]
+ADA_TOKEN = "ada-" + "1" * 40
+BO_TOKEN = "bo-" + "2" * 40
+
+if CHROMIUM is None:
+    message = "browser tests need Debian's chromium: `apt-get install chromium`"
+    if os.environ.get("FEEDBACKD_REQUIRE_BROWSER") == "1":
+        raise RuntimeError(message)
+    pytest.skip(message, allow_module_level=True)
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    site = Site(tmp_path / "ws")
+    site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "summary": "Bug fixes."}))
+    site.write("lark", "qi-2.json", draft({"title": "Release 2.2", "summary": "More fixes."}))
+    site.reconcile()
+    users = "".join(
+        f"{who} {hashlib.sha256(token.encode()).hexdigest()}\n"
+        for who, token in ((ADA, ADA_TOKEN), (BO, BO_TOKEN))
+    )
+    (site.root / "users").write_text(users)
+    site.configure("http:\n  users_file: users\n")
+    return site
+
+
+def signed_in(browser: Browser, server: Server, token: str) -> Page:
+    """A curator's own browser (a context of its own: its own cookie), signed in with their
+    token through the login form, on the agent's page."""
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.goto(f"http://{server.host}/agents/lark")
+    page.fill('input[name="token"]', token)
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"http://{server.host}/agents/lark")
+    return page
+
+
+def card(page: Page, item: str) -> object:
+    return page.locator(f'article.draft[data-item="{item}"]')
+
+
+def test_each_curator_sees_the_drafts_waiting_for_them_and_the_dispute_side_by_side(
+    browser: Browser, site: Site, tmp_path: Path
+) -> None:
+    hold_for_review(site, "lark", "qi-1.json", [review_line("qi-1", ADA, "approve", title="X")])
+    hold_as_disputed(
+        site,
+        "lark",
+        "qi-2.json",
+        [
+            review_line(
+                "qi-2", ADA, "approve", title="Release 2.2: faster sync", summary="More fixes."
+            ),
+            review_line("qi-2", BO, "reject", notes="Say what changed for users."),
+        ],
+    )
+    server = Server(site.root)
+    try:
+        ada = signed_in(browser, server, ADA_TOKEN)
+        bo = signed_in(browser, server, BO_TOKEN)
+        expect(ada.locator("header.top")).to_contain_text("Signed in as Ada Curator")
+        expect(ada.locator("article.draft")).to_have_count(1)  # qi-1 waits for the others
+        expect(bo.locator("article.draft")).to_have_count(2)
+        held = bo.locator('article.draft[data-item="qi-1"]')
+        expect(held.locator(".round")).to_contain_text("Review 2 of 1")
+        expect(held.locator('textarea[name="title"]')).to_have_value("Release 2.1")
+        dispute = bo.locator('article.draft[data-item="qi-2"]')
+        versions = dispute.locator("section.version")
+        expect(versions).to_have_count(3)
+        expect(versions.nth(1)).to_contain_text("Release 2.2: faster sync")
+        expect(versions.nth(2)).to_contain_text("Say what changed for users.")
+        boxes = [versions.nth(n).bounding_box() for n in range(3)]
+        assert all(box is not None for box in boxes)
+        tops = {round(box["y"]) for box in boxes if box}
+        assert len(tops) == 1, boxes  # side by side, in one row
+        dispute.screenshot(path=str(tmp_path / "dispute.png"))
+        bo.screenshot(path=str(tmp_path / "bo.png"), full_page=True)
+        ada.screenshot(path=str(tmp_path / "ada.png"), full_page=True)
+    finally:
+        server.close()
+    print(f"screenshots in {tmp_path}")
+
+
+def test_two_curators_review_a_draft_and_a_version_settles_the_dispute(
+    browser: Browser, site: Site, tmp_path: Path
+) -> None:
+    """Ada approves qi-1 with an edit, Bo rejects it: disputed, both versions side by side; an
+    Approve-this-version click settles it with Ada's version, decided by Bo."""
+    site.configure("http:\n  users_file: users\nreview:\n  required: 2\n")
+    server = Server(site.root)
+    try:
+        ada = signed_in(browser, server, ADA_TOKEN)
+        mine = ada.locator('article.draft[data-item="qi-1"]')
+        mine.locator('textarea[name="title"]').fill("Release 2.1: faster sync")
+        mine.get_by_role("button", name="Approve").click()
+        expect(mine.locator(".result")).to_contain_text("reviewed: qi-1 by Ada Curator (1 of 2)")
+        ada.wait_for_load_state("load")
+        expect(ada.locator('article.draft[data-item="qi-1"]')).to_have_count(0)
+        assert (site.agent("lark") / "review" / "qi-1.json").is_file()
+
+        bo = signed_in(browser, server, BO_TOKEN)
+        theirs = bo.locator('article.draft[data-item="qi-1"]')
+        expect(theirs.locator(".round")).to_contain_text("Review 2 of 2")
+        expect(theirs.locator('textarea[name="title"]')).to_have_value("Release 2.1")  # blind
+        theirs.locator(".note textarea").fill("Say what changed for users.")
+        theirs.get_by_role("button", name="Reject with note").click()
+        expect(theirs.locator(".result")).to_contain_text("disputed: qi-1")
+        bo.wait_for_load_state("load")
+        dispute = bo.locator('article.draft.disputed[data-item="qi-1"]')
+        versions = dispute.locator("section.version")
+        expect(versions).to_have_count(3)
+        expect(versions.nth(1)).to_contain_text("Release 2.1: faster sync")
+        expect(versions.nth(2)).to_contain_text("Say what changed for users.")
+        dispute.screenshot(path=str(tmp_path / "dispute-live.png"))
+
+        dispute.get_by_role("button", name="Approve this version").click()
+        expect(dispute.locator(".result")).to_contain_text("approved: qi-1")
+        bo.wait_for_load_state("load")
+        expect(bo.locator('article.draft[data-item="qi-1"]')).to_have_count(0)
+        bo.screenshot(path=str(tmp_path / "settled.png"), full_page=True)
+    finally:
+        server.close()
+    approved = json.loads((site.agent("lark") / "approved" / "qi-1.json").read_text())
+    assert approved["contentData"]["title"] == "Release 2.1: faster sync"
+    assert "reviews" not in approved
+    message = site.git("log", "-1", "--format=%an <%ae>%n%B")
+    assert message.startswith(f"{BO}\napprove(lark): qi-1")
+    assert f"Feedback-Adjudicator: {BO}" in message
