@@ -240,21 +240,6 @@ class EvalSettings(BaseModel):
 # How many curators review a draft: at least one. Strict, so that `"2"`, `2.5` or `true` are
 # refused rather than read as a number the user did not write.
 Reviewers = Annotated[StrictInt, Field(ge=1, le=100)]
-# Reviews and agreement are read and counted, but a pass does not yet hold a draft for a second
-# curator: a team that asked for two reviews is told so, rather than finding its drafts decided
-# by the first curator's move.
-NOT_YET_HELD = (
-    "a draft is still decided by one curator's move: reviews by several curators are not held "
-    "back for the others yet; keep 1"
-)
-
-
-def _one_reviewer_for_now(value: int) -> int:
-    if value > 1:
-        raise ValueError(NOT_YET_HELD)
-    return value
-
-
 AgentKey = Annotated[str, Field(pattern=ID_PATTERN.pattern)]
 
 
@@ -264,18 +249,6 @@ class ReviewSettings(BaseModel):
     model_config = _STRICT
     required: Reviewers = 1
     agents: dict[AgentKey, Reviewers] = Field(default_factory=dict)
-
-    @field_validator("required")
-    @classmethod
-    def _required_held(cls, value: int) -> int:
-        return _one_reviewer_for_now(value)
-
-    @field_validator("agents")
-    @classmethod
-    def _agents_held(cls, value: dict[str, int]) -> dict[str, int]:
-        for reviewers in value.values():
-            _one_reviewer_for_now(reviewers)
-        return value
 
     def required_for(self, agent: str) -> int:
         return self.agents.get(agent, self.required)

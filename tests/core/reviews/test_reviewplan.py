@@ -83,7 +83,7 @@ def test_the_first_review_of_two_is_recorded_and_the_draft_waits_as_first_drafte
     actions = result.change.actions
     assert isinstance(actions[0], Append) and actions[0].path == PATHS.log
     assert json.loads(actions[0].line)["content"] == {"title": "Ada's title"}
-    assert Write(PATHS.review, FIRST) in actions and Remove(PATHS.moved) in actions
+    assert Write(PATHS.review, FIRST, exact=True) in actions and Remove(PATHS.moved) in actions
     commit = result.change.commit
     assert message(commit).split("\n")[0] == "review(writer): qi-1 by Ada (1 of 2)"
     assert parse_trailers(message(commit)) == {
@@ -109,7 +109,7 @@ def test_the_same_curator_again_is_refused_and_told_who_must() -> None:
     assert first.startswith("feedbackd: qi-1 was reviewed already by Ada <ada@example.org>")
     assert "another curator must review it" in first
     assert "review/" in second
-    assert result.actions == (Write(PATHS.review, FIRST), Remove(PATHS.moved))
+    assert result.actions == (Write(PATHS.review, FIRST, exact=True), Remove(PATHS.moved))
 
 
 def test_the_same_curator_is_known_by_email_whatever_the_name() -> None:

@@ -46,13 +46,15 @@ from feedbackd.app.workspace.problems import Problem
 from feedbackd.app.workspace.runtime import Runtime, choose_author
 from feedbackd.app.workspace.told import FileKey, file_key
 from feedbackd.core import commitmsg
+from feedbackd.core.changes import Change, Remove
 from feedbackd.core.curation import agentplan, decisions
-from feedbackd.core.curation.agentplan import AgentPlan, BadFile, Step
+from feedbackd.core.curation.agentplan import AgentPlan, BadFile, Refusal, Step
 from feedbackd.core.curation.decisions import DecisionRecord
 from feedbackd.core.curation.feedback import FeedbackEntry
 from feedbackd.core.curation.forgetting import already_forgotten, find_entry, forgotten_line
 from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging, NotFound
 from feedbackd.core.people import Person
+from feedbackd.core.reviews.reviewsteps import ReviewSteps
 from feedbackd.core.wording import Progress, counted, noun
 from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.clock import utcnow
@@ -158,7 +160,9 @@ class AgentPass:
         view, scan = self.reader.read(ledger)
         self.saw_links = scan.links
         now = (self.runtime.clock or utcnow)()
-        plan = agentplan.plan_agent(view, self.runtime.settings, now, random_chars)
+        required = self.runtime.settings.review.required_for(self.agent.agent_id)
+        reviewing = ReviewSteps(required) if required > 1 else None
+        plan = agentplan.plan_agent(view, self.runtime.settings, now, random_chars, reviewing)
         found = ([*scan.problems, *plan.problems], [*scan.warnings, *plan.warnings])
         self._tell(*found, whole=self.reader.only_items is None, anew=plan.decision_warnings)
         self.report.decision_warnings += plan.decision_warnings
@@ -256,6 +260,8 @@ class AgentPass:
             if first is not None:
                 self.apply(first)
         remember_drafts(self.runtime, self.agent, plan.snapshots, self.repo)
+        for refusal in plan.refusals:
+            self._refuse(refusal)
         lead, done = plan.feedback_files, 0
         while done < len(plan.decisions) and self.keep_going():
             if done:
@@ -298,6 +304,19 @@ class AgentPass:
             self._check_as_read(step)
             self._write_and_commit(step)
 
+    def _refuse(self, refusal: Refusal) -> None:
+        """A review refused: the draft back in review/ as HEAD holds it, `.error` beside it.
+        Nothing is committed; the curator's move alone is undone."""
+        moved = [a.path for a in refusal.actions if isinstance(a, Remove)]
+        for path in moved:
+            if path in self.reader.read_as and file_state(path) != self.reader.read_as[path]:
+                raise ReadAgain(f"{self.rel(path)} changed since it was read", path)
+        commit = CommitRequest("review", self.agent.agent_id, "", (), within=self.agent.root)
+        write_change(Change(commit, refusal.actions), atomic_write_text)
+        problems.explain(refusal.path, refusal)
+        self.report.problems.append(Problem(refusal.path, refusal.message, refusal.hint, True, 0.0))
+        log.warning("%s: %s", self.rel(refusal.path), refusal.message)
+
     def _check_as_read(self, step: Step) -> None:
         for path in step.commit.paths:
             if path in self.reader.read_as and file_state(path) != self.reader.read_as[path]:
@@ -313,16 +332,18 @@ class AgentPass:
     def _write_step(self, step: Step) -> None:
         write_change(step.change(self.agent.decisions), atomic_write_text)
         # No author: feedbackd's act (a draft, a sync), in the workspace's name. The files it
-        # decides, checked as read: a `git clean` may yet remove one before the commit.
-        needed = [p for p in step.commit.paths if self.reader.read_as.get(p) is not None]
-        self._commit(
-            replace(step.commit, author=step.commit.author or self.runtime.committer, needed=needed)
-        )
+        # decides, checked as read (but those the step itself removes: a review's moved file),
+        # and those it names: a `git clean` may yet remove one before the commit.
+        gone = set(step.replaced) - {write.path for write in step.writes}
+        read = [p for p in step.commit.paths if self.reader.read_as.get(p) is not None]
+        needed = [*(p for p in read if p not in gone), *step.commit.needed]
+        author = step.commit.author or self.runtime.committer
+        self._commit(replace(step.commit, author=author, needed=needed))
 
     def _commit(self, change: CommitRequest) -> None:
         # The decided files too: a pass then sees, without asking git, that they are unchanged.
         decided = [p for p in change.paths if p.parent.name in DECISION_FOLDERS]
-        kept = [self.agent.decisions, self.agent.prompt, *decided]
+        kept = [self.agent.decisions, self.agent.prompt, self.agent.reviews, *decided]
         recorded = self.ledgers.commit(self.runtime, self.repo, change, kept)
         if recorded is not None:
             self.report.events.append(recorded)
@@ -376,6 +397,8 @@ class AgentPass:
         paths = [self.agent.decisions, self.agent.prompt]
         if self.agent.feedback.exists():  # deleted meanwhile: the pass that follows puts it back
             paths.append(self.agent.feedback)
+        if self.agent.reviews.exists():  # the deciding review's line, where reviews decided it
+            paths.append(self.agent.reviews)
         for record in records:
             paths.extend(agentplan.decided_file(self.runtime.workspace.root, self.agent, record))
             paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
@@ -497,9 +520,9 @@ def _undone_unless_committed(
     """Around a step's writes and commit: when the commit is not made (a full disk), what the
     step wrote is taken back, so that a command that fails leaves nothing of its decision, and
     the next pass plans the step afresh (a decision then gets its ordinary commit)."""
-    replaced = [write.path for write in step.writes] + list(step.removes)
     planned_on = held.head if held is not None else None
-    with Undo(replaced, [ledger] if step.ledger else []) as undo:
+    appended = [ledger] * bool(step.ledger) + step.appended
+    with Undo(step.replaced, appended) as undo:
         try:
             yield
         except Exception:

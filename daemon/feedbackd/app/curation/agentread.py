@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import CommittedLedgers
@@ -29,6 +30,7 @@ from feedbackd.app.curation.draftmemory import (
     remembered,
     snapshot_path,
 )
+from feedbackd.app.reviews.reviewread import NO_REVIEWS, ReviewReading
 from feedbackd.app.workspace import problems
 from feedbackd.app.workspace.agentfiles import read_feedback, read_forgotten_text, read_item
 from feedbackd.app.workspace.itemfiles import listed_item_problem, outside_data
@@ -46,6 +48,7 @@ from feedbackd.core.workspacepaths import (
     DECISION_FOLDERS,
     ITEM_FOLDERS,
     ITEM_SUFFIXES,
+    REVIEW_FOLDERS,
     AgentPaths,
     other_format,
 )
@@ -129,6 +132,7 @@ class AgentReader:
         self.draft_adds = lookups.draft_adds or DraftAdds(runtime)  # shared, where given
         self.deciding: set[ItemFile] = set()
         self._drafts_in_git: dict[str, bytes] | None = None
+        self.reviewing = _review_reading(runtime, repo, agent, self.committed)
 
     def again(self) -> AgentReader:
         """A reader of the same folder that asks git anew (HEAD moved under this one)."""
@@ -154,16 +158,17 @@ class AgentReader:
         self.deciding = {*undecided, *revised}
         from_queue = self._from_curation_queue(ledger, scan) if self._reads_queue(feedback) else []
         snippet_left = self.committed.differs_from_head(self.runtime, self.repo, self.agent.prompt)
+        reviews, unfinished = self.reviewing.reviews() if self.reviewing else NO_REVIEWS
+        moved = [self._with_first_seen(read) for read in read_items(undecided)]
+        if self.reviewing is not None:  # each moved file as first drafted
+            moved = [self.reviewing.with_first_draft(read, self._draft_commits) for read in moved]
         view = AgentView(
             agent=self.agent,
             root=self.runtime.workspace.root,
             files=scan.files,
             ledger=ledger,
             drafts=self._drafts_to_commit(drafts, scan),
-            undecided=[
-                *(self._with_first_seen(read) for read in read_items(undecided)),
-                *from_queue,
-            ],
+            undecided=[*moved, *from_queue],
             revised=self._read_revised(revised),
             feedback=feedback,
             feedback_exists=self.agent.feedback.exists(),
@@ -176,6 +181,8 @@ class AgentReader:
             snippet_committed=not snippet_left,  # by a killed pass
             author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
+            reviews=reviews,
+            unfinished_reviews=unfinished,
         )
         return view, scan
 
@@ -186,7 +193,7 @@ class AgentReader:
     # --- item files ---------------------------------------------------------------------------
     def scan(self) -> Scan:
         scan = Scan()
-        for folder in ITEM_FOLDERS:
+        for folder in (*ITEM_FOLDERS, *REVIEW_FOLDERS):
             directory = self.agent.folder(folder)
             if not directory.is_dir():
                 continue
@@ -398,7 +405,7 @@ class AgentReader:
             wanted = [
                 self.rel(self.agent.queue / (item_file.item_id + suffix))
                 for item_file in self.deciding
-                if item_file.folder == "approved"
+                if item_file.folder == "approved" or self.reviewing is not None
                 for suffix in ITEM_SUFFIXES
             ]
             repo = self.repo
@@ -438,6 +445,16 @@ class AgentReader:
 
     def rel(self, path: Path) -> str:
         return self.runtime.workspace.relative(path)
+
+
+def _review_reading(
+    runtime: Runtime, repo: GitRepo | None, agent: AgentPaths, committed: CommittedLedgers
+) -> ReviewReading | None:
+    """What to read for reviews, where several curators review each draft (review.required ≥ 2:
+    a rejection's draft commit is then read too, for the draft as first drafted)."""
+    if runtime.settings.review.required_for(agent.agent_id) < 2:
+        return None
+    return ReviewReading(runtime, repo, agent, committed, partial(snapshot_path, runtime, agent))
 
 
 def _decision_of(item_file: ItemFile, history: DecisionHistory, file: str) -> DecisionRecord | None:

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from feedbackd.core import commitmsg
-from feedbackd.core.changes import Append, Change, CommitRequest, Remove, Write
+from feedbackd.core.changes import Action, Append, Change, CommitRequest, Remove, Write
 from feedbackd.core.config import Settings
 from feedbackd.core.curation import decisions, items
 from feedbackd.core.curation.decisions import DecisionRecord, State
@@ -44,7 +44,13 @@ from feedbackd.core.errors import FeedbackdError, PathProblem
 from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
 from feedbackd.core.wording import counted
-from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import (
+    DECISION_FOLDERS,
+    ITEM_FOLDERS,
+    ITEM_SUFFIXES,
+    REVIEW_FOLDERS,
+    AgentPaths,
+)
 
 
 # --- what was read ------------------------------------------------------------------------------
@@ -55,6 +61,15 @@ class ItemFile:
     folder: str
     item_id: str
     path: Path
+
+
+@dataclass(frozen=True)
+class FirstDraft:
+    """A draft as first drafted: its file's suffix and bytes (its draft commit's, else the
+    snapshot this machine took, else the file as the curator left it)."""
+
+    suffix: str
+    data: bytes
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,9 @@ class ReadItem:
     first_outside: dict[str, Any] | None = None
     # A decided file changed since: the item as its last commit holds it (what was recorded).
     decided_as: Item | None = None
+    # A file moved to approved/ or rejected/ that may be a review (review.required ≥ 2): the
+    # draft as first drafted, which the next curator reviews.
+    first_draft: FirstDraft | None = None
 
 
 @dataclass(frozen=True)
@@ -99,24 +117,40 @@ class AgentView:
     snippet_committed: bool = True
     # feedback.json deleted but not committed: HEAD's version (`feedback` holds its entries)
     feedback_deleted: str | None = None
+    # reviews.jsonl (read where review.required ≥ 2), or why it cannot be used; the ids of its
+    # lines that HEAD lacks (a pass killed after writing one, before its commit)
+    reviews: Sequence[Any] | FeedbackdError = ()  # core/reviews/reviewlog.py's ReviewRecords
+    unfinished_reviews: frozenset[str] = frozenset()
 
 
 # --- the plan -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Step:
-    """Write these files, remove those, append these ledger lines, then make the commit: in
-    this order (`change`, what the applier takes)."""
+    """Apply `first` (a review's line and files), write these files, remove those, append these
+    ledger lines, then make the commit: in this order (`change`, what the applier takes)."""
 
     commit: CommitRequest
     writes: tuple[Write, ...] = ()
     ledger: tuple[DecisionRecord, ...] = ()
     removes: tuple[Path, ...] = ()  # drafts whose item is decided (see `beside_decisions`)
+    first: tuple[Action, ...] = ()
 
     def change(self, ledger: Path) -> Change:
         """The step as one change; its ledger lines go to `ledger` (the agent's decisions)."""
         removes = tuple(Remove(path) for path in self.removes)
         lines = tuple(Append(ledger, record.line()) for record in self.ledger)
-        return Change(self.commit, (*self.writes, *removes, *lines))
+        return Change(self.commit, (*self.first, *self.writes, *removes, *lines))
+
+    @property
+    def replaced(self) -> list[Path]:
+        """The files the step writes or removes (taken back when its commit is not made)."""
+        first = [action.path for action in self.first if not isinstance(action, Append)]
+        return [*first, *(write.path for write in self.writes), *self.removes]
+
+    @property
+    def appended(self) -> list[Path]:
+        """The logs the step appends to, besides the ledger."""
+        return [action.path for action in self.first if isinstance(action, Append)]
 
 
 def _commit(
@@ -157,6 +191,14 @@ class BadFile(PathProblem):
 
 
 @dataclass(frozen=True)
+class Refusal(PathProblem):
+    """A review refused (its curator reviewed the item already): `actions` put the draft back in
+    review/ as it was; `path`, the draft in review/, gets the `.error` file."""
+
+    actions: tuple[Write | Remove, ...] = ()
+
+
+@dataclass(frozen=True)
 class AgentPlan:
     """What one pass does, in order: `drafts` (or else `feedback_files`), then `snapshots`,
     each of `decisions`, then `snippet_refresh` (a snippet that no longer matches
@@ -173,6 +215,7 @@ class AgentPlan:
     decision_warnings: tuple[str, ...] = ()
     feedback_files: Step | None = None  # a new agent's, when no drafts' commit holds them
     feedback_restore: Step | None = None  # a deleted feedback.json, back as HEAD holds it
+    refusals: tuple[Refusal, ...] = ()  # reviews not taken, applied before the decisions
 
     @property
     def steps(self) -> list[Step]:
@@ -233,7 +276,7 @@ def in_both_folders(files: Iterable[ItemFile]) -> list[str]:
 
 # --- planning -----------------------------------------------------------------------------------
 @dataclass
-class _Notes:
+class PlanNotes:
     """What the plan has to say besides its steps."""
 
     problems: list[BadFile] = field(default_factory=list)
@@ -254,9 +297,29 @@ class _Folder:
     snippet: str | None
 
 
-def plan_agent(view: AgentView, settings: Settings, now: datetime, draw: Draw) -> AgentPlan:
-    """What the pass over this agent folder does, given what it read (see the module's notes)."""
-    notes = _Notes()
+class Reviewing(Protocol):
+    """How a pass plans the files moved to approved/ or rejected/ where several curators review
+    each draft (core/reviews/reviewsteps.py): each may be a review, a decision or a refusal."""
+
+    def before(self, view: AgentView, notes: PlanNotes) -> list[Step]:
+        """Steps that go before the decisions (what a killed pass left to commit)."""
+
+    def judge(
+        self, view: AgentView, read: ReadItem, notes: PlanNotes, now: datetime, draw: Draw
+    ) -> Decision | Step | Refusal | None:
+        """What the moved file stands for; None when it must wait (`notes` say why)."""
+
+
+def plan_agent(
+    view: AgentView,
+    settings: Settings,
+    now: datetime,
+    draw: Draw,
+    reviewing: Reviewing | None = None,
+) -> AgentPlan:
+    """What the pass over this agent folder does, given what it read (see the module's notes);
+    `reviewing`: how reviews are planned, where several curators review each draft."""
+    notes = PlanNotes()
     drafts, snapshots = _plan_drafts(view, now, draw, notes)
     if isinstance(view.feedback, FeedbackdError):
         notes.problems.append(BadFile.of(view.agent.feedback, view.feedback, settles=False))
@@ -275,12 +338,9 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime, draw: Draw) -
     if len(kept) != len(folder.feedback):  # a merge brought a forgotten entry back
         step, folder = _plan_forgotten_again(view.agent, kept, folder, settings)
         steps.append(step)
-    for read in view.undecided:
-        decision = _judge(view, read, notes)
-        if decision is not None:
-            step, folder = _plan_decision(view, decision, folder, settings, now, draw)
-            draft = tuple(f.path for f in stale.get(decision.file.item_id, ()))
-            steps.append(replace(step, removes=draft) if draft else step)
+    undecided = _Undecided(view, settings, now, draw, notes, reviewing)
+    decided, refusals, folder = undecided.plan(stale, folder)
+    steps += decided
     for read in view.revised:
         decision = _judge_revision(view, read, notes)
         if decision is not None:
@@ -298,7 +358,47 @@ def plan_agent(view: AgentView, settings: Settings, now: datetime, draw: Draw) -
         tuple(notes.decision_warnings),
         feedback_files,
         restore,
+        tuple(refusals),
     )
+
+
+@dataclass(frozen=True)
+class _Undecided:
+    """Plans the files moved to approved/ or rejected/ that the ledger does not record there."""
+
+    view: AgentView
+    settings: Settings
+    at: datetime  # now, as the pass was given it
+    draw: Draw
+    notes: PlanNotes
+    reviewing: Reviewing | None
+
+    def plan(
+        self, stale: dict[str, list[ItemFile]], folder: _Folder
+    ) -> tuple[list[Step], list[Refusal], _Folder]:
+        """Their steps (decisions, and reviews where several curators review a draft), the
+        reviews refused, and feedback.json and the snippet as the steps leave them."""
+        view, reviewing = self.view, self.reviewing
+        steps = reviewing.before(view, self.notes) if reviewing else []
+        refusals: list[Refusal] = []
+        for read in view.undecided:
+            judged = self._judge(read)
+            draft = tuple(f.path for f in stale.get(read.file.item_id, ()))
+            if isinstance(judged, Refusal):
+                refusals.append(judged)
+            elif isinstance(judged, Step):
+                steps.append(replace(judged, removes=(*judged.removes, *draft)))
+            elif judged is not None:
+                step, folder = _plan_decision(
+                    view, judged, folder, self.settings, self.at, self.draw
+                )
+                steps.append(replace(step, removes=draft) if draft else step)
+        return steps, refusals, folder
+
+    def _judge(self, read: ReadItem) -> Decision | Step | Refusal | None:
+        if self.reviewing is None:
+            return judge(self.view, read, self.notes)
+        return self.reviewing.judge(self.view, read, self.notes, self.at, self.draw)
 
 
 def _plan_stale_drafts(view: AgentView, stale: dict[str, list[ItemFile]]) -> list[Step]:
@@ -323,7 +423,7 @@ def _plan_stale_drafts(view: AgentView, stale: dict[str, list[ItemFile]]) -> lis
     return [Step(_commit(view.agent, "sync", summary, drafts), removes=drafts)]
 
 
-def _plan_feedback_restore(view: AgentView, entries: int, notes: _Notes) -> Step | None:
+def _plan_feedback_restore(view: AgentView, entries: int, notes: PlanNotes) -> Step | None:
     """feedback.json deleted but not committed: written back as HEAD holds it, before anything
     else, so that every lesson stays (the commit is empty unless a decision follows)."""
     if view.feedback_deleted is None:
@@ -406,7 +506,7 @@ def _with_decision_folders(view: AgentView, step: Step) -> Step:
 
 
 def _plan_drafts(
-    view: AgentView, now: datetime, draw: Draw, notes: _Notes
+    view: AgentView, now: datetime, draw: Draw, notes: PlanNotes
 ) -> tuple[Step | None, tuple[Snapshot, ...]]:
     """New drafts (git does not hold them yet) and items back in queue/: one `draft` commit.
 
@@ -455,7 +555,7 @@ def decided_file(root: Path, agent: AgentPaths, record: DecisionRecord) -> list[
 
 
 @dataclass(frozen=True)
-class _Decision:
+class Decision:
     """An item in approved/ or rejected/, judged: who decided, what they corrected."""
 
     file: ItemFile
@@ -464,9 +564,16 @@ class _Decision:
     author: Person
     corrections: list[Correction]
     notes: str | None = None  # a rejection's note to record (None: none)
+    # Decided by several curators' reviews (core/reviews/reviewsteps.py): the trailers that
+    # name them, the log their commit holds, the actions that go first (the deciding line).
+    trailers: tuple[tuple[str, str], ...] = ()
+    log: Path | None = None
+    first: tuple[Action, ...] = ()
 
 
-def _item_and_author(view: AgentView, read: ReadItem, notes: _Notes) -> tuple[Item, Person] | None:
+def item_and_author(
+    view: AgentView, read: ReadItem, notes: PlanNotes
+) -> tuple[Item, Person] | None:
     """The item read and who decides it; None when it must wait (a problem says why)."""
     if read.item is None:
         if read.error is not None:
@@ -479,9 +586,9 @@ def _item_and_author(view: AgentView, read: ReadItem, notes: _Notes) -> tuple[It
         return None
 
 
-def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
+def judge(view: AgentView, read: ReadItem, notes: PlanNotes) -> Decision | None:
     """The decision a read item stands for; None when it must wait (a problem says why)."""
-    found = _item_and_author(view, read, notes)
+    found = item_and_author(view, read, notes)
     if found is None:
         return None
     item, author = found
@@ -492,14 +599,14 @@ def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
         if not item.rejection_feedback:
             notes.about_decision(f"{where}: rejected without rejectionFeedback")
         note = item.rejection_feedback or ""
-        return _Decision(read.file, item, "rejected", author, [], note)
+        return Decision(read.file, item, "rejected", author, [], note)
     original = item.original if item.original is not None else read.first_seen
     if original is None:
         notes.about_decision(
             f"{where}: never seen in queue/ and no originalContentData;"
             " approved with no corrections"
         )
-        return _Decision(read.file, item, "approved", author, [])
+        return Decision(read.file, item, "approved", author, [])
     corrections = items.diff_content(original, item.content)
     if not corrections and read.first_outside is not None:
         outside = items.changed_keys(read.first_outside, items.outside_content(item))
@@ -508,7 +615,7 @@ def _judge(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
     unrecorded = items.unrecorded_changes(original, item.content)
     if unrecorded:
         notes.about_decision(_not_text(where, unrecorded))
-    return _Decision(read.file, item, "approved", author, corrections)
+    return Decision(read.file, item, "approved", author, corrections)
 
 
 def _not_text(where: str, fields: list[str]) -> str:
@@ -552,7 +659,7 @@ def _author(item: Item, fallback: Person | FeedbackdError | None) -> Person:
 
 def _plan_decision(
     view: AgentView,
-    decision: _Decision,
+    decision: Decision,
     folder: _Folder,
     settings: Settings,
     now: datetime,
@@ -572,8 +679,8 @@ def _plan_decision(
         entries=[entry.id for entry in added] or None,
     )
     earlier = _recorded_earlier(view.ledger, folder.feedback, decision.item.item_id)
-    step = Step(_decision_commit(view.agent, decision, added, earlier), tuple(writes), (record,))
-    return step, after
+    commit = _decision_commit(view.agent, decision, added, earlier)
+    return Step(commit, tuple(writes), (record,), first=decision.first), after
 
 
 def _recorded_earlier(
@@ -607,23 +714,23 @@ def _feedback_writes(
 
 
 # --- a decided file changed after its commit --------------------------------------------------
-def _judge_revision(view: AgentView, read: ReadItem, notes: _Notes) -> _Decision | None:
+def _judge_revision(view: AgentView, read: ReadItem, notes: PlanNotes) -> Decision | None:
     """What a decided file edited since its last commit adds: the corrections (or the note)
     that the committed version did not hold; None when it must wait (a problem says why)."""
-    found = _item_and_author(view, read, notes)
+    found = item_and_author(view, read, notes)
     if found is None:
         return None
     (item, author), before = found, read.decided_as
     if read.file.folder == "rejected":
         said = before.rejection_feedback if before is not None else None
         note = item.rejection_feedback if item.rejection_feedback != said else None
-        return _Decision(read.file, item, "rejected", author, [], note or None)
+        return Decision(read.file, item, "rejected", author, [], note or None)
     recorded = {(c.field, c.corrected) for c in _corrections(before, read.first_seen)}
     new = [c for c in _corrections(item, read.first_seen) if (c.field, c.corrected) not in recorded]
     unrecorded = items.unrecorded_changes(before.content, item.content) if before else []
     if unrecorded:
         notes.about_decision(_not_text(_relative(view, read.file.path), unrecorded))
-    return _Decision(read.file, item, "approved", author, new)
+    return Decision(read.file, item, "approved", author, new)
 
 
 def _corrections(item: Item | None, first_seen: dict[str, Any] | None) -> list[Correction]:
@@ -636,7 +743,7 @@ def _corrections(item: Item | None, first_seen: dict[str, Any] | None) -> list[C
 
 def _plan_revision(
     view: AgentView,
-    decision: _Decision,
+    decision: Decision,
     folder: _Folder,
     settings: Settings,
     now: datetime,
@@ -661,7 +768,7 @@ def _plan_revision(
     return Step(commit, tuple(writes)), after
 
 
-def _entries(decision: _Decision, now: datetime, draw: Draw) -> list[FeedbackEntry]:
+def _entries(decision: Decision, now: datetime, draw: Draw) -> list[FeedbackEntry]:
     item_id = decision.item.item_id
     if decision.state == "rejected":
         if decision.notes is None:
@@ -683,7 +790,7 @@ def _entries(decision: _Decision, now: datetime, draw: Draw) -> list[FeedbackEnt
 
 def _decision_commit(
     agent: AgentPaths,
-    decision: _Decision,
+    decision: Decision,
     added: Sequence[FeedbackEntry],
     earlier: set[tuple[str | None, str | None]],
 ) -> CommitRequest:
@@ -696,24 +803,25 @@ def _decision_commit(
     corrections = [correction for correction, before in told if not before]
     already = [correction.field for correction, before in told if before]
     event, summary = commitmsg.decision_summary(item.item_id, state, corrections, already)
+    paths = decision_paths(agent, decision.file) + ([decision.log] if decision.log else [])
     return _commit(
         agent,
         event,
         summary,
-        tuple(decision_paths(agent, decision.file)),
+        tuple(paths),
         decision.author,
-        tuple(commitmsg.decision_body(state, item.rejection_feedback, corrections)),
-        tuple(commitmsg.decision_trailers(item.item_id, decision.corrections)),
+        tuple(commitmsg.decision_body(state, decision.notes, corrections)),
+        (*commitmsg.decision_trailers(item.item_id, decision.corrections), *decision.trailers),
         item.item_id,
     )
 
 
 def decision_paths(agent: AgentPaths, item_file: ItemFile) -> list[Path]:
     """The paths of a decision's commit. Where the item came from is part of its move: queue/,
-    or the other decision folder when the curator changed their mind."""
+    review/ or disputed/, or the other decision folder when the curator changed their mind."""
     sources = [
         agent.folder(folder) / (item_file.item_id + suffix)
-        for folder in ITEM_FOLDERS
+        for folder in (*ITEM_FOLDERS, *REVIEW_FOLDERS)
         for suffix in ITEM_SUFFIXES
     ]
     return [*sources, item_file.path, agent.feedback, agent.decisions, agent.prompt]

@@ -132,11 +132,17 @@ class ReviewPaths:
 
 @dataclass(frozen=True)
 class Refused:
-    """The review is not taken: the draft goes back to review/ as it was, with `error` beside
-    it (the two lines of a `.error` file)."""
+    """The review is not taken: the draft goes back to review/ as it was, and a `.error` file
+    beside it says why (`message`) and what to do (`hint`)."""
 
-    error: str
+    message: str
+    hint: str
     actions: tuple[Write | Remove, ...]
+
+    @property
+    def error(self) -> str:
+        """The two lines of the `.error` file."""
+        return f"feedbackd: {self.message}\n{self.hint}\n"
 
 
 @dataclass(frozen=True)
@@ -205,13 +211,14 @@ def _replayed(review: ReviewRecord, act: ReviewAct, unfinished: frozenset[str]) 
 
 
 def _refused(act: ReviewAct, mine: ReviewRecord, paths: ReviewPaths, first_draft: str) -> Refused:
-    error = (
-        f"feedbackd: {act.item} was reviewed already by {mine.curator}"
-        f" ({mine.verdict}, {mine.at}); another curator must review it\n"
-        f"Leave it in review/ for a curator who has not reviewed it; it is back there as it was.\n"
+    message = (
+        f"{act.item} was reviewed already by {mine.curator} ({mine.verdict}, {mine.at});"
+        " another curator must review it"
     )
+    hint = "Leave it in review/ for a curator who has not reviewed it; it is back there as it was."
     # No commit: review/ holds the draft as HEAD does; only the curator's move is undone.
-    return Refused(error, (Write(paths.review, first_draft), *_moved_away(paths, paths.review)))
+    back = Write(paths.review, first_draft, exact=True)
+    return Refused(message, hint, (back, *_moved_away(paths, paths.review)))
 
 
 def _moved_away(paths: ReviewPaths, kept: Path) -> tuple[Remove, ...]:
@@ -221,40 +228,77 @@ def _moved_away(paths: ReviewPaths, kept: Path) -> tuple[Remove, ...]:
 def _recorded_change(
     act: ReviewAct, pending: Pending, paths: ReviewPaths, line: Append | None, first_draft: str
 ) -> Change:
-    number = len(pending.reviews)
-    commit = CommitRequest(
-        event="review",
-        agent=act.agent,
-        summary=f"{act.item} by {act.curator.name} ({number} of {pending.required})",
-        paths=_paths(paths.moved, paths.review, paths.log),
-        author=act.curator,
-        item=act.item,
-        trailers=((ITEM_KEY, act.item), (VERDICT_KEY, act.verdict)),
-        within=paths.log.parent,
-    )
+    # The line first: a pass killed after it replays this review from the moved file (or,
+    # when that is gone already, commits what it left: `finishing`), and nothing is lost.
     actions: list[Action] = [line] if line else []
-    actions += [Write(paths.review, first_draft), *_moved_away(paths, paths.review)]
-    return Change(commit, tuple(actions))
+    actions += [Write(paths.review, first_draft, exact=True), *_moved_away(paths, paths.review)]
+    return Change(_review_commit(act.agent, act.curator, pending, paths), tuple(actions))
+
+
+def _review_commit(
+    agent: str, curator: Person, pending: Pending, paths: ReviewPaths
+) -> CommitRequest:
+    mine = next(r for r in pending.reviews if r.curator.email.lower() == curator.email.lower())
+    item, number = mine.item, pending.reviews.index(mine) + 1
+    return CommitRequest(
+        event="review",
+        agent=agent,
+        summary=f"{item} by {curator.name} ({number} of {pending.required})",
+        paths=_paths(paths.moved, paths.review, paths.log),
+        author=curator,
+        item=item,
+        trailers=((ITEM_KEY, item), (VERDICT_KEY, mine.verdict)),
+        within=paths.log.parent,
+        needed=(paths.review,),  # what the next curator reviews: never committed away
+    )
 
 
 def _dispute_change(
     act: ReviewAct, dispute: Disputed, paths: ReviewPaths, line: Append | None, text: str
 ) -> Change:
-    commit = CommitRequest(
-        event="dispute",
-        agent=act.agent,
-        summary=f"{act.item} ({dispute.counts()})",
-        paths=_paths(paths.moved, paths.review, paths.disputed, paths.log),
-        author=act.curator,
-        item=act.item,
-        body=tuple(_review_line(r) for r in dispute.reviews),
-        trailers=((ITEM_KEY, act.item), *reviewers_trailers(dispute.reviews, co_authors=False)),
-        within=paths.log.parent,
-    )
     actions: list[Action] = [line] if line else []
     actions.append(Write(paths.disputed, text))
     actions += [Remove(path) for path in _paths(paths.moved, paths.review)]
-    return Change(commit, tuple(actions))
+    return Change(_dispute_commit(act.agent, act.curator, dispute, paths), tuple(actions))
+
+
+def _dispute_commit(
+    agent: str, curator: Person, dispute: Disputed, paths: ReviewPaths
+) -> CommitRequest:
+    item = dispute.reviews[0].item
+    return CommitRequest(
+        event="dispute",
+        agent=agent,
+        summary=f"{item} ({dispute.counts()})",
+        paths=_paths(paths.moved, paths.review, paths.disputed, paths.log),
+        author=curator,
+        item=item,
+        body=tuple(_review_line(r) for r in dispute.reviews),
+        trailers=((ITEM_KEY, item), *reviewers_trailers(dispute.reviews, co_authors=False)),
+        within=paths.log.parent,
+        needed=(paths.disputed,),
+    )
+
+
+def finishing(
+    review: ReviewRecord,
+    reviews: Sequence[ReviewRecord],
+    required: int,
+    agent: str,
+    paths: ReviewPaths,
+) -> Change | None:
+    """The commit a pass killed after writing `review` (a line HEAD lacks) and its files, but
+    before its commit, left to make: the files are committed as they stand. None when the
+    item's reviews decide it (the decision's own recovery commits the line with its ledger
+    line) or the review is not one of them."""
+    result = outcome(reviews, required)
+    if review not in result.reviews:
+        return None
+    if isinstance(result, Pending):
+        return Change(_review_commit(agent, review.curator, result, paths))
+    if isinstance(result, Disputed):
+        return Change(_dispute_commit(agent, review.curator, result, paths))
+    return None
 
 
 def _paths(*paths: Path) -> tuple[Path, ...]:

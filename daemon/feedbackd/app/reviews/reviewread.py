@@ -1,0 +1,96 @@
+"""What a pass reads for reviews by several curators (SPEC section 15): an agent's
+`reviews.jsonl`, and which of its lines HEAD lacks (a pass killed after writing one, before
+its commit), so that the next pass finishes that review rather than refuse it as a second one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from feedbackd.app.commits.ledgers import CommittedLedgers
+from feedbackd.app.workspace.runtime import Runtime
+from feedbackd.core.curation.agentplan import FirstDraft, ItemFile, ReadItem
+from feedbackd.core.errors import FeedbackdError, WorkspaceError
+from feedbackd.core.reviews.reviewlog import ReviewRecord, read_reviews
+from feedbackd.core.workspacepaths import ITEM_SUFFIXES, AgentPaths
+from feedbackd.edges.files import file_state, read_file_bytes
+from feedbackd.edges.git.repo import GitRepo
+
+Reviews = tuple[list[ReviewRecord] | FeedbackdError, frozenset[str]]
+NO_REVIEWS: Reviews = ([], frozenset())
+
+
+@dataclass(frozen=True)
+class ReviewReading:
+    """What a pass over one agent folder reads for its reviews."""
+
+    runtime: Runtime
+    repo: GitRepo | None
+    agent: AgentPaths
+    committed: CommittedLedgers
+    snapshot_of: Callable[[str], Path]  # a draft's file name → this machine's snapshot of it
+
+    def reviews(self) -> Reviews:
+        """The agent's reviews (or why reviews.jsonl cannot be used) and the ids of those HEAD
+        lacks. Git is asked only while the file differs from what this process committed."""
+        path, where = self.agent.reviews, self.runtime.workspace.relative(self.agent.reviews)
+        try:
+            data = read_file_bytes(path)
+        except FileNotFoundError:
+            return NO_REVIEWS
+        except OSError as error:
+            return WorkspaceError(f"{where}: {error.strerror}", hint="check its permissions"), (
+                frozenset()
+            )
+        try:
+            records = read_reviews(data.decode("utf-8", errors="replace"), where)
+        except FeedbackdError as error:
+            return error, frozenset()
+        if self.repo is None or self.committed.unchanged(self.runtime, self.repo, path):
+            return records, frozenset()
+        return records, self._not_in_head(self.repo, data, records)
+
+    def _not_in_head(
+        self, repo: GitRepo, data: bytes, records: list[ReviewRecord]
+    ) -> frozenset[str]:
+        path = self.agent.reviews
+        at_head = repo.object_at_head(self.runtime.workspace.relative(path))
+        if at_head is not None and at_head.content == data:
+            state = file_state(path)
+            if state is not None:
+                self.committed.remember(self.runtime, repo, path, state, at_head.sha)
+            return frozenset()
+        try:
+            text = at_head.content.decode("utf-8", errors="replace") if at_head else ""
+            known = {record.id for record in read_reviews(text)}
+        except FeedbackdError:
+            known = set()  # HEAD's own copy damaged: every line is taken as not committed yet
+        return frozenset(record.id for record in records if record.id not in known)
+
+    def with_first_draft(
+        self, read: ReadItem, draft_commits: Callable[[ItemFile], Mapping[str, bytes]]
+    ) -> ReadItem:
+        """A file moved to a decision folder, with its draft as first drafted."""
+        if read.item is None:
+            return read
+        return replace(read, first_draft=self._first_draft(read.file, draft_commits(read.file)))
+
+    def _first_draft(self, moved: ItemFile, in_git: Mapping[str, bytes]) -> FirstDraft:
+        """A file moved to a decision folder, as first drafted: its draft commit (`in_git`, by
+        path), else the snapshot this machine took of it in queue/, else the moved file as it
+        is (a draft git never held)."""
+        first = moved.path.suffix
+        for suffix in (first, *(other for other in ITEM_SUFFIXES if other != first)):
+            name = moved.item_id + suffix
+            data = in_git.get(self.runtime.workspace.relative(self.agent.queue / name))
+            snapshot = self.snapshot_of(name)
+            if data is None and snapshot.exists():
+                data = read_file_bytes(snapshot)
+            if data is not None:
+                return FirstDraft(suffix, data)
+        try:
+            return FirstDraft(first, read_file_bytes(moved.path))
+        except OSError:
+            return FirstDraft(first, b"")  # gone meanwhile: the step is read again first

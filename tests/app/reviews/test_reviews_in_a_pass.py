@@ -1,0 +1,179 @@
+"""Reviews by several curators through the real pass and real git (SPEC section 15): a move is
+a review, the draft waits in review/ as first drafted, agreeing reviews make one decision that
+names every reviewer, differing ones a dispute a curator settles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from feedbackd.app.reconcile import reconcile_all
+from feedbackd.app.report import Report
+from tests.workspace_kit import Site, draft
+
+ADA = "Ada <ada@example.org>"
+BO = "Bo <bo@example.org>"
+CY = "Cy <cy@example.org>"
+FIRST = {"title": "Old title", "excerpt": "Short."}
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    site = Site(tmp_path / "site")
+    site.configure("review:\n  required: 2\n")
+    site.git("add", "feedbackd.yaml")
+    site.git("commit", "-q", "-m", "two reviews a draft")
+    site.write("w", "qi-1.json", draft(FIRST))
+    by(site, ADA)
+    return site
+
+
+def by(site: Site, curator: str) -> Report:
+    """A pass, as the daemon of a curator's machine runs it (the curator is its git user)."""
+    return reconcile_all(site.runtime(curator))
+
+
+def review(site: Site, curator: str, to: str, content: dict | None = None, **extra: str) -> None:
+    """`curator` edits the draft where it waits, moves it to `to`, and the pass runs."""
+    waiting = "queue" if (site.agent("w") / "queue" / "qi-1.json").exists() else "review"
+    path = site.agent("w") / waiting / "qi-1.json"
+    doc = json.loads(path.read_text())
+    doc["contentData"] = content or doc["contentData"]
+    doc.update(extra)
+    site.write("w", "qi-1.json", doc, folder=waiting)
+    site.move("w", "qi-1.json", to, source=waiting)
+    by(site, curator)
+
+
+def subject(site: Site) -> str:
+    return site.git("log", "-1", "--format=%s").strip()
+
+
+def reviews(site: Site) -> list[dict]:
+    lines = (site.agent("w") / "reviews.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_a_first_review_waits_in_review_as_first_drafted(site: Site) -> None:
+    drafted = (site.agent("w") / "queue" / "qi-1.json").read_bytes()
+    review(site, ADA, "approved", {"title": "Ada's title", "excerpt": "Short."})
+    assert subject(site) == "review(w): qi-1 by Ada (1 of 2)"
+    trailers = site.trailers()
+    assert trailers["Feedback-Event"] == ["review"]
+    assert trailers["Feedback-Verdict"] == ["approve"]
+    assert trailers["Feedback-Item"] == ["qi-1"]
+    assert site.git("log", "-1", "--format=%an <%ae>").strip() == ADA
+    assert (site.agent("w") / "review" / "qi-1.json").read_bytes() == drafted
+    assert not (site.agent("w") / "queue" / "qi-1.json").exists()
+    assert not (site.agent("w") / "approved" / "qi-1.json").exists()
+    [line] = reviews(site)
+    assert (line["curator"], line["verdict"]) == (ADA, "approve")
+    assert line["content"]["title"] == "Ada's title"
+    assert site.feedback("w") == []
+    assert site.git("status", "--porcelain") == ""
+
+
+def test_agreeing_reviews_decide_once_naming_every_reviewer(site: Site) -> None:
+    edited = {"title": "Better title", "excerpt": "Short."}
+    review(site, ADA, "approved", edited)
+    review(site, BO, "approved", edited)
+    assert subject(site) == "approve(w): qi-1, 1 correction (title)"
+    assert site.git("log", "-1", "--format=%an <%ae>").strip() == ADA
+    trailers = site.trailers()
+    assert trailers["Co-authored-by"] == [BO]
+    assert trailers["Feedback-Reviewers"] == [f"{ADA}, {BO}"]
+    [entry] = site.feedback("w")
+    assert (entry["original"], entry["corrected"]) == ("Old title", "Better title")
+    assert len(reviews(site)) == 2
+    assert json.loads((site.agent("w") / "approved" / "qi-1.json").read_text())["contentData"] == (
+        edited
+    )
+    assert not (site.agent("w") / "review" / "qi-1.json").exists()
+    ledger = (site.agent("w") / "decisions.jsonl").read_text().splitlines()
+    assert [json.loads(line)["state"] for line in ledger] == ["approved"]
+    assert site.git("status", "--porcelain") == ""
+
+
+def test_agreeing_rejections_join_their_notes(site: Site) -> None:
+    review(site, ADA, "rejected", rejectionFeedback="Too long.")
+    review(site, BO, "rejected", rejectionFeedback="Off topic.")
+    assert subject(site) == "reject(w): qi-1"
+    [entry] = site.feedback("w")
+    assert entry["type"] == "rejection"
+    assert entry["notes"] == "Too long.\n\nOff topic."
+
+
+def test_differing_reviews_wait_in_disputed_for_a_curator_to_settle(site: Site) -> None:
+    review(site, ADA, "approved", {"title": "Ada's title", "excerpt": "Short."})
+    review(site, BO, "rejected", rejectionFeedback="Off topic.")
+    assert subject(site) == "dispute(w): qi-1 (approve 1, reject 1)"
+    disputed = site.agent("w") / "disputed" / "qi-1.json"
+    doc = json.loads(disputed.read_text())
+    assert doc["contentData"] == FIRST
+    assert [(r["curator"], r["verdict"]) for r in doc["reviews"]] == [
+        (ADA, "approve"),
+        (BO, "reject"),
+    ]
+    assert site.feedback("w") == []
+    assert site.git("status", "--porcelain") == ""
+    # Cy settles it: Ada's version, the reviews key dropped.
+    del doc["reviews"]
+    doc["contentData"]["title"] = "Ada's title"
+    site.write("w", "qi-1.json", doc, folder="disputed")
+    site.move("w", "qi-1.json", "approved", source="disputed")
+    by(site, CY)
+    assert subject(site) == "approve(w): qi-1, 1 correction (title)"
+    assert site.git("log", "-1", "--format=%an <%ae>").strip() == CY
+    trailers = site.trailers()
+    assert trailers["Feedback-Adjudicator"] == [CY]
+    assert trailers["Feedback-Reviewers"] == [f"{ADA}, {BO}"]
+    assert not disputed.exists()
+    assert site.git("status", "--porcelain") == ""
+
+
+def test_a_reviews_key_left_in_a_settled_dispute_waits_with_an_error(site: Site) -> None:
+    review(site, ADA, "approved", {"title": "Ada's title", "excerpt": "Short."})
+    review(site, BO, "rejected", rejectionFeedback="Off topic.")
+    before = site.commit_count()
+    disputed = site.agent("w") / "disputed" / "qi-1.json"
+    site.write("w", "qi-1.json", disputed.read_text(), folder="disputed")  # saved a while ago
+    moved = site.move("w", "qi-1.json", "approved", source="disputed")
+    by(site, CY)
+    assert site.commit_count() == before
+    error = moved.with_name("qi-1.json.error").read_text()
+    assert "reviews" in error and "delete" in error
+    doc = json.loads(moved.read_text())
+    del doc["reviews"]
+    site.write("w", "qi-1.json", doc, folder="approved")
+    by(site, CY)
+    assert subject(site) == "approve(w): qi-1, no corrections"
+    assert not moved.with_name("qi-1.json.error").exists()
+
+
+def test_a_curator_never_reviews_an_item_twice(site: Site) -> None:
+    review(site, ADA, "approved", {"title": "Ada's title", "excerpt": "Short."})
+    before, drafted = site.commit_count(), (site.agent("w") / "review" / "qi-1.json").read_bytes()
+    review(site, ADA, "rejected", rejectionFeedback="Changed my mind.")
+    assert site.commit_count() == before
+    waiting = site.agent("w") / "review" / "qi-1.json"
+    assert waiting.read_bytes() == drafted
+    assert not (site.agent("w") / "rejected" / "qi-1.json").exists()
+    error = waiting.with_name("qi-1.json.error").read_text()
+    assert f"reviewed already by {ADA}" in error and "another curator" in error
+    assert len(reviews(site)) == 1
+    assert site.git("status", "--porcelain") == ""
+    review(site, BO, "approved", {"title": "Ada's title", "excerpt": "Short."})
+    assert subject(site) == "approve(w): qi-1, 1 correction (title)"
+    assert not waiting.with_name("qi-1.json.error").exists()
+
+
+def test_a_draft_queued_again_is_reviewed_afresh(site: Site) -> None:
+    edited = {"title": "Better title", "excerpt": "Short."}
+    review(site, ADA, "approved", edited)
+    review(site, BO, "approved", edited)
+    site.move("w", "qi-1.json", "queue", source="approved")
+    by(site, ADA)
+    review(site, ADA, "rejected", rejectionFeedback="Stale now.")
+    assert subject(site) == "review(w): qi-1 by Ada (1 of 2)"
