@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from feedbackd.app.workspace.runtime import Runtime
-from feedbackd.core.config import ReviewSettings
 from feedbackd.core.reviews.disputefiles import with_reviews
 from feedbackd.core.reviews.reviewlog import parse_review
 from feedbackd.core.reviews.reviewplan import reviews_key
@@ -60,9 +57,3 @@ def hold_as_disputed(site: Site, agent: str, name: str, lines: list[dict[str, An
     queued.unlink()
     add_reviews(site, agent, lines)
     return disputed
-
-
-def needing(runtime: Runtime, reviewers: int) -> Runtime:
-    """The runtime with `review.required` set as the configuration will take it."""
-    review = ReviewSettings.model_construct(required=reviewers, agents={})
-    return replace(runtime, settings=runtime.settings.model_copy(update={"review": review}))

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import pytest
 
-from feedbackd.core.config import parse_settings
-from feedbackd.core.errors import ConfigError
 from tests.reviews_kit import ADA, BO, hold_as_disputed, hold_for_review, review_line
 from tests.web_kit import Server
 from tests.workspace_kit import Site, draft
@@ -98,6 +96,7 @@ def test_each_curator_sees_the_drafts_waiting_for_them_and_the_dispute_side_by_s
             review_line("qi-2", BO, "reject", notes="Say what changed for users."),
         ],
     )
+    site.configure("http:\n  users_file: users\nreview:\n  required: 2\n")
     server = Server(site.root)
     try:
         ada = signed_in(browser, server, ADA_TOKEN)
@@ -106,7 +105,7 @@ def test_each_curator_sees_the_drafts_waiting_for_them_and_the_dispute_side_by_s
         expect(ada.locator("article.draft")).to_have_count(1)  # qi-1 waits for the others
         expect(bo.locator("article.draft")).to_have_count(2)
         held = bo.locator('article.draft[data-item="qi-1"]')
-        expect(held.locator(".round")).to_contain_text("Review 2 of 1")
+        expect(held.locator(".round")).to_contain_text("Review 2 of 2")
         expect(held.locator('textarea[name="title"]')).to_have_value("Release 2.1")
         dispute = bo.locator('article.draft[data-item="qi-2"]')
         versions = dispute.locator("section.version")
@@ -125,16 +124,11 @@ def test_each_curator_sees_the_drafts_waiting_for_them_and_the_dispute_side_by_s
     print(f"screenshots in {tmp_path}")
 
 
-def _reviews_held() -> bool:
-    """Whether this version holds a draft for a second curator (review.required: 2)."""
-    try:
-        parse_settings("review:\n  required: 2\n", "feedbackd.yaml")
-    except ConfigError:
-        return False
-    return True
-
-
-@pytest.mark.skipif(not _reviews_held(), reason="review.required above 1 is not held yet")
+# Strict: once the commands take a draft from review/ and disputed/, this passes and says so.
+@pytest.mark.xfail(
+    reason="approve and reject take a draft in queue/ only, not yet one in review/ or disputed/",
+    strict=True,
+)
 def test_two_curators_review_a_draft_and_a_version_settles_the_dispute(
     browser: Browser, site: Site, tmp_path: Path
 ) -> None:

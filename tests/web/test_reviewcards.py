@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import pytest
 
+from feedbackd.app.reconcile import reconcile_all
 from tests.reviews_kit import ADA, BO, hold_as_disputed, hold_for_review, review_line
 from tests.web_kit import serving
 from tests.workspace_kit import Site, draft
@@ -70,14 +71,14 @@ def articles(page: str) -> dict[str, str]:
 
 
 def test_each_curators_queue_is_what_waits_for_their_review(site: Site) -> None:
-    site.configure("http:\n  users_file: users\n")
+    site.configure("http:\n  users_file: users\nreview:\n  required: 2\n")
     with serving(site.root) as server:
         ada = server.get("/api/agents/lark/queue", headers=bearer(ADA_TOKEN)).json()
         bo = server.get("/api/agents/lark/queue", headers=bearer(BO_TOKEN)).json()
         mixed = server.get(f"/api/agents/lark/queue?curator={quote(BO)}", headers=bearer(ADA_TOKEN))
     assert queued(ada) == [("qi-1", "queue"), ("qi-3", "disputed")]
     assert queued(bo) == [("qi-1", "queue"), ("qi-2", "review"), ("qi-3", "disputed")]
-    assert bo["agent_id"] == "lark" and bo["drafts"][1]["review"] == {"done": 1, "of": 1}
+    assert bo["agent_id"] == "lark" and bo["drafts"][1]["review"] == {"done": 1, "of": 2}
     assert mixed.status == 403 and mixed.json()["error"] == "forbidden"
 
 
@@ -105,7 +106,7 @@ def test_the_counts_of_review_and_disputed_over_http(site: Site) -> None:
 def test_the_panel_shows_a_curator_their_drafts_and_each_version_of_a_dispute(
     site: Site,
 ) -> None:
-    site.configure("http:\n  users_file: users\n")
+    site.configure("http:\n  users_file: users\nreview:\n  required: 2\n")
     with serving(site.root) as server:
         for_ada = server.get("/agents/lark", headers=bearer(ADA_TOKEN)).text
         for_bo = server.get("/agents/lark", headers=bearer(BO_TOKEN)).text
@@ -114,7 +115,7 @@ def test_the_panel_shows_a_curator_their_drafts_and_each_version_of_a_dispute(
     assert 'id="curator"' not in for_ada  # who decides is the token's to say
     cards = articles(for_bo)
     assert list(cards) == ["qi-1", "qi-2", "qi-3"]
-    assert "Review 2 of 1" not in cards["qi-1"] and "Review 2 of 1" in cards["qi-2"]
+    assert "Review 2 of 2" not in cards["qi-1"] and "Review 2 of 2" in cards["qi-2"]
     assert "X" not in re.sub(r"<[^>]+>", "", cards["qi-2"])  # blind: not Ada's edit
     dispute = cards["qi-3"]
     assert "Disputed (approve 1, reject 1)" in dispute
@@ -143,3 +144,46 @@ def test_an_agent_no_two_curators_reviewed_shows_no_agreement_card(tmp_path: Pat
     site.reconcile()
     with serving(site.root) as server:
         assert "Curator agreement" not in server.get("/agents/lark").text
+
+
+def test_a_review_over_http_is_the_tokens_curators_and_leaves_the_draft_to_the_others(
+    tmp_path: Path,
+) -> None:
+    """Through the real pass: Ada's approval over HTTP is her review (1 of 2); the draft waits
+    in review/ for Bo alone; Bo's rejection, moved by hand, makes the dispute the panel shows
+    with both versions."""
+    site = Site(tmp_path / "ws")
+    site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "body": "Fixes."}))
+    site.reconcile()
+    users = "".join(
+        f"{who} {hashlib.sha256(token.encode()).hexdigest()}\n"
+        for who, token in ((ADA, ADA_TOKEN), (BO, BO_TOKEN))
+    )
+    (site.root / "users").write_text(users)
+    site.configure("http:\n  users_file: users\nreview:\n  required: 2\n")
+    with serving(site.root) as server:
+        edits = {"edits": {"title": "Release 2.1: faster"}}
+        done = server.post("/api/agents/lark/queue/qi-1/approve", edits, headers=bearer(ADA_TOKEN))
+        assert done.status == 200, done.text
+        assert site.git("log", "-1", "--format=%an <%ae>|%s").strip() == (
+            f"{ADA}|review(lark): qi-1 by Ada Curator (1 of 2)"
+        )
+        ada = server.get("/api/agents/lark/queue", headers=bearer(ADA_TOKEN)).json()
+        bo = server.get("/api/agents/lark/queue", headers=bearer(BO_TOKEN)).json()
+        assert queued(ada) == [] and queued(bo) == [("qi-1", "review")]
+        [held] = bo["drafts"]
+        assert held["review"] == {"done": 1, "of": 2}
+        assert [f["current"] for f in held["fields"]] == ["Release 2.1", "Fixes."]  # blind
+
+        waiting = site.agent("lark") / "review" / "qi-1.json"
+        doc = json.loads(waiting.read_text())
+        site.write("lark", "qi-1.json", {**doc, "rejectionFeedback": "Not for users."}, "review")
+        site.move("lark", "qi-1.json", "rejected", source="review")
+        reconcile_all(site.runtime(BO))
+        assert (site.agent("lark") / "disputed" / "qi-1.json").is_file()
+        page = server.get("/agents/lark", headers=bearer(ADA_TOKEN)).text
+    dispute = articles(page)["qi-1"]
+    assert "Disputed (approve 1, reject 1)" in dispute
+    [edits_shown] = re.findall(r'class="approve-version" data-edits="([^"]*)"', dispute)
+    assert json.loads(html.unescape(edits_shown)) == {"title": "Release 2.1: faster"}
+    assert "Not for users." in dispute

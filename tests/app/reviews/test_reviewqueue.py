@@ -17,7 +17,6 @@ from tests.reviews_kit import (
     add_reviews,
     hold_as_disputed,
     hold_for_review,
-    needing,
     review_line,
 )
 from tests.workspace_kit import Site, draft
@@ -47,7 +46,7 @@ def site(tmp_path: Path) -> Site:
 
 
 def waiting(site: Site, curator: str | None) -> list[tuple[str, str]]:
-    runtime = needing(site.runtime(), 2)
+    runtime = site.runtime()
     return [(d["id"], d["waits"]) for d in queries.queue(runtime, "lark", curator)]
 
 
@@ -61,7 +60,8 @@ def test_a_curator_does_not_see_the_drafts_they_reviewed(site: Site) -> None:
 
 
 def test_a_draft_in_review_says_how_many_reviewed_it_and_how_many_must(site: Site) -> None:
-    drafts = queries.queue(needing(site.runtime(), 3), "lark", BO)
+    site.configure("review:\n  required: 3\n")
+    drafts = queries.queue(site.runtime(), "lark", BO)
     [held] = [d for d in drafts if d["id"] == "qi-2"]
     assert held["review"] == {"done": 1, "of": 3}  # not who: the next review is blind
     # As first drafted: the next curator decides without the first one's edits.
