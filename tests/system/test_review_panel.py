@@ -77,8 +77,20 @@ def signed_in(browser: Browser, server: Server, token: str) -> Page:
     return page
 
 
-def card(page: Page, item: str) -> object:
-    return page.locator(f'article.draft[data-item="{item}"]')
+def test_a_token_the_users_file_does_not_name_is_not_signed_in(
+    browser: Browser, site: Site
+) -> None:
+    server = Server(site.root)
+    try:
+        page = browser.new_context().new_page()
+        page.goto(f"http://{server.host}/agents/lark")
+        page.fill('input[name="token"]', "nobody-" + "3" * 40)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator(".problem")).to_have_text("That is not the token.")
+        page.goto(f"http://{server.host}/agents/lark")
+        expect(page).to_have_url(f"http://{server.host}/login")
+    finally:
+        server.close()
 
 
 def test_each_curator_sees_the_drafts_waiting_for_them_and_the_dispute_side_by_side(
@@ -119,6 +131,9 @@ def test_each_curator_sees_the_drafts_waiting_for_them_and_the_dispute_side_by_s
         dispute.screenshot(path=str(tmp_path / "dispute.png"))
         bo.screenshot(path=str(tmp_path / "bo.png"), full_page=True)
         ada.screenshot(path=str(tmp_path / "ada.png"), full_page=True)
+        bo.set_viewport_size({"width": 390, "height": 844})  # a phone: one version a row
+        assert bo.evaluate("document.documentElement.scrollWidth") <= 390
+        bo.screenshot(path=str(tmp_path / "bo-phone.png"), full_page=True)
     finally:
         server.close()
     print(f"screenshots in {tmp_path}")
