@@ -45,10 +45,9 @@ from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
 from feedbackd.core.wording import counted
 from feedbackd.core.workspacepaths import (
+    ALL_ITEM_FOLDERS,
     DECISION_FOLDERS,
-    ITEM_FOLDERS,
     ITEM_SUFFIXES,
-    REVIEW_FOLDERS,
     AgentPaths,
 )
 
@@ -821,7 +820,7 @@ def decision_paths(agent: AgentPaths, item_file: ItemFile) -> list[Path]:
     review/ or disputed/, or the other decision folder when the curator changed their mind."""
     sources = [
         agent.folder(folder) / (item_file.item_id + suffix)
-        for folder in (*ITEM_FOLDERS, *REVIEW_FOLDERS)
+        for folder in ALL_ITEM_FOLDERS
         for suffix in ITEM_SUFFIXES
     ]
     return [*sources, item_file.path, agent.feedback, agent.decisions, agent.prompt]
