@@ -206,3 +206,18 @@ def test_a_damaged_reviews_file_keeps_reviews_waiting_and_doctor_names_its_line(
     log.write_text(kept)
     by(site, BO)  # Bo approved the draft as first drafted, Ada her edit of it
     assert subject(site) == "dispute(w): qi-1 (approve 2, reject 0)"
+
+
+def test_a_copy_left_in_review_beside_the_decision_goes_with_it(site: Site) -> None:
+    """A curator who copies the draft out of review/ rather than moving it (or a merge that
+    brings a review/ copy beside another clone's decision): the decision stands, the copy
+    goes."""
+    review(site, ADA, "rejected", rejectionFeedback="Too long.")
+    waiting = site.agent("w") / "review" / "qi-1.json"
+    doc = json.loads(waiting.read_text())
+    doc["rejectionFeedback"] = "Far too long."
+    site.write("w", "qi-1.json", doc, folder="rejected")  # a copy: review/ keeps its own
+    by(site, BO)
+    assert subject(site) == "reject(w): qi-1"
+    assert not waiting.exists()
+    assert site.git("status", "--porcelain") == ""
