@@ -24,6 +24,7 @@ ITEM_FOLDERS = ("queue", *DECISION_FOLDERS)
 # Where a draft waits when several curators review it (review.required ≥ 2, SPEC section 15):
 # review/ for the next curator's review, as first drafted; disputed/ when the reviews differ.
 REVIEW_FOLDERS = ("review", "disputed")
+ALL_ITEM_FOLDERS = (*ITEM_FOLDERS, *REVIEW_FOLDERS)  # every folder of an agent that holds items
 STATE_DIR = ".feedbackd"
 # True where os.sep is "/" (the core imports no os): a path's text joins its parts as git does.
 _SLASHED = str(PurePath("a", "b")) == "a/b"

@@ -177,3 +177,47 @@ def test_a_draft_queued_again_is_reviewed_afresh(site: Site) -> None:
     by(site, ADA)
     review(site, ADA, "rejected", rejectionFeedback="Stale now.")
     assert subject(site) == "review(w): qi-1 by Ada (1 of 2)"
+
+
+def test_doctor_finds_nothing_wrong_with_a_dispute(site: Site) -> None:
+    review(site, ADA, "approved", {"title": "Ada's title", "excerpt": "Short."})
+    review(site, BO, "rejected", rejectionFeedback="Off topic.")
+    done = site.cli("doctor")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_damaged_reviews_file_keeps_reviews_waiting_and_doctor_names_its_line(
+    site: Site,
+) -> None:
+    review(site, ADA, "approved", {"title": "Ada's title", "excerpt": "Short."})
+    log = site.agent("w") / "reviews.jsonl"
+    kept = log.read_text()
+    log.write_text(kept + '{"id": "rv-broken"\n')
+    before = site.commit_count()
+    site.write("w", "qi-1.json", (site.agent("w") / "review" / "qi-1.json").read_text(), "review")
+    site.move("w", "qi-1.json", "approved", source="review")
+    report = by(site, BO)
+    assert site.commit_count() == before
+    assert (site.agent("w") / "approved" / "qi-1.json").is_file()  # waits where the curator put it
+    assert any("reviews.jsonl line 2" in problem.message for problem in report.problems)
+    assert "line 2" in (site.agent("w") / "reviews.jsonl.error").read_text()
+    doctor = site.cli("doctor")
+    assert doctor.returncode == 1 and "reviews.jsonl" in doctor.stdout + doctor.stderr
+    log.write_text(kept)
+    by(site, BO)  # Bo approved the draft as first drafted, Ada her edit of it
+    assert subject(site) == "dispute(w): qi-1 (approve 2, reject 0)"
+
+
+def test_a_copy_left_in_review_beside_the_decision_goes_with_it(site: Site) -> None:
+    """A curator who copies the draft out of review/ rather than moving it (or a merge that
+    brings a review/ copy beside another clone's decision): the decision stands, the copy
+    goes."""
+    review(site, ADA, "rejected", rejectionFeedback="Too long.")
+    waiting = site.agent("w") / "review" / "qi-1.json"
+    doc = json.loads(waiting.read_text())
+    doc["rejectionFeedback"] = "Far too long."
+    site.write("w", "qi-1.json", doc, folder="rejected")  # a copy: review/ keeps its own
+    by(site, BO)
+    assert subject(site) == "reject(w): qi-1"
+    assert not waiting.exists()
+    assert site.git("status", "--porcelain") == ""

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from feedbackd.core.curation.items import parse_item
-from feedbackd.core.reviews.disputefiles import reviews_left, with_reviews
+from feedbackd.core.curation.items import ItemError, parse_item
+from feedbackd.core.reviews.disputefiles import reviews_left, with_reviews, without_reviews
 
 REVIEWS: list[dict[str, Any]] = [
     {
@@ -57,3 +57,30 @@ def test_a_file_moved_out_with_its_reviews_key_is_an_error_saying_what_to_do() -
     assert "delete the reviews key" in error.hint
     settled = parse_item(DRAFTS["qi-1.json"].encode(), ".json", "qi-1", path)
     assert reviews_left(settled) is None
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTS))
+def test_a_command_that_settles_a_dispute_drops_the_reviews_key_alone(name: str) -> None:
+    path = Path("_data/agents/w/disputed") / name
+    first = DRAFTS[name].encode()
+    settled = without_reviews(with_reviews(first, path, REVIEWS).encode(), path)
+    assert parse_item(settled, path.suffix, "qi-1", path).document == (
+        parse_item(first, path.suffix, "qi-1", path).document
+    )
+    if not name.endswith(".json"):  # the draft's own lines, comments included, as they were
+        assert settled.decode().rstrip("\n") == DRAFTS[name].rstrip("\n")
+
+
+def test_a_reviews_key_edited_by_hand_is_left_to_the_curator() -> None:
+    path = Path("_data/agents/w/disputed/qi-1.yaml")
+    text = with_reviews(DRAFTS["qi-1.yaml"].encode(), path, REVIEWS)
+    text = text.replace("reviews:\n", "reviews:  # Ada's first, then Bo's\n")
+    with pytest.raises(ItemError, match="changed by hand") as refused:
+        without_reviews(text.encode(), path)
+    assert "delete the reviews key" in refused.value.hint
+
+
+def test_a_file_without_the_key_is_left_as_it_is() -> None:
+    path = Path("_data/agents/w/disputed/qi-1.json")
+    data = DRAFTS["qi-1.json"].encode()
+    assert without_reviews(data, path) is data

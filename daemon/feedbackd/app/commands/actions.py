@@ -18,6 +18,7 @@ from feedbackd.app.commits.locking import write_lock
 from feedbackd.app.curation.agentpass import forget_all_entries, forget_entry, record_entry
 from feedbackd.app.reconcile import reconcile_all
 from feedbackd.app.report import Report
+from feedbackd.app.reviews.reviewmoves import draft_folders, refuse_second_review, settle
 from feedbackd.app.workspace.agentfiles import (
     existing_agent,
     read_item,
@@ -63,26 +64,28 @@ NEARLY_FULL_BYTES = 1 << 20
 
 
 def find_queued(runtime: Runtime, agent: AgentPaths, item_id: str) -> Path:
-    """The draft's file in queue/, read as the daemon reads it: a symbolic link that leads
-    outside the workspace is no draft."""
+    """The draft's file in queue/ (or, where several curators review drafts, in review/ or
+    disputed/), read as the daemon reads it: a symbolic link out of the workspace is no draft."""
     validate_id(item_id, "item id")
-    refuse_linked_folder(runtime.workspace, agent.queue)
-    found = [agent.queue / (item_id + suffix) for suffix in ITEM_SUFFIXES]
+    folders = draft_folders(runtime, agent)
+    for folder in folders:
+        refuse_linked_folder(runtime.workspace, folder)
+    found = [folder / (item_id + suffix) for folder in folders for suffix in ITEM_SUFFIXES]
     present = [path for path in found if os.path.lexists(path)]
     problems = {path: item_file_problem(runtime.workspace, path) for path in present}
     existing = [path for path in present if problems[path] is None]
-    queue = runtime.workspace.relative(agent.queue)
+    where = "/, ".join(runtime.workspace.relative(folder) for folder in folders)
     # A draft beside its decision (put back by a `git reset`) is no draft: the decision stands.
     _refuse_if_decided(runtime, agent, item_id)
     if not existing:
-        hint = f"list the drafts with `ls {queue}`"
+        hint = f"list the drafts with `ls {runtime.workspace.relative(agent.queue)}`"
         if present:  # only files the daemon ignores: say why
             first = runtime.workspace.relative(present[0])
             raise NotFound(f"{first}: {problems[present[0]]}; ignored", hint=hint)
-        raise NotFound(f"no draft {item_id} in {queue}/", hint=hint)
+        raise NotFound(f"no draft {item_id} in {where}/", hint=hint)
     if len(existing) > 1:
-        names = ", ".join(path.name for path in existing)
-        raise FeedbackdError(f"{item_id} is in {queue}/ more than once ({names})", hint="keep one")
+        names = ", ".join(runtime.workspace.relative(path) for path in existing)
+        raise FeedbackdError(f"{item_id} is in {where}/ more than once ({names})", hint="keep one")
     return existing[0]
 
 
@@ -169,7 +172,10 @@ def _approve(runtime: Runtime, agent_id: str, item_id: str, edits: dict[str, str
     source = find_queued(runtime, agent, item_id)
     target = move_target(runtime, source, agent.approved)
     readable(runtime, source)  # refuse an unreadable draft before moving anything
+    refuse_second_review(runtime, agent, item_id, source)
     with _undone_unless_recorded(runtime, agent, item_id, source, target):
+        if source.parent == agent.disputed:
+            settle(source)  # the curator who settles it decides: the reviews key goes
         if edits:
             # The draft as first seen must be on record before it is edited: a draft nobody
             # has looked at yet is taken now, so its edits show as corrections, not as its
@@ -209,7 +215,10 @@ def _reject(runtime: Runtime, agent_id: str, item_id: str, notes: str) -> Report
     source = find_queued(runtime, agent, item_id)
     target = move_target(runtime, source, agent.rejected)  # before the notes change the draft
     readable(runtime, source)
+    refuse_second_review(runtime, agent, item_id, source)
     with _undone_unless_recorded(runtime, agent, item_id, source, target):
+        if source.parent == agent.disputed:
+            settle(source)
         set_rejection_feedback(source, notes)
         move_item(runtime, source, target)
         return _decide(runtime, agent_id, item_id, target)

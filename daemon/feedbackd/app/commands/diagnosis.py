@@ -24,10 +24,11 @@ from feedbackd.core.ids import ID_RULE, is_valid_id, shown_name, shown_path
 from feedbackd.core.ratings.memory import MemoryRecord
 from feedbackd.core.ratings.records import parse_rating_file, stored_fields
 from feedbackd.core.ratings.soul import parse_soul
+from feedbackd.core.reviews.reviewlog import parse_review
 from feedbackd.core.wording import Progress
 from feedbackd.core.workspacepaths import (
+    ALL_ITEM_FOLDERS,
     DECISION_FOLDERS,
-    ITEM_FOLDERS,
     ITEM_SUFFIXES,
     AgentPaths,
     other_format,
@@ -70,11 +71,11 @@ def examine(runtime: Runtime, progress: Progress | None = None) -> tuple[int, li
 
 
 def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callable[[], None]]]:
-    for folder in (*ITEM_FOLDERS, "prompt", "ratings", "memory"):
+    for folder in (*ALL_ITEM_FOLDERS, "prompt", "ratings", "memory"):
         directory = agent.folder(folder)
         if directory.exists() and not directory.is_dir():
             yield directory, _not_a_folder(directory)
-        if folder not in ITEM_FOLDERS or not directory.is_dir():
+        if folder not in ALL_ITEM_FOLDERS or not directory.is_dir():
             continue
         for path in _items_in(directory):
             yield path, _item_check(path)
@@ -86,7 +87,7 @@ def _checks(runtime: Runtime, agent: AgentPaths) -> Iterator[tuple[Path, Callabl
     yield from _feedback_checks(runtime, agent)
     if agent.soul.exists():
         yield agent.soul, _soul_check(agent.soul)
-    logs = [agent.decisions, *sorted(agent.memory.glob("*.jsonl"))]
+    logs = [agent.decisions, agent.reviews, *sorted(agent.memory.glob("*.jsonl"))]
     logs += sorted(agent.ratings.glob("*/*.jsonl"))
     for path in logs:
         if path.is_file():
@@ -255,6 +256,8 @@ def _soul_check(path: Path) -> Callable[[], None]:
 def _line_checker(agent: AgentPaths, path: Path) -> Callable[[str], object]:
     if path == agent.decisions:
         return parse_record
+    if path == agent.reviews:
+        return parse_review
     if path.parent == agent.memory:
         return MemoryRecord.model_validate_json
     return stored_fields

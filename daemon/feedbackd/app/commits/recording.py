@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.changes import Append, Change, CommitRequest, Write
 from feedbackd.core.commitmsg import build_message
-from feedbackd.core.workspacepaths import ITEM_FOLDERS, ITEM_SUFFIXES
+from feedbackd.core.workspacepaths import ALL_ITEM_FOLDERS, ITEM_SUFFIXES
 from feedbackd.edges.files import TMP_SUFFIX, append_line, atomic_write_bytes, atomic_write_text
 from feedbackd.edges.git.repo import GitRepo
 
@@ -136,12 +136,12 @@ def _put_back_removed(runtime: Runtime, repo: GitRepo, request: CommitRequest) -
 
 def _moved_on(path: Path) -> bool:
     """An item file whose item now lies in another of its agent's folders."""
-    if path.parent.name not in ITEM_FOLDERS or path.suffix not in ITEM_SUFFIXES:
+    if path.parent.name not in ALL_ITEM_FOLDERS or path.suffix not in ITEM_SUFFIXES:
         return False
     agent = path.parent.parent
     return any(
         (agent / folder / f"{path.stem}{suffix}").exists()
-        for folder in ITEM_FOLDERS
+        for folder in ALL_ITEM_FOLDERS
         for suffix in ITEM_SUFFIXES
     )
 

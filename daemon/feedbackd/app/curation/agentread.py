@@ -45,10 +45,9 @@ from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspacepaths import (
+    ALL_ITEM_FOLDERS,
     DECISION_FOLDERS,
-    ITEM_FOLDERS,
     ITEM_SUFFIXES,
-    REVIEW_FOLDERS,
     AgentPaths,
     other_format,
 )
@@ -193,7 +192,7 @@ class AgentReader:
     # --- item files ---------------------------------------------------------------------------
     def scan(self) -> Scan:
         scan = Scan()
-        for folder in (*ITEM_FOLDERS, *REVIEW_FOLDERS):
+        for folder in ALL_ITEM_FOLDERS:
             directory = self.agent.folder(folder)
             if not directory.is_dir():
                 continue

@@ -27,7 +27,7 @@ from feedbackd.core.commitmsg import (
     rename_trailers,
 )
 from feedbackd.core.ids import is_valid_id
-from feedbackd.core.workspacepaths import ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import ALL_ITEM_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.git.repo import GitRepo
 
 log = logging.getLogger("feedbackd")
@@ -92,9 +92,10 @@ def _renamed_from(
 
 
 def _item_ids(agent: AgentPaths) -> set[str]:
-    """The ids of the item files in the agent's queue/, approved/ and rejected/."""
+    """The ids of the item files in the agent's queue/, approved/, rejected/, review/ and
+    disputed/."""
     ids: set[str] = set()
-    for folder in ITEM_FOLDERS:
+    for folder in ALL_ITEM_FOLDERS:
         try:
             names = os.listdir(agent.folder(folder))
         except (FileNotFoundError, NotADirectoryError):
@@ -106,6 +107,6 @@ def _item_ids(agent: AgentPaths) -> set[str]:
 def _holds(agent: AgentPaths, items: set[str], file: PurePosixPath) -> bool:
     """True when the agent folder holds `file` (a path inside an agent folder): the same path,
     or for an item the same id in any of its folders, decided or not since."""
-    if len(file.parts) == 2 and file.parts[0] in ITEM_FOLDERS and file.suffix in ITEM_SUFFIXES:
+    if len(file.parts) == 2 and file.parts[0] in ALL_ITEM_FOLDERS and file.suffix in ITEM_SUFFIXES:
         return file.stem in items
     return (agent.root / file).exists()

@@ -35,7 +35,11 @@ from feedbackd.app.curation.webhousequeue import queue_file
 from feedbackd.app.report import Report
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation import agentplan
-from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_FOLDERS, AgentPaths
+from feedbackd.core.workspacepaths import (
+    ALL_ITEM_FOLDERS,
+    DECISION_FOLDERS,
+    AgentPaths,
+)
 from feedbackd.edges.files import (
     atomic_write_text,
     read_file_text,
@@ -125,9 +129,10 @@ def agent_digest(runtime: Runtime, agent: AgentPaths, now: float, committed: str
     states = [committed]
     newest = 0
     paths = [runtime.workspace.agents_dir, agent.root, *agent.feedback_files, agent.forgotten]
+    paths.append(agent.reviews)
     snapshots = snapshot_path(runtime, agent, IN_GIT)
     paths += [snapshots.parent, snapshots]
-    paths += [agent.folder(folder) for folder in ITEM_FOLDERS]
+    paths += [agent.folder(folder) for folder in ALL_ITEM_FOLDERS]
     try:
         paths += _decided_files(agent)
     except OSError:

@@ -45,7 +45,7 @@ class ReviewReading:
                 frozenset()
             )
         try:
-            records = read_reviews(data.decode("utf-8", errors="replace"), where)
+            records = read_reviews(data.decode("utf-8", errors="replace"))
         except FeedbackdError as error:
             return error, frozenset()
         if self.repo is None or self.committed.unchanged(self.runtime, self.repo, path):

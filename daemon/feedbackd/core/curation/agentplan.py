@@ -45,10 +45,9 @@ from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person, parse_person
 from feedbackd.core.wording import counted
 from feedbackd.core.workspacepaths import (
+    ALL_ITEM_FOLDERS,
     DECISION_FOLDERS,
-    ITEM_FOLDERS,
     ITEM_SUFFIXES,
-    REVIEW_FOLDERS,
     AgentPaths,
 )
 
@@ -248,20 +247,22 @@ def to_decide(files: Iterable[ItemFile], ledger: Iterable[DecisionRecord]) -> li
 
 
 def beside_decisions(files: Iterable[ItemFile]) -> dict[str, list[ItemFile]]:
-    """The drafts in queue/ whose item is in approved/ or rejected/ too, by item id.
+    """The drafts in queue/ (or review/ and disputed/) whose item is in approved/ or rejected/
+    too, by item id.
 
     The decision stands and the draft goes: one rule for the daemon, `run --once` and the
     commands. The curator's move is the latest act; a copy in queue/ beside it is what a
-    `git reset --hard` (or a checkout) put back from a commit made before the move. The draft
-    is removed in the decision's commit, or in a commit of its own when the ledger records the
-    decision already; while the decided file waits (to settle, or in both decision folders)
-    the draft stays.
+    `git reset --hard` (or a checkout) put back from a commit made before the move, a copy in
+    review/ what a merge of another clone's review left. The draft is removed in the decision's
+    commit, or in a commit of its own when the ledger records the decision already; while the
+    decided file waits (to settle, or in both decision folders) the draft stays.
     """
     files = list(files)
     decided_now = _decided_ids(files)
     found: dict[str, list[ItemFile]] = {}
     for f in files:
-        if f.folder == "queue" and f.item_id in decided_now and f.path.stem == f.item_id:
+        waiting = f.folder not in DECISION_FOLDERS
+        if waiting and f.item_id in decided_now and f.path.stem == f.item_id:
             found.setdefault(f.item_id, []).append(f)
     return found
 
@@ -386,8 +387,9 @@ class _Undecided:
             draft = tuple(f.path for f in stale.get(read.file.item_id, ()))
             if isinstance(judged, Refusal):
                 refusals.append(judged)
-            elif isinstance(judged, Step):
-                steps.append(replace(judged, removes=(*judged.removes, *draft)))
+            elif isinstance(judged, Step):  # a review: the draft waits on in review/ or disputed/
+                queued = tuple(path for path in draft if path.parent == view.agent.queue)
+                steps.append(replace(judged, removes=(*judged.removes, *queued)))
             elif judged is not None:
                 step, folder = _plan_decision(
                     view, judged, folder, self.settings, self.at, self.draw
@@ -416,8 +418,8 @@ def _plan_stale_drafts(view: AgentView, stale: dict[str, list[ItemFile]]) -> lis
         return []
     drafts = tuple(f.path for item_id in recorded for f in stale[item_id])
     if len(recorded) == 1:
-        name = drafts[0].name
-        summary = f"remove queue/{name}, decided in {folders[recorded[0]]}/"
+        name = f"{drafts[0].parent.name}/{drafts[0].name}"
+        summary = f"remove {name}, decided in {folders[recorded[0]]}/"
     else:
         summary = f"remove {len(recorded)} drafts already decided ({commitmsg.few_ids(recorded)})"
     return [Step(_commit(view.agent, "sync", summary, drafts), removes=drafts)]
@@ -821,7 +823,7 @@ def decision_paths(agent: AgentPaths, item_file: ItemFile) -> list[Path]:
     review/ or disputed/, or the other decision folder when the curator changed their mind."""
     sources = [
         agent.folder(folder) / (item_file.item_id + suffix)
-        for folder in (*ITEM_FOLDERS, *REVIEW_FOLDERS)
+        for folder in ALL_ITEM_FOLDERS
         for suffix in ITEM_SUFFIXES
     ]
     return [*sources, item_file.path, agent.feedback, agent.decisions, agent.prompt]

@@ -42,6 +42,36 @@ def _joined(text: str, block: str) -> str:
     return text + ("" if not text or text.endswith("\n") else "\n") + block
 
 
+def without_reviews(data: bytes, path: Path) -> bytes:
+    """A disputed file (`path` names its format) with its `reviews` key dropped, the rest as
+    it stands: what a curator who settles the dispute with a command or the panel starts from.
+    ItemError when the key is not the block `with_reviews` wrote (edited by hand): the curator
+    then drops it by hand."""
+    item = parse_item(data, path.suffix, path.stem, path)
+    if REVIEWS_KEY not in item.document:
+        return data
+    if item.format == "json":
+        kept = {key: value for key, value in item.document.items() if key != REVIEWS_KEY}
+        return dumps_json(kept).encode("utf-8")
+    block = yamlio.dump({REVIEWS_KEY: item.document[REVIEWS_KEY]})
+    text = decode_text(data)
+    if item.format == "yaml":
+        return _cut(text, len(text), block).encode("utf-8")
+    bounds = split_front_matter(text)
+    return _cut(text, bounds.end, block).encode("utf-8")
+
+
+def _cut(text: str, end: int, block: str) -> str:
+    """`text` without the `block` that ends at `end`."""
+    if not text[:end].endswith(block):
+        raise ItemError(
+            f"the `{REVIEWS_KEY}` key of the disputed file was changed by hand",
+            hint="delete the reviews key in the file yourself, then move it to approved/ or"
+            " rejected/",
+        )
+    return text[: end - len(block)] + text[end:]
+
+
 def reviews_left(item: Item) -> ItemError | None:
     """The error of a file moved out of disputed/ that still holds the `reviews` key: the
     curator who settles a dispute drops it, so no decision records the others' versions as
