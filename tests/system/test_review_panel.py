@@ -139,11 +139,6 @@ def test_each_curator_sees_the_drafts_waiting_for_them_and_the_dispute_side_by_s
     print(f"screenshots in {tmp_path}")
 
 
-# Strict: once the commands take a draft from review/ and disputed/, this passes and says so.
-@pytest.mark.xfail(
-    reason="approve and reject take a draft in queue/ only, not yet one in review/ or disputed/",
-    strict=True,
-)
 def test_two_curators_review_a_draft_and_a_version_settles_the_dispute(
     browser: Browser, site: Site, tmp_path: Path
 ) -> None:

@@ -73,7 +73,8 @@ def _version_column(version: dict[str, Any], drafted: dict[str, str]) -> str:
         f'<section class="version approves"><h4>{e(who)} <span class="verdict">approves'
         f"</span></h4>{body}"
         f'<button type="button" class="approve-version" data-edits="{data}"'
-        f' aria-label="Approve {e(who)}&#39;s version">Approve this version</button></section>'
+        f' aria-label="Approve this version ({e(who)}&#39;s)">Approve this version</button>'
+        "</section>"
     )
 
 
@@ -101,7 +102,7 @@ def _card(body: str) -> str:
     return (
         '<section class="card agreement"><h2>Curator agreement</h2>'
         '<p class="hint">over the drafts two or more curators reviewed, from what HEAD holds'
-        f" (`feedbackd agreement`)</p>{body}</section>"
+        f" (<code>feedbackd agreement</code>)</p>{body}</section>"
     )
 
 
