@@ -138,12 +138,18 @@ def test_the_agreement_card_shows_the_figures_of_the_api(site: Site) -> None:
     assert "Ada Curator" in card and "Bo Reviewer" in card
 
 
-def test_an_agent_no_two_curators_reviewed_shows_no_agreement_card(tmp_path: Path) -> None:
+def test_one_curators_workspace_shows_no_review_columns_nor_agreement_card(
+    tmp_path: Path,
+) -> None:
     site = Site(tmp_path / "ws")
     site.write("lark", "qi-1.json", draft({"title": "T"}))
     site.reconcile()
     with serving(site.root) as server:
         assert "Curator agreement" not in server.get("/agents/lark").text
+        overview = server.get("/").text
+        [agent] = server.get("/api/agents").json()["agents"]
+    assert "in review" not in overview and "disputed" not in overview
+    assert (agent["review"], agent["disputed"]) == (0, 0)  # the API counts them always
 
 
 def test_a_review_over_http_is_the_tokens_curators_and_leaves_the_draft_to_the_others(

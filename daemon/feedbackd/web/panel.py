@@ -213,30 +213,35 @@ def _lessons_or_none(runtime: Runtime, agent_id: str, history: list[LogEntry]) -
 
 # --- the agents ---------------------------------------------------------------------------------
 def _overview(agents: list[dict[str, Any]], status: dict[str, Any]) -> str:
-    rows = "".join(_agent_row(agent) for agent in agents)
+    # review/ and disputed/ get columns once some draft waits there: a team of one curator
+    # (review.required 1) never sees them.
+    reviewing = any(agent["review"] or agent["disputed"] for agent in agents)
+    rows = "".join(_agent_row(agent, reviewing) for agent in agents)
     empty = '<p class="empty">No agents yet: add a folder under _data/agents/.</p>'
+    held = "<th>in review</th><th>disputed</th>" if reviewing else ""
     table = (
-        '<table class="agents"><thead><tr><th>agent</th><th>queued</th><th>in review</th>'
-        "<th>disputed</th><th>approved</th><th>rejected</th><th>feedback</th><th>skills</th>"
-        f"</tr></thead><tbody>{rows}</tbody></table>"
+        f'<table class="agents"><thead><tr><th>agent</th><th>queued</th>{held}<th>approved</th>'
+        "<th>rejected</th><th>feedback</th><th>skills</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table>"
     )
     return f"<h1>Agents</h1>{_status_line(status)}{table if agents else empty}"
 
 
-def _agent_row(agent: dict[str, Any]) -> str:
+def _agent_row(agent: dict[str, Any], reviewing: bool) -> str:
     name = agent["name"] or agent["agent_id"]
     skills = ", ".join(skill["name"] for skill in agent["skills"]) or "—"
     entries = "corrupt" if agent["feedback_entries"] is None else agent["feedback_entries"]
+    held = [("queued", "queued")]
+    held += [("review", "in review"), ("disputed", "disputed")] if reviewing else []
+    waiting = "".join(
+        f'<td class="n{" waiting" if agent[key] else ""}" data-label="{label}">{agent[key]}</td>'
+        for key, label in held
+    )
     # data-label: on a phone each row is a card, and each count says what it counts.
     return (
         f'<tr><td class="agent"><a href="/agents/{e(agent["agent_id"])}">{e(name)}</a>'
-        f' <span class="id">{e(agent["agent_id"])}</span></td>'
-        f'<td class="n{" waiting" if agent["queued"] else ""}" data-label="queued">'
-        f"{agent['queued']}</td>"
-        f'<td class="n{" waiting" if agent["review"] else ""}" data-label="in review">'
-        f"{agent['review']}</td>"
-        f'<td class="n{" waiting" if agent["disputed"] else ""}" data-label="disputed">'
-        f'{agent["disputed"]}</td><td class="n" data-label="approved">{agent["approved"]}</td>'
+        f' <span class="id">{e(agent["agent_id"])}</span></td>{waiting}'
+        f'<td class="n" data-label="approved">{agent["approved"]}</td>'
         f'<td class="n" data-label="rejected">{agent["rejected"]}</td>'
         f'<td class="n" data-label="feedback">{e(entries)}</td>'
         f'<td class="skills" data-label="skills">{e(skills)}</td></tr>'
