@@ -63,6 +63,7 @@ def test_a_first_review_waits_in_review_as_first_drafted(site: Site) -> None:
     trailers = site.trailers()
     assert trailers["Feedback-Event"] == ["review"]
     assert trailers["Feedback-Verdict"] == ["approve"]
+    assert trailers["Feedback-Agent"] == ["w"]
     assert trailers["Feedback-Item"] == ["qi-1"]
     assert site.git("log", "-1", "--format=%an <%ae>").strip() == ADA
     assert (site.agent("w") / "review" / "qi-1.json").read_bytes() == drafted
