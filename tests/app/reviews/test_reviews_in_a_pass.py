@@ -63,6 +63,7 @@ def test_a_first_review_waits_in_review_as_first_drafted(site: Site) -> None:
     trailers = site.trailers()
     assert trailers["Feedback-Event"] == ["review"]
     assert trailers["Feedback-Verdict"] == ["approve"]
+    assert trailers["Feedback-Agent"] == ["w"]
     assert trailers["Feedback-Item"] == ["qi-1"]
     assert site.git("log", "-1", "--format=%an <%ae>").strip() == ADA
     assert (site.agent("w") / "review" / "qi-1.json").read_bytes() == drafted
@@ -221,3 +222,29 @@ def test_a_copy_left_in_review_beside_the_decision_goes_with_it(site: Site) -> N
     assert subject(site) == "reject(w): qi-1"
     assert not waiting.exists()
     assert site.git("status", "--porcelain") == ""
+
+
+def test_a_draft_edited_where_it_waits_for_review_is_explained_and_kept(site: Site) -> None:
+    """review/ holds the draft as first drafted, for the next curator to judge unseen: an edit
+    left there would show one curator's changes to the next. It is explained beside the file,
+    kept as it is (it becomes its curator's review once moved), and nothing is committed."""
+    review(site, ADA, "approved", {"title": "Ada's title", "excerpt": "Short."})
+    waiting = site.agent("w") / "review" / "qi-1.json"
+    doc = json.loads(waiting.read_text())
+    doc["contentData"]["title"] = "Bo's title"
+    site.write("w", "qi-1.json", doc, folder="review")
+    edited, before = waiting.read_bytes(), site.commit_count()
+    report = by(site, BO)
+    assert site.commit_count() == before
+    assert waiting.read_bytes() == edited
+    error = waiting.with_name("qi-1.json.error").read_text()
+    assert "edited where it waits" in error and "move it to approved/ or rejected/" in error
+    assert any(problem.path == waiting for problem in report.problems)
+    site.git("checkout", "--", str(waiting))  # taken back: nothing left to explain
+    by(site, BO)
+    assert not waiting.with_name("qi-1.json.error").exists()
+    site.write("w", "qi-1.json", doc, folder="review")
+    site.move("w", "qi-1.json", "approved", source="review")
+    by(site, BO)  # moved, the edit is Bo's review
+    assert subject(site) == "dispute(w): qi-1 (approve 2, reject 0)"
+    assert not waiting.with_name("qi-1.json.error").exists()

@@ -341,8 +341,9 @@ class AgentPass:
         self._commit(replace(step.commit, author=author, needed=needed))
 
     def _commit(self, change: CommitRequest) -> None:
-        # The decided files too: a pass then sees, without asking git, that they are unchanged.
-        decided = [p for p in change.paths if p.parent.name in DECISION_FOLDERS]
+        # The decided files too (and drafts waiting in review/): a pass then sees, without
+        # asking git, that they are unchanged.
+        decided = [p for p in change.paths if p.parent.name in (*DECISION_FOLDERS, "review")]
         kept = [self.agent.decisions, self.agent.prompt, self.agent.reviews, *decided]
         recorded = self.ledgers.commit(self.runtime, self.repo, change, kept)
         if recorded is not None:

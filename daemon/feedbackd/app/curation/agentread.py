@@ -157,7 +157,7 @@ class AgentReader:
         self.deciding = {*undecided, *revised}
         from_queue = self._from_curation_queue(ledger, scan) if self._reads_queue(feedback) else []
         snippet_left = self.committed.differs_from_head(self.runtime, self.repo, self.agent.prompt)
-        reviews, unfinished = self.reviewing.reviews() if self.reviewing else NO_REVIEWS
+        reviewed = self.reviewing.read(scan.files) if self.reviewing else NO_REVIEWS
         moved = [self._with_first_seen(read) for read in read_items(undecided)]
         if self.reviewing is not None:  # each moved file as first drafted
             moved = [self.reviewing.with_first_draft(read, self._draft_commits) for read in moved]
@@ -180,8 +180,9 @@ class AgentReader:
             snippet_committed=not snippet_left,  # by a killed pass
             author=self._author() if undecided or from_queue or revised else None,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
-            reviews=reviews,
-            unfinished_reviews=unfinished,
+            reviews=reviewed.records,
+            unfinished_reviews=reviewed.unfinished,
+            edited_in_review=reviewed.edited,
         )
         return view, scan
 

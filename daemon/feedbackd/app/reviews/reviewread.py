@@ -5,11 +5,12 @@ its commit), so that the next pass finishes that review rather than refuse it as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import CommittedLedgers
+from feedbackd.app.workspace import problems
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.agentplan import FirstDraft, ItemFile, ReadItem
 from feedbackd.core.errors import FeedbackdError, WorkspaceError
@@ -18,8 +19,18 @@ from feedbackd.core.workspacepaths import ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 
-Reviews = tuple[list[ReviewRecord] | FeedbackdError, frozenset[str]]
-NO_REVIEWS: Reviews = ([], frozenset())
+
+@dataclass(frozen=True)
+class Reviews:
+    """What a pass read for reviews: reviews.jsonl (or why it cannot be used), the ids of its
+    lines HEAD lacks, and the drafts in review/ edited where they wait."""
+
+    records: list[ReviewRecord] | FeedbackdError
+    unfinished: frozenset[str] = frozenset()
+    edited: tuple[Path, ...] = ()
+
+
+NO_REVIEWS = Reviews([])
 
 
 @dataclass(frozen=True)
@@ -32,7 +43,12 @@ class ReviewReading:
     committed: CommittedLedgers
     snapshot_of: Callable[[str], Path]  # a draft's file name → this machine's snapshot of it
 
-    def reviews(self) -> Reviews:
+    def read(self, files: Sequence[ItemFile]) -> Reviews:
+        """The agent's reviews and the drafts edited in review/ (among `files`)."""
+        read = self._reviews()
+        return replace(read, edited=self._edited(files))
+
+    def _reviews(self) -> Reviews:
         """The agent's reviews (or why reviews.jsonl cannot be used) and the ids of those HEAD
         lacks. Git is asked only while the file differs from what this process committed."""
         path, where = self.agent.reviews, self.runtime.workspace.relative(self.agent.reviews)
@@ -41,16 +57,38 @@ class ReviewReading:
         except FileNotFoundError:
             return NO_REVIEWS
         except OSError as error:
-            return WorkspaceError(f"{where}: {error.strerror}", hint="check its permissions"), (
-                frozenset()
-            )
+            return Reviews(WorkspaceError(f"{where}: {error.strerror}", hint="check its rights"))
         try:
             records = read_reviews(data.decode("utf-8", errors="replace"))
         except FeedbackdError as error:
-            return error, frozenset()
+            return Reviews(error)
         if self.repo is None or self.committed.unchanged(self.runtime, self.repo, path):
-            return records, frozenset()
-        return records, self._not_in_head(self.repo, data, records)
+            return Reviews(records)
+        return Reviews(records, self._not_in_head(self.repo, data, records))
+
+    def _edited(self, files: Sequence[ItemFile]) -> tuple[Path, ...]:
+        """The drafts in review/ that differ from HEAD's (edited where they wait, as first
+        drafted, for the next curator); one as HEAD holds it loses the `.error` an edit left.
+        Git is asked once per change of a file: one found as HEAD holds it is remembered."""
+        repo, waiting = self.repo, [f.path for f in files if f.folder == "review"]
+        if repo is None or not waiting:
+            return ()
+        known = self.committed.unchanged_among(self.runtime, repo, waiting)
+        edited = []
+        for path in waiting:
+            at_head = None if path in known else repo.object_at_head(self.rel(path))
+            state = file_state(path)
+            if at_head is None or state is None:
+                continue  # as this process committed it, or not committed yet, or gone
+            if read_file_bytes(path) != at_head.content:
+                edited.append(path)
+                continue
+            self.committed.remember(self.runtime, repo, path, state, at_head.sha)
+            problems.clear(path)
+        return tuple(edited)
+
+    def rel(self, path: Path) -> str:
+        return self.runtime.workspace.relative(path)
 
     def _not_in_head(
         self, repo: GitRepo, data: bytes, records: list[ReviewRecord]

@@ -120,6 +120,7 @@ class AgentView:
     # lines that HEAD lacks (a pass killed after writing one, before its commit)
     reviews: Sequence[Any] | FeedbackdError = ()  # core/reviews/reviewlog.py's ReviewRecords
     unfinished_reviews: frozenset[str] = frozenset()
+    edited_in_review: Sequence[Path] = ()  # drafts in review/ that differ from HEAD's
 
 
 # --- the plan -----------------------------------------------------------------------------------

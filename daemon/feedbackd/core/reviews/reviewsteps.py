@@ -60,6 +60,12 @@ from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, Agent
 
 # Where a draft waits for its next review: the folders a review's commit takes it from.
 _WAITING = ("queue", "review")
+# A draft edited where it waits in review/: kept as it is, and explained beside it.
+_EDITED = (
+    "edited where it waits for the next curator's review, who would see these edits",
+    "to record them as your review, move it to approved/ or rejected/; to take them back,"
+    " `git checkout` the file",
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class ReviewSteps:
     def before(self, view: AgentView, notes: PlanNotes) -> list[Step]:
         """The commits a pass killed after a review's files were written, before its commit,
         left to make; a damaged reviews.jsonl is told once, and reviews wait for it."""
+        notes.problems.extend(BadFile(path, *_EDITED) for path in view.edited_in_review)
         if isinstance(view.reviews, FeedbackdError):
             if view.undecided:
                 notes.problems.append(BadFile.of(view.agent.reviews, view.reviews, settles=False))
