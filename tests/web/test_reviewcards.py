@@ -97,10 +97,13 @@ def test_the_counts_of_review_and_disputed_over_http(site: Site) -> None:
         [agent] = server.get("/api/agents").json()["agents"]
         status = server.get("/api/status").json()
         overview = server.get("/").text
+        metrics = server.get("/metrics").text
     assert (agent["queued"], agent["review"], agent["disputed"]) == (1, 1, 1)
     assert status["agents"] == {"lark": {"review": 1, "disputed": 1}}
     assert '<td class="n waiting" data-label="in review">1</td>' in overview
     assert '<td class="n waiting" data-label="disputed">1</td>' in overview
+    assert 'feedbackd_drafts_held{agent="lark",folder="disputed"} 1' in metrics
+    assert 'feedbackd_drafts_held{agent="lark",folder="review"} 1' in metrics
 
 
 def test_the_panel_shows_a_curator_their_drafts_and_each_version_of_a_dispute(

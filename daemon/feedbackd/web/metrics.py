@@ -111,7 +111,21 @@ def status_lines(state: dict[str, Any]) -> list[str]:
     if isinstance(uptime, int):
         out += ["# TYPE feedbackd_daemon_uptime_seconds gauge"]
         out += [f"feedbackd_daemon_uptime_seconds {uptime}"]
-    return out
+    return out + held_lines(state.get("agents") or {})
+
+
+def held_lines(agents: dict[str, dict[str, int]]) -> list[str]:
+    """Each agent's drafts waiting for more reviews (review/) or to be settled (disputed/):
+    what a team alerts on when disputes pile up (SPEC section 15)."""
+    return [
+        "# HELP feedbackd_drafts_held Drafts waiting in review/ or disputed/, by agent.",
+        "# TYPE feedbackd_drafts_held gauge",
+        *(
+            f'feedbackd_drafts_held{{agent="{_label(agent)}",folder="{folder}"}} {count}'
+            for agent, counts in sorted(agents.items())
+            for folder, count in sorted(counts.items())
+        ),
+    ]
 
 
 def events_lines(state: dict[str, Any]) -> list[str]:
