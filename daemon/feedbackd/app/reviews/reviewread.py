@@ -110,25 +110,25 @@ class ReviewReading:
     def with_first_draft(
         self, read: ReadItem, draft_commits: Callable[[ItemFile], Mapping[str, bytes]]
     ) -> ReadItem:
-        """A file moved to a decision folder, with its draft as first drafted."""
+        """A file moved to a decision folder, with its draft as first drafted: the snapshot this
+        machine took of it in queue/ (of its draft commit's version, or of the file as it was
+        first committed), else its draft commit (read from git only then), else the moved
+        file as it is (a draft git never held)."""
         if read.item is None:
             return read
-        return replace(read, first_draft=self._first_draft(read.file, draft_commits(read.file)))
-
-    def _first_draft(self, moved: ItemFile, in_git: Mapping[str, bytes]) -> FirstDraft:
-        """A file moved to a decision folder, as first drafted: its draft commit (`in_git`, by
-        path), else the snapshot this machine took of it in queue/, else the moved file as it
-        is (a draft git never held)."""
+        moved = read.file
         first = moved.path.suffix
-        for suffix in (first, *(other for other in ITEM_SUFFIXES if other != first)):
-            name = moved.item_id + suffix
-            data = in_git.get(self.runtime.workspace.relative(self.agent.queue / name))
-            snapshot = self.snapshot_of(name)
-            if data is None and snapshot.exists():
-                data = read_file_bytes(snapshot)
+        suffixes = (first, *(other for other in ITEM_SUFFIXES if other != first))
+        for suffix in suffixes:
+            snapshot = self.snapshot_of(moved.item_id + suffix)
+            if snapshot.exists():
+                return replace(read, first_draft=FirstDraft(suffix, read_file_bytes(snapshot)))
+        in_git = draft_commits(moved)
+        for suffix in suffixes:
+            data = in_git.get(self.rel(self.agent.queue / (moved.item_id + suffix)))
             if data is not None:
-                return FirstDraft(suffix, data)
+                return replace(read, first_draft=FirstDraft(suffix, data))
         try:
-            return FirstDraft(first, read_file_bytes(moved.path))
-        except OSError:
-            return FirstDraft(first, b"")  # gone meanwhile: the step is read again first
+            return replace(read, first_draft=FirstDraft(first, read_file_bytes(moved.path)))
+        except OSError:  # gone meanwhile: the step is read again before anything is written
+            return replace(read, first_draft=FirstDraft(first, b""))
