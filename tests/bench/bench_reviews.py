@@ -12,7 +12,9 @@ daemon's commit moves the branch):
   puts the draft back in review/ as first drafted);
 - the deciding review: that draft, named for a second curator, moved from review/ to approved/
   (the decision, which reads the item's reviews and its draft as first drafted).
-Prints the medians and their ratios to the decision by one curator.
+Each move waits until the daemon is quiet (no pass for 0.3 s), so that none lands in a pass the
+previous move's own writes started. Prints the medians and their ratios to the decision by one
+curator.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def moved(root: Path, source: Path, to: str) -> float:
     """Move `source` to the agent's `to` folder; seconds until the daemon's commit is in."""
     target = source.parent.parent / to / source.name
     target.parent.mkdir(exist_ok=True)
+    wait_until_quiet(root, 0.3)  # the passes the last move's own writes started are over
     before, mark = read_branch(root), status_mark(root)
     started = time.perf_counter()
     os.rename(source, target)
@@ -75,7 +78,6 @@ def sample(root: Path, site: Site, number: int, times: dict[str, list[float]]) -
     waiting = agents / reviewed / "review" / f"{item}.json"
     doc = json.loads(waiting.read_text(encoding="utf-8"))
     write_json(waiting, {**doc, "curator": SECOND})  # the next curator names themselves
-    wait_until_quiet(root, 0.3)
     times["the deciding review"].append(moved(root, waiting, "approved"))
 
 

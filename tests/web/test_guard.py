@@ -6,6 +6,7 @@ listens."""
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +175,15 @@ def test_over_mcp_an_unknown_token_is_refused(site: Site) -> None:
             return (await http.post(PATH, json={})).status_code
 
     assert run(main) == 401
+
+
+def test_a_curator_named_in_the_draft_does_not_outrank_the_token(site: Site) -> None:
+    """A draft's own `curator` key names who decides it when a curator moves it by hand; over
+    HTTP with a users file, the write is the token's curator's whatever the draft says."""
+    path = site.agent("lark") / "queue" / "qi-1.json"
+    doc = json.loads(path.read_text())
+    site.write("lark", "qi-1.json", {**doc, "curator": "Mallory <mallory@example.org>"})
+    with serving(site.root) as server:
+        answer = server.post("/api/agents/lark/queue/qi-1/approve", {}, headers=bearer(BO_TOKEN))
+    assert answer.status == 200, answer.text
+    assert site.git("log", "-1", "--format=%an <%ae>").strip() == BO

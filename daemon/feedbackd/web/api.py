@@ -62,7 +62,7 @@ class Site:
         self._seen: tuple[str | None, FileState | None] | None = None
         self._runtime: Runtime | None = None
 
-    def runtime(self, curator: str | None = None) -> Runtime:
+    def runtime(self, curator: str | None = None, *, signed_in: bool = False) -> Runtime:
         with self._lock:
             root = Path(self.workspace)
             seen = _file_state(config_path(self.config, root))
@@ -72,7 +72,7 @@ class Site:
                 self._runtime = opened.waiting_at_most(opened.settings.http.write_wait_s)
                 self._seen = seen
             runtime = self._runtime
-        return runtime.with_curator(curator)
+        return runtime.with_curator(curator, signed_in=signed_in)
 
 
 def _file_state(path: Path | None) -> tuple[str | None, FileState | None]:
@@ -408,7 +408,8 @@ async def _decide(
     prints with --json."""
     agent, item = request.path_params["agent"], request.path_params["item"]
     curator = acting(request, optional_string(data, "curator"))
-    runtime = await work(lambda: site.runtime(curator))
+    signed = signed_in(request) is not None
+    runtime = await work(lambda: site.runtime(curator, signed_in=signed))
 
     def checked_decision() -> Report:
         existing_agent(runtime, agent)

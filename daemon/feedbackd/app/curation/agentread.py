@@ -179,6 +179,7 @@ class AgentReader:
             snippet=current_snippet(self.agent),
             snippet_committed=not snippet_left,  # by a killed pass
             author=self._author() if undecided or from_queue or revised else None,
+            author_first=self.runtime.signed_in,
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
             reviews=reviewed.records,
             unfinished_reviews=reviewed.unfinished,

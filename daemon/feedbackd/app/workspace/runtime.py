@@ -25,6 +25,9 @@ class Runtime:
     settings: Settings
     config_file: Path | None = None
     curator: str | None = None  # --curator for this command
+    # The curator signed in (a token of http.users_file): their write is theirs, whatever
+    # `curator` the draft itself names.
+    signed_in: bool = False
     # git's long-lived helpers, kept from one pass (or request) to the next
     git_helpers: GitBatchKeeper = field(default_factory=GitBatchKeeper, compare=False, repr=False)
     # the ratings windows read so far, so that each new rating reads only what was appended
@@ -47,10 +50,10 @@ class Runtime:
         settings = load_settings(path)
         return cls(Workspace(root, settings.data_dir), settings, path)
 
-    def with_curator(self, curator: str | None) -> Runtime:
+    def with_curator(self, curator: str | None, *, signed_in: bool = False) -> Runtime:
         if curator is not None:
             parse_person(curator, "--curator")
-        return replace(self, curator=curator)
+        return replace(self, curator=curator, signed_in=signed_in and curator is not None)
 
     def waiting_at_most(self, seconds: float) -> Runtime:
         """This runtime for writes that wait `seconds` at most for each lock (a web request)."""
@@ -79,7 +82,10 @@ class Runtime:
 def choose_author(
     item_curator: str | None, runtime: Runtime, workspace_user: Person | None
 ) -> Person:
-    """The curator: the item's `curator`, else --curator, else $FEEDBACKD_CURATOR, else git's."""
+    """The curator: the item's `curator`, else --curator, else $FEEDBACKD_CURATOR, else git's;
+    a curator signed in over HTTP before all."""
+    if runtime.signed_in and runtime.curator:
+        return parse_person(runtime.curator, "--curator")
     for source, value in (
         ("curator", item_curator),
         ("--curator", runtime.curator),

@@ -110,6 +110,8 @@ class AgentView:
     uncommitted: frozenset[Path] = frozenset()
     snippet: str | None = None  # prompt/feedback.md as it stands; None when there is none
     author: Person | FeedbackdError | None = None  # decides an item that names no curator
+    # `author` decides every item, whatever curator it names (a curator signed in over HTTP)
+    author_first: bool = False
     forgotten: frozenset[Identity] = frozenset()  # lessons taken back (`feedbackd forget`)
     revised: Sequence[ReadItem] = ()  # decided files changed since their last commit, read
     # False: HEAD holds another snippet (a pass killed after writing it, before its commit)
@@ -583,6 +585,8 @@ def item_and_author(
             notes.problems.append(BadFile.of(read.file.path, read.error))
         return None
     try:
+        if view.author_first and isinstance(view.author, Person):
+            return read.item, view.author
         return read.item, _author(read.item, view.author)
     except FeedbackdError as error:
         notes.problems.append(BadFile.of(read.file.path, error))
