@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from feedbackd.core.curation.items import parse_item
-from feedbackd.core.reviews.disputefiles import reviews_left, with_reviews
+from feedbackd.core.reviews.disputefiles import agreed_text, reviews_left, with_reviews
 
 REVIEWS: list[dict[str, Any]] = [
     {
@@ -57,3 +57,24 @@ def test_a_file_moved_out_with_its_reviews_key_is_an_error_saying_what_to_do() -
     assert "delete the reviews key" in error.hint
     settled = parse_item(DRAFTS["qi-1.json"].encode(), ".json", "qi-1", path)
     assert reviews_left(settled) is None
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTS))
+def test_the_decided_file_of_agreeing_approvals_holds_the_agreed_version(name: str) -> None:
+    path = Path("_data/agents/w/approved") / name
+    first = DRAFTS[name].encode()
+    draft = parse_item(first, path.suffix, "qi-1", path)
+    agreed = {**draft.content, "title": "Agreed title"}
+    decided = parse_item(agreed_text(first, path, agreed, "").encode(), path.suffix, "qi-1", path)
+    assert decided.content == agreed
+    assert decided.document["slug"] == "s"  # the draft's other fields stay
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTS))
+def test_the_decided_file_of_agreeing_rejections_holds_their_notes(name: str) -> None:
+    path = Path("_data/agents/w/rejected") / name
+    first = DRAFTS[name].encode()
+    text = agreed_text(first, path, None, "Too long.\n\nOff topic.")
+    decided = parse_item(text.encode(), path.suffix, "qi-1", path)
+    assert decided.rejection_feedback == "Too long.\n\nOff topic."
+    assert decided.content == parse_item(first, path.suffix, "qi-1", path).content

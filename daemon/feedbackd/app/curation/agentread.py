@@ -43,6 +43,7 @@ from feedbackd.core.curation.forgetting import forgotten_identities
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
+from feedbackd.core.reviews.reviewlog import ReviewRecord
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspacepaths import (
     DECISION_FOLDERS,
@@ -162,6 +163,7 @@ class AgentReader:
         moved = [self._with_first_seen(read) for read in read_items(undecided)]
         if self.reviewing is not None:  # each moved file as first drafted
             moved = [self.reviewing.with_first_draft(read, self._draft_commits) for read in moved]
+        waiting = self._waiting(scan, feedback, reviews)
         view = AgentView(
             agent=self.agent,
             root=self.runtime.workspace.root,
@@ -183,8 +185,25 @@ class AgentReader:
             forgotten=forgotten_identities(read_forgotten_text(self.agent.forgotten)),
             reviews=reviews,
             unfinished_reviews=unfinished,
+            waiting=waiting,
         )
         return view, scan
+
+    def _waiting(
+        self,
+        scan: Scan,
+        feedback: list[FeedbackEntry] | FeedbackdError,
+        reviews: Sequence[ReviewRecord] | FeedbackdError,
+    ) -> list[ReadItem]:
+        """Drafts in review/ whose reviews are all in (reviewread.py), checked as read when
+        the pass moves them on."""
+        if self.reviewing is None or not isinstance(feedback, list):
+            return []
+        if isinstance(reviews, FeedbackdError):
+            return []
+        waiting = self.reviewing.waiting(scan.files, reviews, self._draft_commits)
+        self.read_as.update((read.file.path, file_state(read.file.path)) for read in waiting)
+        return waiting
 
     def _reads_queue(self, feedback: list[FeedbackEntry] | FeedbackdError) -> bool:
         """A webhouse queue's decisions are the daemon's: no command moves one of its entries."""

@@ -5,16 +5,17 @@ its commit), so that the next pass finishes that review rather than refuse it as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from feedbackd.app.commits.ledgers import CommittedLedgers
+from feedbackd.app.workspace.agentfiles import read_item
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.agentplan import FirstDraft, ItemFile, ReadItem
 from feedbackd.core.errors import FeedbackdError, WorkspaceError
 from feedbackd.core.reviews.reviewlog import ReviewRecord, read_reviews
-from feedbackd.core.workspacepaths import ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 
@@ -69,6 +70,28 @@ class ReviewReading:
             known = set()  # HEAD's own copy damaged: every line is taken as not committed yet
         return frozenset(record.id for record in records if record.id not in known)
 
+    def waiting(
+        self,
+        files: Sequence[ItemFile],
+        records: Sequence[ReviewRecord],
+        draft_commits: Callable[[ItemFile], Mapping[str, bytes]],
+    ) -> list[ReadItem]:
+        """The drafts in review/ that enough curators reviewed and no move is left to decide
+        (a merge brought the last review), with their first draft: the plan gives them their
+        outcome. Only those whose item has `required` curators in the log are read."""
+        required = self.runtime.settings.review.required_for(self.agent.agent_id)
+        curators: dict[str, set[str]] = {}
+        for record in records:
+            curators.setdefault(record.item, set()).add(record.curator.email.lower())
+        moved = {f.item_id for f in files if f.folder in DECISION_FOLDERS}
+        found = [
+            f
+            for f in files
+            if f.folder == "review" and f.item_id not in moved and f.path.stem == f.item_id
+        ]
+        enough = [f for f in found if len(curators.get(f.item_id, ())) >= required]
+        return [self.with_first_draft(_read(f), draft_commits) for f in enough]
+
     def with_first_draft(
         self, read: ReadItem, draft_commits: Callable[[ItemFile], Mapping[str, bytes]]
     ) -> ReadItem:
@@ -94,3 +117,10 @@ class ReviewReading:
             return FirstDraft(first, read_file_bytes(moved.path))
         except OSError:
             return FirstDraft(first, b"")  # gone meanwhile: the step is read again first
+
+
+def _read(item_file: ItemFile) -> ReadItem:
+    try:
+        return ReadItem(item_file, read_item(item_file.path))
+    except FeedbackdError as error:
+        return ReadItem(item_file, error=error)

@@ -121,6 +121,9 @@ class AgentView:
     # lines that HEAD lacks (a pass killed after writing one, before its commit)
     reviews: Sequence[Any] | FeedbackdError = ()  # core/reviews/reviewlog.py's ReviewRecords
     unfinished_reviews: frozenset[str] = frozenset()
+    # Drafts in review/ that enough curators reviewed with no move left to decide them (the
+    # last review came from another clone), read with their first draft
+    waiting: Sequence[ReadItem] = ()
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -301,8 +304,9 @@ class Reviewing(Protocol):
     """How a pass plans the files moved to approved/ or rejected/ where several curators review
     each draft (core/reviews/reviewsteps.py): each may be a review, a decision or a refusal."""
 
-    def before(self, view: AgentView, notes: PlanNotes) -> list[Step]:
-        """Steps that go before the decisions (what a killed pass left to commit)."""
+    def before(self, view: AgentView, notes: PlanNotes) -> list[Step | Decision]:
+        """Steps and decisions that go before the moved files' (what a killed pass left to
+        commit, the outcome of reviews that a merge completed)."""
 
     def judge(
         self, view: AgentView, read: ReadItem, notes: PlanNotes, now: datetime, draw: Draw
@@ -379,21 +383,29 @@ class _Undecided:
         """Their steps (decisions, and reviews where several curators review a draft), the
         reviews refused, and feedback.json and the snippet as the steps leave them."""
         view, reviewing = self.view, self.reviewing
-        steps = reviewing.before(view, self.notes) if reviewing else []
+        judged: list[Decision | Step | Refusal | None] = []
+        judged += reviewing.before(view, self.notes) if reviewing else []
+        judged += [self._judge(read) for read in view.undecided]
+        steps: list[Step] = []
         refusals: list[Refusal] = []
-        for read in view.undecided:
-            judged = self._judge(read)
-            draft = tuple(f.path for f in stale.get(read.file.item_id, ()))
-            if isinstance(judged, Refusal):
-                refusals.append(judged)
-            elif isinstance(judged, Step):
-                steps.append(replace(judged, removes=(*judged.removes, *draft)))
-            elif judged is not None:
-                step, folder = _plan_decision(
-                    view, judged, folder, self.settings, self.at, self.draw
-                )
-                steps.append(replace(step, removes=draft) if draft else step)
+        for one in judged:
+            if isinstance(one, Refusal):
+                refusals.append(one)
+            elif one is not None:
+                step, folder = self._step(one, stale, folder)
+                steps.append(step)
         return steps, refusals, folder
+
+    def _step(
+        self, judged: Decision | Step, stale: dict[str, list[ItemFile]], folder: _Folder
+    ) -> tuple[Step, _Folder]:
+        """A review's step, or a decision's, with the draft its item left beside it."""
+        item_id = judged.commit.item if isinstance(judged, Step) else judged.item.item_id
+        draft = tuple(f.path for f in stale.get(item_id or "", ()))
+        if isinstance(judged, Step):
+            return replace(judged, removes=(*judged.removes, *draft)) if draft else judged, folder
+        step, after = _plan_decision(self.view, judged, folder, self.settings, self.at, self.draw)
+        return (replace(step, removes=draft) if draft else step), after
 
     def _judge(self, read: ReadItem) -> Decision | Step | Refusal | None:
         if self.reviewing is None:
