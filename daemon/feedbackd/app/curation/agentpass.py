@@ -56,7 +56,7 @@ from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging,
 from feedbackd.core.people import Person
 from feedbackd.core.reviews.reviewsteps import ReviewSteps
 from feedbackd.core.wording import Progress, counted, noun
-from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, REVIEW_FOLDERS
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import Undo, atomic_write_text, file_state
 from feedbackd.edges.git.repo import GitRepo, HeadMoved, HeldIndexLock
@@ -401,7 +401,10 @@ class AgentPass:
             paths.append(self.agent.reviews)
         for record in records:
             paths.extend(agentplan.decided_file(self.runtime.workspace.root, self.agent, record))
-            paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
+            # Where the draft came from: queue/, or review/ and disputed/ where curators
+            # reviewed it (their copy goes with the decision, as in its own commit).
+            for folder in ("queue", *REVIEW_FOLDERS):
+                paths.extend(self.agent.folder(folder) / (record.item + s) for s in ITEM_SUFFIXES)
         last = records[-1]
         return CommitRequest(
             commitmsg.EVENT_OF_STATE[last.state],

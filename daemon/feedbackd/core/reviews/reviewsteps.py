@@ -192,11 +192,15 @@ class _Review:
 
     def agreed(self, agreed: Agreed, line: Append | None) -> Decision | None:
         """The decision the reviewers agree on: the first reviewer's, naming the others;
-        `line`, the deciding review's, where the log lacks it."""
+        `line`, the deciding review's, where the log lacks it. A copy of the draft left in
+        review/ (a killed pass wrote the decided file, not yet removing it) goes with it."""
         decision = judge(self.view, self.read, self.notes)  # an approval's corrections, warnings
         if decision is None:
             return None
-        return _as_agreed(self.view, decision, agreed, (line,) if line else ())
+        item_id = self.read.file.item_id
+        left = [f.path for f in self.view.files if f.folder == "review" and f.item_id == item_id]
+        first = ((line,) if line else ()) + tuple(Remove(path) for path in left)
+        return _as_agreed(self.view, decision, agreed, first)
 
 
 def _review_step(agent: AgentPaths, item_id: str, change: Change) -> Step:
