@@ -14,6 +14,7 @@ from feedbackd.app.workspace.agentfiles import read_item
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.agentplan import FirstDraft, ItemFile, ReadItem
 from feedbackd.core.errors import FeedbackdError, WorkspaceError
+from feedbackd.core.reviews.disputefiles import as_first_drafted
 from feedbackd.core.reviews.reviewlog import ReviewRecord, read_reviews
 from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import file_state, read_file_bytes
@@ -101,10 +102,14 @@ class ReviewReading:
         return replace(read, first_draft=self._first_draft(read.file, draft_commits(read.file)))
 
     def _first_draft(self, moved: ItemFile, in_git: Mapping[str, bytes]) -> FirstDraft:
-        """A file moved to a decision folder, as first drafted: its draft commit (`in_git`, by
-        path), else the snapshot this machine took of it in queue/, else the moved file as it
-        is (a draft git never held)."""
+        """A file moved to a decision folder, as first drafted: the copy in review/ that HEAD
+        holds (the earlier reviews put it there), else its draft commit (`in_git`, by path),
+        else the snapshot this machine took of it in queue/, else the moved file without what
+        its curator added (a draft git never held)."""
         first = moved.path.suffix
+        waiting = self._in_review_at_head(moved.item_id)
+        if waiting is not None:
+            return waiting
         for suffix in (first, *(other for other in ITEM_SUFFIXES if other != first)):
             name = moved.item_id + suffix
             data = in_git.get(self.runtime.workspace.relative(self.agent.queue / name))
@@ -114,9 +119,24 @@ class ReviewReading:
             if data is not None:
                 return FirstDraft(suffix, data)
         try:
-            return FirstDraft(first, read_file_bytes(moved.path))
+            return FirstDraft(first, as_first_drafted(read_file_bytes(moved.path), moved.path))
         except OSError:
             return FirstDraft(first, b"")  # gone meanwhile: the step is read again first
+
+    def _in_review_at_head(self, item_id: str) -> FirstDraft | None:
+        """The draft as it waits in review/ at HEAD: what a refused review puts back, and what
+        every later review starts from (the first review wrote it as first drafted)."""
+        if self.repo is None:
+            return None
+        where = {
+            self.runtime.workspace.relative(self.agent.review / (item_id + s)): s
+            for s in ITEM_SUFFIXES
+        }
+        for path, object_id in self.repo.file_ids_at_head(list(where)).items():
+            found = self.repo.object_at_head(path) if object_id is not None else None
+            if found is not None:
+                return FirstDraft(where[path], found.content)
+        return None
 
 
 def _read(item_file: ItemFile) -> ReadItem:

@@ -74,3 +74,28 @@ def agreed_text(first_draft: bytes, path: Path, content: dict[str, Any] | None, 
     front = {**kept, **{key: value for key, value in content.items() if key != "body"}}
     body = content.get("body", "")
     return text[: bounds.start] + yamlio.dump(front) + text[bounds.end : bounds.body] + str(body)
+
+
+# What a curator adds to a draft when they review it, besides their edits of the content.
+_REVIEWERS_KEYS = ("curator", "rejectionFeedback")
+
+
+def as_first_drafted(moved: bytes, path: Path) -> bytes:
+    """A draft that feedbackd knows only as a curator moved it (no commit or snapshot of it in
+    queue/), made as near to its first draft as the file tells: without the curator's name
+    and note, and with `originalContentData` as its content where it has one, so that the
+    next curator reviews it without the first one's edits. Unreadable: as it is."""
+    try:
+        item = parse_item(moved, path.suffix, path.stem, path)
+    except ItemError:
+        return moved
+    kept = {k: v for k, v in item.document.items() if k not in _REVIEWERS_KEYS}
+    if item.format == "md":
+        text = decode_text(moved)
+        bounds = split_front_matter(text)
+        front = yamlio.dump({k: v for k, v in kept.items() if k != "body"})
+        return (text[: bounds.start] + front + text[bounds.end :]).encode("utf-8")
+    if item.original is not None:
+        kept["contentData"] = item.original
+    dump = dumps_json if item.format == "json" else yamlio.dump
+    return dump(kept).encode("utf-8")
