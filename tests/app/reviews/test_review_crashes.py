@@ -108,6 +108,15 @@ def reviewed(drafted: Site, tmp_path_factory: pytest.TempPathFactory) -> Site:
 
 
 @pytest.fixture(scope="module")
+def rejected_once(drafted: Site, tmp_path_factory: pytest.TempPathFactory) -> Site:
+    """Ada's rejection recorded (1 of 2)."""
+    site = drafted.copy_to(tmp_path_factory.mktemp("rejected-once") / "site")
+    move(site, "queue", "rejected", rejectionFeedback="Too long.")
+    by(site, ADA)
+    return site
+
+
+@pytest.fixture(scope="module")
 def disputed(reviewed: Site, tmp_path_factory: pytest.TempPathFactory) -> Site:
     """Bo rejected what Ada approved: qi-1 waits in disputed/."""
     site = reviewed.copy_to(tmp_path_factory.mktemp("disputed") / "site")
@@ -159,6 +168,15 @@ CASES = {
         "approve(w): qi-1, 1 correction (title)",
         2,
         "approved",
+        1,
+    ),
+    "agreeing rejections": Case(
+        "rejected_once",
+        lambda site: move(site, "review", "rejected", rejectionFeedback="Off topic."),
+        BO,
+        "reject(w): qi-1",
+        2,
+        "rejected",
         1,
     ),
     "a dispute": Case(
@@ -215,6 +233,9 @@ def assert_made_once(site: Site, start: str, case: Case) -> None:
     assert sorted(p.parent.name for p in agent.glob("*/qi-1.json")) == [case.folder]
     assert not list(agent.glob("*/qi-1.json.error"))
     assert len(site.feedback("w")) == case.lessons
+    if case.folder == "rejected":  # the decided file says the decision's note
+        decided = json.loads((agent / "rejected" / "qi-1.json").read_text())
+        assert decided["rejectionFeedback"] == "Too long.\n\nOff topic."
     ledger = (agent / "decisions.jsonl").read_text().splitlines()
     assert len(ledger) == (1 if case.lessons else 0)
     assert site.git("status", "--porcelain") == ""

@@ -200,7 +200,18 @@ class _Review:
         item_id = self.read.file.item_id
         left = [f.path for f in self.view.files if f.folder == "review" and f.item_id == item_id]
         first = ((line,) if line else ()) + tuple(Remove(path) for path in left)
-        return _as_agreed(self.view, decision, agreed, first)
+        return _as_agreed(self.view, decision, agreed, first + self._noted(agreed))
+
+    def _noted(self, agreed: Agreed) -> tuple[Write, ...]:
+        """Agreeing rejections whose notes differ: the decided file gets them all, joined, as
+        its rejectionFeedback (the draft as first drafted with the decision's note), so that
+        the file says what feedback.json records, and `export` tells it."""
+        first, path = self.read.first_draft, self.read.file.path
+        if agreed.verdict != "reject" or self.item.rejection_feedback == agreed.notes:
+            return ()
+        if first is None or not first.data or first.suffix != path.suffix:
+            return ()
+        return (Write(path, agreed_text(first.data, path, None, agreed.notes or ""), exact=True),)
 
 
 def _review_step(agent: AgentPaths, item_id: str, change: Change) -> Step:
