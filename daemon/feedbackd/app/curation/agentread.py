@@ -15,7 +15,7 @@ import logging
 import operator
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -163,7 +163,8 @@ class AgentReader:
         moved = [self._with_first_seen(read) for read in read_items(undecided)]
         if self.reviewing is not None:  # each moved file as first drafted
             moved = [self.reviewing.with_first_draft(read, self._draft_commits) for read in moved]
-        waiting = self._waiting(scan, feedback, reviews)
+        waiting = _waiting(self.reviewing, scan, feedback, reviews, self._draft_commits)
+        self.read_as.update((read.file.path, file_state(read.file.path)) for read in waiting)
         view = AgentView(
             agent=self.agent,
             root=self.runtime.workspace.root,
@@ -188,22 +189,6 @@ class AgentReader:
             waiting=waiting,
         )
         return view, scan
-
-    def _waiting(
-        self,
-        scan: Scan,
-        feedback: list[FeedbackEntry] | FeedbackdError,
-        reviews: Sequence[ReviewRecord] | FeedbackdError,
-    ) -> list[ReadItem]:
-        """Drafts in review/ whose reviews are all in (reviewread.py), checked as read when
-        the pass moves them on."""
-        if self.reviewing is None or not isinstance(feedback, list):
-            return []
-        if isinstance(reviews, FeedbackdError):
-            return []
-        waiting = self.reviewing.waiting(scan.files, reviews, self._draft_commits)
-        self.read_as.update((read.file.path, file_state(read.file.path)) for read in waiting)
-        return waiting
 
     def _reads_queue(self, feedback: list[FeedbackEntry] | FeedbackdError) -> bool:
         """A webhouse queue's decisions are the daemon's: no command moves one of its entries."""
@@ -464,6 +449,20 @@ class AgentReader:
 
     def rel(self, path: Path) -> str:
         return self.runtime.workspace.relative(path)
+
+
+def _waiting(
+    reviewing: ReviewReading | None,
+    scan: Scan,
+    feedback: list[FeedbackEntry] | FeedbackdError,
+    reviews: Sequence[ReviewRecord] | FeedbackdError,
+    draft_commits: Callable[[ItemFile], Mapping[str, bytes]],
+) -> list[ReadItem]:
+    """Drafts in review/ whose reviews are all in (reviewread.py), while feedback.json and
+    reviews.jsonl are usable."""
+    if reviewing is None or not isinstance(feedback, list) or isinstance(reviews, FeedbackdError):
+        return []
+    return reviewing.waiting(scan.files, reviews, draft_commits)
 
 
 def _review_reading(
