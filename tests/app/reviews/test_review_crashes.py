@@ -149,6 +149,7 @@ class Case:
     reviews: int  # lines in reviews.jsonl
     folder: str  # where qi-1 ends
     lessons: int  # entries in feedback.json
+    names: tuple[tuple[str, str], ...] = ()  # trailers the commit must hold
 
 
 CASES = {
@@ -169,6 +170,7 @@ CASES = {
         2,
         "approved",
         1,
+        (("Feedback-Reviewers", f"{ADA}, {BO}"), ("Co-authored-by", BO)),
     ),
     "agreeing rejections": Case(
         "rejected_once",
@@ -178,6 +180,7 @@ CASES = {
         2,
         "rejected",
         1,
+        (("Feedback-Reviewers", f"{ADA}, {BO}"), ("Co-authored-by", BO)),
     ),
     "a dispute": Case(
         "reviewed",
@@ -196,6 +199,7 @@ CASES = {
         2,
         "approved",
         1,
+        (("Feedback-Adjudicator", CY), ("Feedback-Reviewers", f"{ADA}, {BO}")),
     ),
     "reviews a merge completed": Case(
         "merged",
@@ -205,6 +209,7 @@ CASES = {
         2,
         "approved",
         1,
+        (("Feedback-Reviewers", f"{ADA}, {BO}"), ("Co-authored-by", BO)),
     ),
 }
 
@@ -227,6 +232,9 @@ def assert_made_once(site: Site, start: str, case: Case) -> None:
     # A decision whose ledger line was written, but not its commit, is committed as such.
     interrupted = case.subject.split(",")[0] + " (completed after an interruption)"
     assert subjects in ([case.subject], [interrupted])
+    trailers = site.trailers()
+    for key, value in case.names:
+        assert trailers.get(key) == [value], (key, trailers)
     lines = (agent / "reviews.jsonl").read_text().splitlines()
     ids = [json.loads(line)["id"] for line in lines]
     assert len(ids) == len(set(ids)) == case.reviews

@@ -111,6 +111,28 @@ class ReviewSteps:
             return review.agreed(so_far, None)
         return review.plan(earlier, self.required, now, draw)
 
+    def decided_trailers(
+        self,
+        ledger: Sequence[DecisionRecord],
+        reviews: Sequence[ReviewRecord],
+        record: DecisionRecord,
+        author: Person,
+    ) -> list[tuple[str, str]]:
+        """The trailers naming the reviewers of the decision `record` (its ledger line), for the
+        commit that completes it after an interruption, as its own commit would have: none
+        where no reviews decided it (a decided item moved to the other decision folder)."""
+        before = list(ledger[: ledger.index(record)]) if record in ledger else list(ledger)
+        latest = decisions.latest_states(before)
+        if not _a_draft(latest, record.item):
+            return []
+        found = reviews_of(reviews, record.item, _round_start(latest, record.item))
+        result = outcome(found, self.required)
+        if isinstance(result, Agreed):
+            return reviewers_trailers(result.reviews)
+        if isinstance(result, Disputed):
+            return adjudicator_trailers(author, result.reviews)
+        return []
+
 
 def _records(view: AgentView) -> list[ReviewRecord]:
     assert not isinstance(view.reviews, FeedbackdError)
