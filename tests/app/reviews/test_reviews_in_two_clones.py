@@ -148,3 +148,29 @@ def test_differing_reviews_in_two_clones_make_one_dispute(clones: Clones) -> Non
     same_in_both(clones)
     assert outcomes(a)[0] == "reject(w): qi-1"
     assert where(a) == ["rejected"]
+
+
+@pytest.mark.parametrize("second", ["approved", "rejected"])
+def test_both_clones_reaching_the_outcome_make_it_once(clones: Clones, second: str) -> None:
+    """Each clone pulls the other's review by hand (`git pull --rebase`, no pass between), so
+    the next pass of each reaches the outcome on its own; once they sync, it is one outcome."""
+    a, b = clones.a, clones.b
+    review(a, ADA, "approved", EDITED)
+    notes = "Off topic." if second == "rejected" else ""
+    review(b, BO, second, EDITED if not notes else FIRST, notes=notes)
+    a.git("push", "-q", "origin", "main")
+    b.git("pull", "-q", "--rebase", "origin", "main")
+    a.git("pull", "-q", "--rebase", "origin", "main")  # nothing yet: B has not pushed
+    b.git("push", "-q", "origin", "main")
+    a.git("pull", "-q", "--rebase", "origin", "main")
+    reconcile_all(a.runtime(CY))
+    reconcile_all(b.runtime(CY))
+    clones.sync_both_ways()
+    same_in_both(clones)
+    verdict = {"approved": "approve", "rejected": "reject"}[second]
+    assert reviews(a) == sorted([(ADA, "approve"), (BO, verdict)])
+    assert len(outcomes(a)) == 1, outcomes(a)
+    assert where(a) == (["approved"] if second == "approved" else ["disputed"])
+    ledger = (a.agent("w") / "decisions.jsonl").read_text().splitlines()
+    assert len(ledger) == (1 if second == "approved" else 0)
+    assert len(a.feedback("w")) == (1 if second == "approved" else 0)

@@ -404,7 +404,8 @@ class _Undecided:
         draft = tuple(f.path for f in stale.get(item_id or "", ()))
         if isinstance(judged, Step):
             return replace(judged, removes=(*judged.removes, *draft)) if draft else judged, folder
-        step, after = _plan_decision(self.view, judged, folder, self.settings, self.at, self.draw)
+        at, draw = judged.made or (self.at, self.draw)
+        step, after = _plan_decision(self.view, judged, folder, self.settings, at, draw)
         return (replace(step, removes=draft) if draft else step), after
 
     def _judge(self, read: ReadItem) -> Decision | Step | Refusal | None:
@@ -581,6 +582,9 @@ class Decision:
     trailers: tuple[tuple[str, str], ...] = ()
     log: Path | None = None
     first: tuple[Action, ...] = ()
+    # When the decision counts as made and what draws its ids, where that is not the pass's:
+    # reviews a merge completed, decided alike by every clone that reaches them.
+    made: tuple[datetime, Draw] | None = None
 
 
 def item_and_author(

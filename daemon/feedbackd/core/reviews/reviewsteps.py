@@ -14,6 +14,8 @@ to `ReviewSteps.judge` and puts `ReviewSteps.before` first.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -58,6 +60,7 @@ from feedbackd.core.reviews.reviewplan import (
     reviewers_trailers,
     reviews_key,
 )
+from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 # Where a draft waits for its next review: the folders a review's commit takes it from.
@@ -354,4 +357,20 @@ def _agreed_waiting(
         corrections,
     )
     moves = (Write(target, text, exact=True), Remove(waiting.path))
-    return _as_agreed(view, decision, agreed, moves)
+    # Every clone that reaches this outcome (each pulled the other's review) makes the same
+    # decision: at the last review's time, its ids drawn from the reviews, so the merge of
+    # their ledgers and feedback keeps one, and the sync's rebase drops the second commit.
+    last = max(parse_iso(review.at) for review in agreed.reviews)
+    made = (last, _drawn_from("\0".join(sorted(review.id for review in agreed.reviews))))
+    return replace(_as_agreed(view, decision, agreed, moves), made=made)
+
+
+def _drawn_from(seed: str) -> Draw:
+    """A draw of characters that depends on `seed` alone: the same ids wherever it is used."""
+    counter = itertools.count()
+
+    def draw(alphabet: str, count: int) -> str:
+        digest = hashlib.sha256(f"{seed}\0{next(counter)}".encode()).digest()
+        return "".join(alphabet[byte % len(alphabet)] for byte in digest[:count])
+
+    return draw
