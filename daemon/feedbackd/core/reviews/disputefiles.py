@@ -9,6 +9,7 @@ front matter get the key appended as a block, so the draft's own lines stay as t
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def agreed_text(first_draft: bytes, path: Path, content: dict[str, Any] | None, 
     if item.format == "json":
         return dumps_json({**item.document, "contentData": content})
     if item.format == "yaml":
-        return yamlio.dump({**item.document, "contentData": content})
+        return yamlio.dump({**item.document, "contentData": copy.deepcopy(content)})
     text = decode_text(first_draft)
     bounds = split_front_matter(text)
     kept = {key: value for key, value in item.document.items() if key in MD_RESERVED_KEYS}
@@ -95,7 +96,7 @@ def as_first_drafted(moved: bytes, path: Path) -> bytes:
         bounds = split_front_matter(text)
         front = yamlio.dump({k: v for k, v in kept.items() if k != "body"})
         return (text[: bounds.start] + front + text[bounds.end :]).encode("utf-8")
-    if item.original is not None:
-        kept["contentData"] = item.original
+    if item.original is not None:  # a copy: YAML would write one object twice as an alias
+        kept["contentData"] = copy.deepcopy(item.original)
     dump = dumps_json if item.format == "json" else yamlio.dump
     return dump(kept).encode("utf-8")
