@@ -2,10 +2,14 @@
 
 A seeded random script interleaves drafts, approvals (edits, then the move), rejections with
 notes, slow writes, rating files, `kill -9` and restarts of the daemon, `git reset --hard`,
-`git revert` of a decision, `git stash -u` / `pop` and agent folder renames. Whatever happened,
-once the daemon is quiet the workspace must be consistent with its own HEAD:
-- every item in `approved/` or `rejected/` has exactly one ledger line of that state, and no
-  other item has one;
+`git revert` of a decision, `git stash -u` / `pop` and agent folder renames; and, for an agent
+whose drafts two curators review (SPEC section 15), curators' reviews (each names its curator in
+the file) and the settling of disputes. Whatever happened, once the daemon is quiet the
+workspace must be consistent with its own HEAD:
+- every item is in one folder; every item in `approved/` or `rejected/` has exactly one ledger
+  line of that state, and no other item has one;
+- the reviewed agent's reviews are each one line and one commit, and agree with where each item
+  is (tests/chaos_reviews_kit.py);
 - `feedback.json` holds exactly the entries those decisions imply (a correction per changed
   string field, a rejection with its note), none twice;
 - every rating sent is stored exactly once and the inbox is empty;
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.chaos_reviews_kit import CURATORS, REVIEWED, review_problems
 from tests.daemon_kit import DaemonProcess, NotifyListener, idle, wait_for
 from tests.workspace_kit import Site
 
@@ -53,6 +58,8 @@ WEIGHTS = {
     "revert": 2,
     "stash": 2,
     "rename": 1,
+    "review": 6,
+    "settle_dispute": 2,
 }
 # A user's git command that met the daemon's index.lock is simply run again, for this long: a
 # loaded machine stretches the daemon's short runs of decisions.
@@ -99,9 +106,14 @@ class Chaos:
     def folder(self, agent: str, state: str) -> Path:
         return self.site.agent(agent) / state
 
-    def items(self, state: str) -> list[tuple[str, Path]]:
+    @property
+    def curated(self) -> list[str]:
+        """The agents one curator decides for (the reviewed one has reviews instead)."""
+        return [agent for agent in self.agents if agent != REVIEWED]
+
+    def items(self, state: str, agents: list[str] | None = None) -> list[tuple[str, Path]]:
         found = []
-        for agent in self.agents:
+        for agent in self.curated if agents is None else agents:
             folder = self.folder(agent, state)
             if folder.is_dir():
                 found += [(agent, p) for p in sorted(folder.iterdir()) if p.suffix == ".json"]
@@ -163,6 +175,50 @@ class Chaos:
         os.rename(path, target)
         self.done.append(f"reject {agent}/{path.stem}")
         return None
+
+    def review(self) -> None:
+        """A curator reviews a draft of the reviewed agent waiting in queue/ or review/: the same
+        edit or note each time for an item, so that two approvals (or rejections) agree; a
+        curator who reviewed it already is refused (an `.error` file, the draft back)."""
+        waiting = self.items("queue", [REVIEWED]) + self.items("review", [REVIEWED])
+        if not waiting:
+            return self.new_draft()
+        agent, path = self.rng.choice(waiting)
+        doc, curator = _read_json(path), self.rng.choice(CURATORS)
+        doc["curator"] = curator
+        verdict = "approved" if self.rng.random() < 0.6 else "rejected"
+        if verdict == "approved":
+            doc["contentData"]["title"] = f"{path.stem}, as the curators agree"
+        else:
+            doc["rejectionFeedback"] = f"Too vague, {path.stem} needs an example"
+        self._move(path, doc, verdict)
+        self.done.append(f"review {agent}/{path.stem} {verdict} by {curator}")
+        return None
+
+    def settle_dispute(self) -> None:
+        """A curator settles a dispute: the `reviews` key dropped, their version moved."""
+        disputed = self.items("disputed", [REVIEWED])
+        if not disputed:
+            return self.review()
+        agent, path = self.rng.choice(disputed)
+        doc = _read_json(path)
+        doc.pop("reviews", None)
+        doc["curator"] = self.rng.choice(CURATORS)
+        verdict = self.rng.choice(("approved", "rejected"))
+        if verdict == "approved":
+            doc["contentData"]["title"] = f"{path.stem}, as settled"
+        else:
+            doc["rejectionFeedback"] = f"{path.stem} is off topic"
+        self._move(path, doc, verdict)
+        self.done.append(f"settle {agent}/{path.stem} {verdict}")
+        return None
+
+    def _move(self, path: Path, doc: dict[str, Any], to: str) -> None:
+        """The file edited where it waits, then moved (a curator's editor, then `mv`)."""
+        _write_json(path, doc)
+        target = self.folder(path.parent.parent.name, to) / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(path, target)
 
     def rate(self) -> None:
         score = self.rng.randint(1, 5)
@@ -248,7 +304,7 @@ class Chaos:
         self.done.append("git stash -u, then pop")
 
     def rename(self) -> None:
-        old = self.rng.choice(self.agents)
+        old = self.rng.choice(self.curated)  # the reviewed agent's settings name its folder
         new = f"{old.partition('.')[0]}.{self.rng.randrange(1000)}"
         os.rename(self.site.agent(old), self.site.agent(new))
         self.done.append(f"mv {old} {new}")
@@ -284,6 +340,8 @@ class Chaos:
             "revert": self.revert,
             "stash": self.stash,
             "rename": self.rename,
+            "review": self.review,
+            "settle_dispute": self.settle_dispute,
         }
         names = list(actions)
         weights = [actions[name] for name in names]
@@ -326,17 +384,27 @@ class Chaos:
             found.append(f"git fsck: {fsck.stderr.strip()[:500]}")
         for agent in _agent_folders(self.site):
             found += _agent_problems(self.site, agent)
+        if self.site.agent(REVIEWED).is_dir():
+            found += review_problems(self.site, REVIEWED)
         found += _rating_problems(self.site, self.ratings)
         return found
 
 
+FOLDERS = ("queue", "review", "disputed", "approved", "rejected")
+
+
 def _agent_problems(site: Site, agent: str) -> list[str]:
     folder = site.agent(agent)
-    where = {
-        p.stem: state for state in ("queue", "approved", "rejected") for p in _files(folder / state)
-    }
-    found = _ledger_problems(agent, where, _jsonl(folder / "decisions.jsonl"))
-    decided = [folder / state / f"{item}.json" for item, state in where.items() if state != "queue"]
+    places = [(p.stem, state) for state in FOLDERS for p in _files(folder / state)]
+    where = dict(places)
+    twice = sorted(item for item, count in Counter(i for i, _ in places).items() if count > 1)
+    found = [f"{agent}/{item} is in more than one folder" for item in twice]
+    found += _ledger_problems(agent, where, _jsonl(folder / "decisions.jsonl"))
+    decided = [
+        folder / state / f"{item}.json"
+        for item, state in where.items()
+        if state in ("approved", "rejected")
+    ]
     expected = Counter(entry for path in decided for entry in _implied(path))
     stored = Counter(_key(entry) for entry in _feedback(folder / "feedback.json"))
     if stored != expected:
@@ -352,10 +420,11 @@ def _ledger_problems(agent: str, where: dict[str, str], ledger: list[dict[str, A
     for record in ledger:
         lines.setdefault(record["item"], []).append(record["state"])
     found = []
-    for item in sorted(set(lines) | {i for i, state in where.items() if state != "queue"}):
+    drafts = {"queue": "queued", "review": "queued", "disputed": "queued"}
+    for item in sorted(set(lines) | {i for i, state in where.items() if state not in drafts}):
         states, state = lines.get(item, []), where.get(item, "gone")
         last = states[-1] if states else "queued"
-        if last != {"queue": "queued", "gone": last}.get(state, state):
+        if last != {**drafts, "gone": last}.get(state, state):
             found.append(f"{agent}/{item} is in {state}/ but its ledger says {states}")
         if any(a != "queued" and b != "queued" for a, b in itertools.pairwise(states)):
             found.append(f"{agent}/{item}: a decision recorded twice: {states}")
@@ -405,7 +474,7 @@ def _rating_problems(site: Site, sent: set[str]) -> list[str]:
 
 def _agent_folders(site: Site) -> list[str]:
     """Writers' folders: the ones with drafts or decisions (buyers get folders of their own)."""
-    marks = ("queue", "approved", "rejected", "decisions.jsonl")
+    marks = ("queue", "review", "disputed", "approved", "rejected", "decisions.jsonl")
     root = site.data / "agents"
     return sorted(p.name for p in root.iterdir() if any((p / mark).exists() for mark in marks))
 
@@ -464,11 +533,12 @@ def _reverted(site: Site) -> set[str]:
 
 def make_site(root: Path) -> Site:
     site = Site(root)
-    site.configure(f"daemon:\n  settle_ms: {SETTLE_MS}\n")
+    reviewed = f"review:\n  agents:\n    {REVIEWED}: 2\n"
+    site.configure(f"daemon:\n  settle_ms: {SETTLE_MS}\n{reviewed}")
     soul = site.agent(PROVIDER) / "SOUL.md"
     soul.parent.mkdir(parents=True)
     soul.write_text(SOUL.rstrip() + "\n")
-    for agent in WRITERS:
+    for agent in (*WRITERS, REVIEWED):
         content = {"title": f"First of {agent}", "body": "Body.\n", "seo": {"metaDescription": "."}}
         _write_json(
             site.agent(agent) / "queue" / f"{agent}-first.json",

@@ -31,6 +31,8 @@ CHECKED = (
     "stash",
     "rename",
     "revert",
+    "review",
+    "settle_dispute",
 )
 ACTIONS = {
     name: WEIGHTS[name]

@@ -248,3 +248,27 @@ def test_a_draft_edited_where_it_waits_for_review_is_explained_and_kept(site: Si
     by(site, BO)  # moved, the edit is Bo's review
     assert subject(site) == "dispute(w): qi-1 (approve 2, reject 0)"
     assert not waiting.with_name("qi-1.json.error").exists()
+
+
+def test_a_draft_first_seen_moved_waits_without_the_first_curators_edits(tmp_path: Path) -> None:
+    """A draft reviewed before any pass saw it in queue/ (the daemon was stopped): the next
+    curator gets it without the first one's edits, name and note; and a refused second review by
+    the same curator puts back exactly what waits in review/."""
+    site = Site(tmp_path / "site")
+    site.configure("review:\n  required: 2\n")
+    site.git("add", "feedbackd.yaml")
+    site.git("commit", "-q", "-m", "two reviews a draft")
+    site.write("w", "qi-2.json", draft(FIRST, FIRST))
+    doc = draft({"title": "Ada's title", "excerpt": "Short."}, FIRST, curator=ADA)
+    site.write("w", "qi-2.json", {**doc, "rejectionFeedback": "Too long."}, folder="rejected")
+    site.agent("w").joinpath("queue", "qi-2.json").unlink()
+    by(site, ADA)
+    assert subject(site) == "review(w): qi-2 by Ada (1 of 2)"
+    waiting = site.agent("w") / "review" / "qi-2.json"
+    assert json.loads(waiting.read_text()) == draft(FIRST, FIRST)
+    committed = waiting.read_bytes()
+    site.move("w", "qi-2.json", "approved", source="review")
+    site.write("w", "qi-2.json", {**doc, "contentData": FIRST}, folder="approved")
+    by(site, ADA)
+    assert waiting.read_bytes() == committed
+    assert site.git("status", "--porcelain") == ""

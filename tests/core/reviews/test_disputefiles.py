@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 
 from feedbackd.core.curation.items import ItemError, parse_item
-from feedbackd.core.reviews.disputefiles import reviews_left, with_reviews, without_reviews
+from feedbackd.core.reviews.disputefiles import (
+    agreed_text,
+    as_first_drafted,
+    reviews_left,
+    with_reviews,
+    without_reviews,
+)
 
 REVIEWS: list[dict[str, Any]] = [
     {
@@ -84,3 +90,43 @@ def test_a_file_without_the_key_is_left_as_it_is() -> None:
     path = Path("_data/agents/w/disputed/qi-1.json")
     data = DRAFTS["qi-1.json"].encode()
     assert without_reviews(data, path) is data
+
+
+def test_the_decided_file_of_agreeing_approvals_holds_the_agreed_version(name: str) -> None:
+    path = Path("_data/agents/w/approved") / name
+    first = DRAFTS[name].encode()
+    draft = parse_item(first, path.suffix, "qi-1", path)
+    agreed = {**draft.content, "title": "Agreed title"}
+    decided = parse_item(agreed_text(first, path, agreed, "").encode(), path.suffix, "qi-1", path)
+    assert decided.content == agreed
+    assert decided.document["slug"] == "s"  # the draft's other fields stay
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTS))
+def test_the_decided_file_of_agreeing_rejections_holds_their_notes(name: str) -> None:
+    path = Path("_data/agents/w/rejected") / name
+    first = DRAFTS[name].encode()
+    text = agreed_text(first, path, None, "Too long.\n\nOff topic.")
+    decided = parse_item(text.encode(), path.suffix, "qi-1", path)
+    assert decided.rejection_feedback == "Too long.\n\nOff topic."
+    assert decided.content == parse_item(first, path.suffix, "qi-1", path).content
+
+
+MOVED = {
+    "qi-1.json": '{"contentData": {"title": "Edited"}, "originalContentData": {"title": "Draft"},'
+    ' "slug": "s", "curator": "Ada <ada@example.org>", "rejectionFeedback": "No."}',
+    "qi-1.yaml": "contentData:\n  title: Edited\noriginalContentData:\n  title: Draft\nslug: s\n"
+    "curator: Ada <ada@example.org>\nrejectionFeedback: No.\n",
+    "qi-1.md": "---\ntitle: Draft\nslug: s\ncurator: Ada <ada@example.org>\n"
+    "rejectionFeedback: No.\n---\nThe body.\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MOVED))
+def test_a_draft_known_only_as_moved_loses_what_its_curator_added(name: str) -> None:
+    path = Path("_data/agents/w/approved") / name
+    first = as_first_drafted(MOVED[name].encode(), path)
+    item = parse_item(first, path.suffix, "qi-1", path)
+    assert (item.curator, item.rejection_feedback) == (None, None)
+    assert item.content["title"] == "Draft"  # originalContentData, where the draft has one
+    assert item.document["slug"] == "s"

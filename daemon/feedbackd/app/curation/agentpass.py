@@ -40,6 +40,7 @@ from feedbackd.app.curation.agentread import (
 )
 from feedbackd.app.curation.draftmemory import remember_drafts
 from feedbackd.app.report import Report
+from feedbackd.app.reviews.reviewread import ReviewReading
 from feedbackd.app.workspace import problems
 from feedbackd.app.workspace.agentfiles import read_forgotten_text, read_ledger
 from feedbackd.app.workspace.problems import Problem
@@ -56,7 +57,7 @@ from feedbackd.core.errors import FeedbackdError, InvalidFeedback, KeptChanging,
 from feedbackd.core.people import Person
 from feedbackd.core.reviews.reviewsteps import ReviewSteps
 from feedbackd.core.wording import Progress, counted, noun
-from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, REVIEW_FOLDERS
 from feedbackd.edges.clock import utcnow
 from feedbackd.edges.files import Undo, atomic_write_text, file_state
 from feedbackd.edges.git.repo import GitRepo, HeadMoved, HeldIndexLock
@@ -386,15 +387,18 @@ class AgentPass:
                 self.runtime,
                 self.repo,
                 {self.agent.decisions: pending},
-                lambda waiting: self._recovered(waiting[self.agent.decisions]),
+                lambda waiting: self._recovered(waiting[self.agent.decisions], ledger),
                 ledgers=self.ledgers,
             )
         if event is not None:
             self.report.events.append(event)
 
-    def _recovered(self, records: Sequence[DecisionRecord]) -> CommitRequest:
+    def _recovered(
+        self, records: Sequence[DecisionRecord], ledger: Sequence[DecisionRecord]
+    ) -> CommitRequest:
         """The commit of decisions whose ledger lines were never committed: the ledger, the
-        files it names, and feedback.json and the snippet as they are now."""
+        files it names, and feedback.json and the snippet as they are now; naming the reviewers
+        where curators' reviews decided the last one."""
         paths = [self.agent.decisions, self.agent.prompt]
         if self.agent.feedback.exists():  # deleted meanwhile: the pass that follows puts it back
             paths.append(self.agent.feedback)
@@ -402,16 +406,23 @@ class AgentPass:
             paths.append(self.agent.reviews)
         for record in records:
             paths.extend(agentplan.decided_file(self.runtime.workspace.root, self.agent, record))
-            paths.extend(self.agent.queue / (record.item + s) for s in ITEM_SUFFIXES)
+            # Where the draft came from: queue/, or review/ and disputed/ where curators
+            # reviewed it (their copy goes with the decision, as in its own commit).
+            for folder in ("queue", *REVIEW_FOLDERS):
+                paths.extend(self.agent.folder(folder) / (record.item + s) for s in ITEM_SUFFIXES)
         last = records[-1]
+        author = _curator_of(last) or choose_author(
+            None, self.runtime, self.reader.workspace_user()
+        )
+        trailers = commitmsg.interrupted_trailers(last.item, last.fields)
         return CommitRequest(
             commitmsg.EVENT_OF_STATE[last.state],
             self.agent.agent_id,
             commitmsg.interrupted_summary([record.item for record in records]),
             paths,
-            _curator_of(last) or choose_author(None, self.runtime, self.reader.workspace_user()),
+            author,
             item=last.item,
-            trailers=commitmsg.interrupted_trailers(last.item, last.fields),
+            trailers=[*trailers, *_reviewers(self.reader.reviewing, ledger, last, author)],
             within=self.agent.root,
         )
 
@@ -505,6 +516,22 @@ def record_entry(runtime: Runtime, agent_id: str, entry: FeedbackEntry) -> Repor
 
 def _ledger_ids(text: str) -> list[str]:
     return [record.id for record in decisions.parse_ledger(text)]
+
+
+def _reviewers(
+    reading: ReviewReading | None,
+    ledger: Sequence[DecisionRecord],
+    record: DecisionRecord,
+    author: Person,
+) -> list[tuple[str, str]]:
+    """The trailers naming the curators whose reviews made the decision `record`."""
+    if reading is None:
+        return []
+    reviews = reading.read(()).records
+    if isinstance(reviews, FeedbackdError):
+        return []
+    required = reading.runtime.settings.review.required_for(reading.agent.agent_id)
+    return ReviewSteps(required).decided_trailers(ledger, reviews, record, author)
 
 
 def _curator_of(record: DecisionRecord) -> Person | None:

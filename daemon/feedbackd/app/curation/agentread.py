@@ -15,7 +15,7 @@ import logging
 import operator
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -43,6 +43,7 @@ from feedbackd.core.curation.forgetting import forgotten_identities
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import is_valid_id, shown_name
 from feedbackd.core.people import Person
+from feedbackd.core.reviews.reviewlog import ReviewRecord
 from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspacepaths import (
     ALL_ITEM_FOLDERS,
@@ -155,12 +156,12 @@ class AgentReader:
         revised = self._settled(revised, scan)
         self.read_as = {f.path: file_state(f.path) for f in [*undecided, *revised]}
         self.deciding = {*undecided, *revised}
-        from_queue = self._from_curation_queue(ledger, scan) if self._reads_queue(feedback) else []
+        from_queue = self._from_curation_queue(ledger, scan, feedback)
         snippet_left = self.committed.differs_from_head(self.runtime, self.repo, self.agent.prompt)
         reviewed = self.reviewing.read(scan.files) if self.reviewing else NO_REVIEWS
-        moved = [self._with_first_seen(read) for read in read_items(undecided)]
-        if self.reviewing is not None:  # each moved file as first drafted
-            moved = [self.reviewing.with_first_draft(read, self._draft_commits) for read in moved]
+        moved = [self._with_first_draft(self._with_first_seen(r)) for r in read_items(undecided)]
+        waiting = _waiting(self.reviewing, scan, feedback, reviewed.records, self._draft_commits)
+        self.read_as.update((read.file.path, file_state(read.file.path)) for read in waiting)
         view = AgentView(
             agent=self.agent,
             root=self.runtime.workspace.root,
@@ -184,12 +185,9 @@ class AgentReader:
             reviews=reviewed.records,
             unfinished_reviews=reviewed.unfinished,
             edited_in_review=reviewed.edited,
+            waiting=waiting,
         )
         return view, scan
-
-    def _reads_queue(self, feedback: list[FeedbackEntry] | FeedbackdError) -> bool:
-        """A webhouse queue's decisions are the daemon's: no command moves one of its entries."""
-        return isinstance(feedback, list) and self.only_items is None
 
     # --- item files ---------------------------------------------------------------------------
     def scan(self) -> Scan:
@@ -260,13 +258,18 @@ class AgentReader:
             for item_file, file in named
         ]
 
-    def _from_curation_queue(self, ledger: Sequence[DecisionRecord], scan: Scan) -> list[ReadItem]:
-        """A webhouse queue's decided entries (app/curation/webhousequeue.py), as items to decide.
+    def _from_curation_queue(
+        self, ledger: Sequence[DecisionRecord], scan: Scan, feedback: object
+    ) -> list[ReadItem]:
+        """A webhouse queue's decided entries (app/curation/webhousequeue.py), as items to
+        decide, while feedback.json is usable; none in a command's pass (no command moves one).
 
         The queue file is always in HEAD: an entry the ledger names no line for (decisions.jsonl
         lost or damaged) is looked up in history and restored if decided; one whose ledger line
         says otherwise (rejected, now approved) is a new decision.
         """
+        if not isinstance(feedback, list) or self.only_items is not None:
+            return []
         found = webhousequeue.decisions_for(self.runtime, self.agent, ledger)
         scan.problems += found.problems
         scan.warnings += found.warnings
@@ -307,25 +310,11 @@ class AgentReader:
         return [f for f in unknown if self.rel(f.path) in changed]
 
     def _read_revised(self, files: Sequence[ItemFile]) -> list[ReadItem]:
-        """The revised files whose content differs from HEAD's (not only their times), each with
-        the item as committed."""
+        """The revised files whose content differs from HEAD's, each with the item as
+        committed and the draft as first seen."""
         if self.repo is None:
             return []
-        committed: dict[Path, bytes | None] = {}
-        for item_file in files:
-            data = self.repo.file_at_head(self.rel(item_file.path))
-            try:
-                if data is not None and read_file_bytes(item_file.path) == data:
-                    continue  # touched, not changed
-            except OSError:
-                continue  # moved on meanwhile: the next pass looks at it where it is
-            committed[item_file.path] = data
-        return [
-            self._with_first_seen(
-                replace(read, decided_as=_item_or_none(committed[read.file.path], read.file))
-            )
-            for read in read_items([f for f in files if f.path in committed])
-        ]
+        return [self._with_first_seen(read) for read in revised_items(self.repo, self.rel, files)]
 
     def _settled(self, files: Sequence[ItemFile], scan: Scan) -> list[ItemFile]:
         settle_s = self.runtime.settings.daemon.settle_ms / 1000
@@ -373,6 +362,12 @@ class AgentReader:
             return read
         content = first.content if item.original is None else None
         return replace(read, first_seen=content, first_outside=items.outside_content(first))
+
+    def _with_first_draft(self, read: ReadItem) -> ReadItem:
+        """Where several curators review each draft, a moved file as first drafted."""
+        return (
+            self.reviewing.with_first_draft(read, self._draft_commits) if self.reviewing else read
+        )
 
     def _first_seen(self, item_file: ItemFile) -> items.Item | None:
         """The draft as first seen in queue/: the local snapshot, else its draft commit (an
@@ -446,6 +441,40 @@ class AgentReader:
 
     def rel(self, path: Path) -> str:
         return self.runtime.workspace.relative(path)
+
+
+def _waiting(
+    reviewing: ReviewReading | None,
+    scan: Scan,
+    feedback: list[FeedbackEntry] | FeedbackdError,
+    reviews: Sequence[ReviewRecord] | FeedbackdError,
+    draft_commits: Callable[[ItemFile], Mapping[str, bytes]],
+) -> list[ReadItem]:
+    """Drafts in review/ whose reviews are all in (reviewread.py), while feedback.json and
+    reviews.jsonl are usable."""
+    if reviewing is None or not isinstance(feedback, list) or isinstance(reviews, FeedbackdError):
+        return []
+    return reviewing.waiting(scan.files, reviews, draft_commits)
+
+
+def revised_items(
+    repo: GitRepo, rel: Callable[[Path], str], files: Sequence[ItemFile]
+) -> list[ReadItem]:
+    """The revised files whose content differs from HEAD's (not only their times), each with
+    the item as committed."""
+    committed: dict[Path, bytes | None] = {}
+    for item_file in files:
+        data = repo.file_at_head(rel(item_file.path))
+        try:
+            if data is not None and read_file_bytes(item_file.path) == data:
+                continue  # touched, not changed
+        except OSError:
+            continue  # moved on meanwhile: the next pass looks at it where it is
+        committed[item_file.path] = data
+    return [
+        replace(read, decided_as=_item_or_none(committed[read.file.path], read.file))
+        for read in read_items([f for f in files if f.path in committed])
+    ]
 
 
 def _review_reading(

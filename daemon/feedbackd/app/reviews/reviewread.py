@@ -11,11 +11,13 @@ from pathlib import Path
 
 from feedbackd.app.commits.ledgers import CommittedLedgers
 from feedbackd.app.workspace import problems
+from feedbackd.app.workspace.agentfiles import read_item
 from feedbackd.app.workspace.runtime import Runtime
 from feedbackd.core.curation.agentplan import FirstDraft, ItemFile, ReadItem
 from feedbackd.core.errors import FeedbackdError, WorkspaceError
+from feedbackd.core.reviews.disputefiles import as_first_drafted
 from feedbackd.core.reviews.reviewlog import ReviewRecord, read_reviews
-from feedbackd.core.workspacepaths import ITEM_SUFFIXES, AgentPaths
+from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 from feedbackd.edges.files import file_state, read_file_bytes
 from feedbackd.edges.git.repo import GitRepo
 
@@ -107,6 +109,28 @@ class ReviewReading:
             known = set()  # HEAD's own copy damaged: every line is taken as not committed yet
         return frozenset(record.id for record in records if record.id not in known)
 
+    def waiting(
+        self,
+        files: Sequence[ItemFile],
+        records: Sequence[ReviewRecord],
+        draft_commits: Callable[[ItemFile], Mapping[str, bytes]],
+    ) -> list[ReadItem]:
+        """The drafts in review/ that enough curators reviewed and no move is left to decide
+        (a merge brought the last review), with their first draft: the plan gives them their
+        outcome. Only those whose item has `required` curators in the log are read."""
+        required = self.runtime.settings.review.required_for(self.agent.agent_id)
+        curators: dict[str, set[str]] = {}
+        for record in records:
+            curators.setdefault(record.item, set()).add(record.curator.email.lower())
+        moved = {f.item_id for f in files if f.folder in DECISION_FOLDERS}
+        found = [
+            f
+            for f in files
+            if f.folder == "review" and f.item_id not in moved and f.path.stem == f.item_id
+        ]
+        enough = [f for f in found if len(curators.get(f.item_id, ())) >= required]
+        return [self.with_first_draft(_read(f), draft_commits) for f in enough]
+
     def with_first_draft(
         self, read: ReadItem, draft_commits: Callable[[ItemFile], Mapping[str, bytes]]
     ) -> ReadItem:
@@ -116,19 +140,52 @@ class ReviewReading:
         file as it is (a draft git never held)."""
         if read.item is None:
             return read
-        moved = read.file
+        return replace(read, first_draft=self._first_draft(read.file, draft_commits))
+
+    def _first_draft(
+        self, moved: ItemFile, draft_commits: Callable[[ItemFile], Mapping[str, bytes]]
+    ) -> FirstDraft:
+        """A file moved to a decision folder, as first drafted: the copy in review/ that HEAD
+        holds (the earlier reviews put it there), else the snapshot this machine took of it in
+        queue/, else its draft commit (git asked only then), else the moved file without what
+        its curator added (a draft git never held)."""
         first = moved.path.suffix
+        waiting = self._in_review_at_head(moved.item_id)
+        if waiting is not None:
+            return waiting
         suffixes = (first, *(other for other in ITEM_SUFFIXES if other != first))
         for suffix in suffixes:
             snapshot = self.snapshot_of(moved.item_id + suffix)
             if snapshot.exists():
-                return replace(read, first_draft=FirstDraft(suffix, read_file_bytes(snapshot)))
+                return FirstDraft(suffix, read_file_bytes(snapshot))
         in_git = draft_commits(moved)
         for suffix in suffixes:
             data = in_git.get(self.rel(self.agent.queue / (moved.item_id + suffix)))
             if data is not None:
-                return replace(read, first_draft=FirstDraft(suffix, data))
+                return FirstDraft(suffix, data)
         try:
-            return replace(read, first_draft=FirstDraft(first, read_file_bytes(moved.path)))
-        except OSError:  # gone meanwhile: the step is read again before anything is written
-            return replace(read, first_draft=FirstDraft(first, b""))
+            return FirstDraft(first, as_first_drafted(read_file_bytes(moved.path), moved.path))
+        except OSError:
+            return FirstDraft(first, b"")  # gone meanwhile: the step is read again first
+
+    def _in_review_at_head(self, item_id: str) -> FirstDraft | None:
+        """The draft as it waits in review/ at HEAD: what a refused review puts back, and what
+        every later review starts from (the first review wrote it as first drafted)."""
+        if self.repo is None:
+            return None
+        where = {
+            self.runtime.workspace.relative(self.agent.review / (item_id + s)): s
+            for s in ITEM_SUFFIXES
+        }
+        for path, object_id in self.repo.file_ids_at_head(list(where)).items():
+            found = self.repo.object_at_head(path) if object_id is not None else None
+            if found is not None:
+                return FirstDraft(where[path], found.content)
+        return None
+
+
+def _read(item_file: ItemFile) -> ReadItem:
+    try:
+        return ReadItem(item_file, read_item(item_file.path))
+    except FeedbackdError as error:
+        return ReadItem(item_file, error=error)

@@ -123,6 +123,9 @@ class AgentView:
     reviews: Sequence[Any] | FeedbackdError = ()  # core/reviews/reviewlog.py's ReviewRecords
     unfinished_reviews: frozenset[str] = frozenset()
     edited_in_review: Sequence[Path] = ()  # drafts in review/ that differ from HEAD's
+    # Drafts in review/ that enough curators reviewed with no move left to decide them (the
+    # last review came from another clone), read with their first draft
+    waiting: Sequence[ReadItem] = ()
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -305,8 +308,9 @@ class Reviewing(Protocol):
     """How a pass plans the files moved to approved/ or rejected/ where several curators review
     each draft (core/reviews/reviewsteps.py): each may be a review, a decision or a refusal."""
 
-    def before(self, view: AgentView, notes: PlanNotes) -> list[Step]:
-        """Steps that go before the decisions (what a killed pass left to commit)."""
+    def before(self, view: AgentView, notes: PlanNotes) -> list[Step | Decision]:
+        """Steps and decisions that go before the moved files' (what a killed pass left to
+        commit, the outcome of reviews that a merge completed)."""
 
     def judge(
         self, view: AgentView, read: ReadItem, notes: PlanNotes, now: datetime, draw: Draw
@@ -383,22 +387,31 @@ class _Undecided:
         """Their steps (decisions, and reviews where several curators review a draft), the
         reviews refused, and feedback.json and the snippet as the steps leave them."""
         view, reviewing = self.view, self.reviewing
-        steps = reviewing.before(view, self.notes) if reviewing else []
+        judged: list[Decision | Step | Refusal | None] = []
+        judged += reviewing.before(view, self.notes) if reviewing else []
+        judged += [self._judge(read) for read in view.undecided]
+        steps: list[Step] = []
         refusals: list[Refusal] = []
-        for read in view.undecided:
-            judged = self._judge(read)
-            draft = tuple(f.path for f in stale.get(read.file.item_id, ()))
-            if isinstance(judged, Refusal):
-                refusals.append(judged)
-            elif isinstance(judged, Step):  # a review: the draft waits on in review/ or disputed/
-                queued = tuple(path for path in draft if path.parent == view.agent.queue)
-                steps.append(replace(judged, removes=(*judged.removes, *queued)))
-            elif judged is not None:
-                step, folder = _plan_decision(
-                    view, judged, folder, self.settings, self.at, self.draw
-                )
-                steps.append(replace(step, removes=draft) if draft else step)
+        for one in judged:
+            if isinstance(one, Refusal):
+                refusals.append(one)
+            elif one is not None:
+                step, folder = self._step(one, stale, folder)
+                steps.append(step)
         return steps, refusals, folder
+
+    def _step(
+        self, judged: Decision | Step, stale: dict[str, list[ItemFile]], folder: _Folder
+    ) -> tuple[Step, _Folder]:
+        """A review's step, or a decision's, with the draft its item left beside it."""
+        item_id = judged.commit.item if isinstance(judged, Step) else judged.item.item_id
+        draft = tuple(f.path for f in stale.get(item_id or "", ()))
+        if isinstance(judged, Step):  # a review: the draft waits on in review/ or disputed/
+            queued = tuple(path for path in draft if path.parent == self.view.agent.queue)
+            return replace(judged, removes=(*judged.removes, *queued)), folder
+        at, draw = judged.made or (self.at, self.draw)
+        step, after = _plan_decision(self.view, judged, folder, self.settings, at, draw)
+        return (replace(step, removes=draft) if draft else step), after
 
     def _judge(self, read: ReadItem) -> Decision | Step | Refusal | None:
         if self.reviewing is None:
@@ -574,6 +587,9 @@ class Decision:
     trailers: tuple[tuple[str, str], ...] = ()
     log: Path | None = None
     first: tuple[Action, ...] = ()
+    # When the decision counts as made and what draws its ids, where that is not the pass's:
+    # reviews a merge completed, decided alike by every clone that reaches them.
+    made: tuple[datetime, Draw] | None = None
 
 
 def item_and_author(

@@ -198,7 +198,8 @@ def plan_review(
     if isinstance(result, Agreed):
         return Deciding(review, result, line, None)
     text = dispute_text(reviews_key(result.reviews))
-    return Deciding(review, result, line, _dispute_change(act, result, paths, line, text))
+    change = dispute_change(act.agent, act.curator, result, paths, line, text)
+    return Deciding(review, result, line, change)
 
 
 def _replayed(review: ReviewRecord, act: ReviewAct, unfinished: frozenset[str]) -> bool:
@@ -253,13 +254,20 @@ def _review_commit(
     )
 
 
-def _dispute_change(
-    act: ReviewAct, dispute: Disputed, paths: ReviewPaths, line: Append | None, text: str
+def dispute_change(
+    agent: str,
+    curator: Person,
+    dispute: Disputed,
+    paths: ReviewPaths,
+    line: Append | None,
+    text: str,
 ) -> Change:
+    """The item to disputed/ (`text`, the draft with its `reviews` key), in a commit authored
+    by `curator`; `line` first, where the review that disputes it is not in the log yet."""
     actions: list[Action] = [line] if line else []
     actions.append(Write(paths.disputed, text))
     actions += [Remove(path) for path in _paths(paths.moved, paths.review)]
-    return Change(_dispute_commit(act.agent, act.curator, dispute, paths), tuple(actions))
+    return Change(_dispute_commit(agent, curator, dispute, paths), tuple(actions))
 
 
 def _dispute_commit(

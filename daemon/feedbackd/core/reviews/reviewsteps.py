@@ -14,12 +14,14 @@ to `ReviewSteps.judge` and puts `ReviewSteps.before` first.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
 
-from feedbackd.core.changes import Change
+from feedbackd.core.changes import Action, Append, Change, Remove, Write
 from feedbackd.core.curation import decisions
 from feedbackd.core.curation.agentplan import (
     AgentView,
@@ -36,12 +38,12 @@ from feedbackd.core.curation.agentplan import (
     to_decide,
 )
 from feedbackd.core.curation.decisions import DecisionRecord
-from feedbackd.core.curation.items import Item, decode_text
+from feedbackd.core.curation.items import Item, decode_text, diff_content, parse_item
 from feedbackd.core.errors import FeedbackdError
 from feedbackd.core.ids import Draw
 from feedbackd.core.people import Person
-from feedbackd.core.reviews.disputefiles import reviews_left, with_reviews
-from feedbackd.core.reviews.reviewlog import ReviewRecord, reviews_of
+from feedbackd.core.reviews.disputefiles import agreed_text, reviews_left, with_reviews
+from feedbackd.core.reviews.reviewlog import ReviewRecord, Verdict, reviews_of
 from feedbackd.core.reviews.reviewplan import (
     Agreed,
     Deciding,
@@ -51,11 +53,14 @@ from feedbackd.core.reviews.reviewplan import (
     ReviewPaths,
     adjudicator_trailers,
     agreed_author,
+    dispute_change,
     finishing,
     outcome,
     plan_review,
     reviewers_trailers,
+    reviews_key,
 )
+from feedbackd.core.timeutil import parse_iso
 from feedbackd.core.workspacepaths import DECISION_FOLDERS, ITEM_SUFFIXES, AgentPaths
 
 # Where a draft waits for its next review: the folders a review's commit takes it from.
@@ -66,6 +71,8 @@ _EDITED = (
     "to record them as your review, move it to approved/ or rejected/; to take them back,"
     " `git checkout` the file",
 )
+# The folder each verdict's decision is in.
+_FOLDERS: dict[Verdict, str] = {"approve": "approved", "reject": "rejected"}
 
 
 @dataclass(frozen=True)
@@ -74,15 +81,18 @@ class ReviewSteps:
 
     required: int
 
-    def before(self, view: AgentView, notes: PlanNotes) -> list[Step]:
+    def before(self, view: AgentView, notes: PlanNotes) -> list[Step | Decision]:
         """The commits a pass killed after a review's files were written, before its commit,
-        left to make; a damaged reviews.jsonl is told once, and reviews wait for it."""
+        left to make; then the outcome of drafts waiting in review/ whose reviews are all in
+        (a merge brought the last one); a damaged reviews.jsonl is told once, and reviews wait
+        for it. A draft edited where it waits in review/ is explained beside it."""
         notes.problems.extend(BadFile(path, *_EDITED) for path in view.edited_in_review)
         if isinstance(view.reviews, FeedbackdError):
-            if view.undecided:
+            if view.undecided or view.waiting:
                 notes.problems.append(BadFile.of(view.agent.reviews, view.reviews, settles=False))
             return []
-        return _finish_unfinished(view, self.required)
+        finished: list[Step | Decision] = [*_finish_unfinished(view, self.required)]
+        return finished + _reached(view, self.required, notes)
 
     def judge(
         self, view: AgentView, read: ReadItem, notes: PlanNotes, now: datetime, draw: Draw
@@ -105,7 +115,33 @@ class ReviewSteps:
         if isinstance(so_far, Disputed) and not _replaying(view, earlier, curator):
             return _settling(view, read, item, so_far, notes)
         review = _Review(view, read, item, curator, notes)
+        if isinstance(so_far, Agreed) and read.file.folder == _FOLDERS[so_far.verdict]:
+            # Decided by the reviews already: a killed pass's deciding review, or the file
+            # a pass wrote for reviews a merge completed, whoever's pass finds it.
+            return review.agreed(so_far, None)
         return review.plan(earlier, self.required, now, draw)
+
+    def decided_trailers(
+        self,
+        ledger: Sequence[DecisionRecord],
+        reviews: Sequence[ReviewRecord],
+        record: DecisionRecord,
+        author: Person,
+    ) -> list[tuple[str, str]]:
+        """The trailers naming the reviewers of the decision `record` (its ledger line), for the
+        commit that completes it after an interruption, as its own commit would have: none
+        where no reviews decided it (a decided item moved to the other decision folder)."""
+        before = list(ledger[: ledger.index(record)]) if record in ledger else list(ledger)
+        latest = decisions.latest_states(before)
+        if not _a_draft(latest, record.item):
+            return []
+        found = reviews_of(reviews, record.item, _round_start(latest, record.item))
+        result = outcome(found, self.required)
+        if isinstance(result, Agreed):
+            return reviewers_trailers(result.reviews)
+        if isinstance(result, Disputed):
+            return adjudicator_trailers(author, result.reviews)
+        return []
 
 
 def _records(view: AgentView) -> list[ReviewRecord]:
@@ -184,21 +220,30 @@ class _Review:
         if planned.change is not None:  # recorded, or disputed
             return _review_step(agent, moved.item_id, planned.change)
         assert isinstance(planned, Deciding) and isinstance(planned.result, Agreed)
-        return self._agreed(planned, planned.result)
+        return self.agreed(planned.result, planned.line)
 
-    def _agreed(self, deciding: Deciding, agreed: Agreed) -> Decision | None:
-        """The decision the reviewers agree on: the first reviewer's, naming the others."""
+    def agreed(self, agreed: Agreed, line: Append | None) -> Decision | None:
+        """The decision the reviewers agree on: the first reviewer's, naming the others;
+        `line`, the deciding review's, where the log lacks it. A copy of the draft left in
+        review/ (a killed pass wrote the decided file, not yet removing it) goes with it."""
         decision = judge(self.view, self.read, self.notes)  # an approval's corrections, warnings
         if decision is None:
             return None
-        return replace(
-            decision,
-            author=agreed_author(agreed),
-            notes=agreed.notes if agreed.verdict == "reject" else None,
-            trailers=tuple(reviewers_trailers(agreed.reviews)),
-            log=self.view.agent.reviews,
-            first=(deciding.line,) if deciding.line else (),
-        )
+        item_id = self.read.file.item_id
+        left = [f.path for f in self.view.files if f.folder == "review" and f.item_id == item_id]
+        first = ((line,) if line else ()) + tuple(Remove(path) for path in left)
+        return _as_agreed(self.view, decision, agreed, first + self._noted(agreed))
+
+    def _noted(self, agreed: Agreed) -> tuple[Write, ...]:
+        """Agreeing rejections whose notes differ: the decided file gets them all, joined, as
+        its rejectionFeedback (the draft as first drafted with the decision's note), so that
+        the file says what feedback.json records, and `export` tells it."""
+        first, path = self.read.first_draft, self.read.file.path
+        if agreed.verdict != "reject" or self.item.rejection_feedback == agreed.notes:
+            return ()
+        if first is None or not first.data or first.suffix != path.suffix:
+            return ()
+        return (Write(path, agreed_text(first.data, path, None, agreed.notes or ""), exact=True),)
 
 
 def _review_step(agent: AgentPaths, item_id: str, change: Change) -> Step:
@@ -248,3 +293,91 @@ def _finish_unfinished(view: AgentView, required: int) -> list[Step]:
             commit = replace(change.commit, paths=(view.agent.reviews, *paths), needed=())
             steps.append(Step(commit))
     return steps
+
+
+def _as_agreed(
+    view: AgentView, decision: Decision, agreed: Agreed, first: tuple[Action, ...]
+) -> Decision:
+    """`decision` made the reviewers': authored by the first, naming the others."""
+    return replace(
+        decision,
+        author=agreed_author(agreed),
+        notes=agreed.notes if agreed.verdict == "reject" else None,
+        trailers=tuple(reviewers_trailers(agreed.reviews)),
+        log=view.agent.reviews,
+        first=first,
+    )
+
+
+def _reached(view: AgentView, required: int, notes: PlanNotes) -> list[Step | Decision]:
+    """The outcome of each draft waiting in review/ whose reviews are all in, with no move
+    left to decide it: two clones each recorded a review ("1 of 2"), and a merge brought them
+    together. The pass reaches the outcome the last move would have: the agreed decision
+    (feedbackd writes the decided file), or the dispute."""
+    latest = decisions.latest_states(view.ledger)
+    reached: list[Step | Decision] = []
+    for read in view.waiting:
+        item_id, first = read.file.item_id, read.first_draft
+        if first is None or not first.data or not _a_draft(latest, item_id):
+            if read.error is not None:
+                notes.problems.append(BadFile.of(read.file.path, read.error))
+            continue
+        reviews = reviews_of(_records(view), item_id, _round_start(latest, item_id))
+        result = outcome(reviews, required)
+        if isinstance(result, Disputed):
+            reached.append(_disputed_waiting(view, read.file, first, result))
+        elif isinstance(result, Agreed):
+            reached.append(_agreed_waiting(view, read.file, first, result))
+    return reached
+
+
+def _disputed_waiting(
+    view: AgentView, waiting: ItemFile, first: FirstDraft, dispute: Disputed
+) -> Step:
+    """A waiting draft's dispute, authored by its last reviewer (as a move would have)."""
+    agent, name = view.agent, waiting.item_id + first.suffix
+    paths = ReviewPaths(waiting.path, waiting.path, agent.disputed / name, agent.reviews)
+    text = with_reviews(first.data, paths.disputed, reviews_key(dispute.reviews))
+    last = dispute.reviews[-1].curator
+    change = dispute_change(agent.agent_id, last, dispute, paths, None, text)
+    return _review_step(agent, waiting.item_id, change)
+
+
+def _agreed_waiting(
+    view: AgentView, waiting: ItemFile, first: FirstDraft, agreed: Agreed
+) -> Decision:
+    """A waiting draft's agreed decision: the decided file written from the first draft with
+    the agreed version (or notes), the draft's departure from review/ in the same commit."""
+    folder = _FOLDERS[agreed.verdict]
+    target = view.agent.folder(folder) / (waiting.item_id + first.suffix)
+    text = agreed_text(first.data, target, agreed.content, agreed.notes or "")
+    item = parse_item(text.encode("utf-8"), target.suffix, waiting.item_id, target)
+    drafted = parse_item(first.data, first.suffix, waiting.item_id)
+    original = item.original if item.original is not None else drafted.content
+    approved = agreed.verdict == "approve"
+    corrections = diff_content(original, item.content) if approved else []
+    decision = Decision(
+        ItemFile(folder, waiting.item_id, target),
+        item,
+        "approved" if approved else "rejected",
+        agreed_author(agreed),
+        corrections,
+    )
+    moves = (Write(target, text, exact=True), Remove(waiting.path))
+    # Every clone that reaches this outcome (each pulled the other's review) makes the same
+    # decision: at the last review's time, its ids drawn from the reviews, so the merge of
+    # their ledgers and feedback keeps one, and the sync's rebase drops the second commit.
+    last = max(parse_iso(review.at) for review in agreed.reviews)
+    made = (last, _drawn_from("\0".join(sorted(review.id for review in agreed.reviews))))
+    return replace(_as_agreed(view, decision, agreed, moves), made=made)
+
+
+def _drawn_from(seed: str) -> Draw:
+    """A draw of characters that depends on `seed` alone: the same ids wherever it is used."""
+    counter = itertools.count()
+
+    def draw(alphabet: str, count: int) -> str:
+        digest = hashlib.sha256(f"{seed}\0{next(counter)}".encode()).digest()
+        return "".join(alphabet[byte % len(alphabet)] for byte in digest[:count])
+
+    return draw
