@@ -92,6 +92,7 @@ def test_a_file_without_the_key_is_left_as_it_is() -> None:
     assert without_reviews(data, path) is data
 
 
+@pytest.mark.parametrize("name", sorted(DRAFTS))
 def test_the_decided_file_of_agreeing_approvals_holds_the_agreed_version(name: str) -> None:
     path = Path("_data/agents/w/approved") / name
     first = DRAFTS[name].encode()
