@@ -12,6 +12,11 @@ def e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def facts_line(facts: list[str]) -> str:
+    """A card's line of figures, `a · b · c`."""
+    return f'<p class="facts">{" · ".join(e(fact) for fact in facts)}</p>'
+
+
 def page(
     title: str,
     body: str,

@@ -14,7 +14,7 @@ from typing import Any
 
 from feedbackd.core.wording import counted, duration_text
 from feedbackd.web.charts import PAD, WIDTH
-from feedbackd.web.html import e
+from feedbackd.web.html import e, facts_line
 
 HEIGHT = 120.0
 FIELDS_LISTED = 8
@@ -42,7 +42,7 @@ def _facts(total: dict[str, Any]) -> str:
         f"{_percent(_rejection_rate(total))} rejected",
         f"median {duration_text(total['median_decision_s'])} from draft to decision",
     ]
-    return f'<p class="facts">{" · ".join(e(fact) for fact in facts)}</p>'
+    return facts_line(facts)
 
 
 def rates_chart(periods: Sequence[dict[str, Any]]) -> str:

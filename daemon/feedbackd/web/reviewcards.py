@@ -14,7 +14,7 @@ from typing import Any
 
 from feedbackd.core.people import display_name
 from feedbackd.core.wording import counted
-from feedbackd.web.html import e
+from feedbackd.web.html import e, facts_line
 
 KAPPA_PAIRS = 6  # the pairs of curators the card lists, those with most items in common first
 
@@ -114,7 +114,7 @@ def _facts(figures: dict[str, Any]) -> str:
         f"verdicts agree on {_percent(figures['verdict_agreement'])}",
         f"Krippendorff's α {_number(figures['alpha'])}",
     ]
-    return f'<p class="facts">{" · ".join(e(fact) for fact in facts)}</p>'
+    return facts_line(facts)
 
 
 def _pairs(pairs: list[dict[str, Any]]) -> str:
