@@ -16,6 +16,7 @@ from standardwebhooks.webhooks import Webhook
 from feedbackd.app.daemon.runonce import run_once
 from feedbackd.app.events.delivery import deliver_due
 from feedbackd.app.events.owed import refresh, state_path
+from feedbackd.app.reconcile import reconcile_all
 from feedbackd.edges.clock import utcnow
 from tests.events_kit import SECRET, configure_hook, hook_config, receiving
 from tests.workspace_kit import Site, draft
@@ -234,3 +235,29 @@ def test_with_deliver_all_every_clone_sends_every_commit(tmp_path: Path) -> None
 def _owed_items(site: Site) -> list[str | None]:
     hooks = refresh(site.runtime(), utcnow()).hooks.values()
     return [event.data["item"] for hook in hooks for event in hook.owed]
+
+
+def test_reviews_and_disputes_are_events_of_their_own(tmp_path: Path) -> None:
+    """Where two curators review each draft, a hook hears each review and the dispute (SPEC
+    sections 15 and 17), named for the curator who made it, and no decision: none was made."""
+    site = Site(tmp_path / "ws")
+    with receiving() as receiver:
+        configure_hook(site.root, receiver.url, extra="review:\n  required: 2\n")
+        site.git("add", "feedbackd.yaml")
+        site.git("commit", "-qm", "Two curators; send events to the team's hook")
+        deliver(site)
+        site.write(AGENT, "qi-1.json", draft({"title": "Title"}))
+        site.reconcile()
+        site.move(AGENT, "qi-1.json", "approved")
+        reconcile_all(site.runtime("Ada <ada@example.org>"))
+        doc = json.loads((site.agent(AGENT) / "review" / "qi-1.json").read_text())
+        site.write(AGENT, "qi-1.json", {**doc, "rejectionFeedback": "Off topic."}, "review")
+        site.move(AGENT, "qi-1.json", "rejected", source="review")
+        reconcile_all(site.runtime("Bo <bo@example.org>"))
+        deliver(site)
+        docs = [json.loads(body) for body in receiver.bodies()]
+    assert [(d["type"], d["data"]["item"], d["data"]["curator"]) for d in docs] == [
+        ("feedbackd.review", "qi-1", "Ada <ada@example.org>"),
+        ("feedbackd.dispute", "qi-1", "Bo <bo@example.org>"),
+    ]
+    assert docs[1]["data"]["subject"] == "dispute(writer): qi-1 (approve 1, reject 1)"
