@@ -47,7 +47,7 @@ run: $(RUN_STAMP)
 test: $(STAMP) lint typecheck browser pytest
 
 check: $(STAMP) lint typecheck
-	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) -m "not slow"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check daemon tests
@@ -71,7 +71,7 @@ browser:
 # each writes its own .coverage.* file, joined before the report.
 pytest: $(STAMP)
 	$(BIN)/coverage erase
-	$(BIN)/coverage run -m pytest -q -p no:cacheprovider -n $(WORKERS)
+	$(BIN)/coverage run -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
 

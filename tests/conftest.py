@@ -60,6 +60,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         start_installing(list(config.args), config.invocation_params.dir)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of the slow ring first, each whole. The workers take the tests a module at
+    a time (`--dist loadscope`, the Makefile), so that a fixture a module's tests share (a soak,
+    a browser, a demo site) is made once, not once in each worker; handing out the long
+    modules first keeps the run from ending on one of them while the other workers stand idle."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Tell the kits whether this test is marked slow (daemon_kit.SlowMark), before any of its
