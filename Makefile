@@ -69,6 +69,7 @@ browser:
 
 # Coverage follows the tests into every process they start (pyproject.toml, [tool.coverage]);
 # each writes its own .coverage.* file, joined before the report.
+# --dist loadscope: each module goes whole to one worker, the slow ring's first (conftest.py).
 pytest: $(STAMP)
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder

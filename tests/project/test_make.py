@@ -56,6 +56,8 @@ def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path)
     commands = planned("test", tmp_path / "venv")
     (run,) = pytest_runs(commands)
     assert "coverage run -m pytest" in run and "-n " in run and "slow" not in run
+    # a module whole to one worker, which makes the fixtures its tests share once (conftest.py)
+    assert "--dist loadscope" in run
     combine = next(at for at, command in enumerate(commands) if "coverage combine" in command)
     report = next(at for at, command in enumerate(commands) if "coverage report" in command)
     assert commands.index(run) < combine < report
@@ -69,7 +71,7 @@ def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path)
 def test_make_check_leaves_out_the_slow_ring_and_coverage(tmp_path: Path) -> None:
     commands = planned("check", tmp_path / "venv")
     (run,) = pytest_runs(commands)
-    assert '-m "not slow"' in run and "-n " in run
+    assert '-m "not slow"' in run and "-n " in run and "--dist loadscope" in run
     assert not any(Path(command.split()[0]).name == "coverage" for command in commands)
     for step in ("ruff check", "ruff format --check", "lint-imports", "mypy"):
         assert any(step in command for command in commands), step
