@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import tomllib
 from pathlib import Path
 
+import coverage
 import pytest
 
+from tests.conftest import COVERAGE_CHILDREN, follows_children
 from tests.repo_kit import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -66,6 +69,16 @@ def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path)
     assert "subprocess" in settings["run"]["patch"] and settings["run"]["parallel"]
     for step in ("ruff check", "ruff format --check", "lint-imports", "mypy", "chromium"):
         assert any(step in command for command in commands), step
+
+
+def test_coverage_follows_the_processes_of_the_system_ring() -> None:
+    """`make test` measures the daemon, `serve` and `mcp` as processes where that is the test's
+    point, tests/system/; a test elsewhere has its own process measured, not its children."""
+    assert follows_children(ROOT / "tests" / "system" / "test_daemon.py")
+    assert not follows_children(ROOT / "tests" / "app" / "test_remotesync.py")
+    assert not follows_children(ROOT / "tests" / "project" / "test_system.py")
+    if coverage.Coverage.current() is not None:  # this run measures coverage
+        assert COVERAGE_CHILDREN not in os.environ
 
 
 def test_make_check_leaves_out_the_slow_ring_and_coverage(tmp_path: Path) -> None:
