@@ -47,7 +47,7 @@ run: $(RUN_STAMP)
 test: $(STAMP) lint typecheck browser pytest
 
 check: $(STAMP) lint typecheck
-	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) -m "not slow"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder -m "not slow"
 
 lint: $(STAMP)
 	$(BIN)/ruff check daemon tests
@@ -67,11 +67,13 @@ browser:
 	    echo "note: no chromium; the browser tests are skipped (apt-get install chromium)"; \
 	  fi; }
 
-# Coverage follows the tests into every process they start (pyproject.toml, [tool.coverage]);
-# each writes its own .coverage.* file, joined before the report.
+# Coverage follows the tests into the workers and into the processes the system ring's tests
+# start (pyproject.toml, [tool.coverage]; tests/conftest.py); each writes its own .coverage.*
+# file, joined before the report.
+# --dist loadscope: each module goes whole to one worker, the slow ring's first (conftest.py).
 pytest: $(STAMP)
 	$(BIN)/coverage erase
-	$(BIN)/coverage run -m pytest -q -p no:cacheprovider -n $(WORKERS)
+	$(BIN)/coverage run -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import tomllib
 from pathlib import Path
 
+import coverage
 import pytest
 
+from tests.conftest import COVERAGE_CHILDREN, follows_children
 from tests.repo_kit import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -56,6 +59,8 @@ def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path)
     commands = planned("test", tmp_path / "venv")
     (run,) = pytest_runs(commands)
     assert "coverage run -m pytest" in run and "-n " in run and "slow" not in run
+    # a module whole to one worker, which makes the fixtures its tests share once (conftest.py)
+    assert "--dist loadscope" in run
     combine = next(at for at, command in enumerate(commands) if "coverage combine" in command)
     report = next(at for at, command in enumerate(commands) if "coverage report" in command)
     assert commands.index(run) < combine < report
@@ -66,10 +71,20 @@ def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path)
         assert any(step in command for command in commands), step
 
 
+def test_coverage_follows_the_processes_of_the_system_ring() -> None:
+    """`make test` measures the daemon, `serve` and `mcp` as processes where that is the test's
+    point, tests/system/; a test elsewhere has its own process measured, not its children."""
+    assert follows_children(ROOT / "tests" / "system" / "test_daemon.py")
+    assert not follows_children(ROOT / "tests" / "app" / "test_remotesync.py")
+    assert not follows_children(ROOT / "tests" / "project" / "test_system.py")
+    if coverage.Coverage.current() is not None:  # this run measures coverage
+        assert COVERAGE_CHILDREN not in os.environ
+
+
 def test_make_check_leaves_out_the_slow_ring_and_coverage(tmp_path: Path) -> None:
     commands = planned("check", tmp_path / "venv")
     (run,) = pytest_runs(commands)
-    assert '-m "not slow"' in run and "-n " in run
+    assert '-m "not slow"' in run and "-n " in run and "--dist loadscope" in run
     assert not any(Path(command.split()[0]).name == "coverage" for command in commands)
     for step in ("ruff check", "ruff format --check", "lint-imports", "mypy"):
         assert any(step in command for command in commands), step
