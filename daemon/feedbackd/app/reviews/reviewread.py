@@ -1,6 +1,10 @@
-"""What a pass reads for reviews by several curators (SPEC section 15): an agent's
-`reviews.jsonl`, and which of its lines HEAD lacks (a pass killed after writing one, before
-its commit), so that the next pass finishes that review rather than refuse it as a second one.
+"""What a pass reads for reviews by several curators (SPEC section 15):
+- the agent's `reviews.jsonl`, and which of its lines HEAD lacks (a pass killed after writing
+  one, before its commit), so that the next pass finishes that review rather than refuse it as
+  a second one;
+- each moved file's draft as first drafted, which the next curator reviews;
+- the drafts in review/ edited where they wait, and those whose reviews are all in with no move
+  left to decide them (a merge brought the last one).
 """
 
 from __future__ import annotations
