@@ -3,6 +3,7 @@ reviews.jsonl behind them, made by hand as a pass with `review.required` ≥ 2 l
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 from datetime import UTC, datetime
@@ -13,7 +14,7 @@ from feedbackd.core.reviews.disputefiles import with_reviews
 from feedbackd.core.reviews.reviewlog import parse_review
 from feedbackd.core.reviews.reviewplan import reviews_key
 from feedbackd.core.timeutil import iso_ms
-from tests.workspace_kit import Site
+from tests.workspace_kit import Site, draft
 
 ADA = "Ada Curator <ada@example.org>"
 BO = "Bo Reviewer <bo@example.org>"
@@ -57,3 +58,37 @@ def hold_as_disputed(site: Site, agent: str, name: str, lines: list[dict[str, An
     queued.unlink()
     add_reviews(site, agent, lines)
     return disputed
+
+
+# --- curators signed in over HTTP (http.users_file) ---------------------------------------------
+ADA_TOKEN = "ada-" + "1" * 40
+BO_TOKEN = "bo-" + "2" * 40
+
+
+def users_line(person: str, token: str) -> str:
+    """A line of http.users_file: the person and their token's SHA-256."""
+    return f"{person} {hashlib.sha256(token.encode()).hexdigest()}\n"
+
+
+def write_users(site: Site) -> None:
+    """`users` beside feedbackd.yaml, naming Ada and Bo with their tokens (a commented file)."""
+    lines = users_line(ADA, ADA_TOKEN) + users_line(BO, BO_TOKEN)
+    (site.root / "users").write_text(f"# curators of this workspace\n{lines}")
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def three_drafts(site: Site, note: str = "Say what changed for users.") -> Site:
+    """Agent lark's qi-1 queued; qi-2 reviewed by Ada, in review/; qi-3 disputed: Ada approved
+    an edit, Bo rejected it with `note`."""
+    for n in (1, 2, 3):
+        site.write("lark", f"qi-{n}.json", draft({"title": f"Release 2.{n}", "body": "Fixes."}))
+    site.reconcile()
+    hold_for_review(site, "lark", "qi-2.json", [review_line("qi-2", ADA, "approve", title="X")])
+    faster = review_line("qi-3", ADA, "approve", title="Release 2.3: faster", body="Fixes.")
+    hold_as_disputed(
+        site, "lark", "qi-3.json", [faster, review_line("qi-3", BO, "reject", notes=note)]
+    )
+    return site

@@ -9,46 +9,37 @@ without it, a failure under FEEDBACKD_REQUIRE_BROWSER=1).
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser, Page, expect
 
-from tests.reviews_kit import ADA, BO, hold_as_disputed, hold_for_review, review_line
+from tests.browser_kit import chromium, skip_without_chromium
+from tests.reviews_kit import (
+    ADA,
+    ADA_TOKEN,
+    BO,
+    BO_TOKEN,
+    hold_as_disputed,
+    hold_for_review,
+    review_line,
+    write_users,
+)
 from tests.web_kit import Server
 from tests.workspace_kit import Site, draft
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-]
-ADA_TOKEN = "ada-" + "1" * 40
-BO_TOKEN = "bo-" + "2" * 40
 
-if CHROMIUM is None:
-    message = "browser tests need Debian's chromium: `apt-get install chromium`"
-    if os.environ.get("FEEDBACKD_REQUIRE_BROWSER") == "1":
-        raise RuntimeError(message)
-    pytest.skip(message, allow_module_level=True)
-
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+skip_without_chromium()
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
@@ -57,11 +48,7 @@ def site(tmp_path: Path) -> Site:
     site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "summary": "Bug fixes."}))
     site.write("lark", "qi-2.json", draft({"title": "Release 2.2", "summary": "More fixes."}))
     site.reconcile()
-    users = "".join(
-        f"{who} {hashlib.sha256(token.encode()).hexdigest()}\n"
-        for who, token in ((ADA, ADA_TOKEN), (BO, BO_TOKEN))
-    )
-    (site.root / "users").write_text(users)
+    write_users(site)
     site.configure("http:\n  users_file: users\n")
     return site
 

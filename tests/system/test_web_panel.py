@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser, Dialog, Page, expect
 
 from feedbackd.cli import demo
+from tests.browser_kit import chromium, skip_without_chromium
 from tests.learning_kit import AGENT, Clock, doc, monday_weeks_ago
 from tests.repo_kit import ROOT
 from tests.web_kit import Server, free_port
@@ -31,16 +33,6 @@ from tests.workspace_kit import Site, draft
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = [
-    "--no-sandbox",  # the tests run as root in CI
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",  # this machine's network is closed
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 # Read before the tests' clean environment drops FEEDBACKD_* variables.
 UPDATE_SCREENSHOTS = os.environ.get("FEEDBACKD_UPDATE_SCREENSHOTS") == "1"
@@ -55,24 +47,13 @@ Turns a changelog into notes people read.
 pricing: 12
 """
 
-if CHROMIUM is None:
-    message = (
-        "browser tests need Debian's chromium: run `make test` as root (it installs it), or "
-        "`apt-get install chromium`"
-    )
-    if os.environ.get("FEEDBACKD_REQUIRE_BROWSER") == "1":
-        raise RuntimeError(message)
-    pytest.skip(message, allow_module_level=True)
-
-from playwright.sync_api import Browser, Dialog, Page, expect, sync_playwright  # noqa: E402
+skip_without_chromium()
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -15,21 +15,17 @@ import pytest
 from feedbackd.mcp.mounted import PATH
 from tests.mcp_kit import answer as tool_answer
 from tests.mcp_kit import http_client, over_http, run, served_app
+from tests.reviews_kit import (
+    ADA,
+    ADA_TOKEN,
+    BO,
+    BO_TOKEN,
+    bearer,
+    users_line,
+    write_users,
+)
 from tests.web_kit import serving
 from tests.workspace_kit import Site, draft
-
-ADA = "Ada Curator <ada@example.org>"
-BO = "Bo Reviewer <bo@example.org>"
-ADA_TOKEN = "ada-" + "1" * 40
-BO_TOKEN = "bo-" + "2" * 40
-
-
-def users_line(person: str, token: str) -> str:
-    return f"{person} {hashlib.sha256(token.encode()).hexdigest()}\n"
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 @pytest.fixture
@@ -38,9 +34,7 @@ def site(tmp_path: Path) -> Site:
     site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "summary": "Bug fixes."}))
     site.write("lark", "qi-2.json", draft({"title": "Release 2.2", "summary": "More fixes."}))
     site.reconcile()
-    (site.root / "users").write_text(
-        f"# curators of this workspace\n{users_line(ADA, ADA_TOKEN)}{users_line(BO, BO_TOKEN)}"
-    )
+    write_users(site)
     site.configure("http:\n  users_file: users\n")
     return site
 

@@ -5,7 +5,6 @@ agreement card. The clicks are the browser's (tests/system/test_review_panel.py)
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import re
@@ -15,41 +14,26 @@ from urllib.parse import quote
 import pytest
 
 from feedbackd.app.reconcile import reconcile_all
-from tests.reviews_kit import ADA, BO, hold_as_disputed, hold_for_review, review_line
+from tests.reviews_kit import (
+    ADA,
+    ADA_TOKEN,
+    BO,
+    BO_TOKEN,
+    bearer,
+    three_drafts,
+    write_users,
+)
 from tests.web_kit import serving
 from tests.workspace_kit import Site, draft
 
-ADA_TOKEN = "ada-" + "1" * 40
-BO_TOKEN = "bo-" + "2" * 40
 CY = "Cy Third <cy@example.org>"
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
     """qi-1 queued; qi-2 reviewed by Ada, in review/; qi-3 disputed between Ada and Bo."""
-    site = Site(tmp_path / "ws")
-    for n in (1, 2, 3):
-        site.write("lark", f"qi-{n}.json", draft({"title": f"Release 2.{n}", "body": "Fixes."}))
-    site.reconcile()
-    hold_for_review(site, "lark", "qi-2.json", [review_line("qi-2", ADA, "approve", title="X")])
-    hold_as_disputed(
-        site,
-        "lark",
-        "qi-3.json",
-        [
-            review_line("qi-3", ADA, "approve", title="Release 2.3: faster", body="Fixes."),
-            review_line("qi-3", BO, "reject", notes="Say what changed <b>for users</b>."),
-        ],
-    )
-    users = "".join(
-        f"{who} {hashlib.sha256(token.encode()).hexdigest()}\n"
-        for who, token in ((ADA, ADA_TOKEN), (BO, BO_TOKEN))
-    )
-    (site.root / "users").write_text(users)
+    site = three_drafts(Site(tmp_path / "ws"), "Say what changed <b>for users</b>.")
+    write_users(site)
     return site
 
 
@@ -164,11 +148,7 @@ def test_a_review_over_http_is_the_tokens_curators_and_leaves_the_draft_to_the_o
     site = Site(tmp_path / "ws")
     site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "body": "Fixes."}))
     site.reconcile()
-    users = "".join(
-        f"{who} {hashlib.sha256(token.encode()).hexdigest()}\n"
-        for who, token in ((ADA, ADA_TOKEN), (BO, BO_TOKEN))
-    )
-    (site.root / "users").write_text(users)
+    write_users(site)
     site.configure("http:\n  users_file: users\nreview:\n  required: 2\n")
     with serving(site.root) as server:
         edits = {"edits": {"title": "Release 2.1: faster"}}

@@ -15,9 +15,8 @@ from tests.reviews_kit import (
     ADA,
     BO,
     add_reviews,
-    hold_as_disputed,
-    hold_for_review,
     review_line,
+    three_drafts,
 )
 from tests.workspace_kit import Site, draft
 
@@ -28,21 +27,7 @@ CY = "Cy Third <cy@example.org>"
 def site(tmp_path: Path) -> Site:
     """qi-1 queued; qi-2 reviewed by Ada, in review/; qi-3 disputed: Ada approved an edit,
     Bo rejected it."""
-    site = Site(tmp_path / "ws")
-    for n in (1, 2, 3):
-        site.write("lark", f"qi-{n}.json", draft({"title": f"Release 2.{n}", "body": "Fixes."}))
-    site.reconcile()
-    hold_for_review(site, "lark", "qi-2.json", [review_line("qi-2", ADA, "approve", title="X")])
-    hold_as_disputed(
-        site,
-        "lark",
-        "qi-3.json",
-        [
-            review_line("qi-3", ADA, "approve", title="Release 2.3: faster", body="Fixes."),
-            review_line("qi-3", BO, "reject", notes="Say what changed for users."),
-        ],
-    )
-    return site
+    return three_drafts(Site(tmp_path / "ws"))
 
 
 def waiting(site: Site, curator: str | None) -> list[tuple[str, str]]:

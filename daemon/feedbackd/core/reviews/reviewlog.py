@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from feedbackd.core.errors import InvalidFeedback
+from feedbackd.core.formats.jsonl import parse_jsonl
 from feedbackd.core.ids import LOWER_HEX, Draw, IdKind, is_valid_id, new_id
 from feedbackd.core.people import Person
 from feedbackd.core.timeutil import iso_ms, parse_iso
@@ -118,14 +119,12 @@ def read_reviews(text: str, source: str = FILE_NAME) -> list[ReviewRecord]:
     """Every review in file order; InvalidFeedback naming the first bad line. A line that
     appears twice (the same id and text, as a hand merge may leave it) counts once; one id with
     two different reviews is refused."""
+
+    def refuse(number: int, why: str) -> None:
+        raise _bad_line(source, number, why)
+
     reviews: dict[str, ReviewRecord] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = parse_review(line)
-        except ValueError as error:
-            raise _bad_line(source, number, str(error)) from None
+    for number, record in parse_jsonl(text, parse_review, refuse):
         earlier = reviews.setdefault(record.id, record)
         if earlier != record:
             raise _bad_line(source, number, f"a second, different review with id {record.id}")
