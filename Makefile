@@ -30,14 +30,23 @@ $(BIN)/python:
 
 # The demo needs feedbackd's own dependencies alone; the dev tools (pytest, mypy, ruff,
 # hypothesis, playwright) take much longer to install and only `make test` uses them.
-$(RUN_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e .
+# uv installs in seconds what pip takes half a minute over (its resolver and unpacking run on one
+# core); pip is the fallback where uv cannot be had.
+$(BIN)/uv: | $(BIN)/python
+	$(BIN)/python -m pip install --quiet uv || echo "note: no uv; pip installs instead (slower)"
+
+define install
+if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); \
+else $(BIN)/python -m pip install --quiet $(1); fi
+endef
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/uv
+	$(call install,-e .)
 	$(BIN)/python -m compileall -q daemon/feedbackd
 	touch $(RUN_STAMP)
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(STAMP): pyproject.toml | $(BIN)/uv
+	$(call install,-e '.[dev]')
 	$(BIN)/python -m compileall -q daemon/feedbackd
 	touch $(STAMP) $(RUN_STAMP)
 
