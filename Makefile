@@ -76,9 +76,9 @@ browser:
 	    echo "note: no chromium; the browser tests are skipped (apt-get install chromium)"; \
 	  fi; }
 
-# Coverage follows the tests into the workers and into the processes the system ring's tests
-# start (pyproject.toml, [tool.coverage]; tests/conftest.py); each writes its own .coverage.*
-# file, joined before the report.
+# Coverage follows the tests into the workers and into the daemon, `serve` and `mcp` processes
+# of the modules marked `measured_processes` (pyproject.toml, [tool.coverage]; tests/conftest.py);
+# each writes its own .coverage.* file, joined before the report.
 # --dist loadscope: each module goes whole to one worker, the slow ring's first (conftest.py).
 pytest: $(STAMP)
 	$(BIN)/coverage erase

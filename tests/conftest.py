@@ -26,7 +26,22 @@ GIT_IDENTITY = {
 # `make test` measures coverage in each Python process started with this variable in its
 # environment (pyproject.toml: [tool.coverage.run] patch = ["subprocess"]).
 COVERAGE_CHILDREN = "COVERAGE_PROCESS_CONFIG"
-SYSTEM_RING = Path(__file__).parent / "system"
+MEASURED_PROCESSES = "measured_processes"
+
+
+class CoverageRequest:
+    """coverage's request to measure child processes, taken out of the environment before the
+    first test (and a module's fixtures) of a process that runs tests: only a test that
+    follows its children (follows_children) puts it back."""
+
+    held: str | None = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    # Here, not at start-up: under xdist, the run's own process starts the workers with the
+    # request in their environment (coverage measures them through it) before its test loop.
+    CoverageRequest.held = os.environ.pop(COVERAGE_CHILDREN, None)
 
 
 @pytest.fixture(autouse=True)
@@ -36,18 +51,19 @@ def clean_environment(
     home = tmp_path / "home"
     home.mkdir()
     set_known_environment(monkeypatch, home)
-    if not follows_children(request.path):
-        monkeypatch.delenv(COVERAGE_CHILDREN, raising=False)
+    if CoverageRequest.held is not None and follows_children(request.node):
+        monkeypatch.setenv(COVERAGE_CHILDREN, CoverageRequest.held)
     yield
 
 
-def follows_children(test_file: Path) -> bool:
-    """Whether coverage measures the processes a test in `test_file` starts. In the system ring
-    (tests/system/), where the daemon, `serve` and `mcp` as processes are the point, it does;
-    elsewhere it measures the test's own process. Each process followed pays coverage's
-    start-up and has every line it runs traced: following every one, git's merge driver and
-    the tests' helper scripts included, cost a fifth of the suite's time for 0.5 % of lines."""
-    return SYSTEM_RING in test_file.parents
+def follows_children(test: pytest.Item) -> bool:
+    """Whether coverage measures the feedbackd processes `test` starts: where its module is
+    marked `measured_processes`, because what it runs there runs in no test's own process (the
+    launch, the daemon's loop and signals, the sync thread, webhook delivery, `mcp` on stdio).
+    Elsewhere coverage measures the test's own process alone. A process followed has every line
+    it runs traced, uvicorn's and the watcher's included, at two to three times the cost:
+    following every one cost a sixth of the suite's time for 0.9 % of lines."""
+    return test.get_closest_marker(MEASURED_PROCESSES) is not None
 
 
 @contextlib.contextmanager

@@ -12,8 +12,9 @@ from pathlib import Path
 import coverage
 import pytest
 
-from tests.conftest import COVERAGE_CHILDREN, follows_children
+from tests.conftest import COVERAGE_CHILDREN, MEASURED_PROCESSES
 from tests.repo_kit import ROOT
+from tests.system import test_daemon, test_mcp_processes, test_webhooks
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 
@@ -71,12 +72,13 @@ def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path)
         assert any(step in command for command in commands), step
 
 
-def test_coverage_follows_the_processes_of_the_system_ring() -> None:
-    """`make test` measures the daemon, `serve` and `mcp` as processes where that is the test's
-    point, tests/system/; a test elsewhere has its own process measured, not its children."""
-    assert follows_children(ROOT / "tests" / "system" / "test_daemon.py")
-    assert not follows_children(ROOT / "tests" / "app" / "test_remotesync.py")
-    assert not follows_children(ROOT / "tests" / "project" / "test_system.py")
+def test_coverage_follows_the_processes_where_their_own_code_runs() -> None:
+    """`make test` measures the daemon, `serve` and `mcp` as processes in the modules marked
+    `measured_processes`, where code runs that runs in no test's own process; elsewhere a test
+    has its own process measured, not its children (nor a module fixture's)."""
+    for module in (test_daemon, test_webhooks, test_mcp_processes):
+        marks = module.pytestmark if isinstance(module.pytestmark, list) else [module.pytestmark]
+        assert MEASURED_PROCESSES in {mark.name for mark in marks}, module.__name__
     if coverage.Coverage.current() is not None:  # this run measures coverage
         assert COVERAGE_CHILDREN not in os.environ
 

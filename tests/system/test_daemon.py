@@ -32,6 +32,9 @@ from tests.daemon_kit import (
 from tests.git_kit import counting_git
 from tests.workspace_kit import Site, draft
 
+# The launch, the daemon's loop, its signals and the sync thread run in the daemon's process alone.
+pytestmark = pytest.mark.measured_processes
+
 OLD, NEW = "Why TypeScript Generics Matter", "How TypeScript Generics Save You From Refactoring"
 
 

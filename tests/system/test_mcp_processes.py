@@ -18,7 +18,7 @@ from tests.mcp_kit import answer, cli_json, refusal, run, stdio_server
 from tests.web_kit import Server
 from tests.workspace_kit import Site, draft
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.measured_processes]
 TASK = "Write the title of a post on TypeScript generics"
 EDIT = {"type": "edit", "field": "title", "original": "Generics", "corrected": "Typed generics"}
 ALL_TOOLS = {

@@ -19,7 +19,7 @@ from tests.events_kit import SECRET, Receiver, configure_hook, receiving
 from tests.web_kit import Server
 from tests.workspace_kit import Site, draft
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.measured_processes]
 
 AGENT = "writer"
 Start = Callable[..., DaemonProcess]
