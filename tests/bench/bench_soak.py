@@ -390,10 +390,21 @@ def run_wave(soak: Soak, daemon: RunningDaemon, wave: int, sizes: tuple[int, int
     took = timed_until(lambda: rating_lines(soak.root), len(soak.rated), f"wave {wave}'s ratings")
     if warm:
         soak.rate_s.append((per_wave_ratings, took))
-    wait_quiet(soak.root, daemon)
-    soak.quiet.append(sample(daemon.pid))
+    soak.quiet.append(quiet_sample(soak.root, daemon))
     for number in range(FLOOR_PER_WAVE):
         soak.floor_s.append(floor_once(soak.root, wave * FLOOR_PER_WAVE + number + 1))
+
+
+def quiet_sample(root: Path, daemon: RunningDaemon) -> Sample:
+    """A sample inside a quiet stretch: the daemon quiet for QUIET_S before it and after it.
+    One taken just as a timed pass began would count that pass's pipes and files (on a loaded
+    machine the pass may not have started a git child yet)."""
+    while True:
+        wait_quiet(root, daemon)
+        mark, taken = status_mark(root), sample(daemon.pid)
+        wait_quiet(root, daemon)
+        if status_mark(root) == mark:
+            return taken
 
 
 # --- checks from git history and the files ---------------------------------------------------
