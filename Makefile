@@ -23,7 +23,7 @@ WORKERS ?= 3
 # PYTHONDONTWRITEBYTECODE is set (each start would compile them anew: a tenth of a second).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test check lint typecheck browser pytest bench clean
+.PHONY: run test checks check lint typecheck browser pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,7 +53,12 @@ $(STAMP): pyproject.toml | $(BIN)/uv
 run: $(RUN_STAMP)
 	@$(BIN)/python -m feedbackd.cli.demo $(DEMO)
 
-test: $(STAMP) lint typecheck browser pytest
+# The steps run side by side where they may (chromium's install beside the virtualenv's, ruff
+# and mypy beside the tests), each step's output printed whole when it ends.
+test:
+	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target checks
+
+checks: lint typecheck pytest
 
 check: $(STAMP) lint typecheck
 	$(BIN)/pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder -m "not slow"
@@ -71,7 +76,8 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing chromium for the browser tests"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      --no-install-recommends chromium fonts-liberation >/dev/null; \
 	  else \
 	    echo "note: no chromium; the browser tests are skipped (apt-get install chromium)"; \
 	  fi; }
@@ -80,7 +86,7 @@ browser:
 # of the modules marked `measured_processes` (pyproject.toml, [tool.coverage]; tests/conftest.py);
 # each writes its own .coverage.* file, joined before the report.
 # --dist loadscope: each module goes whole to one worker, the slow ring's first (conftest.py).
-pytest: $(STAMP)
+pytest: $(STAMP) browser
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 	$(BIN)/coverage combine --quiet
