@@ -2,7 +2,7 @@
 #   make run    create .venv, install feedbackd (not the dev tools), build a demo workspace in
 #               .demo/ and run the daemon there
 #   make test   create .venv, install dev dependencies, run ruff, the import layers, mypy and
-#               every test on three workers, measuring line coverage (it fails under 90 %)
+#               every test on four workers, measuring line coverage (it fails under 90 %)
 # And one for while you work:
 #   make check  ruff, the import layers, mypy and every test outside the slow ring (the tests
 #               that start the daemon or a server, or a hundred processes), without coverage
@@ -12,9 +12,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUN_STAMP := $(VENV)/.installed-run
 DEMO := .demo
-# pytest workers: the tests wait on daemons, git and settle times more than they compute (two
-# workers kept these 2-core machines 40 % idle), and a fourth starves the timed ones.
-WORKERS ?= 3
+# pytest workers: the tests wait on daemons, git, settle times and graces for half their time
+# (three workers kept these 2-core machines a fifth idle); four keep them busy.
+WORKERS ?= 4
 # The tests start Python hundreds of times: without its bytecode cache each one compiles
 # feedbackd anew (a command starts in 0.45 s, not 0.3 s) and each pytest worker rewrites every
 # test module again (6 s). The caches go to __pycache__/, which git ignores. An editable install

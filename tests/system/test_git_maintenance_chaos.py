@@ -3,7 +3,7 @@
 round ends with `git fsck --strict` finding the repository whole and every decision recorded
 exactly once: no repack ever meets a decision's pack before HEAD names its commit.
 
-`FEEDBACKD_MAINTENANCE_ROUNDS` sets the rounds (20), `FEEDBACKD_MAINTENANCE_BURST` the
+`FEEDBACKD_MAINTENANCE_ROUNDS` sets the rounds (12), `FEEDBACKD_MAINTENANCE_BURST` the
 approvals in each (25).
 """
 
@@ -22,7 +22,7 @@ from tests.workspace_kit import Site, draft
 
 pytestmark = pytest.mark.slow
 
-ROUNDS = int(os.environ.get("FEEDBACKD_MAINTENANCE_ROUNDS", "20"))
+ROUNDS = int(os.environ.get("FEEDBACKD_MAINTENANCE_ROUNDS", "12"))
 BURST = int(os.environ.get("FEEDBACKD_MAINTENANCE_BURST", "25"))
 MAINTENANCE = (
     ("gc", "--quiet"),
