@@ -71,15 +71,17 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The web panel's tests drive Debian's headless chromium; install it where we may (root, apt).
+# The web panel's tests drive Debian's Chromium, its headless shell where it is there (the
+# engine without the desktop browser: tests/browser_kit.py); install that where we may (root,
+# apt), with the fonts the panel's screenshots are drawn in.
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
+	@command -v chromium-headless-shell >/dev/null 2>&1 || command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium for the browser tests"; \
+	    echo "installing chromium-headless-shell for the browser tests"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      --no-install-recommends chromium fonts-liberation >/dev/null; \
+	      --no-install-recommends chromium-headless-shell fonts-liberation >/dev/null; \
 	  else \
-	    echo "note: no chromium; the browser tests are skipped (apt-get install chromium)"; \
+	    echo "note: no chromium; the browser tests are skipped (apt-get install chromium-headless-shell)"; \
 	  fi; }
 
 # Coverage follows the tests into the workers and into the daemon, `serve` and `mcp` processes
