@@ -31,12 +31,13 @@ $(BIN)/python:
 # The demo needs feedbackd's own dependencies alone; the dev tools (pytest, mypy, ruff,
 # hypothesis, playwright) take much longer to install and only `make test` uses them.
 # uv installs in seconds what pip takes half a minute over (its resolver and unpacking run on one
-# core); pip is the fallback where uv cannot be had.
+# core); pip is the fallback where uv cannot be had. --compile-bytecode: as pip does, else the
+# workers' and the daemons' first imports would each compile the libraries anew.
 $(BIN)/uv: | $(BIN)/python
 	$(BIN)/python -m pip install --quiet uv || echo "note: no uv; pip installs instead (slower)"
 
 define install
-if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); \
+if [ -x $(BIN)/uv ]; then $(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1); \
 else $(BIN)/python -m pip install --quiet $(1); fi
 endef
 
