@@ -23,7 +23,7 @@ WORKERS ?= 4
 # PYTHONDONTWRITEBYTECODE is set (each start would compile them anew: a tenth of a second).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: run test checks check lint typecheck browser pytest bench clean
+.PHONY: run test checks check lint typecheck browser collected pytest bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -85,11 +85,17 @@ browser:
 	    echo "note: no chromium; the browser tests are skipped (apt-get install chromium-headless-shell)"; \
 	  fi; }
 
+# The test modules as pytest rewrites them for its asserts, cached (__pycache__/) by one
+# collection before the workers start: finding no cache, each worker rewrote every module (6 s
+# of CPU each). It runs beside chromium's install, ruff and mypy.
+collected: $(STAMP)
+	$(BIN)/pytest -q -p no:cacheprovider --collect-only >/dev/null
+
 # Coverage follows the tests into the workers and into the daemon, `serve` and `mcp` processes
 # of the modules marked `measured_processes` (pyproject.toml, [tool.coverage]; tests/conftest.py);
 # each writes its own .coverage.* file, joined before the report.
 # --dist loadscope: each module goes whole to one worker, the slow ring's first (conftest.py).
-pytest: $(STAMP) browser
+pytest: $(STAMP) browser collected
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q -p no:cacheprovider -n $(WORKERS) --dist loadscope --no-loadscope-reorder
 	$(BIN)/coverage combine --quiet
