@@ -48,11 +48,12 @@ def test_make_test_installs_the_dev_tools(tmp_path: Path) -> None:
 
 
 def pytest_runs(commands: list[str]) -> list[str]:
-    """The commands that run pytest, itself or under coverage."""
+    """The commands that run tests with pytest, itself or under coverage (not a collection)."""
     return [
         command
         for command in commands
-        if Path(command.split()[0]).name == "pytest" or " -m pytest " in command
+        if (Path(command.split()[0]).name == "pytest" or " -m pytest " in command)
+        and "--collect-only" not in command
     ]
 
 
@@ -65,6 +66,9 @@ def test_make_test_runs_every_test_on_workers_measuring_coverage(tmp_path: Path)
     combine = next(at for at, command in enumerate(commands) if "coverage combine" in command)
     report = next(at for at, command in enumerate(commands) if "coverage report" in command)
     assert commands.index(run) < combine < report
+    # the test modules' rewritten bytecode cached once, before the workers start
+    collection = next(at for at, command in enumerate(commands) if "--collect-only" in command)
+    assert collection < commands.index(run)
     settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["coverage"]
     assert settings["report"]["fail_under"] == 90
     assert "subprocess" in settings["run"]["patch"] and settings["run"]["parallel"]
