@@ -55,9 +55,9 @@ run: $(RUN_STAMP)
 	@$(BIN)/python -m feedbackd.cli.demo $(DEMO)
 
 # The steps run side by side where they may (chromium's install beside the virtualenv's, ruff
-# and mypy beside the tests), each step's output printed whole when it ends.
+# and mypy beside the tests), each line of their output printed whole as it comes.
 test:
-	@$(MAKE) --no-print-directory --jobs=4 --output-sync=target checks
+	@$(MAKE) --no-print-directory --jobs=4 --output-sync=line checks
 
 checks: lint typecheck pytest
 
