@@ -80,6 +80,27 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+def two_reviews_required(root: Path) -> Site:
+    """A new workspace at `root` whose committed settings ask two curators' reviews of a draft."""
+    site = Site(root)
+    site.configure("review:\n  required: 2\n")
+    site.git("add", "feedbackd.yaml")
+    site.git("commit", "-q", "-m", "two reviews a draft")
+    return site
+
+
+def two_drafts_two_curators(root: Path) -> Site:
+    """A new workspace at `root`: agent lark's qi-1 and qi-2 queued, and the curators' users
+    file named by the settings (so each write over HTTP is the token's curator's)."""
+    site = Site(root)
+    site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "summary": "Bug fixes."}))
+    site.write("lark", "qi-2.json", draft({"title": "Release 2.2", "summary": "More fixes."}))
+    site.reconcile()
+    write_users(site)
+    site.configure("http:\n  users_file: users\n")
+    return site
+
+
 def three_drafts(site: Site, note: str = "Say what changed for users.") -> Site:
     """Agent lark's qi-1 queued; qi-2 reviewed by Ada, in review/; qi-3 disputed: Ada approved
     an edit, Bo rejected it with `note`."""

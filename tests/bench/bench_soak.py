@@ -63,6 +63,7 @@ REQUESTERS = [f"soak-buyer-{n}" for n in range(5)]
 QUALITIES = ["excellent", "good", "acceptable", "poor", "failed"]
 SAMPLE_EVERY_S = 0.25
 QUIET_S = 0.5  # the daemon is quiet when no pass ended for this long
+QUIET_TRIES = 20  # a quiet sample: passes ending around it this many times in a row is a fault
 WAIT_PER_UNIT_S = 1.0  # a wave's deadline: this much per decision or rating, at least a minute
 FLOOR_PER_WAVE = 3
 FLOOR_TRIES = 5
@@ -399,12 +400,13 @@ def quiet_sample(root: Path, daemon: RunningDaemon) -> Sample:
     """A sample inside a quiet stretch: the daemon quiet for QUIET_S before it and after it.
     One taken just as a timed pass began would count that pass's pipes and files (on a loaded
     machine the pass may not have started a git child yet)."""
-    while True:
+    for _ in range(QUIET_TRIES):
         wait_quiet(root, daemon)
         mark, taken = status_mark(root), sample(daemon.pid)
         wait_quiet(root, daemon)
         if status_mark(root) == mark:
             return taken
+    raise TimeoutError(f"the daemon never stayed quiet around a sample in {QUIET_TRIES} tries")
 
 
 # --- checks from git history and the files ---------------------------------------------------

@@ -25,10 +25,10 @@ from tests.reviews_kit import (
     hold_as_disputed,
     hold_for_review,
     review_line,
-    write_users,
+    two_drafts_two_curators,
 )
 from tests.web_kit import Server
-from tests.workspace_kit import Site, draft
+from tests.workspace_kit import Site
 
 pytestmark = pytest.mark.slow
 
@@ -44,13 +44,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
-    site = Site(tmp_path / "ws")
-    site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "summary": "Bug fixes."}))
-    site.write("lark", "qi-2.json", draft({"title": "Release 2.2", "summary": "More fixes."}))
-    site.reconcile()
-    write_users(site)
-    site.configure("http:\n  users_file: users\n")
-    return site
+    return two_drafts_two_curators(tmp_path / "ws")
 
 
 def signed_in(browser: Browser, server: Server, token: str) -> Page:

@@ -21,22 +21,16 @@ from tests.reviews_kit import (
     BO,
     BO_TOKEN,
     bearer,
+    two_drafts_two_curators,
     users_line,
-    write_users,
 )
 from tests.web_kit import serving
-from tests.workspace_kit import Site, draft
+from tests.workspace_kit import Site
 
 
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
-    site = Site(tmp_path / "ws")
-    site.write("lark", "qi-1.json", draft({"title": "Release 2.1", "summary": "Bug fixes."}))
-    site.write("lark", "qi-2.json", draft({"title": "Release 2.2", "summary": "More fixes."}))
-    site.reconcile()
-    write_users(site)
-    site.configure("http:\n  users_file: users\n")
-    return site
+    return two_drafts_two_curators(tmp_path / "ws")
 
 
 def test_each_curators_token_makes_their_decisions(site: Site) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.reviews_kit import two_reviews_required
 from tests.web_kit import serving
 from tests.workspace_kit import Site, draft
 
@@ -19,10 +20,7 @@ CY = "Cy <cy@example.org>"
 
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
-    site = Site(tmp_path / "site")
-    site.configure("review:\n  required: 2\n")
-    site.git("add", "feedbackd.yaml")
-    site.git("commit", "-q", "-m", "two reviews a draft")
+    site = two_reviews_required(tmp_path / "site")
     site.write("w", "qi-1.json", draft({"title": "Old title", "excerpt": "Short."}))
     site.reconcile()
     return site

@@ -11,6 +11,7 @@ import pytest
 
 from feedbackd.app.reconcile import reconcile_all
 from feedbackd.app.report import Report
+from tests.reviews_kit import two_reviews_required
 from tests.workspace_kit import Site, draft
 
 ADA = "Ada <ada@example.org>"
@@ -21,10 +22,7 @@ FIRST = {"title": "Old title", "excerpt": "Short."}
 
 @pytest.fixture
 def site(tmp_path: Path) -> Site:
-    site = Site(tmp_path / "site")
-    site.configure("review:\n  required: 2\n")
-    site.git("add", "feedbackd.yaml")
-    site.git("commit", "-q", "-m", "two reviews a draft")
+    site = two_reviews_required(tmp_path / "site")
     site.write("w", "qi-1.json", draft(FIRST))
     by(site, ADA)
     return site
@@ -254,10 +252,7 @@ def test_a_draft_first_seen_moved_waits_without_the_first_curators_edits(tmp_pat
     """A draft reviewed before any pass saw it in queue/ (the daemon was stopped): the next
     curator gets it without the first one's edits, name and note; and a refused second review by
     the same curator puts back exactly what waits in review/."""
-    site = Site(tmp_path / "site")
-    site.configure("review:\n  required: 2\n")
-    site.git("add", "feedbackd.yaml")
-    site.git("commit", "-q", "-m", "two reviews a draft")
+    site = two_reviews_required(tmp_path / "site")
     site.write("w", "qi-2.json", draft(FIRST, FIRST))
     doc = draft({"title": "Ada's title", "excerpt": "Short."}, FIRST, curator=ADA)
     site.write("w", "qi-2.json", {**doc, "rejectionFeedback": "Too long."}, folder="rejected")

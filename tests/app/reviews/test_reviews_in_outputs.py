@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from feedbackd.app.reconcile import reconcile_all
+from tests.reviews_kit import two_reviews_required
 from tests.workspace_kit import Site, draft
 
 ADA = "Ada <ada@example.org>"
@@ -49,10 +50,7 @@ def review(site: Site, item: str, curator: str, to: str, title: str = "", notes:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Site:
-    site = Site(tmp_path_factory.mktemp("reviews-in-outputs") / "site")
-    site.configure("review:\n  required: 2\n")
-    site.git("add", "feedbackd.yaml")
-    site.git("commit", "-q", "-m", "two reviews a draft")
+    site = two_reviews_required(tmp_path_factory.mktemp("reviews-in-outputs") / "site")
     for n in range(1, 6):
         site.write("w", f"qi-{n}.json", draft({"title": f"Old title {n}", "excerpt": "Short."}))
     by(site, ADA)
