@@ -10,6 +10,7 @@ lists them all (`CommandLine`).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import sys
@@ -445,7 +446,7 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
     from how the process was started)."""
     args = sys.argv[1:] if argv is None else argv
     try:
-        result = app(args=args, prog_name=prog_name, standalone_mode=False)
+        result = _click_group().main(args=args, prog_name=prog_name, standalone_mode=False)
     except typer.Abort:
         print_error(Aborted("aborted"), "--json" in args)
         return 1
@@ -460,6 +461,16 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
             raise
         return _usage_error(error, "--json" in args)
     return result if isinstance(result, int) else 0
+
+
+@functools.cache
+def _click_group() -> CommandLine:
+    """The command line as click runs it, built once per process: calling `app` has typer
+    build it anew, reading every command's signature again (16 ms a call), which a process that
+    runs several commands (the demo's build) would pay each time."""
+    built = typer.main.get_command(app)
+    assert isinstance(built, CommandLine)
+    return built
 
 
 def _usage_error(error: Exception, as_json: bool) -> int:

@@ -6,6 +6,7 @@ Lookup: --config FILE, else $FEEDBACKD_CONFIG, else <workspace>/feedbackd.yaml, 
 from __future__ import annotations
 
 import difflib
+import functools
 import ipaddress
 import string
 from collections.abc import Callable
@@ -382,7 +383,7 @@ def parse_settings(
     text: str, source: str, read_secret: Callable[[str], str] | None = None
 ) -> Settings:
     try:
-        tree = yamlio.load(text)
+        tree = _parsed(text)
     except yamlio.YamlError as exc:
         raise ConfigError(f"{source}{exc.where()}: {exc.message}", hint="fix the YAML") from None
     if tree is None:
@@ -397,6 +398,14 @@ def parse_settings(
         return Settings.model_validate(yamlio.to_plain(tree), context=context)
     except ValidationError as exc:
         raise _explain(exc, tree, source) from None
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(text: str) -> Any:
+    """The YAML of a configuration, parsed once for each text and then only read: a process
+    reads the same file again for each command or request it serves, and the parser that keeps
+    the keys' positions (for the error messages) takes milliseconds on a few lines."""
+    return yamlio.load(text)
 
 
 def _explain(exc: ValidationError, tree: Any, source: str) -> ConfigError:
