@@ -47,12 +47,20 @@ def test_make_test_installs_the_dev_tools(tmp_path: Path) -> None:
     assert any("[dev]" in command for command in installs(planned("test", tmp_path / "venv")))
 
 
+def program(command: str) -> str:
+    """The name of the program a planned command runs, after the variables it sets for it."""
+    words = command.split()
+    while words and re.fullmatch(r"[A-Z_]+=\S*", words[0]):
+        words.pop(0)
+    return Path(words[0]).name if words else ""
+
+
 def pytest_runs(commands: list[str]) -> list[str]:
     """The commands that run tests with pytest, itself or under coverage (not a collection)."""
     return [
         command
         for command in commands
-        if (Path(command.split()[0]).name == "pytest" or " -m pytest " in command)
+        if (program(command) == "pytest" or " -m pytest " in command)
         and "--collect-only" not in command
     ]
 
@@ -91,9 +99,18 @@ def test_make_check_leaves_out_the_slow_ring_and_coverage(tmp_path: Path) -> Non
     commands = planned("check", tmp_path / "venv")
     (run,) = pytest_runs(commands)
     assert '-m "not slow"' in run and "-n " in run and "--dist loadscope" in run
-    assert not any(Path(command.split()[0]).name == "coverage" for command in commands)
+    assert not any(program(command) == "coverage" for command in commands)
     for step in ("ruff check", "ruff format --check", "lint-imports", "mypy"):
         assert any(step in command for command in commands), step
+
+
+@pytest.mark.skipif(not os.access("/dev/shm", os.W_OK), reason="no /dev/shm here")
+def test_the_tests_folders_are_in_memory(tmp_path: Path) -> None:
+    """Both ways of running the tests give them their temporary folders in /dev/shm: on a disk,
+    every fsync feedbackd makes for durability would wait for it."""
+    for target in ("test", "check"):
+        (run,) = pytest_runs(planned(target, tmp_path / "venv"))
+        assert run.startswith("TMPDIR=/dev/shm "), run
 
 
 def test_the_workers_the_docs_name_are_the_makefiles() -> None:

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -96,14 +97,15 @@ def runnable_copy(unit: Path, folder: Path, *, extra: str = "") -> Path:
 
 def analyze(*args: str, tmp_path: Path, user: bool = False) -> subprocess.CompletedProcess[str]:
     assert SYSTEMD_ANALYZE is not None
-    env = None
-    if user:
-        # The user manager's lookup paths need a runtime folder, which a CI machine may lack.
-        runtime = tmp_path / "runtime"
-        runtime.mkdir(mode=0o700, exist_ok=True)
-        env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime), "HOME": str(tmp_path / "home")}
     command = [SYSTEMD_ANALYZE, *(["--user"] if user else []), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, check=False)
+    # The user manager's lookup paths need a runtime folder, which a CI machine may lack. It
+    # holds sockets (gpg-agent's), whose paths must stay within a socket address's 108 bytes
+    # wherever the tests' temporary folders are: a short name of its own, not one in tmp_path.
+    with tempfile.TemporaryDirectory(prefix="run-") as runtime:
+        env = {**os.environ, "XDG_RUNTIME_DIR": runtime, "HOME": str(tmp_path / "home")}
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=60, env=env if user else None
+        )
 
 
 def verify_output(unit: Path, tmp_path: Path, *, user: bool = False) -> str:
