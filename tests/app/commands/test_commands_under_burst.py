@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -18,7 +20,7 @@ import pytest
 
 from feedbackd.app.commands import actions, submitting
 from feedbackd.core.errors import AlreadySubmitted, WriterBusy
-from feedbackd.edges.instance import InstanceLock, WriteLock
+from feedbackd.edges.instance import WAITING, WRITE_LOCK, InstanceLock, WriteLock
 from tests.daemon_kit import (
     DEADLINE_S,
     DaemonProcess,
@@ -30,9 +32,7 @@ from tests.daemon_kit import (
 from tests.workspace_kit import Site, draft, settling_in
 
 BURST = 80  # inbox ratings
-# Approvals: enough that two commands starting on a busy machine (a second or two each) still
-# find the burst going on.
-APPROVALS = 150
+APPROVALS = 100
 RATING = {
     "transaction_id": "7d2e4b1a-3c5f-4e6a-8b9c-0d1e2f3a4b5c",
     "provider_agent": "provider-1",
@@ -130,21 +130,44 @@ def test_approve_and_submit_during_a_burst_record_only_their_own(
     approve_by_hand(site, burst)
     wait_for(lambda: len(decided(site, "w")) >= 1, what="the burst's first decision")
 
-    # Both at once, as two users would: each waits for the decision in hand only.
-    approving = command(site, "approve", "w", own)
-    rating = command(site, "feedback", "submit", "--json", json.dumps(RATING))
+    # Both at once, as two users would, started while the daemon stands still in its burst
+    # (maybe holding the lock), so that the burst goes on however slowly they start.
+    with standing_still(daemon):
+        assert len(decided(site, "w")) < len(burst), "the burst was over; make it larger"
+        approving = command(site, "approve", "w", own)
+        rating = command(site, "feedback", "submit", "--json", json.dumps(RATING))
+        wait_for(lambda: at_the_write_lock(site, [approving, rating]), what="both at the lock")
     approved, rated = finished(approving), finished(rating)
     assert approved.returncode == 0, approved.stderr
     assert items_named(approved.stdout + approved.stderr) == {own}
     assert rated.returncode == 0, rated.stderr
     assert_recorded_or_queued(site, rated)
     assert items_named(rated.stdout + rated.stderr) == set()
-    assert len(decided(site, "w")) < len(names), "the burst was over; make it larger"
 
     wait_for(lambda: sorted(decided(site, "w")) == names, what="the rest of the burst")
-    assert decided(site, "w").count(own) == 1
+    in_order = decided(site, "w")
+    assert in_order.count(own) == 1
+    # Each waited for the decision in hand, not for the burst: the daemon's went on after.
+    assert in_order[in_order.index(own) + 1 :], in_order
     wait_for(lambda: stored_ratings(site) == [RATING["transaction_id"]], what="the rating")
     assert "busy" not in daemon.log()
+
+
+@contextmanager
+def standing_still(daemon: DaemonProcess) -> Iterator[None]:
+    """The daemon stopped (SIGSTOP) wherever it is, and going on (SIGCONT) afterwards."""
+    os.kill(daemon.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(daemon.pid, signal.SIGCONT)
+
+
+def at_the_write_lock(site: Site, commands: list[subprocess.Popen[str]]) -> bool:
+    """Each command done, or waiting for the write lock (its mark beside the lock says so)."""
+    marks = (site.root / ".feedbackd").glob(f"{WRITE_LOCK}{WAITING}*")
+    waiting = {mark.name.removeprefix(f"{WRITE_LOCK}{WAITING}").split(".")[0] for mark in marks}
+    return all(started.poll() is not None or str(started.pid) in waiting for started in commands)
 
 
 def assert_recorded_or_queued(site: Site, rated: subprocess.CompletedProcess[str]) -> None:
