@@ -15,10 +15,11 @@ DEMO := .demo
 # pytest workers: the tests wait on daemons, git, settle times and graces for half their time
 # (three workers kept these 2-core machines a fifth idle); four keep them busy.
 WORKERS ?= 4
-# The tests' folders go to memory (/dev/shm, a tmpfs) where the machine has one: what they test
-# is feedbackd's files and git, not the disk, and on a disk each fsync that feedbackd makes for
-# durability waits for it (the suite spent a third more system time and a sixth more time).
-TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo "$${TMPDIR:-/tmp}")
+# The tests' folders go to memory (/dev/shm, a tmpfs) where the machine has one with a GiB free:
+# what they test is feedbackd's files and git, not the disk, and on a disk each fsync feedbackd
+# makes for durability waits for it (the application's tests took half again the system time
+# and a sixth more time there). A container's small /dev/shm (64 MiB) leaves them on $TMPDIR.
+TEST_TMPDIR ?= $(shell [ -w /dev/shm ] && [ "$$(df --output=avail -k /dev/shm 2>/dev/null | tail -n 1)" -gt 1048576 ] 2>/dev/null && echo /dev/shm || echo "$${TMPDIR:-/tmp}")
 # The tests start Python hundreds of times: without its bytecode cache each one compiles
 # feedbackd anew (a command starts in 0.45 s, not 0.3 s) and each pytest worker rewrites every
 # test module again (6 s). The caches go to __pycache__/, which git ignores. An editable install
