@@ -466,8 +466,9 @@ def main(argv: list[str] | None = None, prog_name: str | None = None) -> int:
 @functools.cache
 def _click_group() -> CommandLine:
     """The command line as click runs it, built once per process: calling `app` has typer
-    build it anew, reading every command's signature again (16 ms a call), which a process that
-    runs several commands (the demo's build) would pay each time."""
+    build it anew, reading every command's signature again (16 ms a call), which a caller that
+    runs `main` again and again in one process (a tool driving feedbackd in-process, the tests'
+    command-line kit) would pay on each command."""
     built = typer.main.get_command(app)
     assert isinstance(built, CommandLine)
     return built

@@ -402,9 +402,11 @@ def parse_settings(
 
 @functools.lru_cache(maxsize=16)
 def _parsed(text: str) -> Any:
-    """The YAML of a configuration, parsed once for each text and then only read: a process
-    reads the same file again for each command or request it serves, and the parser that keeps
-    the keys' positions (for the error messages) takes milliseconds on a few lines."""
+    """The YAML of a configuration, parsed once for each text and then only read. The daemon,
+    `serve` and `mcp` parse again only when the file changes; a caller that opens the workspace
+    for each command in one process (`main` run again and again) reads the same text each
+    time, and the parser that keeps the keys' positions (for error messages) takes milliseconds
+    on a few lines."""
     return yamlio.load(text)
 
 

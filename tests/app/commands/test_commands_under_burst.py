@@ -121,8 +121,8 @@ def test_approve_and_submit_during_a_burst_record_only_their_own(
 ) -> None:
     """While the daemon works through a burst, `approve` and `feedback submit` each take the
     lock after the decision in hand, record their own item or rating, and leave the burst to
-    the daemon: the command names no item of the burst, and the burst is not over when it
-    returns."""
+    the daemon: the command names no item of the burst, and the daemon's burst goes on after
+    the command's own decision."""
     names = queue_drafts(site, APPROVALS + 1)
     own, burst = names[-1], names[:-1]
     daemon = start(site, listener)
